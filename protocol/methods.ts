@@ -1,0 +1,219 @@
+// Every RPC method's params and result as a zod schema pair: the one place the wire contract
+// is written down. The daemon parses params with these; the typed client derives its types
+// from them. Methods added by later features join this table.
+import { z } from 'zod';
+import { RowIn, StoredRow } from './rows.ts';
+
+/** Protocol version spoken by this build; `initialize` refuses others. */
+export const PROTOCOL_VERSION = 1;
+
+const SessionId = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9._:@-]+$/, 'session ids use letters, digits and . _ : @ -');
+const Seq = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+/** Offsets and limits in graphemes or rows; bounded so arithmetic stays exact. */
+const Offset = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+
+export const MAX_READ_LIMIT = 1_000_000;
+export const DEFAULT_READ_LIMIT = 20_000;
+export const MAX_GREP_LIMIT = 500;
+export const DEFAULT_GREP_LIMIT = 50;
+export const MAX_ROWS_LIMIT = 1000;
+
+const Empty = z.strictObject({});
+const Ok = z.strictObject({ ok: z.literal(true) });
+
+const SessionSummary = z.object({
+  session: z.string(),
+  /** Newest seq of the session; 0 when it has no rows. */
+  head: z.number().int().nonnegative(),
+  rows: z.number().int().nonnegative(),
+  parent: z.string().nullable(),
+  workspace: z.string().nullable(),
+  created_at: z.number().int(),
+});
+
+const GrepMatch = z.object({
+  session: z.string(),
+  seq: z.number().int().positive(),
+  /** A short excerpt of the row's text around the first match. */
+  preview: z.string(),
+});
+
+export const TranscriptReadParams = z.strictObject({
+  session: SessionId,
+  /** First grapheme to return, counted over the rendered rows and their separators. */
+  offset: Offset.default(0),
+  /** Graphemes to return at most. */
+  limit: z.number().int().positive().max(MAX_READ_LIMIT).default(DEFAULT_READ_LIMIT),
+  /** Inclusive seq range to render; defaults to the whole session. */
+  from_seq: Seq.optional(),
+  to_seq: Seq.optional(),
+});
+export const TranscriptReadResult = z.object({
+  text: z.string(),
+  offset: z.number().int().nonnegative(),
+  /** Where the next page starts; null once the end was reached. */
+  next_offset: z.number().int().nonnegative().nullable(),
+});
+
+export const TranscriptGrepParams = z.strictObject({
+  /** Literal text, matched Unicode case-insensitively. */
+  pattern: z.string().min(1).max(1000),
+  /** Limit the search to one session; without it every session is searched. */
+  session: SessionId.optional(),
+  /** Only sessions opened with this workspace (cross-session searches). */
+  workspace: z.string().min(1).max(4096).optional(),
+  /** Matching rows to skip. */
+  offset: Offset.default(0),
+  limit: z.number().int().positive().max(MAX_GREP_LIMIT).default(DEFAULT_GREP_LIMIT),
+});
+export const TranscriptGrepResult = z.object({
+  /** Every matching row, not only the page. */
+  total: z.number().int().nonnegative(),
+  offset: z.number().int().nonnegative(),
+  next_offset: z.number().int().nonnegative().nullable(),
+  matches: z.array(GrepMatch),
+});
+
+/** The method table: name -> { params, result }. */
+export const methods = {
+  initialize: {
+    params: z.strictObject({
+      protocol: z.number().int(),
+      client: z.strictObject({ name: z.string().min(1).max(200), version: z.string().max(100) }),
+      capabilities: z.strictObject({ summarize: z.boolean().optional() }).default({}),
+    }),
+    result: z.object({
+      protocol: z.number().int(),
+      server: z.object({ name: z.string(), version: z.string() }),
+    }),
+  },
+  'session.open': {
+    params: z.strictObject({
+      /** Open (or create) this id; without it a fresh id is made. */
+      session: SessionId.optional(),
+      /** Folder the agent works in; cross-session grep can filter on it. */
+      workspace: z.string().min(1).max(4096).optional(),
+    }),
+    result: z.object({ session: z.string(), created: z.boolean() }),
+  },
+  'session.list': {
+    params: Empty.default({}),
+    result: z.object({ sessions: z.array(SessionSummary) }),
+  },
+  'session.delete': {
+    params: z.strictObject({ session: SessionId }),
+    result: z.object({ deleted: z.boolean() }),
+  },
+  'session.fork': {
+    params: z.strictObject({
+      session: SessionId,
+      /** Copy rows up to and including this seq of the parent; default its head. */
+      at: Seq.optional(),
+      /** Write an excursion marker in the parent; the branch reports back with session.return. */
+      excursion: z.boolean().default(false),
+      /** Id for the branch; default a fresh one. */
+      branch: SessionId.optional(),
+    }),
+    result: z.object({
+      session: z.string(),
+      /** Rows copied into the branch. */
+      rows: z.number().int().nonnegative(),
+      /** Seq of the parent's excursion marker, when `excursion` was set. */
+      marker_seq: z.number().int().positive().nullable(),
+    }),
+  },
+  'session.return': {
+    params: z.strictObject({ branch: SessionId, outcome: z.string().max(1_000_000) }),
+    result: z.object({ session: z.string(), seq: z.number().int().positive() }),
+  },
+  'transcript.append': {
+    params: z.strictObject({ session: SessionId, rows: z.array(RowIn).min(1).max(10_000) }),
+    result: z.object({
+      /** Seq of each row, in the order sent; a retried key answers with its stored seq. */
+      seqs: z.array(z.number().int().positive()),
+      head: z.number().int().nonnegative(),
+    }),
+  },
+  'transcript.rows': {
+    params: z.strictObject({
+      session: SessionId,
+      /** Rows with a seq after this one. */
+      after: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).default(0),
+      limit: z.number().int().positive().max(MAX_ROWS_LIMIT).default(100),
+    }),
+    result: z.object({ rows: z.array(StoredRow), next_after: z.number().int().nullable() }),
+  },
+  transcript_read: { params: TranscriptReadParams, result: TranscriptReadResult },
+  transcript_grep: { params: TranscriptGrepParams, result: TranscriptGrepResult },
+  'tools.list': {
+    params: z.strictObject({ session: SessionId }),
+    result: z.object({
+      tools: z.array(
+        z.object({ name: z.string(), description: z.string(), input_schema: z.record(z.string(), z.unknown()) }),
+      ),
+    }),
+  },
+  'tools.call': {
+    params: z.strictObject({
+      session: SessionId,
+      name: z.string().min(1),
+      arguments: z.record(z.string(), z.unknown()).default({}),
+    }),
+    result: z.object({ name: z.string(), result: z.unknown() }),
+  },
+  'payload.get': {
+    params: z.strictObject({ hash: z.string().regex(/^[0-9a-f]{64}$/) }),
+    result: z.object({
+      hash: z.string(),
+      media_type: z.string(),
+      width: z.number().int(),
+      height: z.number().int(),
+      /** Base64 of the stored bytes. */
+      data: z.string(),
+    }),
+  },
+  'daemon.status': {
+    params: Empty.default({}),
+    result: z.object({
+      version: z.string(),
+      pid: z.number().int(),
+      home: z.string(),
+      uptime_ms: z.number().int(),
+      sessions: z.number().int(),
+      loaded_kernels: z.number().int(),
+      connections: z.number().int(),
+      config_errors: z.array(z.object({ file: z.string(), message: z.string() })),
+    }),
+  },
+  'daemon.shutdown': { params: Empty.default({}), result: Ok },
+} as const;
+
+export type Methods = typeof methods;
+export type MethodName = keyof Methods;
+export type ParamsIn<M extends MethodName> = z.input<Methods[M]['params']>;
+export type Params<M extends MethodName> = z.output<Methods[M]['params']>;
+export type Result<M extends MethodName> = z.output<Methods[M]['result']>;
+
+export function isMethodName(name: string): name is MethodName {
+  return Object.hasOwn(methods, name);
+}
+
+/** The daemon's reverse request to a client that declared `capabilities.summarize`. */
+export const reverseMethods = {
+  summarize: {
+    params: z.object({
+      session: z.string(),
+      purpose: z.string(),
+      system: z.string(),
+      prompt: z.string(),
+      max_output_tokens: z.number().int().positive(),
+    }),
+    result: z.object({ text: z.string() }),
+  },
+} as const;
+export type ReverseMethods = typeof reverseMethods;
+export type ReverseMethodName = keyof ReverseMethods;

@@ -1,0 +1,68 @@
+// Opens the daemon's SQLite file with its pragmas and brings the schema up to date.
+// One writer connection per process; read-only connections (for worker scans) use openReadOnly.
+import Database from 'better-sqlite3';
+import { AlbedoError } from '../protocol/errors.ts';
+import { migrations, type Migration } from './migrations/index.ts';
+
+export type Db = Database.Database;
+
+export interface OpenOptions {
+  /** SQLite `synchronous` level; FULL survives power loss, NORMAL only process crashes. */
+  synchronous?: 'FULL' | 'NORMAL';
+  /** How long a statement waits on a lock held by another connection, in milliseconds. */
+  busyTimeoutMs?: number;
+  /** Override the migration list (tests of the runner). */
+  migrations?: readonly Migration[];
+}
+
+/** Pragmas are per connection, so they are set on every open, not once per file. */
+function applyPragmas(db: Db, opts: OpenOptions): void {
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
+  db.pragma('foreign_keys = ON');
+  db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
+}
+
+export function openDb(path: string, opts: OpenOptions = {}): Db {
+  const db = new Database(path);
+  try {
+    applyPragmas(db, opts);
+    migrate(db, opts.migrations ?? migrations);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return db;
+}
+
+/** A read-only connection to the same file, for long scans off the writer. */
+export function openReadOnly(path: string, opts: OpenOptions = {}): Db {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
+  return db;
+}
+
+/** Runs every migration newer than the file's version, each in its own transaction. */
+export function migrate(db: Db, list: readonly Migration[]): number {
+  db.exec(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT',
+  );
+  const row = db.prepare('SELECT max(version) AS v FROM schema_migrations').get() as { v: number | null };
+  const current = row.v ?? 0;
+  const newest = list.reduce((m, x) => Math.max(m, x.version), 0);
+  if (current > newest) {
+    throw new AlbedoError(
+      'invalid_config',
+      `database schema version ${current} is newer than this build understands (${newest})`,
+    );
+  }
+  const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+  for (const m of [...list].sort((a, b) => a.version - b.version)) {
+    if (m.version <= current) continue;
+    db.transaction(() => {
+      db.exec(m.sql);
+      record.run(m.version, m.name, Date.now());
+    })();
+  }
+  return newest;
+}

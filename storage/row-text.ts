@@ -1,0 +1,56 @@
+// The plain text of a stored row: what search matches and what transcript reads render.
+// Images appear as a short marker (never their bytes); encrypted reasoning is left out.
+import type { StoredBody } from '../protocol/rows.ts';
+
+/** Marker text an image leaves in the row text. */
+export function imageMarker(hash: string, width: number, height: number, elided = false): string {
+  const base = `[image ${hash.slice(0, 8)} ${width}x${height}]`;
+  return elided ? `${base} [image elided and is no longer available]` : base;
+}
+
+function jsonArgs(args: Record<string, unknown>): string {
+  return JSON.stringify(args);
+}
+
+/** Text of a row body, lines joined with "\n". Deterministic: stored and re-derivable. */
+export function rowText(body: StoredBody): string {
+  const out: string[] = [];
+  switch (body.kind) {
+    case 'user':
+    case 'tool_result':
+      for (const p of body.content) {
+        out.push(p.type === 'text' ? p.text : imageMarker(p.hash, p.width, p.height, p.elided === true));
+      }
+      break;
+    case 'assistant':
+      for (const p of body.content) {
+        if (p.type === 'text') out.push(p.text);
+        else if (p.type === 'tool_call') out.push(`→ ${p.name}(${jsonArgs(p.arguments)})`);
+        else if (p.text !== undefined && p.text.length > 0) out.push(p.text);
+      }
+      break;
+    case 'notice': {
+      const n = body.body;
+      if (n.notice === 'image_fit') out.push(`image ${n.from_hash.slice(0, 8)} fitted to ${n.to.width}x${n.to.height}: ${n.reason}`);
+      else if (n.notice === 'capabilities_changed') out.push(`capabilities changed\n${n.context}`);
+      else if (n.notice === 'excursion') out.push(`excursion started on branch ${n.branch}`);
+      else out.push(`excursion on branch ${n.branch} returned\n${n.outcome}`);
+      break;
+    }
+  }
+  return out.join('\n');
+}
+
+/** The one-line header a transcript read puts above each row's text. */
+export function rowHeader(seq: number, body: StoredBody): string {
+  switch (body.kind) {
+    case 'user':
+      return body.origin === 'user' ? `#${seq} user` : `#${seq} user (${body.origin})`;
+    case 'assistant':
+      return `#${seq} assistant`;
+    case 'tool_result':
+      return `#${seq} tool_result ${body.call_id}${body.is_error ? ' (error)' : ''}`;
+    case 'notice':
+      return `#${seq} notice ${body.body.notice}`;
+  }
+}
