@@ -41,6 +41,9 @@ export const DomainCode = {
   unknown_prepared: -32022,
   nothing_to_compact: -32023,
   unknown_extension: -32024,
+  /** An assistant row reuses a tool call id the session already has. */
+  duplicate_tool_call: -32025,
+  invalid_tool_arguments: -32026,
 } as const;
 
 export type DomainCodeName = keyof typeof DomainCode;

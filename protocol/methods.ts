@@ -2,6 +2,7 @@
 // is written down. The daemon parses params with these; the typed client derives its types
 // from them. Methods added by later features join this table.
 import { z } from 'zod';
+import { Observation, PlainInput, ToolSpec } from './prepared.ts';
 import { RowIn, StoredRow } from './rows.ts';
 
 /** Protocol version spoken by this build; `initialize` refuses others. */
@@ -190,6 +191,114 @@ export const methods = {
     }),
   },
   'daemon.shutdown': { params: Empty.default({}), result: Ok },
+  prepare: {
+    params: z.strictObject({
+      session: SessionId,
+      /** Model id the request goes to; the catalog supplies its window and modalities. */
+      model: z.string().min(1).max(200),
+      /** The agent's system prompt; never compacted. */
+      instructions: z.string().max(10_000_000).default(''),
+      /** The agent's own tools; their schemas count toward the pinned prompt. */
+      tools: z.array(ToolSpec).max(1000).default([]),
+      /** Inline image bytes as base64, or send hashes only (fetch with payload.get). */
+      images: z.enum(['inline', 'ref']).default('ref'),
+      /** Compact now even if not due. */
+      force: z.boolean().default(false),
+    }),
+    result: z.object({
+      prepared_id: z.string(),
+      head: z.number().int().nonnegative(),
+      system: z.string(),
+      inputs: z.array(PlainInput),
+      tools: z.array(ToolSpec),
+      compacted: z.boolean(),
+      observation: Observation,
+    }),
+  },
+  'usage.report': {
+    params: z.strictObject({
+      session: SessionId,
+      prepared_id: z.string().min(1).max(100),
+      input_tokens: z.number().int().nonnegative().max(1e9),
+      cached_tokens: z.number().int().nonnegative().max(1e9).optional(),
+    }),
+    result: Ok,
+  },
+  compact: {
+    params: z.strictObject({
+      session: SessionId,
+      /** Make this strategy the session's own first, as /extensions would. */
+      strategy: z.string().min(1).max(100).optional(),
+      /** Extra instruction for the summarizer. */
+      focus: z.string().max(10_000).optional(),
+      /** Say what a compaction would evict, writing nothing. */
+      dry_run: z.boolean().default(false),
+    }),
+    result: z.object({
+      compacted: z.boolean(),
+      strategy: z.string().nullable(),
+      /** Why nothing was compacted, when nothing was. */
+      reason: z.string().nullable(),
+      /** For dry runs: what would be evicted and the estimated result. */
+      plan: z
+        .object({
+          evict_rows: z.number().int().nonnegative(),
+          evict_from_seq: z.number().int().nullable(),
+          evict_to_seq: z.number().int().nullable(),
+          tail_rows: z.number().int().nonnegative(),
+          estimated_tokens_before: z.number().int().nonnegative(),
+          estimated_tokens_after: z.number().int().nonnegative(),
+        })
+        .nullable(),
+      observation: Observation,
+    }),
+  },
+  context: {
+    params: z.strictObject({ session: SessionId, format: z.enum(['json', 'text']).default('json') }),
+    result: z.object({ observation: Observation, text: z.string().nullable() }),
+  },
+  'extensions.list': {
+    params: z.strictObject({ session: SessionId.optional() }),
+    result: z.object({
+      strategy: z.string().nullable(),
+      extensions: z.array(
+        z.object({
+          name: z.string(),
+          kind: z.string(),
+          enabled: z.boolean(),
+          available: z.boolean(),
+          default_enabled: z.boolean(),
+          /** Who decided: the built-in default, extensions.json, or this session. */
+          chosen_by: z.enum(['default', 'global', 'session']),
+          description: z.string(),
+        }),
+      ),
+    }),
+  },
+  'extensions.select': {
+    params: z.strictObject({
+      /** Without a session the choice is global and is written to extensions.json. */
+      session: SessionId.optional(),
+      enable: z.array(z.string().min(1).max(100)).max(50).default([]),
+      disable: z.array(z.string().min(1).max(100)).max(50).default([]),
+    }),
+    result: z.object({ strategy: z.string().nullable(), enabled: z.array(z.string()) }),
+  },
+  reload: {
+    params: Empty.default({}),
+    result: z.object({ version: z.number().int(), config_errors: z.array(z.object({ file: z.string(), message: z.string() })) }),
+  },
+  command: {
+    params: z.strictObject({ session: SessionId.optional(), line: z.string().min(1).max(100_000) }),
+    result: z.object({
+      /** The command that ran: compact, context, extensions, reload. */
+      command: z.string(),
+      /** The JSON result of the method the command maps to. */
+      result: z.unknown(),
+      /** The same, rendered for a terminal. */
+      text: z.string(),
+    }),
+  },
 } as const;
 
 export type Methods = typeof methods;

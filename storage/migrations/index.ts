@@ -1,5 +1,6 @@
 // The ordered list of schema migrations. Append only: a released migration never changes.
 import { sql as m001 } from './001-transcript.ts';
+import { sql as m002 } from './002-engine.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -8,4 +9,7 @@ export interface Migration {
   sql: string;
 }
 
-export const migrations: readonly Migration[] = [{ version: 1, name: 'transcript', sql: m001 }];
+export const migrations: readonly Migration[] = [
+  { version: 1, name: 'transcript', sql: m001 },
+  { version: 2, name: 'engine', sql: m002 },
+];

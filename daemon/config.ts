@@ -1,0 +1,310 @@
+// $ALBEDO_HOME/extensions.json and models.json: parsed with zod, loaded at start and hot-watched.
+// A bad file keeps its last good content and is reported once; using the config (selection,
+// windows, summarizer) is left to the kernels, strategies and the summarizer module.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { watch, type FSWatcher } from 'chokidar';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { AlbedoError } from '../protocol/errors.ts';
+import { loadCatalog, ModelsFile, type Catalog } from '../strategies/catalog/models.ts';
+import type { Registry } from '../strategies/extensions/catalog.ts';
+import { SummarizerConfig } from '../strategies/summarizer/types.ts';
+import { resolve, validateSelection } from '../strategies/extensions/selection.ts';
+
+const Percent = z.number().int().min(1).max(100);
+/** Tokens; optional everywhere: without it the catalog's window for the current model is used. */
+const WindowTokens = z.number().int().positive().optional();
+
+const tailBelowTrigger = (s: { triggerPercent: number; tailPercent: number }) => s.tailPercent < s.triggerPercent;
+const tailBelowTriggerIssue = { message: 'tailPercent must be below triggerPercent', path: ['tailPercent'] };
+
+/** Shared by `rolling` and `lcm`: percentages are of the context window (tokens). */
+const WindowSection = z
+  .strictObject({
+    contextWindowTokens: WindowTokens,
+    /** Compact when the estimated request reaches this share of the window. */
+    triggerPercent: Percent.default(80),
+    /** Share of the window the verbatim tail keeps. */
+    tailPercent: Percent.default(25),
+  })
+  .refine(tailBelowTrigger, tailBelowTriggerIssue);
+
+const SnapcompactSection = z
+  .strictObject({
+    contextWindowTokens: WindowTokens,
+    triggerPercent: Percent.default(80),
+    tailPercent: Percent.default(10),
+    /** Share of the window the frame archive may take, at the cost of one full frame each. */
+    archivePercent: Percent.default(20),
+    /** Frames; replaces the provider image caps when set. */
+    maxFrames: z.number().int().positive().optional(),
+    /** Left over from when snapcompact had its own switch; accepted and dropped. */
+    enabled: z.unknown().optional(),
+  })
+  .refine(tailBelowTrigger, tailBelowTriggerIssue)
+  .refine((s) => s.tailPercent + s.archivePercent < s.triggerPercent, {
+    message: 'tailPercent + archivePercent must be below triggerPercent',
+    path: ['archivePercent'],
+  })
+  .transform(({ enabled: _legacy, ...rest }) => rest);
+
+const NotesSection = z.strictObject({
+  /** Tokens the notes may use. */
+  budgetTokens: z.number().int().positive().default(2000),
+});
+
+const SelectionSection = z.strictObject({
+  enable: z.array(z.string().min(1)).default([]),
+  disable: z.array(z.string().min(1)).default([]),
+});
+
+/**
+ * The whole of extensions.json. Unknown keys are errors at the top level and in every section
+ * (typos should not pass silently); snapcompact's old `enabled` key is the one tolerated leftover.
+ * Missing sections parse to their defaults; `summarizer` uses the summarizer module's schema.
+ * Extension names are checked against the registry separately.
+ */
+export const ExtensionsFile = z.strictObject({
+  extensions: SelectionSection.prefault({}),
+  rolling: WindowSection.prefault({}),
+  lcm: WindowSection.prefault({}),
+  snapcompact: SnapcompactSection.prefault({}),
+  notes: NotesSection.prefault({}),
+  summarizer: SummarizerConfig.optional(),
+});
+export type ExtensionsFileParsed = z.output<typeof ExtensionsFile>;
+
+export type ParseOutcome<T> = { ok: true; value: T } | { ok: false; message: string; issues?: z.core.$ZodIssue[] };
+
+function oneLine(err: z.ZodError): string {
+  return z.prettifyError(err).replaceAll('\n', ' ').replace(/\s+/g, ' ').trim();
+}
+
+/**
+ * Parses extensions.json text: JSON, then the schema, then the selection checks against the
+ * registry (unknown or unavailable names, two strategies, a name both enabled and disabled,
+ * disabling the only strategy). Empty text stands for an empty object.
+ */
+export function parseExtensionsText(text: string, registry: Registry): ParseOutcome<ExtensionsFileParsed> {
+  const json = parseJson(text);
+  if (!json.ok) return json;
+  const parsed = ExtensionsFile.safeParse(json.value);
+  if (!parsed.success) return { ok: false, message: oneLine(parsed.error), issues: parsed.error.issues };
+  try {
+    validateSelection(registry, resolve(registry, [], []), parsed.data.extensions);
+  } catch (err) {
+    if (err instanceof AlbedoError) return { ok: false, message: `extensions: ${err.message}` };
+    throw err;
+  }
+  return { ok: true, value: parsed.data };
+}
+
+/** Parses models.json text into a catalog merged over the shipped list. */
+export function parseModelsText(text: string): ParseOutcome<Catalog> {
+  const json = parseJson(text);
+  if (!json.ok) return json;
+  const parsed = ModelsFile.safeParse(json.value);
+  if (!parsed.success) return { ok: false, message: oneLine(parsed.error), issues: parsed.error.issues };
+  return { ok: true, value: loadCatalog(parsed.data) };
+}
+
+function parseJson(text: string): ParseOutcome<unknown> {
+  if (text.trim() === '') return { ok: true, value: {} };
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch (err) {
+    return { ok: false, message: `invalid JSON: ${(err as Error).message}` };
+  }
+}
+
+export interface ConfigSnapshot {
+  readonly extensions: ExtensionsFileParsed;
+  readonly models: Catalog;
+  /** Starts at 1 after `load()`; grows by one on each reload that changed something or cleared a problem. */
+  readonly version: number;
+}
+
+export interface ConfigProblem {
+  /** The file's base name (`extensions.json`), never a full path: this may go over the wire. */
+  readonly file: string;
+  readonly message: string;
+}
+
+export interface ConfigStoreOptions {
+  extensionsPath: string;
+  modelsPath: string;
+  registry: Registry;
+  log: Logger;
+  /** Called after every version bump with the new snapshot. */
+  onChange?: (cfg: ConfigSnapshot) => void;
+  /** Quiet time (ms) after a file event before reloading; coalesces editors' bursts. Default 50. */
+  debounceMs?: number;
+}
+
+/** The state of one watched file. `text` null means absent (defaults). */
+interface FileSlot<T> {
+  readonly path: string;
+  readonly name: string;
+  good: T;
+  goodText: string | null;
+  /** The content of the file now failing, or undefined when the file is fine. */
+  badText: string | undefined;
+  problem: string | undefined;
+  parse(text: string): ParseOutcome<T>;
+  defaults(): T;
+}
+
+/**
+ * Holds the current extensions.json and models.json. `load()` (also what `/reload` and SIGHUP
+ * call) reads both files synchronously; `watch()` reloads on change. A missing file means
+ * defaults. A file that fails to read or parse leaves that file's last good content in place,
+ * logs one error per distinct bad content, and is listed by `problems()` until a later load
+ * succeeds, which is logged at info.
+ */
+export class ConfigStore {
+  private readonly opts: ConfigStoreOptions;
+  private readonly log: Logger;
+  private readonly extensionsSlot: FileSlot<ExtensionsFileParsed>;
+  private readonly modelsSlot: FileSlot<Catalog>;
+  private version = 0;
+  private watcher: FSWatcher | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(opts: ConfigStoreOptions) {
+    this.opts = opts;
+    this.log = opts.log;
+    const extDefaults = (): ExtensionsFileParsed => ExtensionsFile.parse({});
+    this.extensionsSlot = {
+      path: path.resolve(opts.extensionsPath),
+      name: path.basename(opts.extensionsPath),
+      good: extDefaults(),
+      goodText: null,
+      badText: undefined,
+      problem: undefined,
+      parse: (text) => parseExtensionsText(text, opts.registry),
+      defaults: extDefaults,
+    };
+    this.modelsSlot = {
+      path: path.resolve(opts.modelsPath),
+      name: path.basename(opts.modelsPath),
+      good: loadCatalog(),
+      goodText: null,
+      badText: undefined,
+      problem: undefined,
+      parse: parseModelsText,
+      defaults: () => loadCatalog(),
+    };
+  }
+
+  get current(): ConfigSnapshot {
+    return { extensions: this.extensionsSlot.good, models: this.modelsSlot.good, version: this.version };
+  }
+
+  problems(): ConfigProblem[] {
+    const out: ConfigProblem[] = [];
+    for (const slot of [this.extensionsSlot, this.modelsSlot]) {
+      if (slot.problem !== undefined) out.push({ file: slot.name, message: slot.problem });
+    }
+    return out;
+  }
+
+  /** Reads both files now. Returns whether the version changed. Never throws for file content. */
+  load(): boolean {
+    const a = this.refresh(this.extensionsSlot);
+    const b = this.refresh(this.modelsSlot);
+    if (!a && !b && this.version > 0) return false;
+    this.version += 1;
+    this.opts.onChange?.(this.current);
+    return true;
+  }
+
+  /**
+   * Starts watching both files (resolves once the watcher is ready). The parent directories are
+   * watched, filtered to the two names, so a file created later is picked up too. Events wait
+   * for the write to settle and are debounced into one `load()`.
+   */
+  async watch(): Promise<void> {
+    if (this.watcher !== undefined || this.closed) return;
+    const targets = new Set([this.extensionsSlot.path, this.modelsSlot.path]);
+    const dirs = [...new Set([...targets].map((p) => path.dirname(p)))];
+    const watcher = watch(dirs, {
+      ignoreInitial: true,
+      depth: 0,
+      ignored: (p: string) => !targets.has(path.resolve(p)) && !dirs.includes(path.resolve(p)),
+      awaitWriteFinish: { stabilityThreshold: 40, pollInterval: 10 },
+    });
+    this.watcher = watcher;
+    const onEvent = (p: string): void => {
+      if (targets.has(path.resolve(p))) this.schedule();
+    };
+    watcher.on('add', onEvent).on('change', onEvent).on('unlink', onEvent);
+    watcher.on('error', (err) => this.log.error({ err }, 'config watcher failed'));
+    await new Promise<void>((done) => watcher.once('ready', () => done()));
+    // Anything written between load() and the watcher being ready would otherwise be missed.
+    if (!this.closed) this.load();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    const w = this.watcher;
+    this.watcher = undefined;
+    if (w !== undefined) await w.close();
+  }
+
+  private schedule(): void {
+    if (this.closed) return;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (!this.closed) this.load();
+    }, this.opts.debounceMs ?? 50);
+  }
+
+  /** Re-reads one file; returns whether what it contributes (content or problem) changed. */
+  private refresh<T>(slot: FileSlot<T>): boolean {
+    let text: string | null;
+    try {
+      text = readFileSync(slot.path, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        return this.fail(slot, `\0read:${(err as NodeJS.ErrnoException).code ?? ''}`, `cannot read: ${(err as Error).message}`, { err });
+      }
+      text = null;
+    }
+    if (text !== null && text === slot.goodText && slot.problem === undefined) return false;
+    if (text === null) {
+      if (slot.goodText === null && slot.problem === undefined) return false;
+      const cleared = slot.problem !== undefined;
+      slot.good = slot.defaults();
+      slot.goodText = null;
+      slot.badText = undefined;
+      slot.problem = undefined;
+      this.log.info({ file: slot.path, cleared }, 'config file absent; using defaults');
+      return true;
+    }
+    const result = slot.parse(text);
+    if (!result.ok) {
+      return this.fail(slot, text, result.message, result.issues === undefined ? {} : { issues: result.issues });
+    }
+    const cleared = slot.problem !== undefined;
+    slot.good = result.value;
+    slot.goodText = text;
+    slot.badText = undefined;
+    slot.problem = undefined;
+    this.log.info({ file: slot.path, cleared }, 'config loaded');
+    return true;
+  }
+
+  /** Records a failing file; logs only when this bad content differs from the last one seen. */
+  private fail<T>(slot: FileSlot<T>, badText: string, message: string, detail: Record<string, unknown>): boolean {
+    if (slot.badText === badText) return false;
+    slot.badText = badText;
+    slot.problem = message;
+    this.log.error({ file: slot.path, problem: message, ...detail }, `${slot.name} is invalid; keeping the last good version`);
+    return false;
+  }
+}

@@ -1,0 +1,68 @@
+// What a method handler is handed: the daemon's services and the calling connection.
+// Handlers never reach past this (no globals), so tests can drive them over a real socket
+// against a real database without any other process state.
+import type { Params, Result, MethodName } from '../protocol/methods.ts';
+import type { RpcPeer } from '../protocol/rpc-peer.ts';
+import type { Db } from '../storage/db.ts';
+import type { ConfigSnapshot } from './config.ts';
+import type { HomePaths } from './home.ts';
+import type { SessionKernels } from './kernels.ts';
+import type { Logger } from './logger.ts';
+
+/** Limits and switches read at start-up. */
+export interface DaemonSettings {
+  /** Largest JSON-RPC line accepted, in bytes. */
+  maxLineBytes: number;
+  /** Largest decoded image accepted in an append, in bytes. */
+  maxImageBytes: number;
+  /** Incoming requests handled at once per connection before reading pauses. */
+  maxInFlight: number;
+  /** How long shutdown waits for in-flight requests, in milliseconds. */
+  shutdownGraceMs: number;
+}
+
+export interface ConfigProblem {
+  file: string;
+  message: string;
+}
+
+/** The daemon's services, as handlers see them. */
+export interface DaemonServices {
+  readonly version: string;
+  readonly paths: HomePaths;
+  readonly db: Db;
+  readonly log: Logger;
+  readonly kernels: SessionKernels;
+  readonly settings: DaemonSettings;
+  readonly startedAt: number;
+  connectionCount(): number;
+  /** The current extensions.json and models.json (last good versions). */
+  config(): ConfigSnapshot;
+  configProblems(): ConfigProblem[];
+  /** Re-reads the configuration files now (what /reload and SIGHUP do). */
+  reloadConfig(): void;
+  /** Asks the background search indexer to catch up with new rows. */
+  scheduleIndexing(): void;
+  /** Starts an orderly shutdown after the current response is written. */
+  requestShutdown(reason: string): void;
+}
+
+/** Per-connection state. */
+export interface ConnectionState {
+  readonly id: number;
+  peer: RpcPeer | undefined;
+  initialized: boolean;
+  client: { name: string; version: string } | undefined;
+  /** The client answers the daemon's reverse `summarize` request. */
+  canSummarize: boolean;
+}
+
+export interface CallContext {
+  daemon: DaemonServices;
+  conn: ConnectionState;
+  /** Aborted when the client cancels the request or the connection closes. */
+  signal: AbortSignal;
+}
+
+export type Handler<M extends MethodName> = (params: Params<M>, ctx: CallContext) => Promise<Result<M>> | Result<M>;
+export type HandlerTable = { [M in MethodName]: Handler<M> };

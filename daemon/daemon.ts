@@ -1,0 +1,226 @@
+// The albedod process core: owns the database, the socket server, the connections, the
+// session kernels and the background search indexer, and shuts all of them down in order.
+// Start-up policy (home checks, the lock, signals) lives in main.ts.
+import fs from 'node:fs';
+import net from 'node:net';
+import { DEFAULT_MAX_LINE_BYTES } from '../protocol/framing.ts';
+import { RpcPeer } from '../protocol/rpc-peer.ts';
+import { openDb, type Db } from '../storage/db.ts';
+import { DEFAULT_MAX_IMAGE_BYTES } from '../storage/payloads.ts';
+import { indexPending } from '../storage/search-index.ts';
+import type { ConfigProblem, ConnectionState, DaemonServices, DaemonSettings } from './context.ts';
+import { createDispatcher } from './dispatch.ts';
+import { handlers } from './handlers/index.ts';
+import { ConfigStore, type ConfigSnapshot } from './config.ts';
+import { registry } from './engine.ts';
+import { StartupError, type HomePaths } from './home.ts';
+import { resetAllAutoFailures } from '../storage/engine-log.ts';
+import { SessionKernels } from './kernels.ts';
+import type { Logger } from './logger.ts';
+
+export const DEFAULT_SETTINGS: DaemonSettings = {
+  maxLineBytes: DEFAULT_MAX_LINE_BYTES,
+  maxImageBytes: DEFAULT_MAX_IMAGE_BYTES,
+  maxInFlight: 64,
+  shutdownGraceMs: 10_000,
+};
+
+/** Rows the background indexer adds per event-loop turn (about 15 ms of work). */
+const INDEX_BATCH_ROWS = 256;
+
+export function packageVersion(): string {
+  const pkg = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
+  return pkg.version ?? '0.0.0';
+}
+
+type State = 'starting' | 'running' | 'stopping' | 'stopped';
+
+export class Daemon implements DaemonServices {
+  readonly version = packageVersion();
+  readonly db: Db;
+  readonly kernels = new SessionKernels();
+  readonly startedAt = Date.now();
+  private state: State = 'starting';
+  private readonly server: net.Server;
+  private readonly connections = new Set<ConnectionState>();
+  private nextConnectionId = 1;
+  private indexing: NodeJS.Immediate | undefined;
+  private stopped: Promise<void> | undefined;
+  private readonly dispatch = createDispatcher(handlers);
+  private readonly configStore: ConfigStore;
+  /** Called once the daemon has stopped on its own (daemon.shutdown). */
+  onStopped: (() => void) | undefined;
+
+  private constructor(
+    readonly paths: HomePaths,
+    readonly log: Logger,
+    readonly settings: DaemonSettings,
+  ) {
+    this.db = openDb(paths.db);
+    this.server = net.createServer((socket) => this.accept(socket));
+    this.configStore = new ConfigStore({
+      extensionsPath: paths.extensions,
+      modelsPath: paths.models,
+      registry,
+      log,
+      // A configuration change gives latched sessions another chance.
+      onChange: (cfg) => {
+        resetAllAutoFailures(this.db);
+        log.info({ version: cfg.version }, 'configuration changed');
+      },
+    });
+    this.configStore.load();
+  }
+
+  /** Opens the database and listens. The caller must hold the home lock. */
+  static async start(paths: HomePaths, log: Logger, settings: Partial<DaemonSettings> = {}): Promise<Daemon> {
+    const daemon = new Daemon(paths, log, { ...DEFAULT_SETTINGS, ...settings });
+    try {
+      await daemon.listen();
+      await daemon.configStore.watch();
+    } catch (err) {
+      await daemon.configStore.close();
+      daemon.db.close();
+      throw err;
+    }
+    daemon.state = 'running';
+    daemon.scheduleIndexing();
+    log.info({ home: paths.home, socket: paths.socket, version: daemon.version }, 'albedod listening');
+    return daemon;
+  }
+
+  connectionCount(): number {
+    return this.connections.size;
+  }
+
+  config(): ConfigSnapshot {
+    return this.configStore.current;
+  }
+
+  configProblems(): ConfigProblem[] {
+    return this.configStore.problems().map((p) => ({ file: p.file, message: p.message }));
+  }
+
+  reloadConfig(): void {
+    this.configStore.load();
+  }
+
+  scheduleIndexing(): void {
+    if (this.indexing !== undefined || this.state === 'stopping' || this.state === 'stopped') return;
+    this.indexing = setImmediate(() => {
+      this.indexing = undefined;
+      try {
+        if (indexPending(this.db, INDEX_BATCH_ROWS) > 0) this.scheduleIndexing();
+      } catch (err) {
+        this.log.error({ err, method: 'search-index' }, 'search indexing failed; searches scan unindexed rows');
+      }
+    });
+  }
+
+  requestShutdown(reason: string): void {
+    // Let the current response go out first.
+    setImmediate(() => {
+      void this.shutdown(reason).then(() => this.onStopped?.());
+    });
+  }
+
+  /**
+   * Orderly stop: refuse new connections, let in-flight requests finish (cancelling what is
+   * still running after the grace period), then checkpoint and close the database.
+   * Idempotent: every caller gets the same promise.
+   */
+  shutdown(reason: string): Promise<void> {
+    this.stopped ??= this.doShutdown(reason);
+    return this.stopped;
+  }
+
+  private async doShutdown(reason: string): Promise<void> {
+    this.state = 'stopping';
+    this.log.info({ reason }, 'albedod stopping');
+    if (this.indexing !== undefined) clearImmediate(this.indexing);
+    this.indexing = undefined;
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const drained = Promise.all([...this.connections].map((c) => c.peer?.whenIdle())).then(() => this.kernels.idle());
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), this.settings.shutdownGraceMs);
+    });
+    if ((await Promise.race([drained, grace])) === 'timeout') {
+      this.log.warn({ connections: this.connections.size }, 'shutdown grace ran out; cancelling in-flight requests');
+    }
+    clearTimeout(timer);
+    for (const c of this.connections) c.peer?.dispose('daemon shutting down');
+    await this.kernels.idle();
+    await closed;
+    await this.configStore.close();
+    try {
+      this.db.pragma('wal_checkpoint(TRUNCATE)');
+    } finally {
+      this.db.close();
+    }
+    fs.rmSync(this.paths.socket, { force: true });
+    this.state = 'stopped';
+    this.log.info('albedod stopped');
+  }
+
+  private async listen(): Promise<void> {
+    const socketPath = this.paths.socket;
+    if (Buffer.byteLength(socketPath) > 100) {
+      throw new StartupError(`socket path is too long for a Unix socket (${socketPath}); set ALBEDO_SOCKET to a shorter path`);
+    }
+    // We hold the home lock, so a socket file here is a dead daemon's: replace it. Anything
+    // that is not a socket is someone else's file and stays.
+    try {
+      const st = fs.lstatSync(socketPath);
+      if (!st.isSocket()) throw new StartupError(`${socketPath} exists and is not a socket; refusing to replace it`);
+      fs.rmSync(socketPath);
+      this.log.info({ socket: socketPath }, 'removed stale socket');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    // Node creates the socket with the process umask; 0177 leaves it 0600.
+    const previous = process.umask(0o177);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        this.server.once('error', reject);
+        this.server.listen(socketPath, () => {
+          this.server.off('error', reject);
+          resolve();
+        });
+      });
+    } finally {
+      process.umask(previous);
+    }
+    fs.chmodSync(socketPath, 0o600);
+    this.server.on('error', (err) => this.log.error({ err }, 'socket server error'));
+  }
+
+  private accept(socket: net.Socket): void {
+    if (this.state !== 'running') {
+      socket.destroy();
+      return;
+    }
+    const conn: ConnectionState = {
+      id: this.nextConnectionId++,
+      peer: undefined,
+      initialized: false,
+      client: undefined,
+      canSummarize: false,
+    };
+    this.connections.add(conn);
+    conn.peer = new RpcPeer(socket, {
+      maxLineBytes: this.settings.maxLineBytes,
+      maxInFlight: this.settings.maxInFlight,
+      onRequest: (method, params, rctx) => this.dispatch(method, params, { daemon: this, conn, signal: rctx.signal }),
+      onNotification: (method) => {
+        if (method !== '$/cancelRequest') this.log.debug({ conn: conn.id, method }, 'ignored notification');
+      },
+      onInternalError: (err, method) => this.log.error({ err, conn: conn.id, method }, 'connection error'),
+      onClose: () => {
+        this.connections.delete(conn);
+        this.log.debug({ conn: conn.id }, 'connection closed');
+      },
+    });
+    this.log.debug({ conn: conn.id }, 'connection opened');
+  }
+}

@@ -1,0 +1,90 @@
+// Resolves, for one session and one request, everything the compaction engine is handed:
+// the session's enabled extensions and strategy, that strategy's settings, the model's
+// catalog entry, the extension context and tools, and the summarizer for this connection.
+import { AlbedoError } from '../protocol/errors.ts';
+import { sessionChoices, saveSessionChoices } from '../storage/engine-log.ts';
+import type { Db } from '../storage/db.ts';
+import { BUILTIN_REGISTRY, type Registry } from '../strategies/extensions/catalog.ts';
+import { applySelection, globalChoices, resolve, type Choice, type Resolution, type SelectionChange } from '../strategies/extensions/selection.ts';
+import { enabledMemoryTools, toolSpec } from '../strategies/extensions/tools.ts';
+import type { WindowSettings } from '../strategies/harness/window.ts';
+import { STRATEGIES } from '../strategies/index.ts';
+import type { EngineSetup } from '../strategies/prepare.ts';
+import { createSummarizer } from '../strategies/summarizer/index.ts';
+import { SummarizerConfig } from '../strategies/summarizer/types.ts';
+import type { ConfigSnapshot } from './config.ts';
+import type { ConnectionState } from './context.ts';
+
+export const registry: Registry = BUILTIN_REGISTRY;
+
+/** The session's resolved extensions: defaults, then extensions.json, then its own choices. */
+export function resolveExtensions(db: Db, config: ConfigSnapshot, sid: number | undefined): Resolution {
+  const session: Choice[] = sid === undefined ? [] : sessionChoices(db, sid).map((c) => ({ ...c, scope: 'session' as const }));
+  return resolve(registry, globalChoices(config.extensions.extensions), session);
+}
+
+/** Applies an /extensions change to one session and stores its new choice list. */
+export function selectForSession(db: Db, config: ConfigSnapshot, sid: number, change: SelectionChange, at = Date.now()): Resolution {
+  const current = resolveExtensions(db, config, sid);
+  const existing = sessionChoices(db, sid).map((c) => ({ ...c, scope: 'session' as const }));
+  const next = applySelection(registry, current, existing, change, at);
+  saveSessionChoices(db, sid, next.map((c) => ({ name: c.name, enabled: c.enabled, at: c.at })));
+  return resolveExtensions(db, config, sid);
+}
+
+/** Makes `strategy` the session's own, as `/extensions enable <strategy>` would. */
+export function chooseStrategy(db: Db, config: ConfigSnapshot, sid: number, strategy: string): Resolution {
+  const def = registry.get(strategy);
+  if (def === undefined || def.kind !== 'strategy') {
+    throw new AlbedoError('unknown_strategy', `"${strategy}" is not a compaction strategy (known: ${registry.strategies.map((s) => s.name).join(', ')})`, { strategy });
+  }
+  if (resolveExtensions(db, config, sid).strategy === strategy) return resolveExtensions(db, config, sid);
+  return selectForSession(db, config, sid, { enable: [strategy] });
+}
+
+function settingsFor(config: ConfigSnapshot, strategy: string | null): WindowSettings {
+  const ext = config.extensions;
+  if (strategy === 'lcm') return ext.lcm;
+  if (strategy === 'snapcompact') return ext.snapcompact;
+  return ext.rolling;
+}
+
+function extensionContext(resolution: Resolution): string {
+  const lines: string[] = [];
+  for (const name of resolution.enabled) {
+    const def = registry.get(name);
+    if (def !== undefined && def.kind !== 'catalog') lines.push(`- ${name}: ${def.description}`);
+  }
+  if (lines.length === 0) return '';
+  return ['Context management (albedo-compactd) is active for this session:', ...lines].join('\n');
+}
+
+export function engineSetup(args: {
+  db: Db;
+  config: ConfigSnapshot;
+  configErrors: Array<{ file: string; message: string }>;
+  sid: number;
+  modelId: string | null;
+  conn: ConnectionState | undefined;
+  env?: NodeJS.ProcessEnv;
+}): EngineSetup {
+  const resolution = resolveExtensions(args.db, args.config, args.sid);
+  const strategy = resolution.strategy === null ? null : (STRATEGIES[resolution.strategy] ?? null);
+  const conn = args.conn;
+  const peer = conn?.peer;
+  const clientCall =
+    conn?.canSummarize === true && peer !== undefined
+      ? (params: Record<string, unknown>, signal?: AbortSignal) => peer.request('summarize', params, { signal })
+      : undefined;
+  const summarizerConfig = args.config.extensions.summarizer ?? SummarizerConfig.parse({});
+  return {
+    strategy,
+    settings: settingsFor(args.config, resolution.strategy),
+    modelId: args.modelId,
+    model: args.modelId === null ? undefined : args.config.models.lookup(args.modelId),
+    extensionContext: extensionContext(resolution),
+    extensionTools: enabledMemoryTools(resolution.enabled).map(toolSpec),
+    summarizer: createSummarizer(summarizerConfig, { env: args.env ?? process.env, clientCall }),
+    configErrors: args.configErrors,
+  };
+}

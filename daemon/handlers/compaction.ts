@@ -1,0 +1,146 @@
+// The compaction methods: prepare (every model call), usage.report, compact (/compact) and
+// context (/context). Each runs on the session's kernel queue, so one session never prepares
+// and compacts at the same time; the engine itself lives in strategies/prepare.ts.
+import { randomUUID } from 'node:crypto';
+import type { Observation } from '../../protocol/prepared.ts';
+import { snapshot } from '../../storage/conversation.ts';
+import { lastPrompt, latestPrepared, reportUsage, savePrepared } from '../../storage/engine-log.ts';
+import { getPayload } from '../../storage/payloads.ts';
+import { requireSession } from '../../storage/sessions.ts';
+import { inlineImages } from '../../strategies/projection.ts';
+import { adoptSession, inspectRequest, planCompaction, prepareRequest, type EngineSetup, type PrepareArgs } from '../../strategies/prepare.ts';
+import type { CallContext, Handler } from '../context.ts';
+import { renderObservation } from '../context-text.ts';
+import { chooseStrategy, engineSetup } from '../engine.ts';
+import type { Kernel } from '../kernels.ts';
+
+interface Frame {
+  setup: EngineSetup;
+  args: PrepareArgs;
+}
+
+/** Everything one preparation needs, with the kernel's one-time adoption done first. */
+function frameFor(
+  ctx: CallContext,
+  kernel: Kernel,
+  session: string,
+  prompt: { model: string | null; instructions: string; tools: PrepareArgs['tools'] },
+  opts: { force: boolean; focus: string | undefined },
+): Frame {
+  const { db } = ctx.daemon;
+  const s = requireSession(db, session);
+  const head = snapshot(db, session).head;
+  const setup = engineSetup({
+    db,
+    config: ctx.daemon.config(),
+    configErrors: ctx.daemon.configProblems(),
+    sid: s.sid,
+    modelId: prompt.model,
+    conn: ctx.conn,
+  });
+  const args: PrepareArgs = {
+    db,
+    session: { sid: s.sid, name: s.name },
+    head,
+    instructions: prompt.instructions,
+    tools: prompt.tools,
+    force: opts.force,
+    focus: opts.focus,
+    cache: kernel.state,
+    signal: ctx.signal,
+  };
+  const adoptedKey = `adopted:${setup.strategy?.name ?? ''}`;
+  if (!kernel.state.has(adoptedKey)) {
+    adoptSession(setup, args);
+    kernel.state.set(adoptedKey, true);
+  }
+  return { setup, args };
+}
+
+function record(ctx: CallContext, f: Frame, observation: Observation, prompt?: { instructions: string; tools: PrepareArgs['tools'] }): Observation {
+  const id = randomUUID();
+  const withId = { ...observation, prepared_id: id };
+  savePrepared(ctx.daemon.db, {
+    id,
+    sid: f.args.session.sid,
+    head: f.args.head,
+    model: f.setup.modelId,
+    estimate: observation.estimated_input_tokens,
+    observation: withId,
+    prompt,
+  });
+  return withId;
+}
+
+export const prepare: Handler<'prepare'> = (params, ctx) =>
+  ctx.daemon.kernels.run(params.session, async (kernel) => {
+    const prompt = { model: params.model, instructions: params.instructions, tools: params.tools };
+    const f = frameFor(ctx, kernel, params.session, prompt, { force: params.force, focus: undefined });
+    const prepared = await prepareRequest(f.setup, f.args);
+    const observation = record(ctx, f, prepared.observation, prompt);
+    if (prepared.compacted) ctx.daemon.log.info({ session: params.session, method: 'prepare', tokens: observation.last_compaction }, 'compacted');
+    const inputs = params.images === 'inline' ? inlineImages(prepared.inputs, (hash) => getPayload(ctx.daemon.db, hash)?.data) : prepared.inputs;
+    return {
+      prepared_id: observation.prepared_id ?? '',
+      head: f.args.head,
+      system: prepared.system,
+      inputs,
+      tools: prepared.tools,
+      compacted: prepared.compacted,
+      observation,
+    };
+  });
+
+export const usageReport: Handler<'usage.report'> = (params, { daemon }) =>
+  daemon.kernels.run(params.session, () => {
+    const s = requireSession(daemon.db, params.session);
+    reportUsage(daemon.db, s.sid, params.prepared_id, params.input_tokens, params.cached_tokens ?? null);
+    return { ok: true as const };
+  });
+
+export const compact: Handler<'compact'> = (params, ctx) =>
+  ctx.daemon.kernels.run(params.session, async (kernel) => {
+    const { db } = ctx.daemon;
+    const s = requireSession(db, params.session);
+    if (params.strategy !== undefined && !params.dry_run) chooseStrategy(db, ctx.daemon.config(), s.sid, params.strategy);
+    const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { force: true, focus: params.focus });
+    if (params.dry_run) {
+      const { plan, observation } = planCompaction(f.setup, f.args);
+      return {
+        compacted: false,
+        strategy: f.setup.strategy?.name ?? null,
+        reason: plan?.reason ?? (plan === null ? 'no compaction strategy is enabled' : null),
+        plan:
+          plan === null
+            ? null
+            : {
+                evict_rows: plan.evictRows,
+                evict_from_seq: plan.evictFromSeq,
+                evict_to_seq: plan.evictToSeq,
+                tail_rows: plan.tailRows,
+                estimated_tokens_before: plan.estimateBefore,
+                estimated_tokens_after: plan.estimateAfter,
+              },
+        observation,
+      };
+    }
+    const prepared = await prepareRequest(f.setup, f.args);
+    // A manual compaction sends no provider request: its snapshot only has the estimate.
+    const observation = record(ctx, f, prepared.observation);
+    return { compacted: prepared.compacted, strategy: f.setup.strategy?.name ?? null, reason: prepared.reason, plan: null, observation };
+  });
+
+export const context: Handler<'context'> = (params, ctx) =>
+  ctx.daemon.kernels.run(params.session, (kernel) => {
+    const { db } = ctx.daemon;
+    const s = requireSession(db, params.session);
+    const latest = latestPrepared(db, s.sid);
+    let observation: Observation;
+    if (latest !== undefined) {
+      observation = { ...latest.observation, config_errors: ctx.daemon.configProblems() };
+    } else {
+      const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { force: false, focus: undefined });
+      observation = inspectRequest(f.setup, f.args);
+    }
+    return { observation, text: params.format === 'text' ? renderObservation(observation) : null };
+  });

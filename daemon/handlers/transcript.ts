@@ -1,0 +1,28 @@
+// Transcript methods: append, row pages, literal grep and grapheme-paged reads. Reads of one
+// session queue behind its appends so a page never mixes two states of a settle.
+import { rowsAfter } from '../../storage/conversation.ts';
+import { grep } from '../../storage/search.ts';
+import { readTranscript } from '../../storage/transcript-read.ts';
+import { appendRows } from '../../storage/transcript.ts';
+import type { Handler } from '../context.ts';
+
+export const transcriptAppend: Handler<'transcript.append'> = (params, { daemon }) =>
+  daemon.kernels.run(params.session, async () => {
+    const appended = await appendRows(daemon.db, params.session, params.rows, {
+      maxImageBytes: daemon.settings.maxImageBytes,
+    });
+    daemon.scheduleIndexing();
+    return { seqs: appended.seqs, head: appended.head };
+  });
+
+export const transcriptRows: Handler<'transcript.rows'> = (params, { daemon }) =>
+  daemon.kernels.run(params.session, () => rowsAfter(daemon.db, params.session, params.after, params.limit));
+
+export const transcriptRead: Handler<'transcript_read'> = (params, { daemon }) =>
+  daemon.kernels.run(params.session, () => readTranscript(daemon.db, params));
+
+/** A session-scoped search queues on its session; a cross-session one runs on its own. */
+export const transcriptGrep: Handler<'transcript_grep'> = (params, { daemon }) =>
+  params.session === undefined
+    ? grep(daemon.db, params)
+    : daemon.kernels.run(params.session, () => grep(daemon.db, params));

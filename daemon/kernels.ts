@@ -1,0 +1,87 @@
+// Session kernels: the in-memory side of each loaded session. Work on one session runs one
+// task at a time, in arrival order; different sessions run concurrently. Idle kernels are
+// unloaded least-recently-used first; unloading loses nothing, because state lives in SQLite.
+
+/** In-memory state of one loaded session. Strategies hang their caches off `state`. */
+export interface Kernel {
+  session: string;
+  /** Milliseconds since the epoch when the kernel was loaded. */
+  loadedAt: number;
+  /** Per-feature caches, dropped with the kernel. */
+  state: Map<string, unknown>;
+}
+
+interface Slot {
+  kernel: Kernel;
+  /** Tail of the session's task queue. */
+  tail: Promise<unknown>;
+  pending: number;
+}
+
+export class SessionKernels {
+  private readonly slots = new Map<string, Slot>();
+  private readonly maxLoaded: number;
+
+  constructor(opts: { maxLoaded?: number } = {}) {
+    this.maxLoaded = opts.maxLoaded ?? 256;
+  }
+
+  get loaded(): number {
+    return this.slots.size;
+  }
+
+  /**
+   * Runs `task` after every earlier task of the same session has settled. A failing task does
+   * not poison the queue: the next one still runs.
+   */
+  run<T>(session: string, task: (kernel: Kernel) => Promise<T> | T): Promise<T> {
+    const slot = this.slotFor(session);
+    slot.pending += 1;
+    const result = slot.tail.then(() => task(slot.kernel));
+    slot.tail = result.then(
+      () => this.settled(session, slot),
+      () => this.settled(session, slot),
+    );
+    return result;
+  }
+
+  /** Drops a session's kernel (after delete); its queued tasks still finish. */
+  forget(session: string): void {
+    this.slots.delete(session);
+  }
+
+  /** Resolves when every queued task of every session has settled. */
+  async idle(): Promise<void> {
+    while (this.slots.size > 0 && [...this.slots.values()].some((s) => s.pending > 0)) {
+      await Promise.all([...this.slots.values()].map((s) => s.tail));
+    }
+  }
+
+  private slotFor(session: string): Slot {
+    let slot = this.slots.get(session);
+    if (slot) {
+      // Refresh recency: Map iteration order is insertion order.
+      this.slots.delete(session);
+      this.slots.set(session, slot);
+      return slot;
+    }
+    slot = { kernel: { session, loadedAt: Date.now(), state: new Map() }, tail: Promise.resolve(), pending: 0 };
+    this.slots.set(session, slot);
+    this.evictIdle();
+    return slot;
+  }
+
+  private settled(session: string, slot: Slot): void {
+    slot.pending -= 1;
+    if (slot.pending === 0 && this.slots.get(session) === slot) this.evictIdle();
+  }
+
+  /** Unloads the least recently used idle kernels while more than `maxLoaded` are loaded. */
+  private evictIdle(): void {
+    if (this.slots.size <= this.maxLoaded) return;
+    for (const [name, slot] of this.slots) {
+      if (this.slots.size <= this.maxLoaded) break;
+      if (slot.pending === 0) this.slots.delete(name);
+    }
+  }
+}

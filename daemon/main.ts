@@ -1,0 +1,60 @@
+// Entry point of albedod: checks the home, takes its lock before touching the socket, starts
+// the daemon and wires the signals (TERM/INT stop in order, HUP is the reload signal).
+import { Daemon } from './daemon.ts';
+import { acquireHomeLock, prepareHome, resolvePaths, StartupError } from './home.ts';
+import { createLogger } from './logger.ts';
+import { settingsFromEnv } from './settings.ts';
+
+async function main(): Promise<void> {
+  const paths = resolvePaths();
+  const settings = settingsFromEnv();
+  prepareHome(paths.home);
+  const lock = acquireHomeLock(paths);
+  const { log, flush } = createLogger(paths.log);
+  let daemon: Daemon;
+  try {
+    daemon = await Daemon.start(paths, log, settings);
+  } catch (err) {
+    lock.release();
+    await flush();
+    throw err;
+  }
+
+  let exiting = false;
+  const stop = async (reason: string, code: number): Promise<void> => {
+    if (exiting) return;
+    exiting = true;
+    try {
+      await daemon.shutdown(reason);
+    } catch (err) {
+      log.error({ err }, 'shutdown failed');
+      code = 1;
+    }
+    lock.release();
+    await flush();
+    process.exit(code);
+  };
+  daemon.onStopped = () => void stop('daemon.shutdown', 0);
+  process.on('SIGTERM', () => void stop('SIGTERM', 0));
+  process.on('SIGINT', () => void stop('SIGINT', 0));
+  // SIGHUP is /reload: re-read extensions.json and models.json.
+  process.on('SIGHUP', () => {
+    log.info('SIGHUP received: reloading configuration');
+    daemon.reloadConfig();
+  });
+  process.on('uncaughtException', (err) => {
+    log.fatal({ err }, 'uncaught exception');
+    void stop('uncaught exception', 1);
+  });
+  process.on('unhandledRejection', (err) => {
+    log.fatal({ err }, 'unhandled rejection');
+    void stop('unhandled rejection', 1);
+  });
+  process.stdout.write(`albedod ${daemon.version} listening on ${paths.socket}\n`);
+}
+
+main().catch((err: unknown) => {
+  const message = err instanceof StartupError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err);
+  process.stderr.write(`albedod: ${message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,26 @@
+// Process limits from the environment (ALBEDO_MAX_LINE_BYTES, ALBEDO_MAX_IMAGE_BYTES,
+// ALBEDO_SHUTDOWN_GRACE_MS), parsed with zod so a typo stops the start instead of being ignored.
+import { z } from 'zod';
+import type { DaemonSettings } from './context.ts';
+import { StartupError } from './home.ts';
+
+const PositiveInt = z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+
+const EnvSettings = z.object({
+  ALBEDO_MAX_LINE_BYTES: PositiveInt.optional(),
+  ALBEDO_MAX_IMAGE_BYTES: PositiveInt.optional(),
+  ALBEDO_SHUTDOWN_GRACE_MS: PositiveInt.optional(),
+});
+
+export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<DaemonSettings> {
+  const parsed = EnvSettings.safeParse(env);
+  if (!parsed.success) {
+    throw new StartupError(`invalid environment: ${z.prettifyError(parsed.error).replaceAll('\n', '; ')}`);
+  }
+  const e = parsed.data;
+  const out: Partial<DaemonSettings> = {};
+  if (e.ALBEDO_MAX_LINE_BYTES !== undefined) out.maxLineBytes = e.ALBEDO_MAX_LINE_BYTES;
+  if (e.ALBEDO_MAX_IMAGE_BYTES !== undefined) out.maxImageBytes = e.ALBEDO_MAX_IMAGE_BYTES;
+  if (e.ALBEDO_SHUTDOWN_GRACE_MS !== undefined) out.shutdownGraceMs = e.ALBEDO_SHUTDOWN_GRACE_MS;
+  return out;
+}

@@ -1,0 +1,83 @@
+// NDJSON framing: splits a byte stream into UTF-8 lines with a per-line byte cap, and turns a
+// message into one line. It knows nothing of JSON-RPC; parsing lines and answering an overflow
+// are the peer's job (rpc-peer.ts).
+
+/** Default cap on one line, in bytes (the "\n" is not counted; a "\r" before it is). */
+export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
+
+const NEWLINE = 0x0a;
+const CR = 0x0d;
+
+export interface LineDecoderOptions {
+  /** Called with each complete line, decoded as UTF-8, without "\n" or a trailing "\r". */
+  onLine: (line: string) => void;
+  /** Called once per line whose bytes exceed the cap, as soon as they do; that line is dropped. */
+  onOverflow: (bytesSeen: number) => void;
+  /** Cap on one line, in bytes. Default DEFAULT_MAX_LINE_BYTES. */
+  maxLineBytes?: number;
+}
+
+/**
+ * Incremental line splitter. A partial line is kept as a list of chunk slices plus a running
+ * byte count, and only each new chunk is searched for "\n", so a long line arriving in many
+ * small chunks costs linear time. Pushed buffers are sliced, not copied: do not reuse them.
+ */
+export class LineDecoder {
+  readonly maxLineBytes: number;
+  private readonly onLine: (line: string) => void;
+  private readonly onOverflow: (bytesSeen: number) => void;
+  private parts: Buffer[] = [];
+  private length = 0;
+  /** True while dropping the rest of an over-long line, up to its newline. */
+  private discarding = false;
+
+  constructor(opts: LineDecoderOptions) {
+    this.onLine = opts.onLine;
+    this.onOverflow = opts.onOverflow;
+    this.maxLineBytes = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+  }
+
+  /** Bytes of the incomplete line buffered so far. */
+  get bufferedBytes(): number {
+    return this.length;
+  }
+
+  push(chunk: Buffer): void {
+    let start = 0;
+    while (start < chunk.length) {
+      const nl = chunk.indexOf(NEWLINE, start);
+      const end = nl === -1 ? chunk.length : nl;
+      if (!this.discarding && this.length + (end - start) > this.maxLineBytes) {
+        const seen = this.length + (end - start);
+        this.parts = [];
+        this.length = 0;
+        this.discarding = true;
+        this.onOverflow(seen);
+      }
+      if (this.discarding) {
+        if (nl === -1) return;
+        this.discarding = false;
+      } else if (nl === -1) {
+        this.parts.push(chunk.subarray(start));
+        this.length += chunk.length - start;
+        return;
+      } else {
+        this.emit(chunk.subarray(start, nl));
+      }
+      start = nl + 1;
+    }
+  }
+
+  private emit(tail: Buffer): void {
+    const line = this.length === 0 ? tail : Buffer.concat([...this.parts, tail], this.length + tail.length);
+    this.parts = [];
+    this.length = 0;
+    const stop = line.length > 0 && line[line.length - 1] === CR ? line.length - 1 : line.length;
+    this.onLine(line.toString('utf8', 0, stop));
+  }
+}
+
+/** One message as one NDJSON line. */
+export function encodeMessage(obj: unknown): string {
+  return JSON.stringify(obj) + '\n';
+}

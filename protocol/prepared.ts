@@ -1,0 +1,106 @@
+// The prepared request as clients receive it: provider-neutral plain inputs, plus the
+// observation `/context` shows. Source references never leave the daemon; a client maps
+// these inputs onto its provider's wire format itself.
+import { z } from 'zod';
+
+export const OutTextPart = z.object({ type: z.literal('text'), text: z.string() });
+export const OutImagePart = z.object({
+  type: z.literal('image'),
+  hash: z.string(),
+  media_type: z.string(),
+  width: z.number().int(),
+  height: z.number().int(),
+  /** Base64 bytes, present when the request asked for inline images. */
+  data: z.string().optional(),
+});
+export const OutToolCallPart = z.object({
+  type: z.literal('tool_call'),
+  id: z.string(),
+  name: z.string(),
+  arguments: z.record(z.string(), z.unknown()),
+});
+export const OutToolResultPart = z.object({
+  type: z.literal('tool_result'),
+  call_id: z.string(),
+  is_error: z.boolean(),
+  content: z.array(z.union([OutTextPart, OutImagePart])),
+});
+/** Reasoning the target model can read: readable text, and opaque data from its own provider. */
+export const OutReasoningPart = z.object({
+  type: z.literal('reasoning'),
+  text: z.string().optional(),
+  encrypted: z.string().optional(),
+  provider: z.string().optional(),
+});
+export const OutPart = z.union([OutTextPart, OutImagePart, OutToolCallPart, OutToolResultPart, OutReasoningPart]);
+export type OutPart = z.infer<typeof OutPart>;
+
+export const PlainInput = z.object({
+  role: z.enum(['user', 'assistant', 'tool']),
+  content: z.array(OutPart),
+});
+export type PlainInput = z.infer<typeof PlainInput>;
+
+export const ToolSpec = z.strictObject({
+  name: z.string().min(1).max(200),
+  description: z.string().max(100_000).default(''),
+  input_schema: z.record(z.string(), z.unknown()).default({}),
+});
+export type ToolSpec = z.infer<typeof ToolSpec>;
+
+export const Section = z.object({
+  /** system | summary | recap | tail | notes | folds ... in request order. */
+  name: z.string(),
+  /** Where the section comes from, e.g. "instructions + 2 extensions" or "rows #120-#388". */
+  source: z.string(),
+  estimated_tokens: z.number().int().nonnegative(),
+});
+export type Section = z.infer<typeof Section>;
+
+export const CompactionRecord = z.object({
+  at: z.number().int(),
+  strategy: z.string(),
+  forced: z.boolean(),
+  ok: z.boolean(),
+  duration_ms: z.number().int().nonnegative(),
+  /** Summarizer backend that wrote the summary (extractive, client, anthropic, openai). */
+  backend: z.string().nullable(),
+  /** Estimated tokens sent to and received from the summarizer. */
+  summarizer_tokens_in: z.number().int().nonnegative(),
+  summarizer_tokens_out: z.number().int().nonnegative(),
+  /** Estimated request size before and after. */
+  tokens_before: z.number().int().nonnegative(),
+  tokens_after: z.number().int().nonnegative(),
+  evicted_rows: z.number().int().nonnegative(),
+  error: z.string().nullable(),
+});
+export type CompactionRecord = z.infer<typeof CompactionRecord>;
+
+export const Observation = z.object({
+  session: z.string(),
+  /** The strategy that prepared the request; null on a host with none installed. */
+  strategy: z.string().nullable(),
+  model: z.string().nullable(),
+  /** Context window in tokens; null when unknown (no automatic compaction). */
+  window: z.number().int().positive().nullable(),
+  window_source: z.enum(['config', 'catalog', 'unknown']),
+  trigger_percent: z.number().int(),
+  tail_percent: z.number().int(),
+  due: z.boolean(),
+  compacted: z.boolean(),
+  estimated_input_tokens: z.number().int().nonnegative(),
+  provider_input_tokens: z.number().int().nonnegative().nullable(),
+  provider_cached_tokens: z.number().int().nonnegative().nullable(),
+  prepared_id: z.string().nullable(),
+  head: z.number().int().nonnegative(),
+  sections: z.array(Section),
+  last_compaction: CompactionRecord.nullable(),
+  /** Why the last attempt failed or did nothing, when it did. */
+  failure: z.string().nullable(),
+  /** Consecutive failed automatic compactions; at the latch limit automatic tries stop. */
+  auto_failures: z.number().int().nonnegative(),
+  latched: z.boolean(),
+  notes: z.array(z.string()),
+  config_errors: z.array(z.object({ file: z.string(), message: z.string() })),
+});
+export type Observation = z.infer<typeof Observation>;

@@ -1,0 +1,59 @@
+// The background search indexer: moves rows past `search_index_state.indexed_through` into the
+// trigram index, a bounded batch per call. When to call it (idle time) is the daemon's choice;
+// keeping already-indexed rows exact on rewrite is the schema triggers' job.
+import type { Db } from './db.ts';
+
+/** Rows indexed per call unless the caller says otherwise. */
+export const DEFAULT_INDEX_BATCH_ROWS = 2048;
+
+function prepare(db: Db) {
+  return {
+    cursor: db.prepare<[], number>('SELECT indexed_through FROM search_index_state WHERE id = 1').pluck(),
+    // The batch's last seq, computed before inserting so the insert and the cursor agree.
+    batchEnd: db
+      .prepare<[number, number], number | null>(
+        'SELECT max(seq) FROM (SELECT seq FROM transcript WHERE seq > ? ORDER BY seq LIMIT ?)',
+      )
+      .pluck(),
+    index: db.prepare<[number, number]>(
+      'INSERT INTO transcript_fts (rowid, text) SELECT seq, text FROM transcript WHERE seq > ? AND seq <= ? ORDER BY seq',
+    ),
+    advance: db.prepare<[number]>('UPDATE search_index_state SET indexed_through = ? WHERE id = 1'),
+    lag: db.prepare<[number], number>('SELECT count(*) FROM transcript WHERE seq > ?').pluck(),
+  };
+}
+
+type Statements = ReturnType<typeof prepare>;
+const cache = new WeakMap<Db, Statements>();
+function stmts(db: Db): Statements {
+  let s = cache.get(db);
+  if (s === undefined) cache.set(db, (s = prepare(db)));
+  return s;
+}
+
+/** Newest seq the trigram index covers; rows above it are found by scanning. */
+export function indexedThrough(db: Db): number {
+  return stmts(db).cursor.get() ?? 0;
+}
+
+/**
+ * Indexes up to `maxRows` rows past the cursor, oldest first, and advances the cursor to the
+ * last of them, in one transaction. Returns how many rows it indexed; 0 means caught up.
+ */
+export function indexPending(db: Db, maxRows: number = DEFAULT_INDEX_BATCH_ROWS): number {
+  const st = stmts(db);
+  return db.transaction(() => {
+    const from = st.cursor.get() ?? 0;
+    const end = st.batchEnd.get(from, maxRows);
+    if (end === null || end === undefined) return 0;
+    const indexed = st.index.run(from, end).changes;
+    st.advance.run(end);
+    return indexed;
+  })();
+}
+
+/** Rows the index has not reached yet. */
+export function searchIndexLag(db: Db): number {
+  const st = stmts(db);
+  return st.lag.get(st.cursor.get() ?? 0) ?? 0;
+}

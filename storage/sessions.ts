@@ -1,0 +1,148 @@
+// Sessions: opening, looking up, listing and deleting the rows of the `sessions` table.
+// Transcript rows, forks and excursions are written by storage/transcript.ts; payload bytes and
+// their garbage collection belong to storage/payloads.ts.
+import { randomUUID } from 'node:crypto';
+import { AlbedoError } from '../protocol/errors.ts';
+import type { Db } from './db.ts';
+import { collectPayloadGarbage } from './payloads.ts';
+
+/** A `sessions` row with its parent's public id resolved. */
+export interface SessionRecord {
+  sid: number;
+  /** Public session id. */
+  name: string;
+  workspace: string | null;
+  /** Milliseconds since the epoch. */
+  created_at: number;
+  parent_sid: number | null;
+  /** Public id of the parent session; null for a root or once the parent was deleted. */
+  parent: string | null;
+  /** Parent seq the fork copied up to (inclusive). */
+  fork_seq: number | null;
+  /** Seq of the parent's excursion marker; null unless this session is an excursion. */
+  excursion_marker: number | null;
+  /** Seq of the parent's excursion_return notice once the excursion returned. */
+  returned_seq: number | null;
+  known_instructions: string | null;
+  known_context: string | null;
+  known_tools: string | null;
+  /** Head (seq) the last prepared request reported. */
+  prepared_head: number | null;
+}
+
+/** One entry of `session.list`. */
+export interface SessionSummary {
+  session: string;
+  /** Newest seq of the session; 0 when it has no rows. */
+  head: number;
+  rows: number;
+  parent: string | null;
+  workspace: string | null;
+  created_at: number;
+}
+
+export interface NewSession {
+  name: string;
+  workspace: string | null;
+  created_at: number;
+  parent_sid?: number | null;
+  fork_seq?: number | null;
+  excursion_marker?: number | null;
+}
+
+function prepare(db: Db) {
+  return {
+    find: db.prepare<[string], SessionRecord>(
+      `SELECT s.sid, s.name, s.workspace, s.created_at, s.parent_sid, p.name AS parent, s.fork_seq,
+              s.excursion_marker, s.returned_seq, s.known_instructions, s.known_context,
+              s.known_tools, s.prepared_head
+         FROM sessions s LEFT JOIN sessions p ON p.sid = s.parent_sid
+        WHERE s.name = ?`,
+    ),
+    insert: db.prepare<[string, string | null, number, number | null, number | null, number | null]>(
+      `INSERT INTO sessions (name, workspace, created_at, parent_sid, fork_seq, excursion_marker)
+       VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`,
+    ),
+    fillWorkspace: db.prepare<[string, number]>(
+      'UPDATE sessions SET workspace = ? WHERE sid = ? AND workspace IS NULL',
+    ),
+    // Correlated subqueries walk the (sid, seq) index once per session: max() is a single
+    // probe, count() a scan of that session's index range only.
+    list: db.prepare<[], SessionSummary>(
+      `SELECT s.name AS session,
+              coalesce((SELECT max(t.seq) FROM transcript t WHERE t.sid = s.sid), 0) AS head,
+              (SELECT count(*) FROM transcript t WHERE t.sid = s.sid) AS "rows",
+              p.name AS parent, s.workspace, s.created_at
+         FROM sessions s LEFT JOIN sessions p ON p.sid = s.parent_sid
+        ORDER BY s.sid`,
+    ),
+    delete: db.prepare<[string]>('DELETE FROM sessions WHERE name = ?'),
+  };
+}
+
+const cache = new WeakMap<Db, ReturnType<typeof prepare>>();
+function stmts(db: Db): ReturnType<typeof prepare> {
+  let s = cache.get(db);
+  if (s === undefined) cache.set(db, (s = prepare(db)));
+  return s;
+}
+
+export function findSession(db: Db, name: string): SessionRecord | undefined {
+  return stmts(db).find.get(name);
+}
+
+export function requireSession(db: Db, name: string): SessionRecord {
+  const s = stmts(db).find.get(name);
+  if (s === undefined) throw new AlbedoError('unknown_session', `unknown session "${name}"`, { session: name });
+  return s;
+}
+
+/**
+ * Inserts a session row; undefined when the name is taken. Forks pass their parent fields
+ * (storage/transcript.ts); plain opens go through `openSession`.
+ */
+export function createSession(db: Db, s: NewSession): number | undefined {
+  const r = stmts(db).insert.run(
+    s.name,
+    s.workspace,
+    s.created_at,
+    s.parent_sid ?? null,
+    s.fork_seq ?? null,
+    s.excursion_marker ?? null,
+  );
+  return r.changes === 0 ? undefined : Number(r.lastInsertRowid);
+}
+
+/**
+ * Opens a session, creating it when absent (a fresh UUID when no id is given). Reopening keeps
+ * the stored workspace; a workspace given for a session that had none is recorded.
+ */
+export function openSession(
+  db: Db,
+  opts: { session?: string; workspace?: string; now?: () => number },
+): { session: string; sid: number; created: boolean } {
+  const name = opts.session ?? randomUUID();
+  const workspace = opts.workspace ?? null;
+  const sid = createSession(db, { name, workspace, created_at: (opts.now ?? Date.now)() });
+  if (sid !== undefined) return { session: name, sid, created: true };
+  const existing = requireSession(db, name);
+  if (workspace !== null && existing.workspace === null) stmts(db).fillWorkspace.run(workspace, existing.sid);
+  return { session: name, sid: existing.sid, created: false };
+}
+
+/** Every session, oldest first, with its head and row count. */
+export function listSessions(db: Db): SessionSummary[] {
+  return stmts(db).list.all();
+}
+
+/**
+ * Deletes a session with its rows, tool calls, fork entries and payload references (all by
+ * cascade), then the payloads nothing names any more. Child sessions stay, parentless.
+ */
+export function deleteSession(db: Db, name: string): boolean {
+  return db.transaction(() => {
+    if (stmts(db).delete.run(name).changes === 0) return false;
+    collectPayloadGarbage(db);
+    return true;
+  })();
+}

@@ -1,0 +1,222 @@
+// `transcript_read`: a grapheme-paged rendering of a session's rows, built incrementally so a
+// page costs the rows before and inside it, never the whole transcript. Row text comes from the
+// stored `text` column (kept equal to rowText(body) by storage/transcript.ts and its rewrites).
+import { AlbedoError } from '../protocol/errors.ts';
+import type { Params, Result } from '../protocol/methods.ts';
+import { UserOrigin, type StoredBody } from '../protocol/rows.ts';
+import { decodeRow } from './conversation.ts';
+import type { Db } from './db.ts';
+import { rowHeader } from './row-text.ts';
+import { requireSession } from './sessions.ts';
+
+export interface ReadOptions {
+  /** Awaited between row pages so a deep read lets other work run; default setImmediate. */
+  yieldEvery?: () => Promise<void>;
+}
+
+/** Rows fetched per page. */
+export const READ_PAGE_ROWS = 128;
+/** Between two rendered rows. */
+const SEPARATOR = '\n\n';
+
+/**
+ * A row with just what its rendering needs. The header needs a user row's origin and a tool
+ * result's error flag, which only the body holds: SQLite extracts those two fields from the
+ * JSON, so plain rows are never decoded here. Notices (few and small) are decoded whole.
+ */
+interface HeaderRow {
+  seq: number;
+  kind: StoredBody['kind'];
+  call_id: string | null;
+  origin: string | null;
+  is_error: number | null;
+  /** The body JSON, for notices only. */
+  notice: string | null;
+  row_class: string;
+  created_at: number;
+  text: string;
+}
+
+function prepare(db: Db) {
+  return {
+    page: db.prepare<[number, number, number, number], HeaderRow>(
+      `SELECT seq, kind, call_id, row_class, created_at, text,
+              CASE kind WHEN 'user' THEN json_extract(body, '$.origin') END AS origin,
+              CASE kind WHEN 'tool_result' THEN json_extract(body, '$.is_error') END AS is_error,
+              CASE kind WHEN 'notice' THEN body END AS notice
+         FROM transcript WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
+    ),
+    exists: db
+      .prepare<[number, number, number], number>('SELECT 1 FROM transcript WHERE sid = ? AND seq > ? AND seq <= ? LIMIT 1')
+      .pluck(),
+  };
+}
+
+type Statements = ReturnType<typeof prepare>;
+const cache = new WeakMap<Db, Statements>();
+function stmts(db: Db): Statements {
+  let s = cache.get(db);
+  if (s === undefined) cache.set(db, (s = prepare(db)));
+  return s;
+}
+
+const defaultYield = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+function corrupt(seq: number, what: string): Error {
+  return new Error(`transcript row ${seq} is corrupt: ${what}`);
+}
+
+/** The header of a row, through rowHeader so reads and other renderings agree. */
+function header(row: HeaderRow, session: string): string {
+  switch (row.kind) {
+    case 'user': {
+      const origin = UserOrigin.safeParse(row.origin);
+      if (!origin.success) throw corrupt(row.seq, `user origin ${JSON.stringify(row.origin)}`);
+      return rowHeader(row.seq, { kind: 'user', origin: origin.data, content: [] });
+    }
+    case 'assistant':
+      return rowHeader(row.seq, { kind: 'assistant', content: [] });
+    case 'tool_result':
+      if (row.call_id === null) throw corrupt(row.seq, 'tool_result without call_id');
+      return rowHeader(row.seq, { kind: 'tool_result', call_id: row.call_id, is_error: row.is_error === 1, content: [] });
+    case 'notice': {
+      const decoded = decodeRow({
+        seq: row.seq,
+        name: session,
+        row_class: row.row_class,
+        key: null,
+        created_at: row.created_at,
+        body: row.notice ?? '',
+      });
+      return rowHeader(row.seq, decoded.body);
+    }
+  }
+}
+
+/**
+ * ASCII without CR: every character is one grapheme. (LF is allowed: a grapheme break always
+ * follows LF and, without CR, always precedes it. CR is not, since CR LF is one grapheme.)
+ */
+const ONE_GRAPHEME_PER_CHAR = /^[\x00-\x0c\x0e-\x7f]*$/;
+
+const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+
+/**
+ * Collects graphemes [offset, offset + limit) of a rendering fed to it in pieces, plus one
+ * grapheme of lookahead to tell whether more follows.
+ *
+ * Each piece must end right after a LF or at the very end of the rendering. A grapheme break
+ * always follows LF (only CR LF joins across a LF, and CR comes before it), so counting the
+ * pieces' graphemes separately gives exactly the count of the whole. Pieces that are ASCII
+ * without CR count by length, so whole rows before the offset are skipped without
+ * segmentation; other pieces are segmented lazily, only as far as needed.
+ */
+class GraphemePage {
+  /** Graphemes of the rendering consumed so far. */
+  private pos = 0;
+  private readonly parts: string[] = [];
+  /** Graphemes collected into the page. */
+  taken = 0;
+  /** Whether at least one grapheme follows the page. */
+  more = false;
+  private readonly end: number;
+
+  constructor(
+    private readonly offset: number,
+    limit: number,
+  ) {
+    this.end = offset + limit;
+  }
+
+  get text(): string {
+    return this.parts.join('');
+  }
+
+  /** Feeds the next piece; true once the page and its lookahead are settled. */
+  feed(piece: string): boolean {
+    if (piece.length === 0) return false;
+    if (this.pos >= this.end) {
+      this.more = true;
+      return true;
+    }
+    if (ONE_GRAPHEME_PER_CHAR.test(piece)) {
+      const n = piece.length;
+      if (this.pos + n <= this.offset) {
+        this.pos += n;
+        return false;
+      }
+      const from = Math.max(0, this.offset - this.pos);
+      const to = Math.min(n, this.end - this.pos);
+      this.parts.push(piece.slice(from, to));
+      this.taken += to - from;
+      if (to < n) {
+        this.more = true;
+        return true;
+      }
+      this.pos += n;
+      return false;
+    }
+    // String index where the page starts inside this piece; 0 when it started in an earlier one.
+    let from = this.pos > this.offset ? 0 : -1;
+    for (const { index } of segmenter.segment(piece)) {
+      if (this.pos === this.offset) from = index;
+      if (this.pos === this.end) {
+        if (from >= 0) this.parts.push(piece.slice(from, index));
+        this.more = true;
+        return true;
+      }
+      if (this.pos >= this.offset) this.taken++;
+      this.pos++;
+    }
+    if (from >= 0) this.parts.push(piece.slice(from));
+    return false;
+  }
+}
+
+/**
+ * Renders a session's rows (or the inclusive seq range [from_seq, to_seq]) as
+ * `header + "\n" + text` per row, rows joined by "\n\n", and returns graphemes
+ * [offset, offset + limit) of it. Rows are read in pages of READ_PAGE_ROWS and the read stops
+ * as soon as the page and one grapheme of lookahead are known; `next_offset` is where the next
+ * page starts, null when this one reached the end (an offset past the end gives '' and null).
+ * Row text is the stored `text` column; image fits are not applied to it.
+ */
+export async function readTranscript(
+  db: Db,
+  params: Params<'transcript_read'>,
+  opts: ReadOptions = {},
+): Promise<Result<'transcript_read'>> {
+  const yieldNow = opts.yieldEvery ?? defaultYield;
+  if (params.from_seq !== undefined && params.to_seq !== undefined && params.from_seq > params.to_seq) {
+    throw new AlbedoError('invalid_range', `from_seq ${params.from_seq} is after to_seq ${params.to_seq}`, {
+      from_seq: params.from_seq,
+      to_seq: params.to_seq,
+    });
+  }
+  const s = requireSession(db, params.session);
+  const st = stmts(db);
+  const last = params.to_seq ?? Number.MAX_SAFE_INTEGER;
+  const pager = new GraphemePage(params.offset, params.limit);
+
+  let rows = st.page.all(s.sid, (params.from_seq ?? 1) - 1, last, READ_PAGE_ROWS);
+  let i = 0;
+  while (i < rows.length) {
+    const row = rows[i++]!;
+    // Whether another row follows decides the separator; at a page's end a one-row probe
+    // answers it, and the next page is fetched only if the rendering goes on.
+    const hasNext = i < rows.length || (rows.length === READ_PAGE_ROWS && st.exists.get(s.sid, row.seq, last) !== undefined);
+    const piece = `${header(row, s.name)}\n${row.text}${hasNext ? SEPARATOR : ''}`;
+    if (pager.feed(piece)) break;
+    if (i === rows.length && hasNext) {
+      await yieldNow();
+      rows = st.page.all(s.sid, row.seq, last, READ_PAGE_ROWS);
+      i = 0;
+    }
+  }
+
+  return {
+    text: pager.text,
+    offset: params.offset,
+    next_offset: pager.more ? params.offset + pager.taken : null,
+  };
+}

@@ -1,0 +1,592 @@
+// Transcript writes: client rows (idempotent keys, tool-call bookkeeping, settling a late tool
+// result beside its call), daemon notices, forks and excursions, each batch in one transaction.
+// Reads, snapshots and search live in storage/conversation.ts, transcript-read.ts, search*.ts.
+import { randomUUID } from 'node:crypto';
+import { AlbedoError } from '../protocol/errors.ts';
+import type { ImagePart, ImagePartIn, Notice, RowClass, RowIn, StoredBody, TextPart } from '../protocol/rows.ts';
+import type { Db } from './db.ts';
+import { DEFAULT_MAX_IMAGE_BYTES, hasPayload, prepareImage, putPayload, type PreparedImage } from './payloads.ts';
+import { rowText } from './row-text.ts';
+import { createSession, findSession, requireSession } from './sessions.ts';
+
+export interface AppendOptions {
+  /** Largest image accepted, in decoded bytes; default DEFAULT_MAX_IMAGE_BYTES. */
+  maxImageBytes?: number;
+  /** Clock for `created_at`, milliseconds since the epoch. */
+  now?: () => number;
+}
+
+/** A row's contents moved from one seq of its session to another (tool-result settling). */
+export interface SeqMove {
+  from: number;
+  to: number;
+}
+
+export interface AppendResult {
+  /** Where each input row's contents sit once the batch is stored, in input order. */
+  seqs: number[];
+  /** Newest seq of the session. */
+  head: number;
+  /**
+   * Contents this batch moved, from the seq they had before the batch (or were first written
+   * at) to the seq they end at. Absent when nothing moved.
+   */
+  moved?: SeqMove[];
+}
+
+export interface ForkOptions {
+  /** Parent seq to copy up to (inclusive); default the parent's head. */
+  at?: number;
+  /** Id of the new session; default a fresh UUID. */
+  branch?: string;
+  /** Write an excursion marker in the parent that the branch later answers. */
+  excursion?: boolean;
+  now?: () => number;
+}
+
+export interface ForkResult {
+  session: string;
+  sid: number;
+  /** Rows copied into the branch. */
+  rows: number;
+  /** Seq of the parent's excursion marker; null without `excursion`. */
+  marker_seq: number | null;
+}
+
+type RowKind = StoredBody['kind'];
+
+/** A transcript row exactly as stored, for moving it to another seq. */
+interface RawRow {
+  seq: number;
+  kind: RowKind;
+  row_class: RowClass;
+  key: string | null;
+  call_id: string | null;
+  body: string;
+  text: string;
+  created_at: number;
+}
+
+type InsertArgs = [number, RowKind, RowClass, string | null, string | null, string, string, number];
+
+function prepare(db: Db) {
+  return {
+    insert: db.prepare<InsertArgs>(
+      `INSERT INTO transcript (sid, kind, row_class, key, call_id, body, text, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    insertAt: db.prepare<[number, ...InsertArgs]>(
+      `INSERT INTO transcript (seq, sid, kind, row_class, key, call_id, body, text, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    byKey: db.prepare<[number, string], { seq: number; body: string }>(
+      'SELECT seq, body FROM transcript WHERE sid = ? AND key = ?',
+    ),
+    rowSid: db.prepare<[number], { sid: number }>('SELECT sid FROM transcript WHERE seq = ?'),
+    head: db.prepare<[number], { head: number | null }>('SELECT max(seq) AS head FROM transcript WHERE sid = ?'),
+    callSeq: db.prepare<[number, string], { seq: number }>('SELECT seq FROM tool_calls WHERE sid = ? AND call_id = ?'),
+    insertCall: db.prepare<[number, string, number]>('INSERT INTO tool_calls (sid, call_id, seq) VALUES (?, ?, ?)'),
+    resultOf: db.prepare<[number, string], { seq: number }>(
+      'SELECT seq FROM transcript WHERE sid = ? AND call_id = ? LIMIT 1',
+    ),
+    insertRef: db.prepare<[string, number]>('INSERT INTO payload_refs (hash, seq) VALUES (?, ?)'),
+    insertFork: db.prepare<[number, number]>('INSERT INTO fork_rows (seq, parent_seq) VALUES (?, ?)'),
+    // Settling: the session's rows between a call and its fresh result, with the assistant
+    // row each tool_result answers.
+    between: db.prepare<[number, number, number], { seq: number; kind: RowKind; call_seq: number | null }>(
+      `SELECT t.seq, t.kind, tc.seq AS call_seq
+         FROM transcript t LEFT JOIN tool_calls tc ON tc.sid = t.sid AND tc.call_id = t.call_id
+        WHERE t.sid = ? AND t.seq > ? AND t.seq < ? ORDER BY t.seq`,
+    ),
+    rowsFrom: db.prepare<[number, number], RawRow>(
+      `SELECT seq, kind, row_class, key, call_id, body, text, created_at
+         FROM transcript WHERE sid = ? AND seq >= ? ORDER BY seq`,
+    ),
+    callsFrom: db.prepare<[number, number], { call_id: string; seq: number }>(
+      'SELECT call_id, seq FROM tool_calls WHERE sid = ? AND seq >= ?',
+    ),
+    refsFrom: db.prepare<[number, number], { hash: string; seq: number }>(
+      `SELECT r.hash, r.seq FROM transcript t JOIN payload_refs r ON r.seq = t.seq
+        WHERE t.sid = ? AND t.seq >= ?`,
+    ),
+    forksFrom: db.prepare<[number, number], { seq: number; parent_seq: number }>(
+      `SELECT f.seq, f.parent_seq FROM transcript t JOIN fork_rows f ON f.seq = t.seq
+        WHERE t.sid = ? AND t.seq >= ?`,
+    ),
+    deleteFrom: db.prepare<[number, number]>('DELETE FROM transcript WHERE sid = ? AND seq >= ?'),
+    children: db.prepare<[number], { sid: number; excursion_marker: number | null; returned_seq: number | null }>(
+      'SELECT sid, excursion_marker, returned_seq FROM sessions WHERE parent_sid = ?',
+    ),
+    setChildLinks: db.prepare<[number | null, number | null, number]>(
+      'UPDATE sessions SET excursion_marker = ?, returned_seq = ? WHERE sid = ?',
+    ),
+    childForks: db.prepare<[number, number], { seq: number; parent_seq: number }>(
+      `SELECT f.seq, f.parent_seq FROM transcript t JOIN fork_rows f ON f.seq = t.seq
+        WHERE t.sid = ? AND f.parent_seq >= ?`,
+    ),
+    setForkParent: db.prepare<[number, number]>('UPDATE fork_rows SET parent_seq = ? WHERE seq = ?'),
+    // Caches of positions derived from this session's rows (a verified cut) key on this counter.
+    bumpRewrites: db.prepare<[number]>('UPDATE sessions SET rewrites = rewrites + 1 WHERE sid = ?'),
+    // Forks: rows are copied in seq order, so the n-th copy answers the n-th parent row.
+    copyRows: db.prepare<[number, number, number]>(
+      `INSERT INTO transcript (sid, kind, row_class, key, call_id, body, text, created_at)
+       SELECT ?, kind, row_class, key, call_id, body, text, created_at
+         FROM transcript WHERE sid = ? AND seq <= ? ORDER BY seq`,
+    ),
+    copyForkRows: db.prepare<[number, number, number]>(
+      `INSERT INTO fork_rows (seq, parent_seq)
+       WITH p AS (SELECT seq, row_number() OVER (ORDER BY seq) AS n FROM transcript WHERE sid = ? AND seq <= ?),
+            c AS (SELECT seq, row_number() OVER (ORDER BY seq) AS n FROM transcript WHERE sid = ?)
+       SELECT c.seq, p.seq FROM c JOIN p ON p.n = c.n`,
+    ),
+    copyCalls: db.prepare<[number, number]>(
+      `INSERT INTO tool_calls (sid, call_id, seq)
+       SELECT ?, tc.call_id, f.seq FROM transcript t JOIN fork_rows f ON f.seq = t.seq
+         JOIN tool_calls tc ON tc.seq = f.parent_seq WHERE t.sid = ?`,
+    ),
+    copyRefs: db.prepare<[number]>(
+      `INSERT INTO payload_refs (hash, seq)
+       SELECT r.hash, f.seq FROM transcript t JOIN fork_rows f ON f.seq = t.seq
+         JOIN payload_refs r ON r.seq = f.parent_seq WHERE t.sid = ?`,
+    ),
+    forkMap: db.prepare<[number], { parent_seq: number; seq: number }>(
+      'SELECT f.parent_seq, f.seq FROM transcript t JOIN fork_rows f ON f.seq = t.seq WHERE t.sid = ?',
+    ),
+    setReturned: db.prepare<[number, number]>('UPDATE sessions SET returned_seq = ? WHERE sid = ?'),
+  };
+}
+
+type Statements = ReturnType<typeof prepare>;
+const cache = new WeakMap<Db, Statements>();
+function stmts(db: Db): Statements {
+  let s = cache.get(db);
+  if (s === undefined) cache.set(db, (s = prepare(db)));
+  return s;
+}
+
+function insertRow(st: Statements, sid: number, r: Omit<RawRow, 'seq'>): number {
+  return Number(st.insert.run(sid, r.kind, r.row_class, r.key, r.call_id, r.body, r.text, r.created_at).lastInsertRowid);
+}
+
+function headOf(st: Statements, sid: number): number {
+  return st.head.get(sid)?.head ?? 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building stored bodies
+
+/**
+ * Stored body of a client row. Parts are rebuilt field by field so that the JSON is the same
+ * for the same content however the client ordered its keys: key retries compare this JSON.
+ */
+function storedBody(row: RowIn, images: Map<ImagePartIn, PreparedImage>): StoredBody {
+  const media = (p: TextPart | ImagePartIn): TextPart | ImagePart => {
+    if (p.type === 'text') return { type: 'text', text: p.text };
+    const img = images.get(p);
+    if (img === undefined) throw new Error('image part was not prepared');
+    return img.part;
+  };
+  switch (row.kind) {
+    case 'user':
+      return { kind: 'user', origin: row.origin, content: row.content.map(media) };
+    case 'tool_result':
+      return { kind: 'tool_result', call_id: row.call_id, is_error: row.is_error, content: row.content.map(media) };
+    case 'assistant':
+      return {
+        kind: 'assistant',
+        provider: row.provider,
+        model: row.model,
+        content: row.content.map((p) => {
+          if (p.type === 'text') return { type: 'text', text: p.text };
+          if (p.type === 'tool_call') return { type: 'tool_call', id: p.id, name: p.name, arguments: p.arguments };
+          return { type: 'reasoning', provider: p.provider, text: p.text, encrypted: p.encrypted };
+        }),
+      };
+  }
+}
+
+function rowClassOf(body: StoredBody): RowClass {
+  if (body.kind === 'user') return 'user';
+  if (body.kind === 'notice' && body.body.notice === 'image_fit') return 'image_fit';
+  return 'other';
+}
+
+/**
+ * Whether a stored body holds the same content as a new one. Compaction may mark a stored
+ * image `elided` after the fact; that mark does not make a retry a different row.
+ */
+function sameBody(stored: string, fresh: string): boolean {
+  if (stored === fresh) return true;
+  if (!stored.includes('"elided"')) return false;
+  const unmarked = JSON.stringify(JSON.parse(stored), (_k, v: unknown) => {
+    if (typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'image' && 'elided' in v) {
+      const { elided: _elided, ...rest } = v as Record<string, unknown>;
+      return rest;
+    }
+    return v;
+  });
+  return unmarked === fresh;
+}
+
+/** Resolves every image of a batch, each distinct upload once; the first failure in input order wins. */
+async function prepareImages(db: Db, rows: readonly RowIn[], maxBytes: number): Promise<Map<ImagePartIn, PreparedImage>> {
+  const parts: ImagePartIn[] = [];
+  for (const row of rows) {
+    if (row.kind === 'assistant') continue;
+    for (const p of row.content) if (p.type === 'image') parts.push(p);
+  }
+  const out = new Map<ImagePartIn, PreparedImage>();
+  if (parts.length === 0) return out;
+  const byContent = new Map<string, Promise<PreparedImage>>();
+  const pending = parts.map((p) => {
+    const id = 'hash' in p ? p.hash : `${p.media_type};${p.data}`;
+    let job = byContent.get(id);
+    if (job === undefined) byContent.set(id, (job = prepareImage(p, { maxBytes }, db)));
+    return job;
+  });
+  const settled = await Promise.allSettled(pending);
+  settled.forEach((s, i) => {
+    if (s.status === 'rejected') throw s.reason;
+    out.set(parts[i]!, s.value);
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Appending
+
+/**
+ * Appends client rows to a session. Images are checked first (asynchronously, before anything
+ * is written); then the whole batch is written in one transaction, so a failing row leaves
+ * nothing of the batch behind. A row whose key the session already holds is not stored again:
+ * with the same content it answers with the stored seq, with other content it fails the batch.
+ * A tool result is settled beside its call (see `settle` and docs/transcript.md).
+ */
+export async function appendRows(
+  db: Db,
+  session: string,
+  rows: readonly RowIn[],
+  opts: AppendOptions = {},
+): Promise<AppendResult> {
+  requireSession(db, session);
+  const images = await prepareImages(db, rows, opts.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES);
+  const now = (opts.now ?? Date.now)();
+  return db.transaction(() => writeBatch(db, session, rows, images, now))();
+}
+
+function writeBatch(
+  db: Db,
+  session: string,
+  rows: readonly RowIn[],
+  images: Map<ImagePartIn, PreparedImage>,
+  now: number,
+): AppendResult {
+  const st = stmts(db);
+  const sid = requireSession(db, session).sid;
+  const seqs: number[] = [];
+  // Where moved contents started: current seq -> seq before the batch (or first written at).
+  let origin: Map<number, number> | undefined;
+
+  rows.forEach((row, index) => {
+    const body = storedBody(row, images);
+    const json = JSON.stringify(body);
+    const key = row.key ?? null;
+    if (key !== null) {
+      const hit = st.byKey.get(sid, key);
+      if (hit !== undefined) {
+        if (!sameBody(hit.body, json)) {
+          const msg = `key "${key}" is already stored in session "${session}" with other content`;
+          throw new AlbedoError('key_conflict', msg, {
+            session,
+            key,
+            seq: hit.seq,
+            index,
+          });
+        }
+        seqs.push(hit.seq);
+        return;
+      }
+    }
+
+    let callSeq = 0;
+    if (row.kind === 'tool_result') {
+      const call = st.callSeq.get(sid, row.call_id);
+      if (call === undefined) {
+        throw new AlbedoError('unknown_tool_call', `no tool call "${row.call_id}" in session "${session}"`, {
+          session,
+          call_id: row.call_id,
+          index,
+        });
+      }
+      const prior = st.resultOf.get(sid, row.call_id);
+      if (prior !== undefined) {
+        const msg = `tool call "${row.call_id}" already has a result (seq ${prior.seq})`;
+        throw new AlbedoError('duplicate_tool_result', msg, {
+          session,
+          call_id: row.call_id,
+          seq: prior.seq,
+          index,
+        });
+      }
+      callSeq = call.seq;
+    }
+
+    const seq = insertRow(st, sid, {
+      kind: row.kind,
+      row_class: rowClassOf(body),
+      key,
+      call_id: row.kind === 'tool_result' ? row.call_id : null,
+      body: json,
+      text: rowText(body),
+      created_at: now,
+    });
+
+    if (body.kind === 'assistant') {
+      for (const p of body.content) {
+        if (p.type !== 'tool_call') continue;
+        const used = st.callSeq.get(sid, p.id);
+        if (used !== undefined) {
+          const msg = `tool call id "${p.id}" is already used in session "${session}" (seq ${used.seq})`;
+          throw new AlbedoError('duplicate_tool_call', msg, {
+            session,
+            call_id: p.id,
+            seq: used.seq,
+            index,
+          });
+        }
+        st.insertCall.run(sid, p.id, seq);
+      }
+    } else if (row.kind !== 'assistant') {
+      for (const q of row.content) {
+        if (q.type !== 'image') continue;
+        const { part: p, bytes } = images.get(q)!;
+        if (bytes !== null) putPayload(db, p.hash, p.media_type, p.width, p.height, bytes);
+        else if (!hasPayload(db, p.hash)) {
+          // Stored when the images were checked, collected since: the client must upload it again.
+          throw new AlbedoError('unknown_payload', `unknown payload ${p.hash}`, { hash: p.hash, index });
+        }
+        st.insertRef.run(p.hash, seq);
+      }
+    }
+
+    if (row.kind !== 'tool_result') {
+      seqs.push(seq);
+      return;
+    }
+    const dest = settle(st, sid, seq, callSeq);
+    if (dest === undefined) {
+      seqs.push(seq);
+      return;
+    }
+    for (let i = 0; i < seqs.length; i++) seqs[i] = dest.get(seqs[i]!) ?? seqs[i]!;
+    seqs.push(dest.get(seq)!);
+    const next = new Map<number, number>();
+    for (const [from, to] of dest) next.set(to, origin?.get(from) ?? from);
+    for (const [cur, first] of origin ?? []) if (!dest.has(cur)) next.set(cur, first);
+    origin = next;
+  });
+
+  const result: AppendResult = { seqs, head: headOf(st, sid) };
+  const moved = [...(origin ?? [])].filter(([to, from]) => to !== from).map(([to, from]) => ({ from, to }));
+  if (moved.length > 0) result.moved = moved.sort((a, b) => a.from - b.from);
+  return result;
+}
+
+/**
+ * Settling a tool result beside its call.
+ *
+ * The result of a call made by assistant row A belongs in the "slot" right after A and after
+ * the results of A's other calls that already follow it. The result row was just inserted with
+ * a fresh seq F at the end of the session. Walk the session's rows between A and F: skip the
+ * leading tool_result rows that answer A's calls; the rest, P0 < P1 < ... < Pk, are what the
+ * session recorded after the slot. If there are none, the result is already in place.
+ * Otherwise the contents rotate one position along the session's own seqs: the result's
+ * contents go to P0, P0's to P1, ..., Pk's to F. Seqs are never allocated anywhere but the end
+ * (F was), and every seq keeps exactly one row.
+ *
+ * The rotation deletes the rows from P0 on and re-inserts each at its new seq with the same
+ * body, text, key and created_at; tool_calls, payload_refs and fork_rows entries follow their
+ * contents. Child sessions' links into this session (excursion marker, return notice, fork
+ * origins) are remapped, and so is the marker seq inside a moved excursion_return notice.
+ * Returns the mapping old seq -> new seq, or undefined when nothing moved.
+ */
+function settle(st: Statements, sid: number, fresh: number, callSeq: number): Map<number, number> | undefined {
+  const positions: number[] = [];
+  for (const r of st.between.all(sid, callSeq, fresh)) {
+    if (positions.length === 0 && r.kind === 'tool_result' && r.call_seq === callSeq) continue;
+    positions.push(r.seq);
+  }
+  const first = positions[0];
+  if (first === undefined) return undefined;
+  positions.push(fresh);
+  const dest = new Map<number, number>([[fresh, first]]);
+  for (let i = 0; i + 1 < positions.length; i++) dest.set(positions[i]!, positions[i + 1]!);
+  const to = (seq: number): number => dest.get(seq) ?? seq;
+
+  const rows = st.rowsFrom.all(sid, first);
+  const calls = st.callsFrom.all(sid, first);
+  const refs = st.refsFrom.all(sid, first);
+  const forks = st.forksFrom.all(sid, first);
+  st.deleteFrom.run(sid, first);
+  st.bumpRewrites.run(sid);
+  for (const r of rows) {
+    let body = r.body;
+    if (r.kind === 'notice' && body.includes('"excursion_return"')) {
+      const parsed = JSON.parse(body) as { body: { notice: string; marker_seq?: number } };
+      if (parsed.body.notice === 'excursion_return' && parsed.body.marker_seq !== undefined) {
+        parsed.body.marker_seq = to(parsed.body.marker_seq);
+        body = JSON.stringify(parsed);
+      }
+    }
+    st.insertAt.run(to(r.seq), sid, r.kind, r.row_class, r.key, r.call_id, body, r.text, r.created_at);
+  }
+  for (const c of calls) st.insertCall.run(sid, c.call_id, to(c.seq));
+  for (const r of refs) st.insertRef.run(r.hash, to(r.seq));
+  for (const f of forks) st.insertFork.run(to(f.seq), f.parent_seq);
+
+  for (const child of st.children.all(sid)) {
+    const marker = child.excursion_marker === null ? null : to(child.excursion_marker);
+    const returned = child.returned_seq === null ? null : to(child.returned_seq);
+    if (marker !== child.excursion_marker || returned !== child.returned_seq) {
+      st.setChildLinks.run(marker, returned, child.sid);
+    }
+    for (const f of st.childForks.all(child.sid, first)) {
+      if (dest.has(f.parent_seq)) st.setForkParent.run(to(f.parent_seq), f.seq);
+    }
+  }
+  return dest;
+}
+
+/**
+ * Appends a daemon-written notice. With a key the notice is idempotent like a client row: the
+ * same notice answers with its stored seq, another one under that key is a key_conflict.
+ * An image_fit notice names its replacement payload, which must already be stored.
+ */
+export function appendNotice(db: Db, sid: number, notice: Notice, opts: { key?: string; now?: () => number } = {}): number {
+  const st = stmts(db);
+  return db.transaction(() => {
+    const body: StoredBody = { kind: 'notice', body: notice };
+    const json = JSON.stringify(body);
+    const key = opts.key ?? null;
+    if (key !== null) {
+      const hit = st.byKey.get(sid, key);
+      if (hit !== undefined) {
+        if (hit.body === json) return hit.seq;
+        throw new AlbedoError('key_conflict', `key "${key}" is already stored with another notice`, { key, seq: hit.seq });
+      }
+    }
+    const seq = insertRow(st, sid, {
+      kind: 'notice',
+      row_class: rowClassOf(body),
+      key,
+      call_id: null,
+      body: json,
+      text: rowText(body),
+      created_at: (opts.now ?? Date.now)(),
+    });
+    if (notice.notice === 'image_fit') {
+      if (!hasPayload(db, notice.to.hash)) {
+        throw new AlbedoError('unknown_payload', `unknown payload ${notice.to.hash}`, { hash: notice.to.hash });
+      }
+      st.insertRef.run(notice.to.hash, seq);
+    }
+    return seq;
+  })();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forks and excursions
+
+/**
+ * Forks a session: a new session holding copies (new seqs, same contents and keys) of the
+ * parent's rows up to `at`, with fork_rows recording where each copy came from. With
+ * `excursion` the parent first gets an excursion marker, which the copy does not include.
+ */
+export function forkSession(db: Db, parent: string, opts: ForkOptions = {}): ForkResult {
+  const st = stmts(db);
+  return db.transaction(() => {
+    const p = requireSession(db, parent);
+    const name = opts.branch ?? randomUUID();
+    if (findSession(db, name) !== undefined) {
+      throw new AlbedoError('session_exists', `session "${name}" already exists`, { session: name });
+    }
+    let at = headOf(st, p.sid);
+    if (opts.at !== undefined) {
+      const owner = st.rowSid.get(opts.at);
+      if (owner === undefined) throw new AlbedoError('unknown_row', `no row with seq ${opts.at}`, { seq: opts.at });
+      if (owner.sid !== p.sid) {
+        throw new AlbedoError('row_session_mismatch', `seq ${opts.at} is not a row of session "${parent}"`, {
+          session: parent,
+          seq: opts.at,
+        });
+      }
+      at = opts.at;
+    }
+    const now = (opts.now ?? Date.now)();
+    const marker = opts.excursion
+      ? appendNotice(db, p.sid, { notice: 'excursion', branch: name }, { key: `excursion:${name}`, now: () => now })
+      : null;
+    const sid = createSession(db, {
+      name,
+      workspace: p.workspace,
+      created_at: now,
+      parent_sid: p.sid,
+      fork_seq: at,
+      excursion_marker: marker,
+    });
+    if (sid === undefined) throw new AlbedoError('session_exists', `session "${name}" already exists`, { session: name });
+    const rows = st.copyRows.run(sid, p.sid, at).changes;
+    if (rows > 0) {
+      st.copyForkRows.run(p.sid, at, sid);
+      st.copyCalls.run(sid, sid);
+      st.copyRefs.run(sid);
+    }
+    return { session: name, sid, rows, marker_seq: marker };
+  })();
+}
+
+/** For a forked session: parent seq -> the seq of its copy in the branch. */
+export function forkMap(db: Db, sid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const r of stmts(db).forkMap.all(sid)) out.set(r.parent_seq, r.seq);
+  return out;
+}
+
+/**
+ * Ends an excursion: appends to the parent an excursion_return notice linked to the marker,
+ * once. The marker is found by its key, since settling may have moved its contents.
+ */
+export function returnFromExcursion(
+  db: Db,
+  branch: string,
+  outcome: string,
+  opts: { now?: () => number } = {},
+): { session: string; seq: number } {
+  const st = stmts(db);
+  return db.transaction(() => {
+    const b = requireSession(db, branch);
+    if (b.excursion_marker === null) {
+      throw new AlbedoError('not_an_excursion', `session "${branch}" is not an excursion`, { session: branch });
+    }
+    if (b.returned_seq !== null) {
+      throw new AlbedoError('excursion_returned', `excursion "${branch}" already returned (seq ${b.returned_seq})`, {
+        session: branch,
+        seq: b.returned_seq,
+      });
+    }
+    if (b.parent_sid === null || b.parent === null) {
+      throw new AlbedoError('unknown_session', `the parent session of excursion "${branch}" no longer exists`, {
+        session: branch,
+      });
+    }
+    const marker = st.byKey.get(b.parent_sid, `excursion:${branch}`)?.seq ?? b.excursion_marker;
+    const seq = appendNotice(
+      db,
+      b.parent_sid,
+      { notice: 'excursion_return', branch, marker_seq: marker, outcome },
+      { key: `excursion-return:${branch}`, ...(opts.now ? { now: opts.now } : {}) },
+    );
+    st.setReturned.run(seq, b.sid);
+    return { session: b.parent, seq };
+  })();
+}

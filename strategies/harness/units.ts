@@ -1,0 +1,64 @@
+// Compaction units: a user input (or an image-fit notice) and everything that follows it up
+// to the next one. Cuts happen only between units, so a tool call never loses its result.
+// Tail selection and chunking below work on units and never split one.
+
+export interface Unit<T> {
+  items: T[];
+  /** Estimated tokens of the unit's items. */
+  tokens: number;
+}
+
+/**
+ * Groups items in order into units. `startsUnit` says which items open a new unit; items
+ * before the first opener form a leading unit of their own.
+ */
+export function groupUnits<T>(items: readonly T[], startsUnit: (item: T) => boolean, tokens: (item: T) => number): Unit<T>[] {
+  const units: Unit<T>[] = [];
+  let current: Unit<T> | undefined;
+  for (const item of items) {
+    if (current === undefined || (startsUnit(item) && current.items.length > 0)) {
+      current = { items: [], tokens: 0 };
+      units.push(current);
+    }
+    current.items.push(item);
+    current.tokens += tokens(item);
+  }
+  return units;
+}
+
+/**
+ * Index of the first tail unit. The newest unit always stays (even when it alone exceeds the
+ * budget); older units join the tail, newest first, while the running total fits `budget`.
+ * Returns units.length only for an empty list.
+ */
+export function selectTail<T>(units: readonly Unit<T>[], budget: number): number {
+  if (units.length === 0) return 0;
+  let start = units.length - 1;
+  let used = units[start]!.tokens;
+  while (start > 0 && used + units[start - 1]!.tokens <= budget) {
+    start -= 1;
+    used += units[start]!.tokens;
+  }
+  return start;
+}
+
+/**
+ * Splits units into consecutive chunks of at most `maxTokens` each, in order. A unit larger
+ * than `maxTokens` becomes a chunk of its own rather than being split.
+ */
+export function chunkUnits<T>(units: readonly Unit<T>[], maxTokens: number): Unit<T>[][] {
+  const chunks: Unit<T>[][] = [];
+  let current: Unit<T>[] = [];
+  let used = 0;
+  for (const unit of units) {
+    if (current.length > 0 && used + unit.tokens > maxTokens) {
+      chunks.push(current);
+      current = [];
+      used = 0;
+    }
+    current.push(unit);
+    used += unit.tokens;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}

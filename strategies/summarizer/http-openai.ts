@@ -1,0 +1,94 @@
+// The `openai` backend: one chat-completions request per summary, no tools; also the way to
+// reach vLLM, llama.cpp or Ollama through `baseUrl`. Retries and errors are http.ts's.
+import { z } from 'zod';
+import { defaultSleep, joinUrl, postSummary, type HttpDeps, type ReadOutcome } from './http.ts';
+import { estimateTokens, summarizerFailed, type Summarizer, type SummarizerConfig, type SummaryRequest, type SummaryResult } from './types.ts';
+
+export const OPENAI_DEFAULT_MODEL = 'gpt-4.1-mini';
+export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+export const OPENAI_DEFAULT_KEY_ENV = 'OPENAI_API_KEY';
+
+const ChatResponse = z.object({
+  model: z.string().optional(),
+  choices: z.array(
+    z
+      .object({
+        finish_reason: z.string().nullable().optional(),
+        message: z.object({ content: z.string().nullable().optional(), refusal: z.string().nullable().optional() }).loose(),
+      })
+      .loose(),
+  ),
+  usage: z.object({ completion_tokens: z.number().int().nonnegative().optional() }).loose().nullable().optional(),
+});
+
+function readChat(json: unknown): ReadOutcome {
+  const parsed = ChatResponse.safeParse(json);
+  if (!parsed.success) return 'response is not a chat completion (no choices[].message)';
+  const first = parsed.data.choices[0];
+  if (first === undefined) return 'response has no choices';
+  const content = first.message.content;
+  if (typeof content !== 'string') {
+    if (typeof first.message.refusal === 'string' && first.message.refusal !== '') {
+      return `model refused: ${first.message.refusal.slice(0, 200)}`;
+    }
+    const why = first.finish_reason ? ` (finish_reason: ${first.finish_reason})` : '';
+    return `response has no text content${why}`;
+  }
+  return { text: content, outputTokens: parsed.data.usage?.completion_tokens, model: parsed.data.model };
+}
+
+/**
+ * The key comes from `apiKeyEnv` (default OPENAI_API_KEY). Against the default OpenAI URL a
+ * missing key is an error; with a configured `baseUrl` the request goes out without an
+ * authorization header, since local servers usually want none.
+ */
+export function createOpenAISummarizer(config: SummarizerConfig, deps: HttpDeps = {}): Summarizer {
+  const model = config.model ?? OPENAI_DEFAULT_MODEL;
+  const keyEnv = config.apiKeyEnv ?? OPENAI_DEFAULT_KEY_ENV;
+  const url = joinUrl(config.baseUrl ?? OPENAI_DEFAULT_BASE_URL, 'chat/completions');
+  return {
+    backend: 'openai',
+    model,
+    async summarize(req: SummaryRequest): Promise<SummaryResult> {
+      const raw = (deps.env ?? process.env)[keyEnv];
+      const key = raw === undefined || raw === '' ? undefined : raw;
+      if (key === undefined && config.baseUrl === undefined) {
+        throw summarizerFailed('openai', 'missing_api_key', `environment variable ${keyEnv} is not set`);
+      }
+      if (req.signal?.aborted === true) throw summarizerFailed('openai', 'cancelled', 'cancelled');
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (key !== undefined) headers.authorization = `Bearer ${key}`;
+      const out = await postSummary(
+        {
+          backend: 'openai',
+          url,
+          headers,
+          body: {
+            model,
+            max_tokens: req.maxOutputTokens,
+            messages: [
+              { role: 'system', content: req.system },
+              { role: 'user', content: req.prompt },
+            ],
+          },
+          read: readChat,
+          secrets: key === undefined ? [] : [key],
+          authHint: key === undefined ? `no API key sent: ${keyEnv} is not set` : undefined,
+        },
+        {
+          timeoutMs: config.timeoutMs,
+          maxRetries: config.maxRetries,
+          signal: req.signal,
+          fetch: deps.fetch ?? fetch,
+          sleep: deps.sleep ?? defaultSleep,
+        },
+      );
+      return {
+        text: out.text,
+        backend: 'openai',
+        model: out.model ?? model,
+        outputTokens: out.outputTokens ?? estimateTokens(out.text),
+      };
+    },
+  };
+}

@@ -1,0 +1,65 @@
+// The summarizer folder's edge: picks a backend for a compaction from the `summarizer` config
+// and the requesting connection, and re-exports what strategies need. Reading the config file
+// and sending reverse requests belong to the daemon.
+import { createClientSummarizer, type ClientCall } from './client.ts';
+import { createExtractiveSummarizer } from './extractive.ts';
+import { createAnthropicSummarizer } from './http-anthropic.ts';
+import { createOpenAISummarizer } from './http-openai.ts';
+import type { Sleep } from './http.ts';
+import type { BackendName, Summarizer, SummarizerConfig } from './types.ts';
+
+export { BackendName, SummarizerConfig, estimateTokens, summarizerFailed } from './types.ts';
+export type { FailureReason, Summarizer, SummaryRequest, SummaryResult } from './types.ts';
+export {
+  BLOB_PLACEHOLDER,
+  LINE_MARKERS,
+  SECTION_TAGS,
+  aiLine,
+  buildSummaryPrompt,
+  callLine,
+  outLine,
+  parseSummaryPrompt,
+  parseTranscriptLine,
+  redactBlobs,
+  userLine,
+} from './prompt-format.ts';
+export type { SectionTag, SummaryPromptParts, TranscriptLine, TranscriptLineKind } from './prompt-format.ts';
+export { extractSummary } from './extractive.ts';
+export type { ClientCall, ClientSummarizeParams } from './client.ts';
+export { ANTHROPIC_DEFAULT_MODEL } from './http-anthropic.ts';
+export { OPENAI_DEFAULT_MODEL } from './http-openai.ts';
+
+export interface SummarizerDeps {
+  /** Where API keys are read from. Default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** Present when the requesting connection declared `capabilities.summarize`. */
+  clientCall?: ClientCall;
+  /** Default the global fetch. */
+  fetch?: typeof fetch;
+  /** Waits between HTTP retries; for tests. */
+  sleep?: Sleep;
+}
+
+/** The backend `createSummarizer` would use: the configured provider, else client when possible, else extractive. */
+export function chooseBackend(config: SummarizerConfig, hasClientCall: boolean): BackendName {
+  return config.provider ?? (hasClientCall ? 'client' : 'extractive');
+}
+
+/**
+ * A summarizer for one compaction. `config` is the parsed `summarizer` section. An explicit
+ * `provider: "client"` on a connection without the capability does not fall back: its
+ * summarize fails, so a misconfiguration shows in `/context` instead of hiding.
+ */
+export function createSummarizer(config: SummarizerConfig, deps: SummarizerDeps = {}): Summarizer {
+  const http = { env: deps.env, fetch: deps.fetch, sleep: deps.sleep };
+  switch (chooseBackend(config, deps.clientCall !== undefined)) {
+    case 'client':
+      return createClientSummarizer(deps.clientCall, config);
+    case 'anthropic':
+      return createAnthropicSummarizer(config, http);
+    case 'openai':
+      return createOpenAISummarizer(config, http);
+    case 'extractive':
+      return createExtractiveSummarizer();
+  }
+}

@@ -1,0 +1,158 @@
+// The albedod process: its home, socket, lock, signals and crash safety, run as a real child
+// process against a real SQLite file.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { spawnDaemon, startDaemon, tempHome, type DaemonHandle } from './harness.ts';
+
+const running: DaemonHandle[] = [];
+after(async () => {
+  await Promise.all(running.map((d) => d.stop('SIGKILL')));
+});
+
+async function start(opts?: Parameters<typeof startDaemon>[0]): Promise<DaemonHandle> {
+  const d = await startDaemon(opts);
+  running.push(d);
+  return d;
+}
+
+describe('albedod process', () => {
+  test('creates a private home and a 0600 socket', async () => {
+    const parent = tempHome();
+    const home = path.join(parent, 'nested', 'home');
+    const d = await start({ home });
+    assert.equal(fs.statSync(home).mode & 0o777, 0o700);
+    assert.equal(fs.statSync(d.socket).mode & 0o777, 0o600);
+    assert.ok(fs.statSync(d.socket).isSocket());
+    assert.ok(fs.existsSync(path.join(home, 'albedo.db')));
+    const c = await d.connect();
+    const status = await c.call('daemon.status', {});
+    assert.equal(status.home, home);
+    assert.equal(status.pid, d.proc.pid);
+    assert.equal(await d.stop(), 0);
+  });
+
+  test('a second daemon on the same home refuses to start and leaves the first one serving', async () => {
+    const d = await start();
+    const second = spawnDaemon(d.home);
+    const code = await second.exited;
+    assert.equal(code, 1);
+    assert.match(second.stderr(), /another albedod \(pid \d+\) is already running with home/);
+    const c = await d.connect();
+    assert.equal((await c.call('daemon.status', {})).pid, d.proc.pid);
+    await d.stop();
+  });
+
+  test('refuses a home that is a symlink or open to other users', async () => {
+    const parent = tempHome();
+    const real = path.join(parent, 'real');
+    fs.mkdirSync(real, { mode: 0o700 });
+    const link = path.join(parent, 'link');
+    fs.symlinkSync(real, link);
+    const viaLink = spawnDaemon(link);
+    assert.equal(await viaLink.exited, 1);
+    assert.match(viaLink.stderr(), /is a symlink/);
+
+    const open = path.join(parent, 'open');
+    fs.mkdirSync(open);
+    fs.chmodSync(open, 0o755);
+    const opened = spawnDaemon(open);
+    assert.equal(await opened.exited, 1);
+    assert.match(opened.stderr(), /open to other users \(mode 755\)/);
+    assert.equal(fs.existsSync(path.join(open, 'albedod.sock')), false);
+  });
+
+  test('a stale socket left by a killed daemon is replaced', async () => {
+    const d = await start();
+    assert.equal(await d.stop('SIGKILL'), null);
+    assert.ok(fs.existsSync(d.socket), 'SIGKILL leaves the socket file behind');
+    await assert.rejects(
+      new Promise((resolve, reject) => net.createConnection(d.socket).on('connect', resolve).on('error', reject)),
+      /ECONNREFUSED/,
+    );
+    const again = await start({ home: d.home });
+    const c = await again.connect();
+    assert.equal((await c.call('daemon.status', {})).pid, again.proc.pid);
+    await again.stop();
+  });
+
+  test('refuses to replace a socket path that is not a socket', async () => {
+    const home = tempHome();
+    const bogus = path.join(home, 'not-a-socket');
+    fs.writeFileSync(bogus, 'keep me');
+    const p = spawnDaemon(home, { ALBEDO_SOCKET: bogus });
+    assert.equal(await p.exited, 1);
+    assert.match(p.stderr(), /exists and is not a socket/);
+    assert.equal(fs.readFileSync(bogus, 'utf8'), 'keep me');
+  });
+
+  test('SIGKILL after acknowledged appends loses none of them', async () => {
+    const d = await start();
+    const c = await d.connect();
+    const { session } = await c.call('session.open', { session: 'crash' });
+    const acked: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const r = await c.call('transcript.append', {
+        session,
+        rows: [{ kind: 'user', content: [{ type: 'text', text: `message ${i}` }] }],
+      });
+      acked.push(...r.seqs);
+    }
+    assert.equal(await d.stop('SIGKILL'), null);
+    const again = await start({ home: d.home });
+    const c2 = await again.connect();
+    const page = await c2.call('transcript.rows', { session, limit: 100 });
+    assert.deepEqual(
+      page.rows.map((r) => r.seq),
+      acked,
+    );
+    assert.deepEqual(
+      page.rows.map((r) => (r.body.kind === 'user' && r.body.content[0]?.type === 'text' ? r.body.content[0].text : '')),
+      acked.map((_, i) => `message ${i}`),
+    );
+    await again.stop();
+  });
+
+  test('SIGTERM answers the request in flight, checkpoints the WAL and removes the socket', async () => {
+    const d = await start();
+    const c = await d.connect();
+    await c.call('session.open', { session: 'term' });
+    const rows = Array.from({ length: 10_000 }, (_, i) => ({
+      kind: 'user' as const,
+      content: [{ type: 'text' as const, text: `row ${i} `.repeat(20) }],
+    }));
+    const pending = c.call('transcript.append', { session: 'term', rows });
+    // Give the daemon a moment to read the request (about 2 MB); storing 10k rows takes far
+    // longer than that, so the signal lands while the request is in flight.
+    await new Promise((r) => setTimeout(r, 100));
+    d.proc.kill('SIGTERM');
+    const appended = await pending;
+    assert.equal(appended.seqs.length, 10_000);
+    const exitCode = await new Promise((resolve) => d.proc.once('exit', resolve));
+    assert.equal(exitCode, 0);
+    assert.equal(fs.existsSync(d.socket), false);
+    const wal = path.join(d.home, 'albedo.db-wal');
+    assert.ok(!fs.existsSync(wal) || fs.statSync(wal).size === 0, 'the WAL was checkpointed');
+    const again = await start({ home: d.home });
+    const c2 = await again.connect();
+    const list = await c2.call('session.list', {});
+    assert.equal(list.sessions.find((s) => s.session === 'term')?.rows, 10_000);
+    await again.stop();
+  });
+
+  test('daemon.shutdown stops the daemon cleanly', async () => {
+    const d = await start();
+    const c = await d.connect();
+    assert.deepEqual(await c.call('daemon.shutdown', {}), { ok: true });
+    const code = await new Promise((resolve) => d.proc.once('exit', resolve));
+    assert.equal(code, 0);
+  });
+
+  test('an invalid environment setting stops the start with a clear message', async () => {
+    const p = spawnDaemon(tempHome(), { ALBEDO_MAX_LINE_BYTES: 'lots' });
+    assert.equal(await p.exited, 1);
+    assert.match(p.stderr(), /invalid environment: .*ALBEDO_MAX_LINE_BYTES/);
+  });
+});

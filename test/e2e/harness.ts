@@ -1,0 +1,140 @@
+// Spawns the real albedod in a temporary home and connects clients over its real socket.
+// Every e2e test uses this: no in-process shortcuts, so what passes here is what users get.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AlbedoClient, type ClientOptions } from '../../protocol/client.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export interface DaemonHandle {
+  home: string;
+  socket: string;
+  proc: ChildProcess;
+  /** Everything the process wrote to stderr so far. */
+  stderr(): string;
+  connect(opts?: ClientOptions): Promise<AlbedoClient>;
+  /** Sends a signal and waits for the exit; returns the exit code (null when killed). */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function tempHome(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'albedo-e2e-'));
+}
+
+export interface StartOptions {
+  home?: string;
+  env?: Record<string, string>;
+}
+
+/** Resolves once the daemon prints its listening line; rejects with stderr if it exits first. */
+export async function startDaemon(opts: StartOptions = {}): Promise<DaemonHandle> {
+  const home = opts.home ?? tempHome();
+  const { proc, exited, stderr, stdout } = spawnDaemon(home, opts.env);
+  await new Promise<void>((resolve, reject) => {
+    const onData = () => {
+      if (stdout().includes('listening on')) {
+        proc.stdout?.off('data', onData);
+        resolve();
+      }
+    };
+    proc.stdout?.on('data', onData);
+    void exited.then((code) => reject(new Error(`albedod exited with ${code} before listening: ${stderr()}`)));
+  });
+  const socket = opts.env?.ALBEDO_SOCKET ?? path.join(home, 'albedod.sock');
+  const clients: AlbedoClient[] = [];
+  return {
+    home,
+    socket,
+    proc,
+    stderr,
+    async connect(copts) {
+      const c = await AlbedoClient.connect(socket, { client: { name: 'e2e', version: '1' }, ...copts });
+      clients.push(c);
+      return c;
+    },
+    async stop(signal = 'SIGTERM') {
+      await Promise.all(clients.map((c) => c.close()));
+      if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
+      proc.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Spawns the daemon without waiting, for tests of start-up refusals. */
+export function spawnDaemon(home: string, env: Record<string, string> = {}) {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'daemon/main.ts')], {
+    cwd: root,
+    env: { ...process.env, ALBEDO_HOME: home, ALBEDO_LOG_LEVEL: 'debug', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  proc.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
+  proc.stderr?.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+  return { proc, exited, stdout: () => out, stderr: () => err };
+}
+
+/**
+ * A raw socket speaking NDJSON by hand, for bad-input tests the typed client cannot send.
+ * `next()` resolves with the next parsed line.
+ */
+export async function rawConnection(socketPath: string) {
+  const sock = net.createConnection(socketPath);
+  await new Promise<void>((resolve, reject) => {
+    sock.once('connect', resolve);
+    sock.once('error', reject);
+  });
+  let buf = '';
+  const lines: unknown[] = [];
+  const waiters: Array<(v: unknown) => void> = [];
+  let closed = false;
+  const closeWaiters: Array<() => void> = [];
+  sock.setEncoding('utf8').on('data', (d: string) => {
+    buf += d;
+    let i: number;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      const v: unknown = JSON.parse(line);
+      const w = waiters.shift();
+      if (w) w(v);
+      else lines.push(v);
+    }
+  });
+  sock.on('close', () => {
+    closed = true;
+    for (const w of closeWaiters.splice(0)) w();
+  });
+  sock.on('error', () => undefined);
+  return {
+    sock,
+    write(data: string | Buffer) {
+      sock.write(data);
+    },
+    send(obj: unknown) {
+      sock.write(`${JSON.stringify(obj)}\n`);
+    },
+    next(): Promise<unknown> {
+      const v = lines.shift();
+      if (v !== undefined) return Promise.resolve(v);
+      return new Promise((resolve) => waiters.push(resolve));
+    },
+    closed(): Promise<void> {
+      if (closed) return Promise.resolve();
+      return new Promise((resolve) => closeWaiters.push(resolve));
+    },
+    async initialize() {
+      this.send({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocol: 1, client: { name: 'raw', version: '1' } } });
+      return this.next();
+    },
+    end() {
+      sock.destroy();
+    },
+  };
+}

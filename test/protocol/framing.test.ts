@@ -1,0 +1,75 @@
+// LineDecoder and encodeMessage in isolation: chunk boundaries, UTF-8 splits, CRLF and the
+// per-line byte cap. The socket-level behaviour of an over-long line is in rpc-peer.test.ts.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { DEFAULT_MAX_LINE_BYTES, encodeMessage, LineDecoder } from '../../protocol/framing.ts';
+
+function decoder(maxLineBytes?: number) {
+  const lines: string[] = [];
+  const overflows: number[] = [];
+  const d = new LineDecoder({ maxLineBytes, onLine: (l) => lines.push(l), onOverflow: (n) => overflows.push(n) });
+  return { d, lines, overflows };
+}
+
+/** Feeds `bytes` in chunks of `size` bytes. */
+function feed(d: LineDecoder, bytes: Buffer, size: number): void {
+  for (let i = 0; i < bytes.length; i += size) d.push(bytes.subarray(i, i + size));
+}
+
+test('several messages in one chunk come out as separate lines, in order', () => {
+  const { d, lines } = decoder();
+  d.push(Buffer.from('{"a":1}\n{"b":2}\n{"c":'));
+  assert.deepEqual(lines, ['{"a":1}', '{"b":2}']);
+  d.push(Buffer.from('3}\n'));
+  assert.deepEqual(lines, ['{"a":1}', '{"b":2}', '{"c":3}']);
+});
+
+test('a long line split across many small chunks is reassembled exactly', () => {
+  const { d, lines } = decoder();
+  const long = 'x'.repeat(200_000);
+  feed(d, Buffer.from(long + '\nshort\n'), 7);
+  assert.deepEqual(lines, [long, 'short']);
+});
+
+test('multibyte UTF-8 characters split at every byte decode intact', () => {
+  const { d, lines } = decoder();
+  const text = 'héllo € 𝄞 日本 🙂';
+  feed(d, Buffer.from(`${text}\n${text}\n`), 1);
+  assert.deepEqual(lines, [text, text]);
+});
+
+test('a trailing carriage return is dropped and empty lines are still reported', () => {
+  const { d, lines } = decoder();
+  d.push(Buffer.from('one\r\n\r\ntwo\n'));
+  assert.deepEqual(lines, ['one', '', 'two']);
+});
+
+test('a line of exactly the cap is accepted', () => {
+  const { d, lines, overflows } = decoder(5);
+  d.push(Buffer.from('12345\n'));
+  assert.deepEqual(lines, ['12345']);
+  assert.deepEqual(overflows, []);
+});
+
+test('an over-long line reports overflow once, before its newline, and is dropped up to it', () => {
+  const { d, lines, overflows } = decoder(10);
+  d.push(Buffer.from('ok\n123456'));
+  d.push(Buffer.from('789012'));
+  assert.deepEqual(overflows, [12]);
+  d.push(Buffer.from('more bytes of the same line'));
+  d.push(Buffer.from('still\nafter\n'));
+  assert.deepEqual(overflows, [12]);
+  assert.deepEqual(lines, ['ok', 'after']);
+  assert.equal(d.bufferedBytes, 0);
+});
+
+test('a second over-long line reports its own overflow', () => {
+  const { d, overflows } = decoder(3);
+  d.push(Buffer.from('abcd\nefghi\n'));
+  assert.deepEqual(overflows, [4, 5]);
+});
+
+test('encodeMessage writes one JSON line and the default cap is 64 MiB', () => {
+  assert.equal(encodeMessage({ jsonrpc: '2.0', id: 1, result: 'a\nb' }), '{"jsonrpc":"2.0","id":1,"result":"a\\nb"}\n');
+  assert.equal(DEFAULT_MAX_LINE_BYTES, 64 * 1024 * 1024);
+});

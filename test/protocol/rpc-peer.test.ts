@@ -1,0 +1,405 @@
+// RpcPeer over a real Unix socket: raw NDJSON bytes for malformed input, batches, cancellation,
+// size and in-flight limits, and a second RpcPeer as client for outgoing requests and dispose.
+// The typed client and reverse requests are covered in client.test.ts.
+import assert from 'node:assert/strict';
+import { EventEmitter, once } from 'node:events';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { AlbedoError, DomainCode, RpcCode, rpcError } from '../../protocol/errors.ts';
+import { LineDecoder } from '../../protocol/framing.ts';
+import { RpcPeer, RpcRemoteError, type RequestHandler, type RpcPeerOptions } from '../../protocol/rpc-peer.ts';
+
+interface Reply {
+  jsonrpc: string;
+  id: string | number | null;
+  result?: unknown;
+  error?: { code: number; message: string; data?: { code: string } & Record<string, unknown> };
+}
+
+class Counter extends EventEmitter {
+  n = 0;
+  inc(): void {
+    this.n++;
+    this.emit('inc');
+  }
+  async reach(k: number): Promise<void> {
+    while (this.n < k) await once(this, 'inc');
+  }
+}
+
+/** Handlers blocked on the gate wait until the test lets them through, one by one. */
+class Gate {
+  private waiting: Array<() => void> = [];
+  wait(): Promise<void> {
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+  releaseOne(): void {
+    this.waiting.shift()?.();
+  }
+  releaseAll(): void {
+    for (const r of this.waiting.splice(0)) r();
+  }
+}
+
+async function startServer(t: TestContext, opts: Partial<RpcPeerOptions> = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'albedo-'));
+  const sock = path.join(dir, 'rpc.sock');
+  const started = new Counter();
+  const aborted = new Counter();
+  const gate = new Gate();
+  const internalErrors: Array<{ err: unknown; method: string | undefined }> = [];
+  const notifications: string[] = [];
+  const noted = new Counter();
+  const peers: RpcPeer[] = [];
+  const sockets: net.Socket[] = [];
+  const onRequest: RequestHandler = async (method, params, { signal }) => {
+    switch (method) {
+      case 'echo':
+        return params;
+      case 'nothing':
+        return undefined;
+      case 'slow':
+        started.inc();
+        if (!signal.aborted) await once(signal, 'abort');
+        aborted.inc();
+        throw signal.reason;
+      case 'gated':
+        started.inc();
+        await gate.wait();
+        return 'done';
+      case 'domain':
+        throw new AlbedoError('unknown_session', 'no session "s1"', { session: 's1' });
+      case 'boom':
+        throw new Error('/home/secret/albedo.db exploded');
+      default:
+        throw rpcError(RpcCode.MethodNotFound, 'method_not_found', `method not found: ${method}`);
+    }
+  };
+  const server = net.createServer((socket) => {
+    sockets.push(socket);
+    peers.push(
+      new RpcPeer(socket, {
+        onRequest,
+        onNotification: (method) => {
+          notifications.push(method);
+          noted.inc();
+          if (method === 'explode') throw new Error('notification handler failed');
+        },
+        onInternalError: (err, method) => internalErrors.push({ err, method }),
+        ...opts,
+      }),
+    );
+  });
+  server.listen(sock);
+  await once(server, 'listening');
+  t.after(async () => {
+    gate.releaseAll();
+    for (const p of peers) p.dispose('test over');
+    await new Promise((resolve) => server.close(resolve));
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return { sock, started, aborted, gate, internalErrors, notifications, noted, peers, sockets };
+}
+
+/** A client that writes raw bytes and reads the replies as parsed lines. */
+async function rawConnect(t: TestContext, sock: string) {
+  const socket = net.createConnection(sock);
+  await once(socket, 'connect');
+  t.after(() => void socket.destroy());
+  const inbox: unknown[] = [];
+  const events = new EventEmitter();
+  const decoder = new LineDecoder({
+    onLine: (line) => {
+      inbox.push(JSON.parse(line));
+      events.emit('line');
+    },
+    onOverflow: () => assert.fail('reply too long'),
+  });
+  socket.on('data', (chunk: Buffer) => decoder.push(chunk));
+  const closed = once(socket, 'close');
+  return {
+    socket,
+    closed,
+    send: (text: string) => void socket.write(text),
+    async next(): Promise<unknown> {
+      while (inbox.length === 0) {
+        await Promise.race([once(events, 'line'), closed.then(() => assert.fail('closed while waiting for a reply'))]);
+      }
+      return inbox.shift();
+    },
+    async reply(): Promise<Reply> {
+      const r = await this.next();
+      assert.ok(!Array.isArray(r), 'expected a single reply');
+      return r as Reply;
+    },
+    async batch(): Promise<Reply[]> {
+      const r = await this.next();
+      assert.ok(Array.isArray(r), 'expected a batch reply');
+      return r as Reply[];
+    },
+  };
+}
+
+/** A second RpcPeer as the client side, for outgoing requests; `closed` settles on its onClose. */
+async function peerConnect(t: TestContext, sock: string): Promise<{ client: RpcPeer; closed: Promise<void> }> {
+  const socket = net.createConnection(sock);
+  await once(socket, 'connect');
+  let onClose!: () => void;
+  const closed = new Promise<void>((resolve) => (onClose = resolve));
+  const client = new RpcPeer(socket, {
+    onClose,
+    onRequest: async (method) => {
+      throw rpcError(RpcCode.MethodNotFound, 'method_not_found', `method not found: ${method}`);
+    },
+  });
+  t.after(() => client.dispose());
+  return { client, closed };
+}
+
+const req = (id: unknown, method: string, params?: unknown) => ({ jsonrpc: '2.0', id, method, params });
+const line = (v: unknown) => JSON.stringify(v) + '\n';
+
+test('a line that is not JSON gets -32700 with id null, and the connection stays usable', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  c.send('{"jsonrpc":"2.0","id":1,"method":\n');
+  assert.deepEqual(await c.reply(), {
+    jsonrpc: '2.0',
+    id: null,
+    error: { code: RpcCode.ParseError, message: 'parse error', data: { code: 'parse_error' } },
+  });
+  c.send('\r\n\n' + line(req(2, 'echo', { a: 1 }))); // blank lines are skipped, not answered
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 2, result: { a: 1 } });
+});
+
+test('an invalid request gets -32600 with its id when the id is readable, else null', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  const cases: Array<[unknown, string | number | null]> = [
+    [{ jsonrpc: '1.0', id: 3, method: 'echo' }, 3],
+    [{ id: 4, method: 'echo' }, 4],
+    [{ jsonrpc: '2.0', id: 5, method: 7 }, 5],
+    [{ jsonrpc: '2.0', id: 'p', method: 'echo', params: 'text' }, 'p'],
+    [{ jsonrpc: '2.0', id: { x: 1 }, method: 'echo' }, null],
+    [{ jsonrpc: '2.0', id: null, method: 'echo' }, null],
+    [{ jsonrpc: '2.0', method: 1, params: 'bar' }, null],
+    [42, null],
+  ];
+  for (const [msg, id] of cases) {
+    c.send(line(msg));
+    const r = await c.reply();
+    assert.equal(r.id, id, JSON.stringify(msg));
+    assert.equal(r.error?.code, RpcCode.InvalidRequest, JSON.stringify(msg));
+    assert.equal(r.error?.data?.code, 'invalid_request');
+  }
+});
+
+test('an empty batch gets a single -32600 error, not an array', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  c.send('[]\n');
+  const r = await c.reply();
+  assert.equal(r.id, null);
+  assert.equal(r.error?.code, RpcCode.InvalidRequest);
+});
+
+test('a mixed batch is answered in one array, in member order, leaving out the notification', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  c.send(line([req(1, 'echo', ['hi']), { jsonrpc: '2.0', id: 2, method: 1 }, { jsonrpc: '2.0', method: 'note' }, req('x', 'domain', {}), 1]));
+  const replies = await c.batch();
+  assert.deepEqual(
+    replies.map((r) => [r.id, r.error?.code ?? r.result]),
+    [
+      [1, ['hi']],
+      [2, RpcCode.InvalidRequest],
+      ['x', DomainCode.unknown_session],
+      [null, RpcCode.InvalidRequest],
+    ],
+  );
+  assert.deepEqual(srv.notifications, ['note']);
+});
+
+test('batch members are handled concurrently', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  c.send(line([req(1, 'gated'), req(2, 'gated')]));
+  await srv.started.reach(2); // would never happen if the second waited for the first
+  srv.gate.releaseAll();
+  assert.deepEqual((await c.batch()).map((r) => [r.id, r.result]), [[1, 'done'], [2, 'done']]);
+});
+
+test('a batch of only notifications gets no reply, even when a notification handler fails', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  c.send(line([{ jsonrpc: '2.0', method: 'note' }, { jsonrpc: '2.0', method: 'explode', params: {} }]));
+  c.send(line({ jsonrpc: '2.0', method: 'echo', params: [1] })); // a notification for a method that would answer
+  c.send(line(req(9, 'echo', ['after'])));
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 9, result: ['after'] });
+  assert.deepEqual(srv.notifications, ['note', 'explode', 'echo']);
+  assert.equal(srv.internalErrors.length, 1);
+  assert.equal(srv.internalErrors[0]?.method, 'explode');
+});
+
+test('a domain error goes out with its numeric code, message and data.code', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  c.send(line(req(1, 'domain')));
+  assert.deepEqual((await c.reply()).error, {
+    code: DomainCode.unknown_session,
+    message: 'no session "s1"',
+    data: { code: 'unknown_session', session: 's1' },
+  });
+  assert.equal(srv.internalErrors.length, 0);
+});
+
+test('a plain Error becomes a generic internal error, and the original goes to onInternalError', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  c.send(line(req(1, 'boom')));
+  const r = await c.reply();
+  assert.deepEqual(r.error, { code: RpcCode.InternalError, message: 'internal error', data: { code: 'internal_error' } });
+  assert.doesNotMatch(JSON.stringify(r), /secret/);
+  assert.equal(srv.internalErrors.length, 1);
+  assert.equal(srv.internalErrors[0]?.method, 'boom');
+  assert.match(String(srv.internalErrors[0]?.err), /exploded/);
+});
+
+test('a handler that returns undefined is answered with result null', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  c.send(line(req(1, 'nothing')));
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 1, result: null });
+});
+
+test('a request reusing the id of one still in flight is rejected as invalid', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  c.send(line(req(7, 'gated')));
+  await srv.started.reach(1);
+  c.send(line(req(7, 'echo')));
+  assert.equal((await c.reply()).error?.code, RpcCode.InvalidRequest);
+  srv.gate.releaseAll();
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 7, result: 'done' });
+});
+
+test('$/cancelRequest aborts the handler signal and the request is answered with -32800', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  c.send(line(req('s', 'slow')));
+  await srv.started.reach(1);
+  c.send(line({ jsonrpc: '2.0', method: '$/cancelRequest', params: { id: 's' } }));
+  assert.deepEqual(await c.reply(), {
+    jsonrpc: '2.0',
+    id: 's',
+    error: { code: RpcCode.RequestCancelled, message: 'request cancelled', data: { code: 'request_cancelled' } },
+  });
+  assert.equal(srv.aborted.n, 1);
+  assert.equal(srv.internalErrors.length, 0);
+});
+
+test('an over-long line gets message_too_large and closes that connection only', async (t) => {
+  const srv = await startServer(t, { maxLineBytes: 1024 });
+  const bystander = await rawConnect(t, srv.sock);
+  const c = await rawConnect(t, srv.sock);
+  c.send('x'.repeat(4096)); // no newline: the cap trips before the line ends
+  assert.deepEqual(await c.reply(), {
+    jsonrpc: '2.0',
+    id: null,
+    error: {
+      code: DomainCode.message_too_large,
+      message: 'message exceeds 1024 bytes',
+      data: { code: 'message_too_large', limit_bytes: 1024 },
+    },
+  });
+  await c.closed;
+  bystander.send(line(req(1, 'echo', ['still here'])));
+  assert.deepEqual(await bystander.reply(), { jsonrpc: '2.0', id: 1, result: ['still here'] });
+});
+
+test('a request whose line is too long for the other side rejects with message_too_large', async (t) => {
+  const srv = await startServer(t, { maxLineBytes: 1024 });
+  const { client, closed } = await peerConnect(t, srv.sock);
+  const err = await client.request('echo', ['y'.repeat(2048)]).then(
+    () => assert.fail('should reject'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof RpcRemoteError);
+  assert.equal(err.code, DomainCode.message_too_large);
+  assert.deepEqual(err.data, { code: 'message_too_large', limit_bytes: 1024 });
+  await closed;
+});
+
+test('past maxInFlight, a request is not started and reading pauses until a handler finishes', async (t) => {
+  const srv = await startServer(t, { maxInFlight: 2 });
+  const c = await rawConnect(t, srv.sock);
+  // One write: the trailing notification proves the third request was read before we look.
+  c.send([req(1, 'gated'), req(2, 'gated'), req(3, 'gated'), { jsonrpc: '2.0', method: 'note' }].map(line).join(''));
+  await srv.started.reach(2);
+  await srv.noted.reach(1);
+  const peer = srv.peers[0];
+  assert.ok(peer);
+  assert.equal(srv.started.n, 2);
+  assert.equal(peer.incomingInFlight(), 2);
+  assert.equal(srv.sockets[0]?.isPaused(), true);
+
+  srv.gate.releaseOne();
+  await srv.started.reach(3);
+  assert.equal((await c.reply()).id, 1);
+  srv.gate.releaseAll();
+  assert.deepEqual([(await c.reply()).id, (await c.reply()).id].sort(), [2, 3]);
+  await peer.whenIdle();
+  assert.equal(peer.incomingInFlight(), 0);
+  assert.equal(srv.sockets[0]?.isPaused(), false);
+});
+
+test('outgoing requests resolve with the result or reject with RpcRemoteError', async (t) => {
+  const srv = await startServer(t);
+  const { client } = await peerConnect(t, srv.sock);
+  assert.deepEqual(await client.request('echo', { n: 1 }), { n: 1 });
+  const err = await client.request('domain', {}).then(
+    () => assert.fail('should reject'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof RpcRemoteError);
+  assert.equal(err.code, DomainCode.unknown_session);
+  assert.deepEqual(err.data, { code: 'unknown_session', session: 's1' });
+});
+
+test('aborting an outgoing request rejects it and sends $/cancelRequest to the other side', async (t) => {
+  const srv = await startServer(t);
+  const { client } = await peerConnect(t, srv.sock);
+  const ac = new AbortController();
+  const pending = client.request('slow', {}, { signal: ac.signal });
+  await srv.started.reach(1);
+  ac.abort();
+  await assert.rejects(pending, { name: 'AbortError' });
+  await srv.aborted.reach(1);
+});
+
+test('an outgoing request past its timeout rejects and is cancelled on the other side', async (t) => {
+  const srv = await startServer(t);
+  const { client } = await peerConnect(t, srv.sock);
+  await assert.rejects(client.request('slow', {}, { timeoutMs: 20 }), { name: 'TimeoutError', message: /slow timed out/ });
+  await srv.aborted.reach(1);
+});
+
+test('dispose rejects pending outgoing requests, is idempotent, and the other side aborts its handlers', async (t) => {
+  const srv = await startServer(t);
+  const { client, closed } = await peerConnect(t, srv.sock);
+  const pending = client.request('slow', {});
+  await srv.started.reach(1);
+  client.dispose('done here');
+  client.dispose('again');
+  assert.equal(client.state, 'closing');
+  await assert.rejects(pending, /connection closed before a response arrived \(done here\)/);
+  await assert.rejects(client.request('echo', {}), /connection is closing/);
+  client.notify('note', {}); // dropped, not thrown
+  await srv.aborted.reach(1); // the server saw the stream end and aborted the in-flight handler
+  await srv.peers[0]?.whenIdle();
+  await closed;
+  assert.equal(client.state, 'closed');
+});

@@ -1,0 +1,95 @@
+// Small factories for storage tests: a real SQLite file in a temp dir, client rows (parsed by the
+// wire schema so defaults apply), real image bytes made with sharp, and raw reads by seq.
+// Shared by every test under test/storage/; the behaviour under test lives in the test files.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestContext } from 'node:test';
+import sharp from 'sharp';
+import { RowIn, type ImagePartIn } from '../../protocol/rows.ts';
+import { openDb, type Db } from '../../storage/db.ts';
+
+/** A fresh database file, closed and removed when the test ends. */
+export function tempDb(t: TestContext): Db {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'albedo-storage-'));
+  const db = openDb(path.join(dir, 'albedo.db'), { synchronous: 'NORMAL' });
+  t.after(() => {
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return db;
+}
+
+export interface RowOpts {
+  key?: string;
+  images?: ImagePartIn[];
+}
+
+export function user(text: string, opts: RowOpts & { origin?: 'user' | 'notes' | 'mail' } = {}): RowIn {
+  return RowIn.parse({
+    kind: 'user',
+    ...(opts.origin ? { origin: opts.origin } : {}),
+    ...(opts.key ? { key: opts.key } : {}),
+    content: [{ type: 'text', text }, ...(opts.images ?? [])],
+  });
+}
+
+/** An assistant turn with some text and one tool call per id. */
+export function assistant(text: string, callIds: string[] = [], opts: { key?: string } = {}): RowIn {
+  return RowIn.parse({
+    kind: 'assistant',
+    ...(opts.key ? { key: opts.key } : {}),
+    content: [
+      { type: 'text', text },
+      ...callIds.map((id) => ({ type: 'tool_call', id, name: 'read_file', arguments: { path: `${id}.ts` } })),
+    ],
+  });
+}
+
+export function toolResult(callId: string, text: string, opts: RowOpts & { isError?: boolean } = {}): RowIn {
+  return RowIn.parse({
+    kind: 'tool_result',
+    call_id: callId,
+    is_error: opts.isError ?? false,
+    ...(opts.key ? { key: opts.key } : {}),
+    content: [{ type: 'text', text }, ...(opts.images ?? [])],
+  });
+}
+
+type Rgb = { r: number; g: number; b: number };
+
+export function pngBytes(width: number, height: number, background: Rgb = { r: 200, g: 30, b: 30 }): Promise<Buffer> {
+  return sharp({ create: { width, height, channels: 3, background } }).png().toBuffer();
+}
+
+export function jpegBytes(width: number, height: number, background: Rgb = { r: 30, g: 30, b: 200 }): Promise<Buffer> {
+  return sharp({ create: { width, height, channels: 3, background } }).jpeg().toBuffer();
+}
+
+export function imageIn(bytes: Buffer, media_type: 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp'): ImagePartIn {
+  return { type: 'image', media_type, data: bytes.toString('base64') };
+}
+
+export interface RawRow {
+  seq: number;
+  kind: string;
+  key: string | null;
+  text: string;
+  call_id: string | null;
+  created_at: number;
+  body: string;
+}
+
+/** A session's rows in seq order, straight from the table. */
+export function rowsOf(db: Db, session: string): RawRow[] {
+  return db
+    .prepare(
+      `SELECT t.seq, t.kind, t.key, t.text, t.call_id, t.created_at, t.body FROM transcript t
+         JOIN sessions s ON s.sid = t.sid WHERE s.name = ? ORDER BY t.seq`,
+    )
+    .all(session) as RawRow[];
+}
+
+export function count(db: Db, sql: string, ...params: unknown[]): number {
+  return (db.prepare(sql).pluck().get(...params) as number | null) ?? 0;
+}

@@ -1,0 +1,283 @@
+// Literal search: Unicode case-insensitive matching, counting every match while returning one
+// page, session and workspace scopes, seq gaps, and the trigram index agreeing with the scan.
+import assert from 'node:assert/strict';
+import { test, type TestContext } from 'node:test';
+import { AlbedoError } from '../../protocol/errors.ts';
+import { TranscriptGrepParams, type ParamsIn, type Result } from '../../protocol/methods.ts';
+import type { Db } from '../../storage/db.ts';
+import { fold, grep, trigramQuery } from '../../storage/search.ts';
+import { indexedThrough, indexPending, searchIndexLag } from '../../storage/search-index.ts';
+import { deleteSession, openSession } from '../../storage/sessions.ts';
+import { appendRows } from '../../storage/transcript.ts';
+import { count, tempDb, user } from './factories.ts';
+import { recordingDb } from './recording-db.ts';
+
+const noYield = (): Promise<void> => Promise.resolve();
+
+function search(db: Db, params: ParamsIn<'transcript_grep'>): Promise<Result<'transcript_grep'>> {
+  return grep(db, TranscriptGrepParams.parse(params), { yieldEvery: noYield });
+}
+
+async function add(db: Db, session: string, ...texts: string[]): Promise<number[]> {
+  return (await appendRows(db, session, texts.map((x) => user(x)))).seqs;
+}
+
+function indexAll(db: Db): number {
+  let n = 0;
+  for (let k = indexPending(db, 1000); k > 0; k = indexPending(db, 1000)) n += k;
+  return n;
+}
+
+/** Runs a search with no index, half an index and a full index; all three must agree. */
+async function agree(t: TestContext, build: (db: Db) => Promise<void>, queries: ParamsIn<'transcript_grep'>[]): Promise<Result<'transcript_grep'>[]> {
+  const plain = tempDb(t);
+  await build(plain);
+  const half = tempDb(t);
+  await build(half);
+  indexPending(half, Math.max(1, Math.floor(count(half, 'SELECT count(*) FROM transcript') / 2)));
+  assert.ok(indexedThrough(half) > 0 && searchIndexLag(half) > 0);
+  const full = tempDb(t);
+  await build(full);
+  indexAll(full);
+  assert.equal(searchIndexLag(full), 0);
+  const out: Result<'transcript_grep'>[] = [];
+  for (const q of queries) {
+    const scanned = await search(plain, q);
+    assert.deepEqual(await search(half, q), scanned, `half-indexed ${JSON.stringify(q)}`);
+    assert.deepEqual(await search(full, q), scanned, `indexed ${JSON.stringify(q)}`);
+    out.push(scanned);
+  }
+  return out;
+}
+
+test('fold is NFC plus lower case', () => {
+  assert.equal(fold('ÉCOLE'), 'école');
+  assert.equal(fold('E\u0301COLE'), 'école');
+  assert.equal(fold('STRASSE'), 'strasse');
+  assert.equal(fold('Straße'), 'straße', 'no full case folding: ß stays ß');
+});
+
+test('matching is literal and Unicode case-insensitive, on every path', async (t) => {
+  const build = async (db: Db): Promise<void> => {
+    openSession(db, { session: 's' });
+    await add(
+      db,
+      's',
+      "l'école est fermée",
+      'ÉCOLE NORMALE',
+      'une e\u0301cole décomposée',
+      'ecole sans accent',
+      'STRASSE in capitals',
+      'die straße',
+      'a.b*c literal (dots) [brackets]',
+      'say "quoted" words',
+      '\u212Aelvin sign',
+      'foo()\u037E greek question mark',
+      'ISTANBUL İ',
+    );
+  };
+  const [ecole, strasse, strasseLower, regex, quoted, kelvin, greek, dotted] = await agree(t, build, [
+    { pattern: 'ÉCOLE' },
+    { pattern: 'straße' },
+    { pattern: 'strasse' },
+    { pattern: 'a.b*c' },
+    { pattern: '"QUOTED"' },
+    { pattern: 'KELVIN' },
+    { pattern: 'foo();' },
+    { pattern: 'bul i' },
+  ]);
+  assert.equal(ecole!.total, 3, 'école, ÉCOLE and the decomposed form; not "ecole"');
+  assert.deepEqual(
+    strasse!.matches.map((m) => m.preview),
+    ['die straße'],
+    'ß is not expanded to ss: "straße" does not find "STRASSE"',
+  );
+  assert.deepEqual(strasseLower!.matches.map((m) => m.preview), ['STRASSE in capitals']);
+  assert.equal(regex!.total, 1, 'the pattern is not a regular expression');
+  assert.equal(quoted!.total, 1, 'double quotes are literal, also in the trigram query');
+  assert.equal(kelvin!.total, 1, 'the Kelvin sign folds to k');
+  assert.equal(greek!.total, 1, 'U+037E normalizes to ";"');
+  assert.equal(dotted!.total, 1, 'İ lower-cases to i + U+0307, so a pattern ending in i finds it');
+});
+
+test('the trigram query drops what the index cannot narrow', () => {
+  assert.equal(trigramQuery('ab'), null);
+  assert.equal(trigramQuery('école'), null);
+  assert.equal(trigramQuery('Foo'), '"foo"');
+  assert.equal(trigramQuery('say "hi"'), '"say ""hi"""');
+  assert.equal(trigramQuery('foo();bar`baz'), '"foo()" AND "bar" AND "baz"');
+  assert.equal(trigramQuery('a;b'), null);
+  assert.equal(trigramQuery('taxi'), '"tax"');
+});
+
+test('total counts every match while one page of them is returned', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  const texts: string[] = [];
+  for (let i = 0; i < 20; i++) texts.push(i % 3 === 0 ? `row ${i} has the Needle` : `row ${i} has nothing`);
+  const seqs = await add(db, 's', ...texts);
+  const expected = seqs.filter((_s, i) => i % 3 === 0);
+  for (const indexed of [false, true]) {
+    if (indexed) indexAll(db);
+    const pages: number[] = [];
+    let offset: number | null = 0;
+    const offsets: Array<number | null> = [];
+    while (offset !== null) {
+      const r: Result<'transcript_grep'> = await search(db, { pattern: 'needle', offset, limit: 3 });
+      assert.equal(r.total, 7);
+      assert.equal(r.offset, offset);
+      assert.ok(r.matches.length <= 3);
+      pages.push(...r.matches.map((m) => m.seq));
+      offset = r.next_offset;
+      offsets.push(offset);
+    }
+    assert.deepEqual(pages, expected, 'pages concatenate to every match in seq order');
+    assert.deepEqual(offsets, [3, 6, null]);
+    assert.deepEqual(await search(db, { pattern: 'needle', offset: 7 }), { total: 7, offset: 7, next_offset: null, matches: [] });
+    assert.deepEqual(await search(db, { pattern: 'needle', offset: 100 }), { total: 7, offset: 100, next_offset: null, matches: [] });
+    assert.deepEqual(await search(db, { pattern: 'absent' }), { total: 0, offset: 0, next_offset: null, matches: [] });
+  }
+});
+
+test('a session-scoped search excludes other sessions; a workspace filters cross-session ones', async (t) => {
+  const build = async (db: Db): Promise<void> => {
+    openSession(db, { session: 'a', workspace: '/w/one' });
+    openSession(db, { session: 'b', workspace: '/w/one' });
+    openSession(db, { session: 'c', workspace: '/w/two' });
+    openSession(db, { session: 'd' });
+    for (let i = 0; i < 3; i++) {
+      for (const s of ['a', 'b', 'c', 'd']) await add(db, s, `${s}${i}: shared marker text`, `${s}${i}: filler`);
+    }
+  };
+  const [inA, all, one, two, none, aInTwo] = await agree(t, build, [
+    { pattern: 'marker', session: 'a' },
+    { pattern: 'marker' },
+    { pattern: 'marker', workspace: '/w/one' },
+    { pattern: 'MARKER', workspace: '/w/two' },
+    { pattern: 'marker', workspace: '/w/none' },
+    { pattern: 'marker', session: 'a', workspace: '/w/two' },
+  ]);
+  assert.equal(inA!.total, 3);
+  assert.ok(inA!.matches.every((m) => m.session === 'a'));
+  assert.equal(all!.total, 12);
+  assert.deepEqual(new Set(one!.matches.map((m) => m.session)), new Set(['a', 'b']));
+  assert.equal(one!.total, 6);
+  assert.deepEqual(new Set(two!.matches.map((m) => m.session)), new Set(['c']));
+  assert.equal(none!.total, 0);
+  assert.equal(aInTwo!.total, 0, 'a session outside the workspace matches nothing');
+  const seqs = all!.matches.map((m) => m.seq);
+  assert.deepEqual(seqs, [...seqs].sort((x, y) => x - y), 'matches come in seq order');
+
+  const db = tempDb(t);
+  await assert.rejects(search(db, { pattern: 'x', session: 'nope' }), (e: unknown) => e instanceof AlbedoError && e.code === 'unknown_session');
+});
+
+test('seq gaps from a deleted session do not break paging over several batches', async (t) => {
+  const build = async (db: Db): Promise<void> => {
+    openSession(db, { session: 'keep' });
+    openSession(db, { session: 'gone' });
+    openSession(db, { session: 'other' });
+    const batch = (prefix: string, n: number): string[] =>
+      Array.from({ length: n }, (_v, i) => (i % 500 === 7 ? `${prefix} ${i} findme` : `${prefix} ${i} plain`));
+    await add(db, 'keep', ...batch('k1', 1500));
+    await add(db, 'gone', ...batch('g', 5000));
+    await add(db, 'other', ...batch('o', 2500));
+    await add(db, 'keep', ...batch('k2', 1500));
+    deleteSession(db, 'gone');
+  };
+  const [scoped, global] = await agree(t, build, [{ pattern: 'findme', session: 'keep', limit: 500 }, { pattern: 'findme', limit: 500 }]);
+  assert.equal(scoped!.total, 6);
+  assert.equal(global!.total, 11);
+  assert.ok(global!.matches.every((m) => m.session !== 'gone'));
+});
+
+test('the trigram index and the scan give identical results', async (t) => {
+  const words = ['alpha', 'Beta', 'GAMMA', 'delta', 'épsilon', 'zeta', 'eta;', 'the', '"theta"', 'iota\nkappa'];
+  const build = async (db: Db): Promise<void> => {
+    openSession(db, { session: 's', workspace: '/w' });
+    openSession(db, { session: 't' });
+    let seed = 7;
+    const rnd = (n: number): number => (seed = (seed * 48271) % 2147483647) % n;
+    for (let b = 0; b < 6; b++) {
+      const texts = Array.from({ length: 400 }, () => Array.from({ length: 6 }, () => words[rnd(words.length)]).join(' '));
+      await add(db, b % 2 === 0 ? 's' : 't', ...texts);
+    }
+  };
+  const queries: ParamsIn<'transcript_grep'>[] = [];
+  for (const pattern of ['alpha beta', 'GAMMA delta', 'eta; the', 'épsilon', 'ta', 'a\nk', '"theta" iota', 'zeta zeta zeta', 'nothing here']) {
+    queries.push({ pattern, limit: 7 }, { pattern, session: 's', offset: 5, limit: 11 }, { pattern, workspace: '/w', limit: 3 });
+  }
+  const results = await agree(t, build, queries);
+  assert.ok(results.some((r) => r.total > 100), 'some queries match many rows');
+  assert.ok(results.some((r) => r.total > 0 && r.total < 20), 'some match few');
+});
+
+test('the indexed path really uses the trigram index; rows past the cursor are scanned', async (t) => {
+  const base = tempDb(t);
+  openSession(base, { session: 's' });
+  await add(base, 's', 'first needle', 'other');
+  indexAll(base);
+  await add(base, 's', 'late needle');
+  const { db, executed } = recordingDb(base);
+  const r = await grep(db, TranscriptGrepParams.parse({ pattern: 'needle' }), { yieldEvery: noYield });
+  assert.equal(r.total, 2);
+  assert.ok(executed.some((sql) => sql.includes('MATCH')));
+  executed.length = 0;
+  await grep(db, TranscriptGrepParams.parse({ pattern: 'ne' }), { yieldEvery: noYield });
+  assert.ok(!executed.some((sql) => sql.includes('MATCH')), 'a two-character pattern is scanned');
+});
+
+test('a row whose text changes after indexing is found by its new text only', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  const [seq] = await add(db, 's', 'the original wording');
+  await add(db, 's', 'unrelated');
+  indexAll(db);
+  db.prepare('UPDATE transcript SET text = ? WHERE seq = ?').run('the rewritten phrasing', seq);
+  assert.equal((await search(db, { pattern: 'original' })).total, 0);
+  assert.deepEqual((await search(db, { pattern: 'REWRITTEN' })).matches.map((m) => m.seq), [seq]);
+});
+
+test('previews are one line around the first match', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  const long = `${'x'.repeat(300)}\nline with the TARGET word\r\nnext line ${'y'.repeat(300)}`;
+  await add(db, 's', long, 'short\ntarget here', `İstanbul ${'z'.repeat(300)} target`);
+  const r = await search(db, { pattern: 'target' });
+  const [p1, p2, p3] = r.matches.map((m) => m.preview);
+  assert.ok(p1!.includes('line with the TARGET word next line'), p1);
+  assert.ok(p1!.startsWith('…') && p1!.endsWith('…'));
+  assert.ok(!/[\r\n]/.test(p1!));
+  assert.ok(p1!.length <= 162);
+  assert.equal(p2, 'short target here');
+  assert.ok(p3!.startsWith('İstanbul'), 'when folding changes the length the preview starts at the row start');
+});
+
+test('a long search yields between batches', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  await add(db, 's', ...Array.from({ length: 5000 }, (_v, i) => `row ${i}`));
+  let yields = 0;
+  const r = await grep(db, TranscriptGrepParams.parse({ pattern: 'row 4999' }), {
+    yieldEvery: async () => {
+      yields++;
+    },
+  });
+  assert.equal(r.total, 1);
+  assert.ok(yields >= 3, `yielded ${yields} times`);
+});
+
+test('indexPending indexes in bounded batches and reports when it is caught up', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  const seqs = await add(db, 's', ...Array.from({ length: 25 }, (_v, i) => `row ${i}`));
+  assert.equal(searchIndexLag(db), 25);
+  assert.equal(indexPending(db, 10), 10);
+  assert.equal(indexedThrough(db), seqs[9]);
+  assert.equal(searchIndexLag(db), 15);
+  assert.equal(indexPending(db, 10), 10);
+  assert.equal(indexPending(db, 10), 5);
+  assert.equal(indexPending(db, 10), 0);
+  assert.equal(indexedThrough(db), seqs[24]);
+  assert.equal(count(db, "SELECT count(*) FROM transcript_fts WHERE transcript_fts MATCH '\"row\"'"), 25);
+});

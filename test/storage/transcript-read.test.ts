@@ -1,0 +1,181 @@
+// transcript_read: grapheme-exact pages over the rendered rows (emoji, flags, combining marks,
+// CR LF), ranges, offsets past the end, and reads that stop at their page.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { AlbedoError } from '../../protocol/errors.ts';
+import { TranscriptReadParams, type ParamsIn, type Result } from '../../protocol/methods.ts';
+import { StoredBody } from '../../protocol/rows.ts';
+import type { Db } from '../../storage/db.ts';
+import { rowHeader } from '../../storage/row-text.ts';
+import { openSession, requireSession } from '../../storage/sessions.ts';
+import { appendNotice, appendRows } from '../../storage/transcript.ts';
+import { readTranscript } from '../../storage/transcript-read.ts';
+import { assistant, rowsOf, tempDb, toolResult, user } from './factories.ts';
+import { recordingDb } from './recording-db.ts';
+
+const noYield = (): Promise<void> => Promise.resolve();
+
+function read(db: Db, params: ParamsIn<'transcript_read'>): Promise<Result<'transcript_read'>> {
+  return readTranscript(db, TranscriptReadParams.parse(params), { yieldEvery: noYield });
+}
+
+/** The rendering built the obvious way, from every row at once. */
+function rendering(db: Db, session: string, from = 0, to = Number.MAX_SAFE_INTEGER): string {
+  return rowsOf(db, session)
+    .filter((r) => r.seq >= from && r.seq <= to)
+    .map((r) => `${rowHeader(r.seq, StoredBody.parse(JSON.parse(r.body)))}\n${r.text}`)
+    .join('\n\n');
+}
+
+function graphemes(s: string): string[] {
+  return [...new Intl.Segmenter(undefined, { granularity: 'grapheme' }).segment(s)].map((g) => g.segment);
+}
+
+/** Reads a whole rendering page by page; every page must be whole graphemes of the reference. */
+async function readAll(db: Db, params: ParamsIn<'transcript_read'>, limit: number, reference: string[]): Promise<string> {
+  let offset: number | null = 0;
+  let out = '';
+  while (offset !== null) {
+    const page: Result<'transcript_read'> = await read(db, { ...params, offset, limit });
+    assert.equal(page.offset, offset);
+    assert.equal(page.text, reference.slice(offset, offset + limit).join(''), `page at ${offset} (limit ${limit})`);
+    out += page.text;
+    const end: number = offset + graphemes(page.text).length;
+    assert.equal(page.next_offset, end < reference.length ? end : null);
+    offset = page.next_offset;
+  }
+  return out;
+}
+
+const TRICKY = [
+  'family 👩‍👩‍👧 and 👨‍👩‍👧‍👦 together',
+  'flags 🇫🇷🇩🇪🇯🇵 side by side',
+  'skin tones 👍🏽👋🏿 and a thumbs up 👍',
+  'combining: cafe\u0301, n\u0303, a\u0308\u0304 stacked',
+  'windows line\r\nendings\r\nhere',
+  'ends with a CR\r',
+  '\r\nstarts with CR LF',
+  'hangul 한국어 ᄀᄀᄀ각ᆨᆨ and devanagari नमस्ते क्षि',
+  'plain ascii only',
+  '',
+];
+
+async function trickySession(db: Db): Promise<void> {
+  const { sid } = openSession(db, { session: 's' });
+  openSession(db, { session: 'other' });
+  await appendRows(db, 's', [user(TRICKY[0]!), assistant(TRICKY[1]!, ['call-1'])]);
+  await appendRows(db, 'other', [user('not mine 👩‍👩‍👧')]);
+  await appendRows(db, 's', [toolResult('call-1', TRICKY[2]!, { isError: true }), user(TRICKY[3]!, { origin: 'notes' })]);
+  appendNotice(db, sid, { notice: 'capabilities_changed', context: 'ctx 🇫🇷\r' });
+  await appendRows(db, 's', TRICKY.slice(4).map((x, i) => (i % 2 === 0 ? user(x) : user(x, { origin: 'mail' }))));
+}
+
+test('pages of any size concatenate to the full rendering and never split a grapheme', async (t) => {
+  const db = tempDb(t);
+  await trickySession(db);
+  const full = rendering(db, 's');
+  assert.ok(full.includes('#') && full.includes('(error)') && full.includes('user (notes)') && full.includes('notice capabilities_changed'));
+  assert.ok(!full.includes('not mine'));
+  const reference = graphemes(full);
+  assert.ok(reference.includes('👩‍👩‍👧') && reference.includes('🇫🇷') && reference.includes('👍🏽') && reference.includes('e\u0301'));
+  assert.ok(reference.includes('\r\n'), 'a row ending in CR joins the separator\'s LF');
+  for (const limit of [1, 2, 3, 5, 7, 16, 64, 333, 100_000]) {
+    assert.equal(await readAll(db, { session: 's' }, limit, reference), full, `limit ${limit}`);
+  }
+});
+
+test('one read of everything returns the rendering with next_offset null', async (t) => {
+  const db = tempDb(t);
+  await trickySession(db);
+  const full = rendering(db, 's');
+  assert.deepEqual(await read(db, { session: 's' }), { text: full, offset: 0, next_offset: null });
+});
+
+test('an offset at or past the end reads nothing', async (t) => {
+  const db = tempDb(t);
+  await trickySession(db);
+  const n = graphemes(rendering(db, 's')).length;
+  assert.deepEqual(await read(db, { session: 's', offset: n }), { text: '', offset: n, next_offset: null });
+  assert.deepEqual(await read(db, { session: 's', offset: n + 1 }), { text: '', offset: n + 1, next_offset: null });
+  const huge = Number.MAX_SAFE_INTEGER;
+  assert.deepEqual(await read(db, { session: 's', offset: huge, limit: 1_000_000 }), { text: '', offset: huge, next_offset: null });
+  const last = await read(db, { session: 's', offset: n - 1, limit: 5 });
+  assert.equal(graphemes(last.text).length, 1);
+  assert.equal(last.next_offset, null);
+});
+
+test('an empty session reads as empty text', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 'e' });
+  assert.deepEqual(await read(db, { session: 'e' }), { text: '', offset: 0, next_offset: null });
+});
+
+test('ranges render only their rows, across read pages of 128 rows', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  openSession(db, { session: 'x' });
+  const rows = Array.from({ length: 300 }, (_v, i) => user(i % 7 === 0 ? `row ${i} 🇫🇷 e\u0301` : `row ${i}`));
+  const first = (await appendRows(db, 's', rows.slice(0, 150))).seqs;
+  await appendRows(db, 'x', [user('interleaved')]);
+  const second = (await appendRows(db, 's', rows.slice(150))).seqs;
+  const seqs = [...first, ...second];
+
+  const full = rendering(db, 's');
+  assert.equal(await readAll(db, { session: 's' }, 997, graphemes(full)), full);
+
+  const from = seqs[5]!;
+  const to = seqs[281]!;
+  const part = rendering(db, 's', from, to);
+  assert.ok(part.startsWith(`#${from} user\nrow 5`));
+  assert.ok(part.endsWith('row 281'));
+  assert.equal(await readAll(db, { session: 's', from_seq: from, to_seq: to }, 1234, graphemes(part)), part);
+  assert.equal((await read(db, { session: 's', from_seq: seqs[299]! })).text, `#${seqs[299]} user\nrow 299`);
+  assert.equal((await read(db, { session: 's', to_seq: seqs[0]! })).text, `#${seqs[0]} user\nrow 0 🇫🇷 e\u0301`);
+  assert.deepEqual(await read(db, { session: 's', from_seq: seqs[299]! + 1000 }), { text: '', offset: 0, next_offset: null });
+  await assert.rejects(read(db, { session: 's', from_seq: 10, to_seq: 9 }), (e: unknown) => e instanceof AlbedoError && e.code === 'invalid_range');
+  await assert.rejects(read(db, { session: 'nope' }), (e: unknown) => e instanceof AlbedoError && e.code === 'unknown_session');
+});
+
+test('a read stops at its page: the first page of a long transcript reads one row page', async (t) => {
+  const base = tempDb(t);
+  openSession(base, { session: 's' });
+  await appendRows(base, 's', Array.from({ length: 1000 }, (_v, i) => user(`row ${i} ${'w'.repeat(50)}`)));
+  const { db, executed } = recordingDb(base);
+  const page = await readTranscript(db, TranscriptReadParams.parse({ session: 's', limit: 100 }), { yieldEvery: noYield });
+  assert.equal(page.text.length, 100);
+  assert.equal(page.next_offset, 100);
+  assert.equal(executed.filter((sql) => sql.includes('LIMIT') && sql.includes('json_extract')).length, 1);
+
+  // Deep in an ASCII transcript, rows before the offset are skipped by length.
+  const full = rendering(base, 's');
+  const deep = await read(base, { session: 's', offset: full.length - 30, limit: 10 });
+  assert.equal(deep.text, full.slice(full.length - 30, full.length - 20));
+  assert.equal(deep.next_offset, full.length - 20);
+});
+
+test('a page that ends exactly at a row boundary still knows whether more follows', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  const { seqs } = await appendRows(db, 's', Array.from({ length: 128 }, (_v, i) => user(`r${i}`)));
+  const full = rendering(db, 's');
+  // Everything but the last row: its header starts after the separator.
+  const cut = full.lastIndexOf(`\n\n#${seqs[127]}`);
+  const head = await read(db, { session: 's', limit: cut });
+  assert.equal(head.text, full.slice(0, cut));
+  assert.equal(head.next_offset, cut);
+  const whole = await read(db, { session: 's', limit: full.length });
+  assert.deepEqual(whole, { text: full, offset: 0, next_offset: null });
+  const exactFirstPage = await read(db, { session: 's', to_seq: seqs[127]!, limit: full.length });
+  assert.equal(exactFirstPage.next_offset, null);
+  // A 128-row page whose last row is followed by one more row.
+  await appendRows(db, 's', [user('extra')]);
+  const again = await read(db, { session: 's', limit: full.length });
+  assert.equal(again.text, full);
+  assert.equal(again.next_offset, full.length);
+  assert.equal((await read(db, { session: 's', offset: full.length })).text, `\n\n#${requireHead(db)} user\nextra`);
+});
+
+function requireHead(db: Db): number {
+  const sid = requireSession(db, 's').sid;
+  return db.prepare('SELECT max(seq) FROM transcript WHERE sid = ?').pluck().get(sid) as number;
+}

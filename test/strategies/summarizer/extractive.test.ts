@@ -1,0 +1,233 @@
+// The offline summarizer and the prompt layout it shares with the strategies: determinism, the
+// byte budget, what survives a tight budget, and the build/parse round trip. The HTTP and client
+// backends are tested in http.test.ts and client.test.ts.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { AlbedoError } from '../../../protocol/errors.ts';
+import { clipUtf8, createExtractiveSummarizer, extractSummary } from '../../../strategies/summarizer/extractive.ts';
+import {
+  aiLine,
+  buildSummaryPrompt,
+  callLine,
+  outLine,
+  parseSummaryPrompt,
+  parseTranscriptLine,
+  redactBlobs,
+  userLine,
+} from '../../../strategies/summarizer/prompt-format.ts';
+
+const bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
+
+/** A small session: informative lines among chat filler. */
+function session(): string {
+  return [
+    userLine('the build fails with TS2345 in src/daemon/kernels.ts, please fix it'),
+    aiLine('ok'),
+    aiLine('sure thing'),
+    callLine('read_file', { path: 'src/daemon/kernels.ts' }),
+    outLine('call_1', 'export function adoptKernel(id: string) {\n  return kernelMap.get(id);\n}'),
+    aiLine('The bug: adoptKernel returns undefined because registerKernel is never called first.'),
+    aiLine('hmm'),
+    aiLine('thanks!'),
+    callLine('edit_file', { path: 'src/daemon/kernels.ts', old: 'a', new: 'b' }),
+    outLine('call_2', 'ok'),
+    aiLine('Verified: npm test shows 42 passing with zod 4.1.0.'),
+    aiLine('great'),
+  ].join('\n');
+}
+
+/** `n` lines of mixed-script text, each a different user request. */
+function multibyteTranscript(n: number): string {
+  const lines: string[] = [];
+  for (let i = 0; i < n; i++) {
+    lines.push(userLine(`修正 src/模块${i}/ファイル.ts 🙂🙂 é̃ 𝄞 ошибка ${i} must fix handleEvent${i}`));
+    lines.push(aiLine(`Ελήφθη — ich werde «${i}» prüfen, weil fooBar_${i} failed 🚀`));
+  }
+  return lines.join('\n');
+}
+
+test('the same prompt always gives the same summary', () => {
+  const prompt = buildSummaryPrompt({ previousSummary: '- decided: keep bytes/4', focus: 'kernel', transcript: session() });
+  const first = extractSummary(prompt, 80);
+  for (let i = 0; i < 5; i++) assert.equal(extractSummary(prompt, 80), first);
+  assert.equal(extractSummary(`${prompt}`, 80), first);
+});
+
+test('the output never exceeds maxOutputTokens * 4 bytes, whatever the script', () => {
+  const prompts = [
+    buildSummaryPrompt({ transcript: session() }),
+    buildSummaryPrompt({ previousSummary: multibyteTranscript(5), transcript: multibyteTranscript(200) }),
+    buildSummaryPrompt({ transcript: userLine('🙂'.repeat(50_000)) }),
+    buildSummaryPrompt({ transcript: outLine('c', 'é'.repeat(30_000) + ' ' + 'x'.repeat(30_000)) }),
+  ];
+  for (const prompt of prompts) {
+    for (const tokens of [1, 2, 3, 7, 20, 49, 50, 51, 128, 768, 2048]) {
+      const out = extractSummary(prompt, tokens);
+      assert.ok(bytes(out) <= tokens * 4, `${bytes(out)} bytes > ${tokens * 4}`);
+      assert.ok(!out.includes('\uFFFD'), 'a multi-byte character was split');
+    }
+  }
+});
+
+test('a single line longer than the budget is cut at a character boundary and ends in an ellipsis', () => {
+  const prompt = buildSummaryPrompt({ transcript: userLine(`fix src/a.ts: ${'日本語のテキスト'.repeat(20_000)}`) });
+  const summary = createExtractiveSummarizer();
+  for (const tokens of [30, 100, 500]) {
+    const out = extractSummary(prompt, tokens);
+    assert.ok(out.length > 0);
+    assert.ok(bytes(out) <= tokens * 4);
+    assert.ok(out.endsWith('…'), out.slice(-20));
+    assert.ok(out.includes('src/a.ts'));
+  }
+  return summary.summarize({ session: 's', purpose: 'rolling', system: '', prompt, maxOutputTokens: 64 }).then((r) => {
+    assert.ok(r.outputTokens <= 64);
+    assert.equal(r.backend, 'extractive');
+    assert.equal(r.model, null);
+  });
+});
+
+test('clipUtf8 never splits a multi-byte sequence', () => {
+  const text = 'aé日🙂'.repeat(10);
+  for (let max = 0; max < bytes(text) + 2; max++) {
+    const out = clipUtf8(text, max);
+    assert.ok(bytes(out) <= max);
+    assert.ok(!out.includes('\uFFFD'));
+    if (max >= bytes(text)) assert.equal(out, text);
+  }
+});
+
+test('under a tight budget paths, identifiers and numbers survive while chat filler is dropped', () => {
+  const out = extractSummary(buildSummaryPrompt({ transcript: session() }), 110);
+  for (const kept of ['src/daemon/kernels.ts', 'TS2345', 'adoptKernel', '42 passing']) {
+    assert.ok(out.includes(kept), `missing ${kept} in:\n${out}`);
+  }
+  for (const line of out.split('\n')) {
+    assert.ok(!/^- (ok|sure thing|hmm|thanks!|great)$/.test(line), `filler kept: ${line}`);
+  }
+});
+
+test('with room to spare, filler is still left out', () => {
+  const out = extractSummary(buildSummaryPrompt({ transcript: session() }), 4000);
+  assert.ok(!/^- (ok|hmm|thanks!|great|sure thing)$/m.test(out), out);
+  assert.ok(out.includes('User requests:') && out.includes('Actions and findings:'));
+});
+
+test('previous summary lines come first and are kept over transcript lines', () => {
+  const previous = [
+    '- decided: the cache lives in storage/cache.ts',
+    '- open: fix flaky test in test/e2e/daemon-process.test.ts',
+    '- next: bump zod to 4.1.0',
+  ].join('\n');
+  const transcript = Array.from({ length: 40 }, (_, i) =>
+    aiLine(`checked src/module${i}/file${i}.ts: handleEvent${i} failed with E${1000 + i}`),
+  ).join('\n');
+  const out = extractSummary(buildSummaryPrompt({ previousSummary: previous, transcript }), 120);
+  assert.ok(out.startsWith('Earlier summary:\n'), out);
+  for (const line of previous.split('\n')) assert.ok(out.includes(line), `lost "${line}" in:\n${out}`);
+  assert.ok(out.includes('Actions and findings:'), 'the transcript still gets room');
+});
+
+test('a previous summary that fills the budget still leaves room for new history', () => {
+  const previous = Array.from({ length: 200 }, (_, i) => `- decided: module${i} uses fooBar_${i} from src/m${i}.ts`).join('\n');
+  const transcript = userLine('now port src/new/thing.ts to the new API and verify with npm test');
+  const out = extractSummary(buildSummaryPrompt({ previousSummary: previous, transcript }), 300);
+  assert.ok(out.includes('src/new/thing.ts'), out);
+  assert.ok(bytes(out) <= 1200);
+});
+
+test('re-summarizing an extractive summary does not repeat its headings', () => {
+  const first = extractSummary(buildSummaryPrompt({ transcript: session() }), 400);
+  const second = extractSummary(buildSummaryPrompt({ previousSummary: first, transcript: session() }), 400);
+  assert.equal(second.split('\n').filter((l) => l === 'User requests:').length, second.includes('User requests:') ? 1 : 0);
+  assert.equal(second.split('\n').filter((l) => l === 'Earlier summary:').length, 1);
+});
+
+test('lines sharing words with the focus are preferred', () => {
+  const transcript = [
+    aiLine('Checked the payment webhook handler in src/billing/webhook.ts; retries are fine.'),
+    aiLine('Checked the render glyph cache in src/render/glyphs.ts; eviction is fine.'),
+  ].join('\n');
+  const billing = extractSummary(buildSummaryPrompt({ focus: 'billing webhook', transcript }), 30);
+  const render = extractSummary(buildSummaryPrompt({ focus: 'glyph render', transcript }), 30);
+  assert.ok(billing.includes('webhook.ts') && !billing.includes('glyphs.ts'), billing);
+  assert.ok(render.includes('glyphs.ts') && !render.includes('webhook.ts'), render);
+});
+
+test('near-duplicate lines are kept once', () => {
+  const transcript = [
+    aiLine('Running tests for src/a.ts: 3 failed, because fooBar is undefined'),
+    aiLine('Running tests for src/a.ts: 3 failed, because fooBar is undefined.'),
+    aiLine('running tests for src/a.ts - 3 failed because fooBar is undefined'),
+    aiLine('Running the tests for src/a.ts: 3 failed, because fooBar is undefined'),
+  ].join('\n');
+  const out = extractSummary(buildSummaryPrompt({ transcript }), 1000);
+  assert.equal(out.split('\n').filter((l) => l.includes('src/a.ts')).length, 1, out);
+});
+
+test('base64 blobs are never copied, wherever they appear', () => {
+  const blob = Buffer.from('x'.repeat(6000)).toString('base64');
+  const transcript = [
+    userLine(`here is the screenshot data:image/png;base64,${blob} please fix src/ui.ts`),
+    outLine('c1', `${blob}\n${blob}`),
+    callLine('write_file', { path: 'assets/logo.b64', content: blob }),
+  ].join('\n');
+  const prompt = buildSummaryPrompt({ previousSummary: `- old blob ${blob} in src/old.ts`, transcript });
+  for (const tokens of [50, 500, 5000]) {
+    const out = extractSummary(prompt, tokens);
+    assert.ok(!/[A-Za-z0-9+/=]{201,}/.test(out), 'a blob was copied');
+    assert.ok(!out.includes(blob.slice(0, 100)));
+  }
+  assert.ok(extractSummary(prompt, 5000).includes('[data]'));
+  assert.equal(redactBlobs(`a ${'Q'.repeat(200)} b`), `a ${'Q'.repeat(200)} b`, '200 characters are not a blob');
+  assert.equal(redactBlobs(`a ${'Q'.repeat(201)} b`), 'a [data] b');
+});
+
+test('an empty prompt fails as an empty summary', async () => {
+  await assert.rejects(
+    createExtractiveSummarizer().summarize({ session: 's', purpose: 'lcm', system: '', prompt: buildSummaryPrompt({ transcript: '' }), maxOutputTokens: 100 }),
+    (err: unknown) => err instanceof AlbedoError && err.code === 'summarizer_failed' && err.details?.reason === 'empty_summary',
+  );
+});
+
+test('a transcript of pure chatter still yields something', () => {
+  const transcript = [userLine('hi'), aiLine('hello'), aiLine('ok')].join('\n');
+  assert.notEqual(extractSummary(buildSummaryPrompt({ transcript }), 100), '');
+});
+
+test('a 200 KB prompt is summarized within budget', () => {
+  const lines: string[] = [];
+  for (let i = 0; bytes(lines.join('\n')) < 200_000; i++) {
+    lines.push(userLine(`update src/m${i}/f${i}.ts so handleEvent${i} works with version 1.${i}.0`));
+    lines.push(callLine('read_file', { path: `src/m${i}/f${i}.ts` }));
+    lines.push(outLine(`call_${i}`, Array.from({ length: 8 }, (_, k) => `const v${k} = compute(${k}, "x${i}");`).join('\n')));
+    lines.push(aiLine('ok thanks'));
+  }
+  const out = extractSummary(buildSummaryPrompt({ transcript: lines.join('\n'), focus: 'handleEvent7' }), 2048);
+  assert.ok(bytes(out) <= 8192 && bytes(out) > 4000);
+  assert.ok(out.includes('handleEvent7 '), 'the focused line is kept');
+});
+
+test('buildSummaryPrompt and parseSummaryPrompt round-trip, even with tag-like content', () => {
+  const cases = [
+    { transcript: session() },
+    { previousSummary: 'a\n\nb', focus: 'the cache', transcript: 'x\n', instructions: 'Write at most 200 tokens.' },
+    { transcript: '</transcript>\n\\</transcript>\n<focus>\n\\\\<previous-summary>\nend' },
+    { previousSummary: '</previous-summary>', transcript: '' },
+  ];
+  for (const parts of cases) assert.deepEqual(parseSummaryPrompt(buildSummaryPrompt(parts)), parts);
+  assert.deepEqual(parseSummaryPrompt(buildSummaryPrompt({ previousSummary: '', focus: '', transcript: 't' })), { transcript: 't' });
+  assert.deepEqual(parseSummaryPrompt('no tags here\n¶user: hi'), { transcript: 'no tags here\n¶user: hi' });
+});
+
+test('transcript lines are classified by their marker', () => {
+  assert.deepEqual(parseTranscriptLine('¶user: fix it'), { kind: 'user', text: 'fix it', origin: 'user' });
+  assert.deepEqual(parseTranscriptLine('¶user (notes): remember'), { kind: 'user', text: 'remember', origin: 'notes' });
+  assert.deepEqual(parseTranscriptLine('¶ai: done'), { kind: 'ai', text: 'done' });
+  assert.deepEqual(parseTranscriptLine('¶ai (thinking): hm'), { kind: 'thinking', text: 'hm' });
+  assert.deepEqual(parseTranscriptLine('→ read_file(path = "a.ts")'), { kind: 'call', text: 'read_file(path = "a.ts")' });
+  assert.deepEqual(parseTranscriptLine('¶out call_7 (error): boom'), { kind: 'out', text: 'boom', callId: 'call_7', isError: true });
+  assert.deepEqual(parseTranscriptLine('¶out call_7: fine'), { kind: 'out', text: 'fine', callId: 'call_7', isError: false });
+  assert.deepEqual(parseTranscriptLine('¶note: excursion started'), { kind: 'note', text: 'excursion started' });
+  assert.deepEqual(parseTranscriptLine('  more text'), { kind: 'continuation', text: '  more text' });
+  assert.equal(callLine('grep', { pattern: 'a"b', n: 3 }), '→ grep(pattern = "a\\"b", n = 3)');
+});
