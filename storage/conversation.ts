@@ -328,7 +328,7 @@ export function foldSources(
   const st = stmts(db);
   const boundary = opts.boundary ?? st.head.get(s.sid) ?? 0;
   const pageSize = opts.pageSize ?? FOLD_PAGE_ROWS;
-  const fits = new FitTable(st.fits.iterate(s.sid, boundary), s.name);
+  const fits = new FitTable(st.fits.all(s.sid, boundary), s.name);
   const last = Math.min(to, boundary);
   return (function* pages(): Generator<StoredRow[], void, undefined> {
     let after = from - 1;

@@ -157,9 +157,11 @@ class Matches {
  * only the page's previews are built.
  *
  * The FTS candidates are listed in one query rather than in rowid > ? batches: measured on
- * 200k rows, FTS5 does the work of a multi-trigram phrase (loading each trigram's doclist)
- * on every query whatever its rowid bounds or LIMIT, so each batch cost about as much as the
- * whole query (20-50 ms for common words) and paging multiplied it.
+ * 200k rows, FTS5 does the work of a multi-trigram phrase (loading each trigram's doclist,
+ * checking positions) on every query whatever its rowid bounds or LIMIT, so each batch cost
+ * about as much as the whole query (20-60 ms when the trigrams are common) and paging
+ * multiplied it. That one query is also the longest stretch a search holds the thread; for
+ * rare patterns it takes well under a millisecond.
  */
 export async function grep(
   db: Db,
@@ -187,8 +189,8 @@ export async function grep(
     if (query !== null && cursor > 0) {
       const candidates = st.ftsCandidates.all(query, cursor);
       // The candidates are global; when they far outnumber a session's indexed rows, reading
-      // its rows directly is cheaper than probing every candidate (an index probe costs
-      // roughly a quarter of reading a row, measured).
+      // its rows directly is cheaper than probing every candidate. The factor is a rough
+      // break-even from measurements on 200k rows, not a tuned constant.
       const scanInstead =
         scope !== null && candidates.length > SCAN_INSTEAD_FACTOR * (st.sessionRowsThrough.get(scope.sid, cursor) ?? 0);
       for (let i = 0; !scanInstead && i < candidates.length; i += GREP_BATCH_ROWS) {

@@ -94,7 +94,7 @@ function frame(setup: EngineSetup, args: PrepareArgs): Frame {
 /** Without a strategy every row goes out as it is. */
 function uncompacted(input: StrategyInput): Projection {
   const rows: StoredRow[] = [];
-  if (input.head > 0) for (const page of foldSources(input.db, input.session.name, 1, input.head)) rows.push(...page);
+  if (input.head > 0) for (const page of foldSources(input.db, input.session.name, 1, input.head, { boundary: input.head })) rows.push(...page);
   const inputs = forModel(rows, input.target);
   const estimate = input.pinnedTokens + inputsTokens(inputs);
   const sections: Section[] = rows.length === 0 ? [] : [{ name: 'history', source: `rows #${rows[0]!.seq}-#${rows[rows.length - 1]!.seq} (no compaction strategy installed)`, estimated_tokens: inputsTokens(inputs) }];

@@ -46,7 +46,7 @@ export function locateItemCut(input: StrategyInput, cut: ItemCut): Located | und
   let items = 0;
   let users = 0;
   let lastRole: string | undefined;
-  for (const page of foldSources(input.db, input.session.name, 1, input.head)) {
+  for (const page of foldSources(input.db, input.session.name, 1, input.head, { boundary: input.head })) {
     for (const row of page as StoredRow[]) {
       if (row.row_class === 'user' && items === cut.items) {
         const texts = userRowsAfter(input.db, input.session.sid, 0, users).map((r) => r.text);

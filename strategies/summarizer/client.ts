@@ -3,6 +3,7 @@
 // knowing whether the connection declared the capability) is the daemon's; this file checks the answer.
 import type { z } from 'zod';
 import { reverseMethods } from '../../protocol/methods.ts';
+import { startDeadline } from './deadline.ts';
 import { estimateTokens, summarizerFailed, type Summarizer, type SummaryRequest, type SummaryResult } from './types.ts';
 
 /** Params of the reverse `summarize` request, as they go on the wire. */
@@ -10,19 +11,15 @@ export type ClientSummarizeParams = z.input<typeof reverseMethods.summarize.para
 /** Sends the reverse request and resolves with the client's raw answer. */
 export type ClientCall = (params: ClientSummarizeParams, signal?: AbortSignal) => Promise<unknown>;
 
-function describe(err: unknown): { message: string; remoteCode?: number } {
-  if (err instanceof Error) {
-    const code = (err as Error & { code?: unknown }).code;
-    // An error response from the client (RpcRemoteError) carries the numeric JSON-RPC code.
-    if (typeof code === 'number') return { message: `client answered with an error: ${err.message}`, remoteCode: code };
-    return { message: `summarize request failed: ${err.message}` };
-  }
-  return { message: `summarize request failed: ${String(err)}` };
-}
+/** Longest client error message quoted in ours (characters). */
+const MAX_QUOTED = 300;
 
-/** A function, not a property test, so TypeScript does not keep an earlier narrowing across awaits. */
-function isAborted(signal: AbortSignal | undefined): boolean {
-  return signal?.aborted === true;
+function describe(err: unknown): { message: string; remoteCode?: number } {
+  const said = (err instanceof Error ? err.message : String(err)).slice(0, MAX_QUOTED);
+  const code = err instanceof Error ? (err as Error & { code?: unknown }).code : undefined;
+  // An error response from the client (RpcRemoteError) carries the numeric JSON-RPC code.
+  if (typeof code === 'number') return { message: `client answered with an error: ${said}`, remoteCode: code };
+  return { message: `summarize request failed: ${said}` };
 }
 
 /** Rejects with the signal's reason when it aborts first: a client that ignores cancellation cannot hold us. */
@@ -51,8 +48,8 @@ export function createClientSummarizer(call: ClientCall | undefined, config: { t
         throw summarizerFailed('client', 'no_capability', 'the requesting connection did not declare the summarize capability');
       }
       if (req.signal?.aborted === true) throw summarizerFailed('client', 'cancelled', 'cancelled');
-      const deadline = AbortSignal.timeout(config.timeoutMs);
-      const signal = req.signal === undefined ? deadline : AbortSignal.any([req.signal, deadline]);
+      const deadline = startDeadline(config.timeoutMs, req.signal);
+      const signal = deadline.signal;
       const params: ClientSummarizeParams = {
         session: req.session,
         purpose: req.purpose,
@@ -62,15 +59,14 @@ export function createClientSummarizer(call: ClientCall | undefined, config: { t
       };
       let answer: unknown;
       try {
-        answer = await untilAborted(
-          Promise.resolve().then(() => call(params, signal)),
-          signal,
-        );
+        answer = await untilAborted(Promise.resolve().then(() => call(params, signal)), signal);
       } catch (err) {
-        if (isAborted(req.signal)) throw summarizerFailed('client', 'cancelled', 'cancelled');
-        if (deadline.aborted) throw summarizerFailed('client', 'timeout', `timed out after ${config.timeoutMs} ms`);
+        if (deadline.cancelled()) throw summarizerFailed('client', 'cancelled', 'cancelled');
+        if (deadline.expired()) throw summarizerFailed('client', 'timeout', `timed out after ${config.timeoutMs} ms`);
         const { message, remoteCode } = describe(err);
         throw summarizerFailed('client', 'client_error', message, { remoteCode });
+      } finally {
+        deadline.dispose();
       }
       const parsed = reverseMethods.summarize.result.safeParse(answer);
       if (!parsed.success) {

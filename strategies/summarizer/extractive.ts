@@ -161,6 +161,14 @@ const BASE_SCORE: Record<TranscriptLineKind, number> = {
   continuation: 0,
 };
 
+/**
+ * A line's score is what it carries: 3 per file path, 1.5 per identifier (camelCase, snake_case,
+ * PascalCase, `backticked`), 1 per number, version, hash or error code, 2 per decision or
+ * open-work word, each kind capped so one long line cannot win on volume; tool output counts
+ * 0.6 of that. Sharing words with the focus adds 3 per word (up to 3). Lines that carry
+ * something then get their role's base (BASE_SCORE: user requests most, then tool calls);
+ * lines that carry nothing score their base only if they have at least four words, else 0.
+ */
 function score(text: string, base: number, isOutput: boolean, focus: Set<string>): { score: number; words?: Set<string> } {
   const f = features(text.replace(IMAGE_MARKER, ' ').replace(CUT_MARKER, ' '));
   let s =
@@ -196,7 +204,7 @@ function nearDuplicate(a: Set<string>, b: Set<string>): boolean {
   return shared / (a.size + b.size - shared) >= NEAR_DUPLICATE;
 }
 
-/** Candidate lines of a prompt, each already clipped, scored and keyed. */
+/** Candidate lines of a prompt, each already redacted, clipped, scored and ranked. */
 function candidates(prompt: string, lineRoom: number): Candidate[] {
   const parts = parseSummaryPrompt(prompt);
   const focus = focusWords(parts.focus);
@@ -258,9 +266,10 @@ function candidates(prompt: string, lineRoom: number): Candidate[] {
 }
 
 /**
- * Chooses lines for the summary. The output is `sections joined by a blank line`, a section
- * being its heading and its kept lines; so a line costs its bytes plus a newline, and the first
- * line of a section also pays for the heading and the blank line before it.
+ * Chooses lines for the summary. The output is its sections joined by blank lines, a section
+ * being a heading followed by its kept lines; so a line costs its bytes plus a newline, and the
+ * first line of a section also pays for the heading and the blank line before it. (Without
+ * headings, below MIN_BUDGET_FOR_HEADINGS, a line costs its bytes plus a newline.)
  *
  * Selection is greedy by rank (score per softened byte cost, ties to the later line) in three
  * passes: previous-summary lines up to SUMMARY_SHARE of the budget, so what was already judged
@@ -302,11 +311,11 @@ function select(all: Candidate[], budget: number, headings: boolean): Set<Candid
   const ranked = [...all].sort((a, b) => b.rank - a.rank || b.order - a.order);
   const summary = ranked.filter((c) => c.group === GROUP_SUMMARY);
   const transcript = ranked.filter((c) => c.group !== GROUP_SUMMARY);
-  const MIN = Number.MIN_VALUE;
+  const positive = Number.MIN_VALUE;
   const summaryLimit = transcript.some((c) => c.score > 0) ? Math.floor(budget * SUMMARY_SHARE) : budget;
-  for (const c of summary) take(c, summaryLimit, MIN);
-  for (const c of transcript) take(c, budget, MIN);
-  for (const c of summary) take(c, budget, MIN);
+  for (const c of summary) take(c, summaryLimit, positive);
+  for (const c of transcript) take(c, budget, positive);
+  for (const c of summary) take(c, budget, positive);
   if (chosen.size === 0) for (const c of ranked) take(c, budget, 0);
   return chosen;
 }

@@ -2,6 +2,7 @@
 // bodies turned into precise messages, and a 2xx body read into text. The wire format of each
 // provider (URL, headers, body, where the text is) stays in http-anthropic.ts / http-openai.ts.
 import type { BackendName, FailureReason } from './types.ts';
+import { startDeadline } from './deadline.ts';
 import { summarizerFailed } from './types.ts';
 
 export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>;
@@ -144,7 +145,7 @@ function networkMessage(err: unknown): string {
 
 /**
  * Posts one summary request and returns its text. Every attempt shares one deadline
- * (`timeoutMs` from the first byte sent), combined with the caller's signal, so the caller
+ * (`timeoutMs` from the start of the call), combined with the caller's signal, so the caller
  * waits at most timeoutMs whatever the retries. Retryable failures (RETRY_STATUSES and network
  * errors) are tried again up to maxRetries times after backoffMs; anything else, a timeout,
  * or the caller cancelling ends the call at once. Failures throw summarizer_failed.
@@ -153,12 +154,12 @@ export async function postSummary(
   call: HttpSummaryCall,
   opts: HttpCallOptions,
 ): Promise<{ text: string; outputTokens?: number; model?: string }> {
-  const deadline = AbortSignal.timeout(opts.timeoutMs);
-  const signal = opts.signal === undefined ? deadline : AbortSignal.any([opts.signal, deadline]);
+  const deadline = startDeadline(opts.timeoutMs, opts.signal);
+  const signal = deadline.signal;
   const fail = (f: Failure, attempts: number): Error =>
     summarizerFailed(call.backend, f.reason, f.message, { status: f.status, attempts });
   const stopped = (): Failure =>
-    opts.signal?.aborted === true
+    deadline.cancelled()
       ? { reason: 'cancelled', message: 'cancelled', retryable: false }
       : { reason: 'timeout', message: `timed out after ${opts.timeoutMs} ms`, retryable: false };
 
@@ -207,20 +208,24 @@ export async function postSummary(
     return { ok: true, ...read };
   };
 
-  for (let attempt = 0; ; attempt++) {
-    const outcome = await attemptOnce();
-    if (outcome.ok) return { text: outcome.text, outputTokens: outcome.outputTokens, model: outcome.model };
-    if (!outcome.retryable || attempt >= opts.maxRetries) {
-      const failure = { ...outcome };
-      if (outcome.retryable && opts.maxRetries > 0) failure.message += ` (after ${attempt + 1} attempts)`;
-      throw fail(failure, attempt + 1);
+  try {
+    for (let attempt = 0; ; attempt++) {
+      const outcome = await attemptOnce();
+      if (outcome.ok) return { text: outcome.text, outputTokens: outcome.outputTokens, model: outcome.model };
+      if (!outcome.retryable || attempt >= opts.maxRetries) {
+        const failure = { ...outcome };
+        if (outcome.retryable && opts.maxRetries > 0) failure.message += ` (after ${attempt + 1} attempts)`;
+        throw fail(failure, attempt + 1);
+      }
+      try {
+        await opts.sleep(backoffMs(attempt, outcome.retryAfter), signal);
+      } catch {
+        throw fail(stopped(), attempt + 1);
+      }
+      if (signal.aborted) throw fail(stopped(), attempt + 1);
     }
-    try {
-      await opts.sleep(backoffMs(attempt, outcome.retryAfter), signal);
-    } catch {
-      throw fail(stopped(), attempt + 1);
-    }
-    if (signal.aborted) throw fail(stopped(), attempt + 1);
+  } finally {
+    deadline.dispose();
   }
 }
 

@@ -1,0 +1,79 @@
+// Test helpers for the compaction engine: a session filled with realistic turns, an engine
+// setup for rolling with a given window, and summarizers that record, fail or answer fixed text.
+import type { RowIn } from '../../protocol/rows.ts';
+import { AlbedoError } from '../../protocol/errors.ts';
+import type { Db } from '../../storage/db.ts';
+import { snapshot } from '../../storage/conversation.ts';
+import { openSession } from '../../storage/sessions.ts';
+import { appendRows } from '../../storage/transcript.ts';
+import type { PrepareArgs, EngineSetup } from '../../strategies/prepare.ts';
+import type { Strategy } from '../../strategies/contract.ts';
+import { rolling } from '../../strategies/rolling/rolling.ts';
+import type { Summarizer, SummaryRequest, SummaryResult } from '../../strategies/summarizer/types.ts';
+import { assistant, toolResult, user } from '../storage/factories.ts';
+
+/** A summarizer that answers `summary #n` (plus a marker of what it read) and keeps every request. */
+export class RecordingSummarizer implements Summarizer {
+  readonly backend = 'client' as const;
+  readonly model = 'test';
+  readonly calls: SummaryRequest[] = [];
+  failWith: string | undefined;
+  /** Text to answer; default a short numbered summary. */
+  answer: ((req: SummaryRequest, n: number) => string) | undefined;
+
+  async summarize(req: SummaryRequest): Promise<SummaryResult> {
+    this.calls.push(req);
+    if (this.failWith !== undefined) {
+      throw new AlbedoError('summarizer_failed', this.failWith, { backend: 'client', reason: 'remote_error' });
+    }
+    const text = this.answer?.(req, this.calls.length) ?? `summary #${this.calls.length}`;
+    return { text, backend: 'client', model: 'test', outputTokens: Math.ceil(text.length / 4) };
+  }
+}
+
+export function setupFor(opts: { window?: number; trigger?: number; tail?: number; summarizer?: Summarizer; strategy?: Strategy | null }): EngineSetup {
+  return {
+    strategy: opts.strategy === undefined ? rolling : opts.strategy,
+    settings: { contextWindowTokens: opts.window, triggerPercent: opts.trigger ?? 80, tailPercent: opts.tail ?? 25 },
+    modelId: 'test-model',
+    model: undefined,
+    extensionContext: '',
+    extensionTools: [],
+    summarizer: opts.summarizer ?? new RecordingSummarizer(),
+    configErrors: [],
+  };
+}
+
+export function argsFor(db: Db, session: string, opts: { force?: boolean; focus?: string; cache?: Map<string, unknown>; instructions?: string } = {}): PrepareArgs {
+  const snap = snapshot(db, session);
+  return {
+    db,
+    session: { sid: snap.sid, name: session },
+    head: snap.head,
+    instructions: opts.instructions ?? 'You are a coding agent.',
+    tools: [],
+    force: opts.force ?? false,
+    focus: opts.focus,
+    cache: opts.cache ?? new Map(),
+    signal: undefined,
+  };
+}
+
+/**
+ * One turn: a user request, an assistant reply with a tool call, its result, and a closing
+ * assistant message. About `size` characters of text per row.
+ */
+export function turn(i: number, size = 200): RowIn[] {
+  const pad = (s: string) => (s + ' ').repeat(Math.max(1, Math.ceil(size / (s.length + 1)))).slice(0, size);
+  return [
+    user(`request ${i}: please fix src/module${i}.ts ${pad('details')}`),
+    assistant(`reading src/module${i}.ts`, [`call-${i}`]),
+    toolResult(`call-${i}`, `contents of module ${i}: ${pad('code')}`),
+    assistant(`fixed module ${i} ${pad('explanation')}`),
+  ];
+}
+
+export async function sessionWithTurns(db: Db, name: string, turns: number, size = 200): Promise<void> {
+  openSession(db, { session: name });
+  for (let i = 0; i < turns; i++) await appendRows(db, name, turn(i, size));
+}

@@ -1,0 +1,85 @@
+// The shared harness helpers: unit grouping, tail selection, chunking, window resolution and
+// validation, and the estimates they run on.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { imageTokens, inputTokens, reachesPercent, textTokens } from '../../strategies/estimate.ts';
+import { chunkUnits, groupUnits, selectTail, type Unit } from '../../strategies/harness/units.ts';
+import { resolveWindow, tailBudget, validateWindow } from '../../strategies/harness/window.ts';
+
+const units = (...tokens: number[]): Unit<number>[] => tokens.map((t, i) => ({ items: [i], tokens: t }));
+
+describe('units', () => {
+  test('a unit starts at each opener; items before the first opener form a leading unit', () => {
+    const items = ['a', 'U1', 'b', 'c', 'U2', 'U3', 'd'];
+    const g = groupUnits(items, (x) => x.startsWith('U'), () => 1);
+    assert.deepEqual(g.map((u) => u.items), [['a'], ['U1', 'b', 'c'], ['U2'], ['U3', 'd']]);
+    assert.deepEqual(g.map((u) => u.tokens), [1, 3, 1, 2]);
+  });
+
+  test('the tail always keeps the newest unit, even when it alone is over budget', () => {
+    assert.equal(selectTail(units(10, 10, 500), 100), 2);
+  });
+
+  test('the tail takes older whole units while they fit, never part of one', () => {
+    assert.equal(selectTail(units(50, 40, 30, 20), 60), 2);
+    assert.equal(selectTail(units(50, 40, 30, 20), 90), 1);
+    assert.equal(selectTail(units(50, 40, 30, 20), 1000), 0);
+    assert.equal(selectTail(units(), 10), 0);
+  });
+
+  test('chunking keeps order, respects the cap, and keeps an oversized unit whole', () => {
+    const chunks = chunkUnits(units(30, 30, 50, 200, 10, 10), 60);
+    assert.deepEqual(chunks.map((c) => c.map((u) => u.items[0])), [[0, 1], [2], [3], [4, 5]]);
+    assert.deepEqual(chunks.flat().map((u) => u.items[0]), [0, 1, 2, 3, 4, 5]);
+  });
+});
+
+describe('window', () => {
+  const settings = { triggerPercent: 80, tailPercent: 25 };
+  const model = { id: 'm', provider: 'anthropic', context_window: 200_000, input: ['text', 'image'] as const };
+
+  test('an explicit window wins over the catalog; without either the window is unknown', () => {
+    assert.deepEqual(resolveWindow({ ...settings, contextWindowTokens: 5000 }, model).window, 5000);
+    assert.equal(resolveWindow({ ...settings, contextWindowTokens: 5000 }, model).source, 'config');
+    assert.equal(resolveWindow(settings, model).window, 200_000);
+    assert.equal(resolveWindow(settings, model).source, 'catalog');
+    assert.deepEqual(resolveWindow(settings, undefined), { ...settings, window: null, source: 'unknown' });
+  });
+
+  test('validation names an unknown window, a tail not below the trigger, and a pinned prompt over the trigger', () => {
+    assert.match(validateWindow(resolveWindow(settings, undefined), 0)[0]!, /window unknown/);
+    assert.match(validateWindow({ window: 1000, source: 'config', triggerPercent: 50, tailPercent: 60 }, 0)[0]!, /tailPercent/);
+    assert.match(validateWindow({ window: 1000, source: 'config', triggerPercent: 80, tailPercent: 25 }, 900)[0]!, /system prompt and tools alone/);
+    assert.deepEqual(validateWindow({ window: 1000, source: 'config', triggerPercent: 80, tailPercent: 25 }, 100), []);
+  });
+
+  test('a forced tail budget is taken of the smaller of window and history', () => {
+    const info = { window: 10_000, source: 'config' as const, triggerPercent: 80, tailPercent: 25 };
+    assert.equal(tailBudget(info, 4000, false), 2500);
+    assert.equal(tailBudget(info, 4000, true), 1000);
+    assert.equal(tailBudget({ ...info, window: null, source: 'unknown' }, 4000, true), 1000);
+  });
+});
+
+describe('estimates', () => {
+  test('text costs a quarter token per UTF-8 byte, rounded up', () => {
+    assert.equal(textTokens(''), 0);
+    assert.equal(textTokens('abcd'), 1);
+    assert.equal(textTokens('abcde'), 2);
+    assert.equal(textTokens('é'), 1);
+    assert.equal(textTokens('éééé'), 2);
+  });
+
+  test('an image costs by its tiles, whatever its bytes', () => {
+    assert.equal(imageTokens(512, 512), 85 + 170 + 20);
+    assert.equal(imageTokens(1568, 1568), 85 + 170 * 16 + 20);
+    const tiny = inputTokens({ role: 'user', content: [{ type: 'image', hash: 'h', media_type: 'image/png', width: 100, height: 100, data: 'A'.repeat(4_000_000) }] });
+    assert.equal(tiny, 12 + imageTokens(100, 100));
+  });
+
+  test('the trigger uses exact integer arithmetic', () => {
+    assert.equal(reachesPercent(79, 100, 80), false);
+    assert.equal(reachesPercent(80, 100, 80), true);
+    assert.equal(reachesPercent(159_999, 200_000, 80), false);
+  });
+});

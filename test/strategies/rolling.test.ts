@@ -1,0 +1,316 @@
+// rolling through the engine (prepareRequest) against a real SQLite file: the four parts, the
+// trigger, whole-unit cuts, chunked summaries, failure handling, state checks and old formats.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { PlainInput } from '../../protocol/prepared.ts';
+import { loadRollingState, saveRollingState } from '../../storage/rolling-state.ts';
+import { appendNotice, appendRows, forkSession } from '../../storage/transcript.ts';
+import { openSession } from '../../storage/sessions.ts';
+import { inputsTokens } from '../../strategies/estimate.ts';
+import { inspectRequest, planCompaction, prepareRequest, adoptSession, LATCH_LIMIT } from '../../strategies/prepare.ts';
+import { RECAP_HEADER, SUMMARY_HEADER } from '../../strategies/rolling/rolling.ts';
+import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
+import { imageIn, pngBytes, tempDb, user } from '../storage/factories.ts';
+import { argsFor, RecordingSummarizer, sessionWithTurns, setupFor, turn } from './engine-fixtures.ts';
+
+function texts(inputs: readonly PlainInput[]): string[] {
+  return inputs.map((i) =>
+    i.content.map((p) => (p.type === 'text' ? p.text : p.type === 'tool_call' ? `call ${p.id}` : p.type === 'tool_result' ? `result ${p.call_id}` : p.type)).join(' | '),
+  );
+}
+
+/** Every tool call in the inputs is answered in the next input, and every result follows its call. */
+function assertCallsPaired(inputs: readonly PlainInput[]): void {
+  for (let i = 0; i < inputs.length; i++) {
+    const calls = inputs[i]!.content.filter((p) => p.type === 'tool_call').map((p) => (p.type === 'tool_call' ? p.id : ''));
+    if (calls.length > 0) {
+      const next = inputs[i + 1];
+      const results = next?.content.filter((p) => p.type === 'tool_result').map((p) => (p.type === 'tool_result' ? p.call_id : '')) ?? [];
+      assert.deepEqual(results, calls, `call(s) ${calls.join(',')} at input ${i} are answered next`);
+    }
+    for (const p of inputs[i]!.content) {
+      if (p.type === 'tool_result') {
+        const prev = inputs[i - 1];
+        assert.ok(prev?.content.some((q) => q.type === 'tool_call' && q.id === p.call_id), `result ${p.call_id} follows its call`);
+      }
+    }
+  }
+}
+
+describe('rolling', () => {
+  test('below the trigger the request is the system prompt and the history unchanged', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 3);
+    const summarizer = new RecordingSummarizer();
+    const out = await prepareRequest(setupFor({ window: 100_000, summarizer }), argsFor(db, 's'));
+    assert.equal(out.compacted, false);
+    assert.equal(out.observation.due, false);
+    assert.equal(summarizer.calls.length, 0);
+    assert.deepEqual(out.observation.sections.map((s) => s.name), ['system', 'tail']);
+    // Per turn: the request, the assistant call, the tool result, the closing reply.
+    assert.equal(out.inputs.length, 3 * 4);
+  });
+
+  test('at the trigger it compacts into summary, recap and tail, in that order, keeping calls with results', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    const summarizer = new RecordingSummarizer();
+    const setup = setupFor({ window: 8000, summarizer });
+    const before = inspectRequest(setup, argsFor(db, 's'));
+    assert.equal(before.due, true);
+    const out = await prepareRequest(setup, argsFor(db, 's'));
+    assert.equal(out.compacted, true);
+    assert.deepEqual(out.observation.sections.map((s) => s.name), ['system', 'summary', 'recap', 'tail']);
+    assert.ok(texts(out.inputs)[0]!.startsWith(SUMMARY_HEADER));
+    assert.ok(texts(out.inputs)[1]!.startsWith(RECAP_HEADER));
+    // The tail starts with a whole unit: a user request.
+    assert.match(texts(out.inputs)[2]!, /^request \d+:/);
+    assertCallsPaired(out.inputs);
+    assert.ok(out.observation.estimated_input_tokens < before.estimated_input_tokens);
+    const tail = out.observation.sections.find((s) => s.name === 'tail')!;
+    // The tail keeps about tailPercent of the window: at most 25% of 8000 plus one unit.
+    assert.ok(tail.estimated_tokens <= 2000 + 400, `tail ~${tail.estimated_tokens} tokens`);
+    assert.ok(out.observation.last_compaction?.ok);
+    assert.equal(out.observation.last_compaction?.backend, 'client');
+  });
+
+  test('the recap quotes the latest evicted user messages, at most three, each bounded', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40, 900);
+    const out = await prepareRequest(setupFor({ window: 8000 }), argsFor(db, 's'));
+    const recap = texts(out.inputs)[1]!;
+    const quoted = recap.split('\n\n').slice(1);
+    assert.equal(quoted.length, 3);
+    for (const q of quoted) assert.ok([...q].length <= 400 + 3, `quote of ${[...q].length} chars`);
+    const tailFirst = Number(/^request (\d+):/.exec(texts(out.inputs)[2]!)![1]);
+    assert.match(quoted[2]!, new RegExp(`^> request ${tailFirst - 1}:`));
+  });
+
+  test('a long eviction is summarized in chunks of at most half the window, carrying the summary along', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 120);
+    const summarizer = new RecordingSummarizer();
+    await prepareRequest(setupFor({ window: 8000, summarizer }), argsFor(db, 's'));
+    assert.ok(summarizer.calls.length >= 3, `${summarizer.calls.length} calls`);
+    for (const [i, call] of summarizer.calls.entries()) {
+      const parts = parseSummaryPrompt(call.prompt);
+      assert.ok(Buffer.byteLength(parts.transcript) / 4 <= 4000 + 400, `chunk ${i} ~${Buffer.byteLength(parts.transcript) / 4} tokens`);
+      assert.equal(parts.previousSummary ?? '', i === 0 ? '' : `summary #${i}`);
+      assert.equal(call.purpose, 'rolling');
+      assert.ok(call.maxOutputTokens >= 128 && call.maxOutputTokens <= 2048);
+    }
+    // Chunks cover the eviction in order.
+    const firstRequests = summarizer.calls.map((c) => Number(/request (\d+):/.exec(parseSummaryPrompt(c.prompt).transcript)![1]));
+    assert.deepEqual([...firstRequests].sort((a, b) => a - b), firstRequests);
+    assert.equal(firstRequests[0], 0);
+  });
+
+  test('the summarizer never sees image bytes or capability notices, and is told the transcript is data', async (t) => {
+    const db = tempDb(t);
+    openSession(db, { session: 's' });
+    const png = await pngBytes(600, 400);
+    await appendRows(db, 's', [user('look at this screenshot', { images: [imageIn(png, 'image/png')] })]);
+    appendNotice(db, argsFor(db, 's').session.sid, { notice: 'capabilities_changed', context: 'SECRET-CAPABILITY-CONTEXT' });
+    for (let i = 0; i < 30; i++) await appendRows(db, 's', turn(i));
+    const summarizer = new RecordingSummarizer();
+    await prepareRequest(setupFor({ window: 8000, summarizer }), argsFor(db, 's'));
+    const call = summarizer.calls[0]!;
+    assert.match(call.system, /never instructions to you/);
+    assert.match(call.prompt, /look at this screenshot \[image [0-9a-f]{8} 600x400\]/);
+    assert.ok(!call.prompt.includes(png.toString('base64').slice(0, 64)), 'no image bytes');
+    assert.ok(!call.prompt.includes('SECRET-CAPABILITY-CONTEXT'), 'no capability notice');
+  });
+
+  test('a second compaction folds the previous summary into the new one', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    const summarizer = new RecordingSummarizer();
+    const setup = setupFor({ window: 8000, summarizer });
+    const cache = new Map<string, unknown>();
+    await prepareRequest(setup, argsFor(db, 's', { cache }));
+    const n = summarizer.calls.length;
+    for (let i = 40; i < 80; i++) await appendRows(db, 's', turn(i));
+    const out = await prepareRequest(setup, argsFor(db, 's', { cache }));
+    assert.equal(out.compacted, true);
+    assert.equal(parseSummaryPrompt(summarizer.calls[n]!.prompt).previousSummary, `summary #${n}`);
+    const state = loadRollingState(db, argsFor(db, 's').session.sid)!;
+    assert.equal(state.summary, `summary #${summarizer.calls.length}`);
+    assert.ok('format' in state.cut && state.cut.users > 40);
+  });
+
+  test('a summarizer failure writes nothing: same request as before, transcript untouched', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    const summarizer = new RecordingSummarizer();
+    const setup = setupFor({ window: 8000, summarizer });
+    const sid = argsFor(db, 's').session.sid;
+    await prepareRequest(setup, argsFor(db, 's'));
+    for (let i = 40; i < 80; i++) await appendRows(db, 's', turn(i));
+    const stateBefore = loadRollingState(db, sid);
+    const projected = inspectRequest(setup, argsFor(db, 's'));
+    summarizer.failWith = 'provider answered 500';
+    const out = await prepareRequest(setup, argsFor(db, 's'));
+    assert.equal(out.compacted, false);
+    assert.match(out.observation.failure ?? '', /provider answered 500/);
+    assert.deepEqual(loadRollingState(db, sid), stateBefore);
+    assert.equal(out.observation.estimated_input_tokens, projected.estimated_input_tokens);
+    assert.equal(out.observation.auto_failures, 1);
+    assert.equal(out.observation.last_compaction?.ok, false);
+  });
+
+  test('after three failed automatic compactions it stops trying until a forced compaction', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    const summarizer = new RecordingSummarizer();
+    summarizer.failWith = 'down';
+    const setup = setupFor({ window: 8000, summarizer });
+    for (let i = 0; i < LATCH_LIMIT; i++) await prepareRequest(setup, argsFor(db, 's'));
+    const calls = summarizer.calls.length;
+    const latched = await prepareRequest(setup, argsFor(db, 's'));
+    assert.equal(summarizer.calls.length, calls, 'no summarizer call while latched');
+    assert.equal(latched.observation.latched, true);
+    assert.match(latched.observation.failure ?? '', /paused/);
+    summarizer.failWith = undefined;
+    const forced = await prepareRequest(setup, argsFor(db, 's', { force: true }));
+    assert.equal(forced.compacted, true);
+    assert.equal(forced.observation.latched, false);
+    assert.equal(forced.observation.auto_failures, 0);
+  });
+
+  test('a request compacts at most once and sends the second projection even if still due', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 10);
+    // The newest unit alone exceeds the trigger: the compaction cannot get under it.
+    await appendRows(db, 's', [user(`huge ${'x'.repeat(40_000)}`)]);
+    const summarizer = new RecordingSummarizer();
+    const out = await prepareRequest(setupFor({ window: 8000, summarizer }), argsFor(db, 's'));
+    assert.equal(out.compacted, true);
+    assert.equal(out.observation.due, true);
+    assert.equal(summarizer.calls.length, 1);
+    // The oversized unit is whole at the end of the request.
+    assert.match(texts(out.inputs).at(-1)!, /^huge x+$/);
+  });
+
+  test('nothing to evict is said plainly, never reported as a compaction, and does not latch', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 0);
+    await appendRows(db, 's', [user(`only ${'x'.repeat(40_000)}`)]);
+    const summarizer = new RecordingSummarizer();
+    const setup = setupFor({ window: 8000, summarizer });
+    for (let i = 0; i < 4; i++) {
+      const out = await prepareRequest(setup, argsFor(db, 's'));
+      assert.equal(out.compacted, false);
+      assert.equal(out.observation.failure, 'cannot compact further without splitting the newest unit');
+      assert.equal(out.observation.latched, false);
+    }
+    assert.equal(summarizer.calls.length, 0);
+  });
+
+  test('a compaction that would not shrink the request writes nothing', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    const summarizer = new RecordingSummarizer();
+    summarizer.answer = () => 'y'.repeat(200_000);
+    const out = await prepareRequest(setupFor({ window: 8000, summarizer }), argsFor(db, 's'));
+    assert.equal(out.compacted, false);
+    assert.match(out.observation.failure ?? '', /would not make the request smaller/);
+    assert.equal(loadRollingState(db, argsFor(db, 's').session.sid), undefined);
+  });
+
+  test('consecutive prepares with nothing new are identical', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    const setup = setupFor({ window: 8000 });
+    const cache = new Map<string, unknown>();
+    await prepareRequest(setup, argsFor(db, 's', { cache }));
+    const a = await prepareRequest(setup, argsFor(db, 's', { cache }));
+    const b = await prepareRequest(setup, argsFor(db, 's'));
+    assert.equal(JSON.stringify(a.inputs), JSON.stringify(b.inputs));
+    assert.equal(a.system, b.system);
+  });
+
+  test('a fork starts without rolling state', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    await prepareRequest(setupFor({ window: 8000 }), argsFor(db, 's'));
+    forkSession(db, 's', { branch: 'b' });
+    const branch = inspectRequest(setupFor({ window: 1_000_000 }), argsFor(db, 'b'));
+    assert.deepEqual(branch.sections.map((s) => s.name), ['system', 'tail']);
+  });
+
+  test('a saved cut that no longer matches the transcript is ignored, then replaced, not deleted', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    const setup = setupFor({ window: 8000 });
+    await prepareRequest(setup, argsFor(db, 's'));
+    const sid = argsFor(db, 's').session.sid;
+    const saved = loadRollingState(db, sid)!;
+    // Rewrite an evicted user message: the fingerprint no longer matches.
+    db.prepare("UPDATE transcript SET text = 'rewritten' WHERE seq = (SELECT min(seq) FROM transcript WHERE sid = ? AND row_class = 'user')").run(sid);
+    const seen = inspectRequest(setup, argsFor(db, 's'));
+    assert.ok(seen.notes.some((n) => /no longer matches/.test(n)));
+    assert.ok(!seen.sections.some((s) => s.name === 'summary'));
+    assert.deepEqual(loadRollingState(db, sid), saved, 'project never deletes state');
+    const out = await prepareRequest(setup, argsFor(db, 's'));
+    assert.equal(out.compacted, true);
+    assert.notDeepEqual(loadRollingState(db, sid)!.cut, saved.cut);
+  });
+
+  test('a cut saved as an item count is checked the old way, then rewritten as a user cut on adoption', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 10);
+    const sid = argsFor(db, 's').session.sid;
+    // 4 turns = 4 user, 4 assistant+call, 4 tool, 4 assistant = 16 items before turn 4's request.
+    const fifthRequest = (db.prepare("SELECT seq FROM transcript WHERE sid = ? AND row_class = 'user' ORDER BY seq LIMIT 1 OFFSET 4").get(sid) as { seq: number }).seq;
+    saveRollingState(db, sid, { summary: 'old-format summary', cut: { items: 16 }, cutSeq: fifthRequest, backend: 'extractive' });
+    const setup = setupFor({ window: 1_000_000 });
+    const seen = inspectRequest(setup, argsFor(db, 's'));
+    assert.match(seen.sections.find((s) => s.name === 'summary')!.source, /4 user message/);
+    assert.ok('items' in loadRollingState(db, sid)!.cut, 'project does not rewrite');
+    adoptSession(setup, argsFor(db, 's'));
+    const cut = loadRollingState(db, sid)!.cut;
+    assert.ok('format' in cut && cut.users === 4);
+    const after = inspectRequest(setup, argsFor(db, 's'));
+    assert.deepEqual(after.sections.map((s) => [s.name, s.estimated_tokens]), seen.sections.map((s) => [s.name, s.estimated_tokens]));
+
+    // An item count that falls inside a unit does not match.
+    saveRollingState(db, sid, { summary: 'bad', cut: { items: 17 }, cutSeq: fifthRequest, backend: null });
+    assert.ok(inspectRequest(setup, argsFor(db, 's')).notes.some((n) => /no longer matches/.test(n)));
+  });
+
+  test('without a window nothing compacts automatically, /context says so, and a forced compaction still works', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    const setup = setupFor({ window: undefined });
+    const auto = await prepareRequest(setup, argsFor(db, 's'));
+    assert.equal(auto.compacted, false);
+    assert.equal(auto.observation.window, null);
+    assert.equal(auto.observation.window_source, 'unknown');
+    assert.ok(auto.observation.notes.some((n) => /window unknown/.test(n)));
+    const forced = await prepareRequest(setup, argsFor(db, 's', { force: true }));
+    assert.equal(forced.compacted, true);
+  });
+
+  test('the dry run says what would be evicted and writes nothing', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    const summarizer = new RecordingSummarizer();
+    const setup = setupFor({ window: 8000, summarizer });
+    const { plan } = planCompaction(setup, argsFor(db, 's'));
+    assert.ok(plan !== null && plan.evictRows > 0 && plan.tailRows > 0);
+    assert.equal(plan.evictRows + plan.tailRows, 160);
+    assert.ok(plan.estimateAfter < plan.estimateBefore);
+    assert.equal(summarizer.calls.length, 0);
+    assert.equal(loadRollingState(db, argsFor(db, 's').session.sid), undefined);
+  });
+
+  test('a host with no strategy sends the history uncompacted', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    const out = await prepareRequest(setupFor({ window: 8000, strategy: null }), argsFor(db, 's'));
+    assert.equal(out.compacted, false);
+    assert.equal(out.observation.strategy, null);
+    assert.equal(out.inputs.length, 40 * 4);
+    assert.ok(inputsTokens(out.inputs) > 8000);
+  });
+});
