@@ -1,5 +1,7 @@
 // Test helpers for the compaction engine: a session filled with realistic turns, an engine
 // setup for rolling with a given window, and summarizers that record, fail or answer fixed text.
+import assert from 'node:assert/strict';
+import type { PlainInput } from '../../protocol/prepared.ts';
 import type { RowIn } from '../../protocol/rows.ts';
 import { AlbedoError } from '../../protocol/errors.ts';
 import type { Db } from '../../storage/db.ts';
@@ -76,4 +78,20 @@ export function turn(i: number, size = 200): RowIn[] {
 export async function sessionWithTurns(db: Db, name: string, turns: number, size = 200): Promise<void> {
   openSession(db, { session: name });
   for (let i = 0; i < turns; i++) await appendRows(db, name, turn(i, size));
+}
+
+/** Every tool call in the inputs is answered in the next input, and every result follows its call. */
+export function assertCallsPaired(inputs: readonly PlainInput[]): void {
+  for (let i = 0; i < inputs.length; i++) {
+    const calls = inputs[i]!.content.flatMap((p) => (p.type === 'tool_call' ? [p.id] : []));
+    if (calls.length > 0) {
+      const results = inputs[i + 1]?.content.flatMap((p) => (p.type === 'tool_result' ? [p.call_id] : [])) ?? [];
+      assert.deepEqual(results, calls, `call(s) ${calls.join(',')} at input ${i} are answered next`);
+    }
+    for (const p of inputs[i]!.content) {
+      if (p.type === 'tool_result') {
+        assert.ok(inputs[i - 1]?.content.some((q) => q.type === 'tool_call' && q.id === p.call_id), `result ${p.call_id} follows its call`);
+      }
+    }
+  }
 }

@@ -11,30 +11,12 @@ import { inspectRequest, planCompaction, prepareRequest, adoptSession, LATCH_LIM
 import { RECAP_HEADER, SUMMARY_HEADER } from '../../strategies/rolling/rolling.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
 import { imageIn, pngBytes, tempDb, user } from '../storage/factories.ts';
-import { argsFor, RecordingSummarizer, sessionWithTurns, setupFor, turn } from './engine-fixtures.ts';
+import { argsFor, assertCallsPaired, RecordingSummarizer, sessionWithTurns, setupFor, turn } from './engine-fixtures.ts';
 
 function texts(inputs: readonly PlainInput[]): string[] {
   return inputs.map((i) =>
     i.content.map((p) => (p.type === 'text' ? p.text : p.type === 'tool_call' ? `call ${p.id}` : p.type === 'tool_result' ? `result ${p.call_id}` : p.type)).join(' | '),
   );
-}
-
-/** Every tool call in the inputs is answered in the next input, and every result follows its call. */
-function assertCallsPaired(inputs: readonly PlainInput[]): void {
-  for (let i = 0; i < inputs.length; i++) {
-    const calls = inputs[i]!.content.filter((p) => p.type === 'tool_call').map((p) => (p.type === 'tool_call' ? p.id : ''));
-    if (calls.length > 0) {
-      const next = inputs[i + 1];
-      const results = next?.content.filter((p) => p.type === 'tool_result').map((p) => (p.type === 'tool_result' ? p.call_id : '')) ?? [];
-      assert.deepEqual(results, calls, `call(s) ${calls.join(',')} at input ${i} are answered next`);
-    }
-    for (const p of inputs[i]!.content) {
-      if (p.type === 'tool_result') {
-        const prev = inputs[i - 1];
-        assert.ok(prev?.content.some((q) => q.type === 'tool_call' && q.id === p.call_id), `result ${p.call_id} follows its call`);
-      }
-    }
-  }
 }
 
 describe('rolling', () => {

@@ -1,0 +1,99 @@
+// Timing primitives for the benchmark: a monotonic clock in milliseconds, repeated runs with
+// median/min/max, and an event-loop stall probe (perf_hooks.monitorEventLoopDelay) wrapped
+// around one async operation.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+
+/** Milliseconds from a monotonic clock. */
+export function nowMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
+export interface Stats {
+  runs: number;
+  median_ms: number;
+  min_ms: number;
+  max_ms: number;
+}
+
+export function stats(samples: readonly number[]): Stats {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const n = sorted.length;
+  const median = n === 0 ? NaN : n % 2 === 1 ? sorted[(n - 1) / 2]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
+  return { runs: n, median_ms: median, min_ms: sorted[0] ?? NaN, max_ms: sorted[n - 1] ?? NaN };
+}
+
+/** Times one call of `fn`. */
+export async function timeOnce<T>(fn: () => Promise<T> | T): Promise<{ ms: number; value: T }> {
+  const t0 = nowMs();
+  const value = await fn();
+  return { ms: nowMs() - t0, value };
+}
+
+export interface RepeatOptions {
+  /** Untimed calls first. */
+  warmup?: number;
+  /** Timed calls at least ... */
+  minRuns?: number;
+  /** ... and at most. */
+  maxRuns?: number;
+  /** Keep running (up to maxRuns) until the timed calls add up to this much. */
+  minTotalMs?: number;
+}
+
+/** Times `fn` repeatedly; the value of the last call is returned with the statistics. */
+export async function repeat<T>(fn: () => Promise<T> | T, opts: RepeatOptions = {}): Promise<Stats & { value: T }> {
+  const warmup = opts.warmup ?? 0;
+  const minRuns = opts.minRuns ?? 3;
+  const maxRuns = Math.max(minRuns, opts.maxRuns ?? minRuns);
+  const minTotal = opts.minTotalMs ?? 0;
+  let value: T | undefined;
+  for (let i = 0; i < warmup; i++) value = await fn();
+  const samples: number[] = [];
+  let total = 0;
+  while (samples.length < minRuns || (samples.length < maxRuns && total < minTotal)) {
+    const t0 = nowMs();
+    value = await fn();
+    const ms = nowMs() - t0;
+    samples.push(ms);
+    total += ms;
+  }
+  return { ...stats(samples), value: value as T };
+}
+
+/**
+ * Runs `fn` while sampling event-loop delay at 10 ms resolution and returns the largest delay
+ * seen (ms). A stretch of synchronous work of X ms shows up as a delay of about X ms.
+ */
+export async function withLoopMonitor<T>(fn: () => Promise<T>): Promise<{ value: T; maxStallMs: number; ms: number }> {
+  const h = monitorEventLoopDelay({ resolution: 10 });
+  h.enable();
+  // Let the sampler arm before the work starts.
+  await new Promise((r) => setTimeout(r, 20));
+  const t0 = nowMs();
+  const value = await fn();
+  const ms = nowMs() - t0;
+  await new Promise((r) => setTimeout(r, 20));
+  h.disable();
+  return { value, maxStallMs: h.max / 1e6, ms };
+}
+
+export function fmtMs(ms: number): string {
+  if (!Number.isFinite(ms)) return '-';
+  if (ms >= 10_000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms >= 100) return `${ms.toFixed(0)} ms`;
+  if (ms >= 1) return `${ms.toFixed(2)} ms`;
+  return `${(ms * 1000).toFixed(0)} µs`;
+}
+
+export function fmtCount(n: number): string {
+  if (n >= 1_000_000) return `${(n / 1_000_000).toFixed(n % 1_000_000 === 0 ? 0 : 2)}M`;
+  if (n >= 1000) return `${(n / 1000).toFixed(n % 1000 === 0 ? 0 : 1)}k`;
+  return String(n);
+}
+
+export function fmtBytes(n: number): string {
+  if (n >= 1 << 30) return `${(n / (1 << 30)).toFixed(2)} GiB`;
+  if (n >= 1 << 20) return `${(n / (1 << 20)).toFixed(1)} MiB`;
+  if (n >= 1 << 10) return `${(n / (1 << 10)).toFixed(1)} KiB`;
+  return `${n} B`;
+}

@@ -1,0 +1,253 @@
+// The compaction engine over the real socket: a long scripted session whose client answers the
+// daemon's summarize requests, then every compaction method (/compact, /context, /extensions,
+// /reload, usage, dry runs) and the configuration files as an operator edits them.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { AlbedoClient } from '../../protocol/client.ts';
+import type { ParamsIn, Result } from '../../protocol/methods.ts';
+import { RpcRemoteError } from '../../protocol/rpc-peer.ts';
+import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
+import { assertCallsPaired } from '../strategies/engine-fixtures.ts';
+import { pngBytes } from '../storage/factories.ts';
+import { startDaemon, tempHome, type DaemonHandle } from './harness.ts';
+
+const WINDOW = 6000;
+const INSTRUCTIONS = 'You are a careful coding agent working in /repo.';
+const TOOLS = [{ name: 'read_file', description: 'Read a file', input_schema: { type: 'object', properties: { path: { type: 'string' } } } }];
+
+type Prepared = Result<'prepare'>;
+type Rows = ParamsIn<'transcript.append'>['rows'];
+
+/** What a provider would receive: everything but the ids and the observation. */
+function wire(p: Prepared): string {
+  return JSON.stringify({ system: p.system, tools: p.tools, inputs: p.inputs });
+}
+
+async function scriptedTurn(i: number, png: Buffer): Promise<Rows> {
+  const withImage = i % 25 === 7;
+  return [
+    { kind: 'user', key: `u${i}`, content: [{ type: 'text', text: `step ${i}: update src/feature${i % 13}.ts so that test ${i} passes` }] },
+    {
+      kind: 'assistant',
+      key: `a${i}`,
+      content: [
+        { type: 'reasoning', provider: 'anthropic', text: `thinking about step ${i}`, encrypted: `opaque-${i}` },
+        { type: 'text', text: `Looking at src/feature${i % 13}.ts first.` },
+        { type: 'tool_call', id: `call_${i}`, name: 'read_file', arguments: { path: `src/feature${i % 13}.ts` } },
+      ],
+    },
+    {
+      kind: 'tool_result',
+      key: `r${i}`,
+      call_id: `call_${i}`,
+      content: [
+        { type: 'text', text: `export function feature${i}() {\n  return ${i};\n}\n`.repeat(4) },
+        ...(withImage ? [{ type: 'image' as const, media_type: 'image/png' as const, data: png.toString('base64') }] : []),
+      ],
+    },
+    { kind: 'assistant', key: `b${i}`, content: [{ type: 'text', text: `Done with step ${i}; test ${i} passes now.` }] },
+  ];
+}
+
+describe('compaction over the socket', () => {
+  let d: DaemonHandle;
+  let client: AlbedoClient;
+  let summarizeCalls: Array<{ purpose: string; prompt: string; max_output_tokens: number }> = [];
+  let summarizerDown = false;
+
+  async function connectSummarizingClient(): Promise<AlbedoClient> {
+    return d.connect({
+      summarize: async (params) => {
+        summarizeCalls.push(params);
+        if (summarizerDown) throw new Error('upstream model unavailable');
+        const parts = parseSummaryPrompt(params.prompt);
+        const steps = [...parts.transcript.matchAll(/step (\d+):/g)].map((m) => m[1]);
+        return { text: `${parts.previousSummary ?? ''}\nsteps ${steps[0]}-${steps.at(-1)} done.`.trim() };
+      },
+    });
+  }
+
+  before(async () => {
+    const home = tempHome();
+    fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify({ rolling: { contextWindowTokens: WINDOW } }));
+    d = await startDaemon({ home });
+    client = await connectSummarizingClient();
+  });
+  after(async () => {
+    await d.stop();
+  });
+
+  async function prepare(session: string, extra: Partial<ParamsIn<'prepare'>> = {}): Promise<Prepared> {
+    return client.call('prepare', { session, model: 'claude-sonnet-4-5', instructions: INSTRUCTIONS, tools: TOOLS, ...extra });
+  }
+
+  test('a long session: every request fits, calls keep their results, prefixes are stable, failures and a restart change nothing', async () => {
+    const session = 'long';
+    await client.call('session.open', { session });
+    const png = await pngBytes(900, 700);
+    let previous: Prepared | undefined;
+    let compactions = 0;
+    let outage: Prepared | undefined;
+    for (let i = 0; i < 240; i++) {
+      await client.call('transcript.append', { session, rows: await scriptedTurn(i, png) });
+
+      // From turn 150 the summarizer is down until a compaction is attempted: that request still
+      // goes out, uncompacted, and nothing saved changes.
+      summarizerDown = i >= 150 && outage === undefined;
+      if (i === 200) {
+        const beforeRestart = await prepare(session);
+        assert.equal(beforeRestart.compacted, false, 'nothing due right before the restart');
+        await d.stop();
+        d = await startDaemon({ home: d.home });
+        client = await connectSummarizingClient();
+        const afterRestart = await prepare(session);
+        assert.equal(wire(afterRestart), wire(beforeRestart), 'a restart changes nothing the next prepare sends');
+        previous = afterRestart;
+        continue;
+      }
+
+      let p: Prepared;
+      try {
+        p = await prepare(session);
+      } finally {
+        summarizerDown = false;
+      }
+      if (i >= 150 && outage === undefined && p.observation.failure !== null) {
+        outage = p;
+        assert.equal(p.compacted, false);
+        assert.match(p.observation.failure, /upstream model unavailable/);
+        assert.equal(p.observation.auto_failures, 1);
+        assert.equal(p.observation.last_compaction?.ok, false);
+      }
+      assert.ok(p.observation.estimated_input_tokens <= WINDOW, `turn ${i}: ~${p.observation.estimated_input_tokens} tokens`);
+      assertCallsPaired(p.inputs);
+      // Encrypted reasoning from anthropic goes back to an anthropic model.
+      assert.ok(p.inputs.some((inp) => inp.content.some((c) => c.type === 'reasoning' && c.encrypted !== undefined)));
+      if (p.compacted) compactions += 1;
+      else if (previous !== undefined) {
+        const prevWire = JSON.stringify(previous.inputs);
+        assert.equal(JSON.stringify(p.inputs.slice(0, previous.inputs.length)), prevWire, `turn ${i}: the prefix moved without a compaction`);
+        assert.equal(p.system, previous.system);
+      }
+      previous = p;
+    }
+    assert.ok(compactions >= 5, `${compactions} compactions`);
+    assert.ok(outage !== undefined, 'the outage hit a compaction');
+    assert.ok(summarizeCalls.every((c) => c.purpose === 'rolling'));
+    assert.ok(summarizeCalls.every((c) => !c.prompt.includes('opaque-')), 'encrypted reasoning never reaches the summarizer');
+    const final = await client.call('context', { session, format: 'text' });
+    assert.deepEqual(final.observation.sections.map((s) => s.name), ['system', 'summary', 'recap', 'tail']);
+    assert.match(final.text ?? '', /last compaction: .* rolling · ok · \d+ ms · backend client/);
+  });
+
+  test('usage.report keeps the provider count beside the estimate', async () => {
+    await client.call('session.open', { session: 'usage' });
+    await client.call('transcript.append', { session: 'usage', rows: await scriptedTurn(1, await pngBytes(10, 10)) });
+    const p = await prepare('usage');
+    assert.equal(p.observation.provider_input_tokens, null);
+    await client.call('usage.report', { session: 'usage', prepared_id: p.prepared_id, input_tokens: 1234, cached_tokens: 1000 });
+    const ctx = await client.call('context', { session: 'usage' });
+    assert.equal(ctx.observation.provider_input_tokens, 1234);
+    assert.equal(ctx.observation.provider_cached_tokens, 1000);
+    assert.equal(ctx.observation.estimated_input_tokens, p.observation.estimated_input_tokens);
+    await assert.rejects(client.call('usage.report', { session: 'usage', prepared_id: 'nope', input_tokens: 1 }), (e: unknown) => e instanceof RpcRemoteError && (e.data as { code: string }).code === 'unknown_prepared');
+  });
+
+  test('/compact compacts now, with a focus; its dry run writes nothing', async () => {
+    const session = 'manual';
+    await client.call('session.open', { session });
+    for (let i = 0; i < 12; i++) await client.call('transcript.append', { session, rows: await scriptedTurn(i, await pngBytes(10, 10)) });
+    await prepare(session);
+    const dry = await client.call('compact', { session, dry_run: true });
+    assert.equal(dry.compacted, false);
+    assert.ok(dry.plan !== null && dry.plan.evict_rows > 0 && dry.plan.estimated_tokens_after < dry.plan.estimated_tokens_before);
+    assert.equal((await client.call('context', { session })).observation.last_compaction, null);
+
+    summarizeCalls = [];
+    const res = await client.call('command', { session, line: '/compact keep the decisions about feature3' });
+    assert.equal(res.command, 'compact');
+    const result = res.result as Result<'compact'>;
+    assert.equal(result.compacted, true);
+    assert.equal(parseSummaryPrompt(summarizeCalls[0]!.prompt).focus, 'keep the decisions about feature3');
+    assert.match(res.text, /^compacted with rolling/);
+    const ctx = await client.call('context', { session });
+    assert.equal(ctx.observation.last_compaction?.forced, true);
+    assert.equal(ctx.observation.provider_input_tokens, null, 'a manual compaction has only an estimate');
+  });
+
+  test('/compact <strategy> makes it the session strategy first; an unavailable one is refused', async () => {
+    const session = 'switch';
+    await client.call('session.open', { session });
+    await client.call('transcript.append', { session, rows: await scriptedTurn(0, await pngBytes(10, 10)) });
+    const r = await client.call('compact', { session, strategy: 'rolling' });
+    assert.equal(r.strategy, 'rolling');
+    assert.match(r.reason ?? '', /cannot compact further without splitting the newest unit/);
+    await assert.rejects(client.call('command', { session, line: '/compact lcm' }), (e: unknown) => e instanceof RpcRemoteError && (e.data as { code: string }).code === 'unknown_extension');
+    await assert.rejects(client.call('compact', { session, strategy: 'notes' }), (e: unknown) => e instanceof RpcRemoteError && (e.data as { code: string }).code === 'unknown_strategy');
+  });
+
+  test('/extensions lists and selects per session; the last strategy cannot be disabled', async () => {
+    await client.call('session.open', { session: 'ext' });
+    const list = await client.call('extensions.list', { session: 'ext' });
+    assert.equal(list.strategy, 'rolling');
+    const rolling = list.extensions.find((e) => e.name === 'rolling')!;
+    assert.deepEqual([rolling.enabled, rolling.chosen_by], [true, 'default']);
+    const res = await client.call('command', { session: 'ext', line: '/extensions' });
+    assert.match(res.text, /\[x\] rolling/);
+    await assert.rejects(client.call('extensions.select', { session: 'ext', disable: ['rolling'] }), (e: unknown) => e instanceof RpcRemoteError && (e.data as { code: string }).code === 'invalid_config');
+    await assert.rejects(client.call('extensions.select', { session: 'ext', enable: ['nope'] }), (e: unknown) => e instanceof RpcRemoteError && (e.data as { code: string }).code === 'unknown_extension');
+    const chosen = await client.call('extensions.select', { session: 'ext', enable: ['rolling'] });
+    assert.equal(chosen.strategy, 'rolling');
+    const again = await client.call('extensions.list', { session: 'ext' });
+    assert.equal(again.extensions.find((e) => e.name === 'rolling')!.chosen_by, 'session');
+  });
+
+  test('unknown commands and sessionless commands get precise errors', async () => {
+    await assert.rejects(client.call('command', { line: '/bogus' }), (e: unknown) => e instanceof RpcRemoteError && (e.data as { code: string }).code === 'unknown_command');
+    await assert.rejects(client.call('command', { line: '/context' }), /needs a session/);
+    await assert.rejects(client.call('command', { line: 'compact please' }), /not a slash command/);
+    await assert.rejects(client.call('context', { session: 'ghost' }), (e: unknown) => e instanceof RpcRemoteError && (e.data as { code: string }).code === 'unknown_session');
+  });
+
+  test('an invalid extensions.json keeps the last good config and is reported; fixing it clears the report', async () => {
+    const file = path.join(d.home, 'extensions.json');
+    fs.writeFileSync(file, '{"rolling": {"triggerPercent": "lots"}');
+    const reloaded = (await client.call('command', { line: '/reload' })).result as Result<'reload'>;
+    assert.equal(reloaded.config_errors[0]?.file, 'extensions.json');
+    const status = await client.call('daemon.status', {});
+    assert.equal(status.config_errors.length, 1);
+    await client.call('session.open', { session: 'cfg' });
+    await client.call('transcript.append', { session: 'cfg', rows: await scriptedTurn(0, await pngBytes(10, 10)) });
+    const p = await prepare('cfg');
+    assert.equal(p.observation.window, WINDOW, 'the last good window still applies');
+    assert.equal(p.observation.config_errors[0]?.file, 'extensions.json');
+    fs.writeFileSync(file, JSON.stringify({ rolling: { contextWindowTokens: WINDOW } }));
+    const fixed = await client.call('reload', {});
+    assert.deepEqual(fixed.config_errors, []);
+  });
+
+  test('global selection rewrites extensions.json and applies to sessions without their own choice', async () => {
+    const res = await client.call('extensions.select', { enable: ['rolling'] });
+    assert.equal(res.strategy, 'rolling');
+    const written = JSON.parse(fs.readFileSync(path.join(d.home, 'extensions.json'), 'utf8')) as { extensions: { enable: string[] }; rolling: unknown };
+    assert.deepEqual(written.extensions.enable, ['rolling']);
+    assert.deepEqual(written.rolling, { contextWindowTokens: WINDOW }, 'other settings are kept');
+    const list = await client.call('extensions.list', {});
+    assert.equal(list.extensions.find((e) => e.name === 'rolling')!.chosen_by, 'global');
+  });
+
+  test('inline images carry their bytes in the prepared request', async () => {
+    const session = 'images';
+    await client.call('session.open', { session });
+    const png = await pngBytes(64, 48);
+    await client.call('transcript.append', { session, rows: [{ kind: 'user', content: [{ type: 'text', text: 'see' }, { type: 'image', media_type: 'image/png', data: png.toString('base64') }] }] });
+    const ref = await prepare(session);
+    const inline = await prepare(session, { images: 'inline' });
+    const refImage = ref.inputs[0]!.content[1]!;
+    const inlineImage = inline.inputs[0]!.content[1]!;
+    assert.ok(refImage.type === 'image' && refImage.data === undefined && refImage.width === 64);
+    assert.ok(inlineImage.type === 'image' && inlineImage.data === png.toString('base64'));
+  });
+});
