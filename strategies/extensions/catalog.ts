@@ -65,7 +65,8 @@ export const BUILTIN_EXTENSIONS: readonly ExtensionDef[] = [
     name: 'snapcompact-memory',
     kind: 'memory',
     defaultEnabled: true,
-    available: false,
+    // Its transcript tools work now; the archive it reads arrives with snapcompact.
+    available: true,
     requires: [],
     description: 'keeps the snapcompact archive readable after a switch and provides transcript_grep and transcript_read',
   },

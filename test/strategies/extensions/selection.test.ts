@@ -41,7 +41,7 @@ function rejects(fn: () => void, code: string, pattern?: RegExp): void {
 test('with no choices a session uses rolling, and unavailable defaults stay off', () => {
   const r = resolve(BUILTIN_REGISTRY, [], []);
   assert.equal(r.strategy, 'rolling');
-  assert.deepEqual(r.enabled, ['rolling', 'models']);
+  assert.deepEqual(r.enabled, ['rolling', 'snapcompact-memory', 'models']);
   assert.equal(r.explicit.rolling, 'default');
 });
 
@@ -177,7 +177,12 @@ test('enabling an extension this build lacks is rejected as not available', () =
     'unknown_extension',
     /not available in this build/,
   );
-  const halfway = createRegistry(BUILTIN_EXTENSIONS.map((d) => (d.name === 'snapcompact' ? { ...d, available: true } : d)));
+  // A strategy whose required memory extension is missing from the build is not usable either.
+  const halfway = createRegistry(
+    BUILTIN_EXTENSIONS.map((d) =>
+      d.name === 'snapcompact' ? { ...d, available: true } : d.name === 'snapcompact-memory' ? { ...d, available: false } : d,
+    ),
+  );
   rejects(
     () => validateSelection(halfway, resolve(halfway, [], []), { enable: ['snapcompact'] }),
     'unknown_extension',
