@@ -34,7 +34,6 @@ export interface Dataset {
   /** Main-session head after every main batch: rows appended so far -> head seq. */
   mainHeads: Array<{ rows: number; head: number }>;
   buildMs: number;
-  bodyBytes: number;
 }
 
 function injector(n: number): (i: number) => string | null {
@@ -95,7 +94,6 @@ export async function buildDataset(dir: string, size: number, corpus: Corpus, op
 
   const mainHeads: Dataset['mainHeads'] = [];
   let mainHead = 0;
-  let bodyBytes = 0;
   let lastLog = nowMs();
   const t0 = nowMs();
   let appended = 0;
@@ -103,7 +101,6 @@ export async function buildDataset(dir: string, size: number, corpus: Corpus, op
   for (const step of plan) {
     const stream = step.who < 0 ? mainStream : sides[step.who]!.stream;
     const rows = stream.take(step.count);
-    for (const r of rows) for (const p of r.content) if (p.type === 'text') bodyBytes += p.text.length;
     const res = await appendRows(db, step.who < 0 ? MAIN : sides[step.who]!.name, rows);
     appended += rows.length;
     if (step.who < 0) {
@@ -126,7 +123,6 @@ export async function buildDataset(dir: string, size: number, corpus: Corpus, op
     totalRows: appended,
     mainHeads,
     buildMs,
-    bodyBytes,
   };
 }
 

@@ -1,0 +1,160 @@
+// transcript_grep: fills the trigram index (indexPending until 0; time, worst batch, disk
+// cost), then times four patterns session-scoped and cross-session against GNU grep -F -i -c
+// over the same row texts dumped one row per line, with the event-loop stall of each search.
+import { spawnSync } from 'node:child_process';
+import { indexPending, searchIndexLag } from '../../storage/search-index.ts';
+import { grep } from '../../storage/search.ts';
+import { checkpoint, dumpTexts, fileSize, type Dataset } from './dataset.ts';
+import { nowMs, repeat, withLoopMonitor } from './timing.ts';
+
+export const PATTERNS = [
+  { name: 'rare', pattern: 'quokkatimeout' },
+  { name: 'common', pattern: 'error' },
+  { name: 'non-ascii', pattern: 'größe' },
+  { name: '2-char', pattern: 'db' },
+] as const;
+
+export interface IndexResult {
+  rows: number;
+  ms: number;
+  rows_per_s: number;
+  batches: number;
+  /** Longest single indexPending call: the daemon runs each on its thread. */
+  max_batch_ms: number;
+  db_bytes_before: number;
+  db_bytes_after: number;
+  /** Pages of the transcript_fts shadow tables (dbstat), or null without dbstat. */
+  fts_bytes: number | null;
+  /** All pages of the file per dbstat, for the share. */
+  dbstat_total_bytes: number | null;
+}
+
+export interface GrepCase {
+  pattern_name: string;
+  pattern: string;
+  scope: 'session' | 'cross';
+  matches: number;
+  gnu_matches: number;
+  ours_best_ms: number;
+  ours_median_ms: number;
+  gnu_best_ms: number;
+  /** ours_best / gnu_best. */
+  ratio: number;
+  max_stall_ms: number;
+  /** Cross-session only: the same search before the index was filled (scan path), one run. */
+  unindexed_ms?: number;
+}
+
+export interface GrepResult {
+  index: IndexResult;
+  dump_bytes: { all: number; main: number };
+  cases: GrepCase[];
+}
+
+function gnuGrep(pattern: string, file: string): { bestMs: number; count: number } {
+  let best = Infinity;
+  let count = -1;
+  for (let i = 0; i < 3; i++) {
+    const t0 = nowMs();
+    const r = spawnSync('grep', ['-F', '-i', '-c', '--', pattern, file], { env: { ...process.env, LC_ALL: 'C.UTF-8' }, encoding: 'utf8' });
+    const ms = nowMs() - t0;
+    if (r.status !== 0 && r.status !== 1) throw new Error(`grep failed: ${r.stderr}`);
+    best = Math.min(best, ms);
+    count = Number.parseInt(r.stdout.trim(), 10);
+  }
+  return { bestMs: best, count };
+}
+
+function ftsBytes(ds: Dataset): { fts: number | null; total: number | null } {
+  try {
+    const names = ds.db
+      .prepare<[], string>("SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE 'transcript_fts_%'")
+      .pluck()
+      .all();
+    let fts = 0;
+    const one = ds.db.prepare<[string], number | null>("SELECT sum(pgsize) FROM dbstat('main', 1) WHERE name = ?").pluck();
+    for (const n of names) fts += one.get(n) ?? 0;
+    const total = ds.db.prepare<[], number | null>("SELECT sum(pgsize) FROM dbstat('main', 1)").pluck().get() ?? 0;
+    return { fts, total };
+  } catch {
+    return { fts: null, total: null };
+  }
+}
+
+async function ourGrep(ds: Dataset, pattern: string, session: string | undefined): Promise<number> {
+  const r = await grep(ds.db, { pattern, offset: 0, limit: 50, ...(session === undefined ? {} : { session }) });
+  return r.total;
+}
+
+export async function benchGrep(ds: Dataset, opts: { unindexed: boolean }, log: (s: string) => void): Promise<GrepResult> {
+  const dump = dumpTexts(ds);
+  checkpoint(ds.db);
+  const before = fileSize(ds.file);
+
+  // The scan path first, while nothing is indexed.
+  const unindexed = new Map<string, number>();
+  if (opts.unindexed) {
+    for (const p of PATTERNS) {
+      const t0 = nowMs();
+      await ourGrep(ds, p.pattern, undefined);
+      unindexed.set(p.name, nowMs() - t0);
+    }
+  }
+
+  let rows = 0;
+  let batches = 0;
+  let maxBatch = 0;
+  const t0 = nowMs();
+  for (;;) {
+    const b0 = nowMs();
+    const n = indexPending(ds.db);
+    maxBatch = Math.max(maxBatch, nowMs() - b0);
+    if (n === 0) break;
+    rows += n;
+    batches++;
+    if (batches % 100 === 0) log(`  indexing: ${rows}/${ds.totalRows} rows`);
+  }
+  const indexMs = nowMs() - t0;
+  if (searchIndexLag(ds.db) !== 0) throw new Error('index did not catch up');
+  checkpoint(ds.db);
+  const after = fileSize(ds.file);
+  const { fts, total } = ftsBytes(ds);
+  const index: IndexResult = {
+    rows,
+    ms: indexMs,
+    rows_per_s: rows / (indexMs / 1000),
+    batches,
+    max_batch_ms: maxBatch,
+    db_bytes_before: before,
+    db_bytes_after: after,
+    fts_bytes: fts,
+    dbstat_total_bytes: total,
+  };
+  log(`  indexed ${rows} rows in ${(indexMs / 1000).toFixed(1)} s (worst batch ${maxBatch.toFixed(0)} ms)`);
+
+  const cases: GrepCase[] = [];
+  for (const scope of ['session', 'cross'] as const) {
+    for (const p of PATTERNS) {
+      const session = scope === 'session' ? ds.main.name : undefined;
+      const run = await withLoopMonitor(() => repeat(() => ourGrep(ds, p.pattern, session), { warmup: 1, minRuns: 3, maxRuns: 10, minTotalMs: 300 }));
+      const gnu = gnuGrep(p.pattern, scope === 'session' ? dump.main : dump.all);
+      const c: GrepCase = {
+        pattern_name: p.name,
+        pattern: p.pattern,
+        scope,
+        matches: run.value.value,
+        gnu_matches: gnu.count,
+        ours_best_ms: run.value.min_ms,
+        ours_median_ms: run.value.median_ms,
+        gnu_best_ms: gnu.bestMs,
+        ratio: run.value.min_ms / gnu.bestMs,
+        max_stall_ms: run.maxStallMs,
+      };
+      const u = scope === 'cross' ? unindexed.get(p.name) : undefined;
+      if (u !== undefined) c.unindexed_ms = u;
+      cases.push(c);
+      log(`  grep ${scope} ${p.name}: ours ${c.ours_best_ms.toFixed(1)} ms vs GNU ${c.gnu_best_ms.toFixed(1)} ms (${c.ratio.toFixed(2)}x), ${c.matches}/${c.gnu_matches} matches, stall ${c.max_stall_ms.toFixed(1)} ms`);
+    }
+  }
+  return { index, dump_bytes: { all: dump.allBytes, main: dump.mainBytes }, cases };
+}
