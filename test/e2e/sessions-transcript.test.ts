@@ -95,6 +95,23 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       }
     });
 
+    test('initialize and a call pipelined in one write are both served, in order', async () => {
+      const raw = await rawConnection(d.socket);
+      try {
+        raw.write(
+          `${JSON.stringify({ jsonrpc: '2.0', id: 'i', method: 'initialize', params: { protocol: PROTOCOL_VERSION, client: { name: 'p', version: '1' } } })}\n` +
+            `${JSON.stringify({ jsonrpc: '2.0', id: 's', method: 'daemon.status' })}\n`,
+        );
+        const first = (await raw.next()) as { id: string; result?: unknown };
+        const second = (await raw.next()) as { id: string; result?: { pid: number } };
+        assert.deepEqual([first.id, second.id].sort(), ['i', 's']);
+        const status = first.id === 's' ? first : second;
+        assert.equal((status.result as { pid: number } | undefined)?.pid, d.proc.pid);
+      } finally {
+        raw.end();
+      }
+    });
+
     test('a wrong protocol version is refused with -32602 unsupported_protocol and leaves the connection uninitialized', async () => {
       const raw = await rawConnection(d.socket);
       try {
@@ -202,7 +219,11 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       const part = row?.body.kind === 'user' ? row.body.content[1] : undefined;
       assert.ok(part?.type === 'image');
       assert.equal((await c.call('payload.get', { hash: part.hash })).width, 5);
+      // While a fork still shows the image, deleting the parent keeps the payload.
+      await c.call('session.fork', { session: 'del-img', branch: 'del-img-fork' });
       await c.call('session.delete', { session: 'del-img' });
+      assert.equal((await c.call('payload.get', { hash: part.hash })).height, 4);
+      await c.call('session.delete', { session: 'del-img-fork' });
       await failsWith(c.call('payload.get', { hash: part.hash }), 'unknown_payload');
     });
   });
@@ -566,6 +587,11 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       for (const offset of [total, total + 1, 10 * total, Number.MAX_SAFE_INTEGER - 1_000_000]) {
         assert.deepEqual(await c.call('transcript_read', { session: 'graph', offset }), { text: '', offset, next_offset: null });
       }
+      assert.deepEqual(await c.call('transcript_read', { session: 'graph', offset: Number.MAX_SAFE_INTEGER, limit: 1_000_000 }), {
+        text: '',
+        offset: Number.MAX_SAFE_INTEGER,
+        next_offset: null,
+      });
       const last = await c.call('transcript_read', { session: 'graph', offset: total - 1, limit: 5 });
       assert.equal(last.text, graphemes(full.text).at(-1));
       assert.equal(last.next_offset, null);

@@ -1,0 +1,89 @@
+// Command-line flags of `npm run bench`: --quick, --sizes, --only, --json, plus --fixtures and
+// --tmp to point at another corpus folder or scratch directory. Unknown flags are errors.
+import os from 'node:os';
+
+export const SECTIONS = ['append', 'read', 'grep', 'prepare', 'compact'] as const;
+export type Section = (typeof SECTIONS)[number];
+
+export interface BenchArgs {
+  quick: boolean;
+  sizes: number[];
+  only: Set<Section>;
+  json: string;
+  fixtures: string;
+  tmp: string;
+  /** Timed prepares per size (after warm-up). */
+  prepareRuns: number;
+}
+
+export const DEFAULT_SIZES = [10_000, 100_000, 1_000_000];
+export const QUICK_SIZES = [2_000, 20_000];
+
+const USAGE = `usage: npm run bench -- [--quick] [--sizes 10000,100000,1000000] [--only append,read,grep,prepare,compact]
+                        [--json out.json] [--fixtures DIR] [--tmp DIR]`;
+
+function parseSize(s: string): number {
+  const m = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(s.trim());
+  if (m === null) throw new Error(`bad size "${s}"\n${USAGE}`);
+  const mult = m[2] === '' ? 1 : m[2]!.toLowerCase() === 'k' ? 1e3 : 1e6;
+  const n = Math.round(Number(m[1]) * mult);
+  if (n < 100) throw new Error(`size ${n} is too small (at least 100 rows)`);
+  return n;
+}
+
+export function parseArgs(argv: readonly string[]): BenchArgs {
+  let quick = false;
+  let sizes: number[] | undefined;
+  let only: Set<Section> | undefined;
+  let json = '.bench/results.json';
+  let fixtures = '/work/shared/fixtures';
+  let tmp = os.tmpdir();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const [flag, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
+    const value = (): string => {
+      const v = inline ?? argv[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value\n${USAGE}`);
+      return v;
+    };
+    switch (flag) {
+      case '--quick':
+        quick = true;
+        break;
+      case '--sizes':
+        sizes = value().split(',').filter((s) => s !== '').map(parseSize);
+        break;
+      case '--only': {
+        const names = value().split(',').filter((s) => s !== '');
+        for (const n of names) if (!(SECTIONS as readonly string[]).includes(n)) throw new Error(`unknown section "${n}" (known: ${SECTIONS.join(', ')})`);
+        only = new Set(names as Section[]);
+        break;
+      }
+      case '--json':
+        json = value();
+        break;
+      case '--fixtures':
+        fixtures = value();
+        break;
+      case '--tmp':
+        tmp = value();
+        break;
+      case '--help':
+      case '-h':
+        console.log(USAGE);
+        process.exit(0);
+        break;
+      default:
+        throw new Error(`unknown flag "${a}"\n${USAGE}`);
+    }
+  }
+  return {
+    quick,
+    sizes: [...new Set(sizes ?? (quick ? QUICK_SIZES : DEFAULT_SIZES))].sort((a, b) => a - b),
+    only: only ?? new Set(SECTIONS),
+    json,
+    fixtures,
+    tmp,
+    prepareRuns: quick ? 15 : 41,
+  };
+}
