@@ -3,7 +3,7 @@
 // from them. Methods added by later features join this table.
 import { z } from 'zod';
 import { Observation, PlainInput, ToolSpec } from './prepared.ts';
-import { RowIn, StoredRow } from './rows.ts';
+import { JsonObject, RowIn, StoredRow } from './rows.ts';
 
 /** Protocol version spoken by this build; `initialize` refuses others. */
 export const PROTOCOL_VERSION = 1;
@@ -154,7 +154,7 @@ export const methods = {
     params: z.strictObject({ session: SessionId }),
     result: z.object({
       tools: z.array(
-        z.object({ name: z.string(), description: z.string(), input_schema: z.record(z.string(), z.unknown()) }),
+        z.object({ name: z.string(), description: z.string(), input_schema: JsonObject }),
       ),
     }),
   },
@@ -162,7 +162,7 @@ export const methods = {
     params: z.strictObject({
       session: SessionId,
       name: z.string().min(1),
-      arguments: z.record(z.string(), z.unknown()).default({}),
+      arguments: JsonObject.default({}),
     }),
     result: z.object({ name: z.string(), result: z.unknown() }),
   },

@@ -2,6 +2,7 @@
 // observation `/context` shows. Source references never leave the daemon; a client maps
 // these inputs onto its provider's wire format itself.
 import { z } from 'zod';
+import { JsonObject } from './rows.ts';
 
 export const OutTextPart = z.object({ type: z.literal('text'), text: z.string() });
 export const OutImagePart = z.object({
@@ -17,7 +18,7 @@ export const OutToolCallPart = z.object({
   type: z.literal('tool_call'),
   id: z.string(),
   name: z.string(),
-  arguments: z.record(z.string(), z.unknown()),
+  arguments: JsonObject,
 });
 export const OutToolResultPart = z.object({
   type: z.literal('tool_result'),
@@ -44,7 +45,7 @@ export type PlainInput = z.infer<typeof PlainInput>;
 export const ToolSpec = z.strictObject({
   name: z.string().min(1).max(200),
   description: z.string().max(100_000).default(''),
-  input_schema: z.record(z.string(), z.unknown()).default({}),
+  input_schema: JsonObject.default({}),
 });
 export type ToolSpec = z.infer<typeof ToolSpec>;
 

@@ -6,6 +6,15 @@ import { z } from 'zod';
 /** Longest client row key, in UTF-16 code units. */
 export const MAX_KEY_LENGTH = 200;
 
+/**
+ * A JSON object passed through as parsed. z.record rebuilds objects by assignment, which turns
+ * an own "__proto__" key into a prototype and silently drops it; this keeps every key.
+ */
+export const JsonObject = z.custom<Record<string, unknown>>(
+  (v) => typeof v === 'object' && v !== null && !Array.isArray(v),
+  'expected a JSON object',
+);
+
 export const TextPart = z.strictObject({ type: z.literal('text'), text: z.string() });
 
 /** An image as a client uploads it: base64 bytes, or a reference to a payload already stored. */
@@ -44,7 +53,7 @@ export const ToolCallPart = z.strictObject({
   type: z.literal('tool_call'),
   id: z.string().min(1).max(MAX_KEY_LENGTH),
   name: z.string().min(1).max(200),
-  arguments: z.record(z.string(), z.unknown()),
+  arguments: JsonObject,
 });
 
 export const UserOrigin = z.enum(['user', 'notes', 'mail']);

@@ -194,6 +194,12 @@ export function loadSources(db: Db, refs: readonly SourceRef[]): StoredRow[] {
   });
 }
 
+/** The session's newest seq (0 when empty), without counting its rows: one index probe. */
+export function sessionHead(db: Db, session: string): { sid: number; head: number } {
+  const s = requireSession(db, session);
+  return { sid: s.sid, head: stmts(db).head.get(s.sid) ?? 0 };
+}
+
 /** The session's append boundary: its newest seq and how many rows it holds up to there. */
 export function snapshot(db: Db, session: string): Snapshot {
   const s = requireSession(db, session);

@@ -113,6 +113,15 @@ export async function prepareImage(part: ImagePartIn, opts: { maxBytes: number }
       media_type: part.media_type,
     });
   }
+  // The header can be fine while the pixel data is cut off or corrupt: decode it all once
+  // (stats() decodes without keeping the pixels). Sharp's pixel limit also stops
+  // decompression bombs here.
+  try {
+    await sharp(buf, { failOn: 'truncated' }).stats();
+  } catch (err) {
+    const why = err instanceof Error && /pixel limit/i.test(err.message) ? ' (too many pixels)' : ' (its pixel data does not decode)';
+    throw new AlbedoError('invalid_image', `image data is not a valid ${label}${why}`, { media_type: part.media_type });
+  }
   return { part: stored({ hash, media_type: part.media_type, width, height }), bytes: buf };
 }
 

@@ -3,7 +3,7 @@
 // and compacts at the same time; the engine itself lives in strategies/prepare.ts.
 import { randomUUID } from 'node:crypto';
 import type { Observation } from '../../protocol/prepared.ts';
-import { snapshot } from '../../storage/conversation.ts';
+import { sessionHead } from '../../storage/conversation.ts';
 import { lastPrompt, latestPrepared, reportUsage, savePrepared } from '../../storage/engine-log.ts';
 import { getPayload } from '../../storage/payloads.ts';
 import { requireSession } from '../../storage/sessions.ts';
@@ -29,7 +29,7 @@ function frameFor(
 ): Frame {
   const { db } = ctx.daemon;
   const s = requireSession(db, session);
-  const head = snapshot(db, session).head;
+  const head = sessionHead(db, session).head;
   const setup = engineSetup({
     db,
     config: ctx.daemon.config(),

@@ -1,0 +1,132 @@
+// `npm run bench`: measures append, transcript_read, transcript_grep (vs GNU grep), prepare and
+// one compaction on databases of 10k/100k/1M rows built in a temp dir (one per size, reused by
+// every measurement of that size, deleted after). Prints tables and PASS/FAIL; writes JSON.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { benchAppend } from './bench/append.ts';
+import { parseArgs, type BenchArgs } from './bench/args.ts';
+import { corpusStats, loadCorpus, type Corpus } from './bench/corpus.ts';
+import { buildDataset, checkpoint, fileSize, type Dataset } from './bench/dataset.ts';
+import { benchGrep } from './bench/grep.ts';
+import { benchCompactionWork, benchPrepare } from './bench/prepare.ts';
+import { benchRead } from './bench/read.ts';
+import { judge, render, type Results, type SizeResult } from './bench/report.ts';
+import { nowMs } from './bench/timing.ts';
+
+/** Size of the baseline session prepares are compared with. */
+const PREPARE_BASELINE_ROWS = 1_000;
+/** One compaction is measured at this size, or the largest size below it. */
+const COMPACTION_ROWS = 100_000;
+
+function log(s: string): void {
+  process.stderr.write(`${s}\n`);
+}
+
+function sqliteVersion(): string {
+  const db = new Database(':memory:');
+  try {
+    return db.prepare<[], string>('SELECT sqlite_version()').pluck().get() ?? '?';
+  } finally {
+    db.close();
+  }
+}
+
+async function withDataset<T>(root: string, size: number, corpus: Corpus, fn: (ds: Dataset) => Promise<T>): Promise<T> {
+  const dir = fs.mkdtempSync(path.join(root, `n${size}-`));
+  log(`building ${size}-row dataset in ${dir}`);
+  const ds = await buildDataset(dir, size, corpus, { log });
+  try {
+    return await fn(ds);
+  } finally {
+    ds.db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function run(args: BenchArgs, root: string): Promise<Results> {
+  const t0 = nowMs();
+  const corpus = loadCorpus(args.fixtures);
+  if (corpus.note !== null) log(`corpus: ${corpus.note}`);
+  const cpus = os.cpus();
+  const results: Results = {
+    date: new Date().toISOString(),
+    machine: { cpus: cpus.length, cpu_model: cpus[0]?.model ?? '?', node: process.version, platform: `${os.platform()} ${os.release()}`, total_mem_bytes: os.totalmem(), sqlite: sqliteVersion() },
+    args: { quick: args.quick, sizes: args.sizes, only: [...args.only] },
+    corpus: { source: corpus.source, files: corpus.files, note: corpus.note, stats: corpusStats(corpus) },
+    sizes: [],
+    verdicts: [],
+    total_ms: 0,
+  };
+
+  if (args.only.has('append')) {
+    log('append ...');
+    results.append = await benchAppend(root, corpus, { quick: args.quick });
+  }
+
+  const wantsData = ['read', 'grep', 'prepare', 'compact'].some((s) => args.only.has(s as never));
+  if (args.only.has('prepare') && !args.sizes.includes(PREPARE_BASELINE_ROWS)) {
+    log('prepare baseline ...');
+    results.prepare_baseline = await withDataset(root, PREPARE_BASELINE_ROWS, corpus, (ds) => benchPrepare(ds, { runs: args.prepareRuns }, log));
+  }
+  const compactionSize = [...args.sizes].reverse().find((s) => s <= COMPACTION_ROWS) ?? args.sizes[0];
+
+  if (wantsData) {
+    for (const size of args.sizes) {
+      const r = await withDataset(root, size, corpus, async (ds) => {
+        checkpoint(ds.db);
+        const textChars = ds.db.prepare<[], number>('SELECT sum(length(text)) FROM transcript').pluck().get() ?? 0;
+        const sr: SizeResult = {
+          size,
+          total_rows: ds.totalRows,
+          sessions: 1 + ds.sides.length,
+          build: { ms: ds.buildMs, rows_per_s: ds.totalRows / (ds.buildMs / 1000), db_bytes: fileSize(ds.file), text_chars: textChars },
+        };
+        log(`  built ${ds.totalRows} rows in ${(ds.buildMs / 1000).toFixed(1)} s`);
+        if (args.only.has('read')) sr.read = await benchRead(ds, log);
+        if (args.only.has('grep')) sr.grep = await benchGrep(ds, { unindexed: true }, log);
+        if ((args.only.has('compact') || args.only.has('prepare')) && size === compactionSize) results.compaction = await benchCompactionWork(ds, log);
+        if (args.only.has('prepare')) {
+          sr.prepare = await benchPrepare(ds, { runs: args.prepareRuns }, log);
+          if (size === PREPARE_BASELINE_ROWS) results.prepare_baseline = sr.prepare;
+        }
+        return sr;
+      });
+      results.sizes.push(r);
+    }
+  }
+  // When the baseline size is itself one of the sizes, it is not judged against itself twice.
+  if (results.prepare_baseline !== undefined) {
+    const b = results.prepare_baseline;
+    for (const s of results.sizes) if (s.prepare === b) delete s.prepare;
+  }
+  results.total_ms = nowMs() - t0;
+  results.verdicts = judge(results);
+  return results;
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const root = fs.mkdtempSync(path.join(args.tmp, 'albedo-bench-'));
+  const cleanup = (): void => fs.rmSync(root, { recursive: true, force: true });
+  process.once('SIGINT', () => {
+    cleanup();
+    process.exit(130);
+  });
+  let results: Results;
+  try {
+    results = await run(args, root);
+  } finally {
+    cleanup();
+  }
+  console.log(render(results));
+  fs.mkdirSync(path.dirname(path.resolve(args.json)), { recursive: true });
+  fs.writeFileSync(args.json, `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`results written to ${args.json}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  process.exit(1);
+});

@@ -1,0 +1,200 @@
+// The benchmark's output: the results document (written as JSON), the PASS/FAIL verdicts
+// against the issue targets (judged on the numbers of this one run), and the human tables.
+import type { AppendResult } from './append.ts';
+import type { GrepResult } from './grep.ts';
+import type { CompactionWork, PrepareResult } from './prepare.ts';
+import type { ReadResult } from './read.ts';
+import { fmtBytes, fmtCount, fmtMs } from './timing.ts';
+
+export interface SizeResult {
+  size: number;
+  total_rows: number;
+  sessions: number;
+  build: { ms: number; rows_per_s: number; db_bytes: number; text_chars: number };
+  read?: { estimated_graphemes: number; pages: ReadResult[] };
+  grep?: GrepResult;
+  prepare?: PrepareResult;
+}
+
+export interface Verdict {
+  target: string;
+  measured: string;
+  pass: boolean;
+  note?: string;
+}
+
+export interface Results {
+  date: string;
+  machine: { cpus: number; cpu_model: string; node: string; platform: string; total_mem_bytes: number; sqlite: string };
+  args: { quick: boolean; sizes: number[]; only: string[] };
+  corpus: { source: string; files: string[]; note: string | null; stats: unknown };
+  append?: AppendResult[];
+  sizes: SizeResult[];
+  prepare_baseline?: PrepareResult;
+  compaction?: CompactionWork;
+  verdicts: Verdict[];
+  total_ms: number;
+}
+
+const APPEND_TARGET = 20_000;
+const STALL_TARGET_MS = 50;
+const PREPARE_SCALE_TARGET = 1.2;
+const PREPARE_JSON_TARGET = 3;
+
+export function judge(r: Results): Verdict[] {
+  const out: Verdict[] = [];
+  for (const a of r.append ?? []) {
+    if (a.batch === 1) continue;
+    out.push({ target: `append >= ${fmtCount(APPEND_TARGET)} rows/s, batches of ${a.batch}`, measured: `${Math.round(a.rows_per_s)} rows/s`, pass: a.rows_per_s >= APPEND_TARGET });
+  }
+  const largest = r.sizes[r.sizes.length - 1];
+  const at = largest === undefined ? '' : largest.size === 1_000_000 ? '' : ` (judged at ${fmtCount(largest.size)}: 1M not run)`;
+  if (largest?.grep !== undefined) {
+    for (const c of largest.grep.cases) {
+      out.push({
+        target: `grep ${c.scope} "${c.pattern}" over ${fmtCount(largest.size)} rows no slower than GNU grep`,
+        measured: `${fmtMs(c.ours_best_ms)} vs ${fmtMs(c.gnu_best_ms)} (${c.ratio.toFixed(2)}x)`,
+        pass: c.ratio <= 1,
+        ...(at === '' ? {} : { note: at.trim() }),
+      });
+    }
+    for (const c of largest.grep.cases.filter((x) => x.scope === 'cross')) {
+      out.push({ target: `event-loop stall < ${STALL_TARGET_MS} ms during cross-session grep "${c.pattern}"`, measured: `${c.max_stall_ms.toFixed(1)} ms`, pass: c.max_stall_ms < STALL_TARGET_MS, ...(at === '' ? {} : { note: at.trim() }) });
+    }
+  }
+  if (largest?.read !== undefined) {
+    for (const p of largest.read.pages) {
+      out.push({ target: `event-loop stall < ${STALL_TARGET_MS} ms during transcript_read (${p.page} page)`, measured: `${p.max_stall_ms.toFixed(1)} ms`, pass: p.max_stall_ms < STALL_TARGET_MS, ...(at === '' ? {} : { note: at.trim() }) });
+    }
+  }
+  const base = r.prepare_baseline;
+  const prepared = r.sizes.filter((s) => s.prepare !== undefined);
+  const top = prepared[prepared.length - 1];
+  if (base !== undefined && top?.prepare !== undefined) {
+    const ratio = top.prepare.prepare.median_ms / base.prepare.median_ms;
+    out.push({
+      target: `prepare (nothing due) at ${fmtCount(top.size)} rows within ${PREPARE_SCALE_TARGET}x of ${fmtCount(base.history_rows)}`,
+      measured: `${fmtMs(top.prepare.prepare.median_ms)} vs ${fmtMs(base.prepare.median_ms)} (${ratio.toFixed(2)}x)`,
+      pass: ratio <= PREPARE_SCALE_TARGET,
+      ...(top.size === 1_000_000 ? {} : { note: `judged at ${fmtCount(top.size)}: 1M not run` }),
+    });
+  }
+  for (const p of [...(base === undefined ? [] : [base]), ...prepared.map((s) => s.prepare!)]) {
+    const ratio = p.prepare.median_ms / p.stringify.median_ms;
+    out.push({
+      target: `prepare at ${fmtCount(p.history_rows)} rows within ${PREPARE_JSON_TARGET}x of JSON.stringify of the request`,
+      measured: `${fmtMs(p.prepare.median_ms)} vs ${fmtMs(p.stringify.median_ms)} (${ratio.toFixed(1)}x)`,
+      pass: ratio <= PREPARE_JSON_TARGET,
+    });
+  }
+  return out;
+}
+
+function table(title: string, head: string[], rows: Array<Array<string | number>>): string {
+  const cells = rows.map((r) => r.map((c) => String(c)));
+  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((r) => (r[i] ?? '').length)));
+  const line = (r: string[]): string => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [`\n${title}`, line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join('\n');
+}
+
+export function render(r: Results): string {
+  const out: string[] = [];
+  out.push(`albedo-compactd benchmark — ${r.date}`);
+  out.push(`machine: ${r.machine.cpus} cpus (${r.machine.cpu_model}), node ${r.machine.node}, sqlite ${r.machine.sqlite}, ${fmtBytes(r.machine.total_mem_bytes)} RAM`);
+  out.push(`corpus: ${r.corpus.source}${r.corpus.note === null ? ` (${r.corpus.files.length} fixture files)` : ` — ${r.corpus.note}`}`);
+
+  if (r.append !== undefined) {
+    out.push(
+      table(
+        'append (appendRows, synchronous=FULL, realistic row mix)',
+        ['batch', 'rows', 'rows/s', 'text MB/s', 'call median', 'call max'],
+        r.append.map((a) => [a.batch, a.rows, Math.round(a.rows_per_s), a.text_mb_per_s.toFixed(1), fmtMs(a.call_median_ms), fmtMs(a.call_max_ms)]),
+      ),
+    );
+  }
+  if (r.sizes.length > 0) {
+    out.push(
+      table(
+        'datasets (main session of N rows + 9 side sessions of N/90; built with appendRows, 1000-row batches)',
+        ['N', 'rows', 'text', 'build', 'rows/s', 'db file (no FTS)'],
+        r.sizes.map((s) => [fmtCount(s.size), s.total_rows, fmtBytes(s.build.text_chars), fmtMs(s.build.ms), Math.round(s.build.rows_per_s), fmtBytes(s.build.db_bytes)]),
+      ),
+    );
+  }
+  const reads = r.sizes.filter((s) => s.read !== undefined);
+  if (reads.length > 0) {
+    out.push(
+      table(
+        'transcript_read (main session, 20k-grapheme page)',
+        ['N', 'page', 'offset', 'median', 'min', 'runs', 'max stall'],
+        reads.flatMap((s) => s.read!.pages.map((p) => [fmtCount(s.size), p.page, p.offset, fmtMs(p.stats.median_ms), fmtMs(p.stats.min_ms), p.stats.runs, fmtMs(p.max_stall_ms)])),
+      ),
+    );
+  }
+  const greps = r.sizes.filter((s) => s.grep !== undefined);
+  if (greps.length > 0) {
+    out.push(
+      table(
+        'search index (indexPending until caught up)',
+        ['N', 'rows', 'time', 'rows/s', 'worst batch', 'db before', 'db after', 'FTS pages', 'FTS share'],
+        greps.map((s) => {
+          const i = s.grep!.index;
+          const share = i.fts_bytes !== null && i.dbstat_total_bytes ? `${((100 * i.fts_bytes) / i.dbstat_total_bytes).toFixed(0)}%` : '-';
+          return [fmtCount(s.size), i.rows, fmtMs(i.ms), Math.round(i.rows_per_s), fmtMs(i.max_batch_ms), fmtBytes(i.db_bytes_before), fmtBytes(i.db_bytes_after), i.fts_bytes === null ? '-' : fmtBytes(i.fts_bytes), share];
+        }),
+      ),
+    );
+    out.push(
+      table(
+        'transcript_grep vs GNU grep -F -i -c (LC_ALL=C.UTF-8) over the same texts, best of >=3',
+        ['N', 'scope', 'pattern', 'matches', 'GNU', 'ours best', 'ours median', 'GNU best', 'ours/GNU', 'max stall', 'unindexed'],
+        greps.flatMap((s) =>
+          s.grep!.cases.map((c) => [fmtCount(s.size), c.scope, c.pattern, c.matches, c.gnu_matches, fmtMs(c.ours_best_ms), fmtMs(c.ours_median_ms), fmtMs(c.gnu_best_ms), `${c.ratio.toFixed(2)}x`, fmtMs(c.max_stall_ms), c.unindexed_ms === undefined ? '-' : fmtMs(c.unindexed_ms)]),
+        ),
+      ),
+    );
+  }
+  const preps = [...(r.prepare_baseline === undefined ? [] : [r.prepare_baseline]), ...r.sizes.flatMap((s) => (s.prepare === undefined ? [] : [s.prepare]))];
+  if (preps.length > 0) {
+    out.push(
+      table(
+        'prepare, nothing due (rolling, window 200k, tail 2%; median after warm-up, kernel cache reused)',
+        ['history', 'tail rows', 'est. tokens', 'request', 'prepare', 'stringify', 'ratio', 'cold (new kernel)', 'handler path', 'snapshot', 'engineSetup', 'savePrepared', 'setup compactions'],
+        preps.map((p) => [
+          fmtCount(p.history_rows),
+          p.tail_rows,
+          p.estimated_tokens,
+          fmtBytes(p.request_bytes),
+          fmtMs(p.prepare.median_ms),
+          fmtMs(p.stringify.median_ms),
+          `${(p.prepare.median_ms / p.stringify.median_ms).toFixed(1)}x`,
+          fmtMs(p.cold_ms),
+          fmtMs(p.handler.median_ms),
+          fmtMs(p.parts.snapshot.median_ms),
+          fmtMs(p.parts.engine_setup.median_ms),
+          fmtMs(p.parts.save_prepared.median_ms),
+          `${p.setup_compactions.length} (${fmtMs(p.setup_compactions.reduce((n, c) => n + c.ms, 0))})`,
+        ]),
+      ),
+    );
+  }
+  if (r.compaction !== undefined) {
+    const c = r.compaction;
+    out.push(
+      table(
+        `one forced compaction of ${fmtCount(c.history_rows)} history rows (prepareRequest force, fresh kernel)`,
+        ['summarizer', 'total', 'summarizer', 'own work', 'calls', 'prompt chars', 'evicted rows'],
+        [
+          ['extractive (timed)', fmtMs(c.extractive.total_ms), fmtMs(c.extractive.summarizer_ms), fmtMs(c.extractive.own_ms), c.extractive.summarizer_calls, c.extractive.prompt_chars, c.extractive.evicted_rows],
+          ['instant', fmtMs(c.instant.total_ms), '0', fmtMs(c.instant.total_ms), '-', '-', c.instant.evicted_rows],
+        ],
+      ),
+    );
+  }
+  if (r.verdicts.length > 0) {
+    out.push('\ntargets (this run):');
+    for (const v of r.verdicts) out.push(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: ${v.measured}${v.note === undefined ? '' : `  [${v.note}]`}`);
+  }
+  out.push(`\ntotal time ${fmtMs(r.total_ms)}`);
+  return out.join('\n');
+}
