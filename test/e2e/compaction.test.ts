@@ -238,6 +238,28 @@ describe('compaction over the socket', () => {
     assert.equal(list.extensions.find((e) => e.name === 'rolling')!.chosen_by, 'global');
   });
 
+  test('after three failed automatic compactions a /reload lifts the pause', async () => {
+    const session = 'latch';
+    await client.call('session.open', { session });
+    for (let i = 0; i < 40; i++) await client.call('transcript.append', { session, rows: await scriptedTurn(i, await pngBytes(10, 10)) });
+    summarizerDown = true;
+    try {
+      for (let i = 0; i < 3; i++) assert.equal((await prepare(session)).observation.auto_failures, i + 1);
+      const calls = summarizeCalls.length;
+      const paused = await prepare(session);
+      assert.equal(paused.observation.latched, true);
+      assert.equal(summarizeCalls.length, calls, 'no summarizer call while paused');
+      const text = await client.call('context', { session, format: 'text' });
+      assert.match(text.text ?? '', /automatic compaction paused after 3 failures/);
+    } finally {
+      summarizerDown = false;
+    }
+    await client.call('command', { line: '/reload' });
+    const resumed = await prepare(session);
+    assert.equal(resumed.compacted, true);
+    assert.equal(resumed.observation.auto_failures, 0);
+  });
+
   test('inline images carry their bytes in the prepared request', async () => {
     const session = 'images';
     await client.call('session.open', { session });
