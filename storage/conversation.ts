@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { AlbedoError } from '../protocol/errors.ts';
 import { ImagePart, RowClass, StoredBody, type StoredRow } from '../protocol/rows.ts';
-import type { Db } from './db.ts';
+import { type Db, perDb } from './db.ts';
 import { requireSession } from './sessions.ts';
 
 /** A durable row reference: the public session id and the row's global seq. */
@@ -118,13 +118,7 @@ function prepare(db: Db) {
   };
 }
 
-type Statements = ReturnType<typeof prepare>;
-const cache = new WeakMap<Db, Statements>();
-function stmts(db: Db): Statements {
-  let s = cache.get(db);
-  if (s === undefined) cache.set(db, (s = prepare(db)));
-  return s;
-}
+const stmts = perDb(prepare);
 
 /**
  * Decodes one stored row. Every read that hands rows to callers goes through here, so a body

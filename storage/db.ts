@@ -66,3 +66,21 @@ export function migrate(db: Db, list: readonly Migration[]): number {
   }
   return newest;
 }
+
+/**
+ * Per-connection memo for prepared statements: `const stmts = perDb((db) => ({ ... }))` prepares
+ * them on first use and reuses them after, as better-sqlite3 intends.
+ */
+export function perDb<T>(make: (db: Db) => T): (db: Db) => T {
+  const cache = new WeakMap<Db, T>();
+  return (db) => {
+    let s = cache.get(db);
+    if (s === undefined) cache.set(db, (s = make(db)));
+    return s;
+  };
+}
+
+/** Lets queued I/O run between batches of a long synchronous scan. */
+export function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 import { AlbedoError } from '../protocol/errors.ts';
 import type { ImagePart, ImagePartIn } from '../protocol/rows.ts';
-import type { Db } from './db.ts';
+import { type Db, perDb } from './db.ts';
 
 /** Largest image accepted on append, in bytes of decoded image data. */
 export const DEFAULT_MAX_IMAGE_BYTES = 20 * 1024 * 1024;
@@ -47,12 +47,7 @@ function prepare(db: Db) {
   };
 }
 
-const cache = new WeakMap<Db, ReturnType<typeof prepare>>();
-function stmts(db: Db): ReturnType<typeof prepare> {
-  let s = cache.get(db);
-  if (s === undefined) cache.set(db, (s = prepare(db)));
-  return s;
-}
+const stmts = perDb(prepare);
 
 const FORMAT_NAMES: Record<string, string> = { png: 'PNG', jpeg: 'JPEG', gif: 'GIF', webp: 'WebP' };
 

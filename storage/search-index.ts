@@ -1,7 +1,7 @@
 // The background search indexer: moves rows past `search_index_state.indexed_through` into the
 // trigram index, a bounded batch per call. When to call it (idle time) is the daemon's choice;
 // keeping already-indexed rows exact on rewrite is the schema triggers' job.
-import type { Db } from './db.ts';
+import { type Db, perDb } from './db.ts';
 
 /** Rows indexed per call unless the caller says otherwise. */
 export const DEFAULT_INDEX_BATCH_ROWS = 2048;
@@ -23,13 +23,7 @@ function prepare(db: Db) {
   };
 }
 
-type Statements = ReturnType<typeof prepare>;
-const cache = new WeakMap<Db, Statements>();
-function stmts(db: Db): Statements {
-  let s = cache.get(db);
-  if (s === undefined) cache.set(db, (s = prepare(db)));
-  return s;
-}
+const stmts = perDb(prepare);
 
 /** Newest seq the trigram index covers; rows above it are found by scanning. */
 export function indexedThrough(db: Db): number {

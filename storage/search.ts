@@ -2,7 +2,7 @@
 // batches, the exact Unicode case-insensitive match runs here. Filling the trigram index is
 // storage/search-index.ts's job; queueing a search beside its session's writes is the caller's.
 import type { Params, Result } from '../protocol/methods.ts';
-import type { Db } from './db.ts';
+import { type Db, perDb, yieldToEventLoop } from './db.ts';
 import { indexedThrough } from './search-index.ts';
 import { requireSession } from './sessions.ts';
 
@@ -62,15 +62,8 @@ function prepare(db: Db) {
   };
 }
 
-type Statements = ReturnType<typeof prepare>;
-const cache = new WeakMap<Db, Statements>();
-function stmts(db: Db): Statements {
-  let s = cache.get(db);
-  if (s === undefined) cache.set(db, (s = prepare(db)));
-  return s;
-}
+const stmts = perDb(prepare);
 
-const defaultYield = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * The trigram query that narrows a pattern, or null when the index cannot narrow it.
@@ -168,7 +161,7 @@ export async function grep(
   params: Params<'transcript_grep'>,
   opts: GrepOptions = {},
 ): Promise<Result<'transcript_grep'>> {
-  const yieldNow = opts.yieldEvery ?? defaultYield;
+  const yieldNow = opts.yieldEvery ?? yieldToEventLoop;
   const st = stmts(db);
   const scope = params.session === undefined ? null : requireSession(db, params.session);
   const sids = params.workspace === undefined ? null : new Set(st.workspaceSids.all(params.workspace));

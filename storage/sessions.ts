@@ -3,7 +3,7 @@
 // their garbage collection belong to storage/payloads.ts.
 import { randomUUID } from 'node:crypto';
 import { AlbedoError } from '../protocol/errors.ts';
-import type { Db } from './db.ts';
+import { type Db, perDb } from './db.ts';
 import { collectPayloadGarbage } from './payloads.ts';
 
 /** A `sessions` row with its parent's public id resolved. */
@@ -80,12 +80,7 @@ function prepare(db: Db) {
   };
 }
 
-const cache = new WeakMap<Db, ReturnType<typeof prepare>>();
-function stmts(db: Db): ReturnType<typeof prepare> {
-  let s = cache.get(db);
-  if (s === undefined) cache.set(db, (s = prepare(db)));
-  return s;
-}
+const stmts = perDb(prepare);
 
 export function findSession(db: Db, name: string): SessionRecord | undefined {
   return stmts(db).find.get(name);

@@ -5,7 +5,7 @@ import { AlbedoError } from '../protocol/errors.ts';
 import type { Params, Result } from '../protocol/methods.ts';
 import { UserOrigin, type StoredBody } from '../protocol/rows.ts';
 import { decodeRow } from './conversation.ts';
-import type { Db } from './db.ts';
+import { type Db, perDb, yieldToEventLoop } from './db.ts';
 import { rowHeader } from './row-text.ts';
 import { requireSession } from './sessions.ts';
 
@@ -52,15 +52,8 @@ function prepare(db: Db) {
   };
 }
 
-type Statements = ReturnType<typeof prepare>;
-const cache = new WeakMap<Db, Statements>();
-function stmts(db: Db): Statements {
-  let s = cache.get(db);
-  if (s === undefined) cache.set(db, (s = prepare(db)));
-  return s;
-}
+const stmts = perDb(prepare);
 
-const defaultYield = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 function corrupt(seq: number, what: string): Error {
   return new Error(`transcript row ${seq} is corrupt: ${what}`);
@@ -186,7 +179,7 @@ export async function readTranscript(
   params: Params<'transcript_read'>,
   opts: ReadOptions = {},
 ): Promise<Result<'transcript_read'>> {
-  const yieldNow = opts.yieldEvery ?? defaultYield;
+  const yieldNow = opts.yieldEvery ?? yieldToEventLoop;
   if (params.from_seq !== undefined && params.to_seq !== undefined && params.from_seq > params.to_seq) {
     throw new AlbedoError('invalid_range', `from_seq ${params.from_seq} is after to_seq ${params.to_seq}`, {
       from_seq: params.from_seq,

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { AlbedoError } from '../protocol/errors.ts';
 import type { ImagePart, ImagePartIn, Notice, RowClass, RowIn, StoredBody, TextPart } from '../protocol/rows.ts';
-import type { Db } from './db.ts';
+import { type Db, perDb } from './db.ts';
 import { DEFAULT_MAX_IMAGE_BYTES, hasPayload, prepareImage, putPayload, type PreparedImage } from './payloads.ts';
 import { rowText } from './row-text.ts';
 import { createSession, findSession, requireSession } from './sessions.ts';
@@ -156,13 +156,8 @@ function prepare(db: Db) {
   };
 }
 
+const stmts = perDb(prepare);
 type Statements = ReturnType<typeof prepare>;
-const cache = new WeakMap<Db, Statements>();
-function stmts(db: Db): Statements {
-  let s = cache.get(db);
-  if (s === undefined) cache.set(db, (s = prepare(db)));
-  return s;
-}
 
 function insertRow(st: Statements, sid: number, r: Omit<RawRow, 'seq'>): number {
   return Number(st.insert.run(sid, r.kind, r.row_class, r.key, r.call_id, r.body, r.text, r.created_at).lastInsertRowid);
