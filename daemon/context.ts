@@ -4,6 +4,7 @@
 import type { Params, Result, MethodName } from '../protocol/methods.ts';
 import type { RpcPeer } from '../protocol/rpc-peer.ts';
 import type { Db } from '../storage/db.ts';
+import type { SearchWorker } from '../storage/search-worker.ts';
 import type { ConfigSnapshot } from './config.ts';
 import type { HomePaths } from './home.ts';
 import type { SessionKernels } from './kernels.ts';
@@ -33,6 +34,8 @@ export interface DaemonServices {
   readonly db: Db;
   readonly log: Logger;
   readonly kernels: SessionKernels;
+  /** Runs grep's trigram candidate queries off the event loop. */
+  readonly search: SearchWorker;
   readonly settings: DaemonSettings;
   readonly startedAt: number;
   connectionCount(): number;

@@ -8,6 +8,7 @@ import { RpcPeer } from '../protocol/rpc-peer.ts';
 import { openDb, type Db } from '../storage/db.ts';
 import { DEFAULT_MAX_IMAGE_BYTES } from '../storage/payloads.ts';
 import { indexPending } from '../storage/search-index.ts';
+import { SearchWorker } from '../storage/search-worker.ts';
 import type { ConfigProblem, ConnectionState, DaemonServices, DaemonSettings } from './context.ts';
 import { createDispatcher } from './dispatch.ts';
 import { handlers } from './handlers/index.ts';
@@ -48,6 +49,7 @@ export class Daemon implements DaemonServices {
   private stopped: Promise<void> | undefined;
   private readonly dispatch = createDispatcher(handlers);
   private readonly configStore: ConfigStore;
+  readonly search: SearchWorker;
   /** Called once the daemon has stopped on its own (daemon.shutdown). */
   onStopped: (() => void) | undefined;
 
@@ -57,6 +59,7 @@ export class Daemon implements DaemonServices {
     readonly settings: DaemonSettings,
   ) {
     this.db = openDb(paths.db);
+    this.search = new SearchWorker(paths.db);
     this.server = net.createServer((socket) => this.accept(socket));
     this.configStore = new ConfigStore({
       extensionsPath: paths.extensions,
@@ -80,6 +83,7 @@ export class Daemon implements DaemonServices {
       await daemon.configStore.watch();
     } catch (err) {
       await daemon.configStore.close();
+      await daemon.search.close();
       daemon.db.close();
       throw err;
     }
@@ -153,6 +157,7 @@ export class Daemon implements DaemonServices {
     await this.kernels.idle();
     await closed;
     await this.configStore.close();
+    await this.search.close();
     try {
       this.db.pragma('wal_checkpoint(TRUNCATE)');
     } finally {

@@ -9,7 +9,17 @@ import { requireSession } from './sessions.ts';
 export interface GrepOptions {
   /** Awaited between batches so a long search lets other work run; default setImmediate. */
   yieldEvery?: () => Promise<void>;
+  /**
+   * Runs the trigram candidate query (FTS_CANDIDATES_SQL with the query and the highest
+   * indexed seq). The daemon passes a worker thread's (storage/search-worker.ts); by default
+   * it runs inline on `db`.
+   */
+  candidates?: (query: string, maxSeq: number) => Promise<number[]>;
 }
+
+/** Indexed rows whose text may contain a trigram query, in seq order. */
+export const FTS_CANDIDATES_SQL =
+  'SELECT rowid FROM transcript_fts WHERE transcript_fts MATCH ? AND rowid <= ? ORDER BY rowid';
 
 /** Most rows SQLite hands over per batch. */
 export const GREP_BATCH_ROWS = 2048;
@@ -43,11 +53,7 @@ function prepare(db: Db) {
     sessionPage: db.prepare<[number, number, number], Candidate>(
       'SELECT seq, sid, text FROM transcript WHERE sid = ? AND seq > ? ORDER BY seq LIMIT ?',
     ),
-    ftsCandidates: db
-      .prepare<[string, number], number>(
-        'SELECT rowid FROM transcript_fts WHERE transcript_fts MATCH ? AND rowid <= ? ORDER BY rowid',
-      )
-      .pluck(),
+    ftsCandidates: db.prepare<[string, number], number>(FTS_CANDIDATES_SQL).pluck(),
     bySeqs: db.prepare<[string], Candidate>(
       'SELECT seq, sid, text FROM transcript WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq',
     ),
@@ -180,7 +186,7 @@ export async function grep(
     const query = trigramQuery(params.pattern);
     let after = 0;
     if (query !== null && cursor > 0) {
-      const candidates = st.ftsCandidates.all(query, cursor);
+      const candidates = opts.candidates === undefined ? st.ftsCandidates.all(query, cursor) : await opts.candidates(query, cursor);
       // The candidates are global; when they far outnumber a session's indexed rows, reading
       // its rows directly is cheaper than probing every candidate. The factor is a rough
       // break-even from measurements on 200k rows, not a tuned constant.

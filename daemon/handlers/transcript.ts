@@ -22,7 +22,7 @@ export const transcriptRead: Handler<'transcript_read'> = (params, { daemon }) =
   daemon.kernels.run(params.session, () => readTranscript(daemon.db, params));
 
 /** A session-scoped search queues on its session; a cross-session one runs on its own. */
-export const transcriptGrep: Handler<'transcript_grep'> = (params, { daemon }) =>
-  params.session === undefined
-    ? grep(daemon.db, params)
-    : daemon.kernels.run(params.session, () => grep(daemon.db, params));
+export const transcriptGrep: Handler<'transcript_grep'> = (params, { daemon }) => {
+  const run = () => grep(daemon.db, params, { candidates: (query, maxSeq) => daemon.search.candidates(query, maxSeq) });
+  return params.session === undefined ? run() : daemon.kernels.run(params.session, run);
+};

@@ -11,13 +11,19 @@ import { openDb, type Db } from '../../storage/db.ts';
 
 /** A fresh database file, closed and removed when the test ends. */
 export function tempDb(t: TestContext): Db {
+  return tempDbWithPath(t).db;
+}
+
+/** The same, with the file's path, for tests that open a second connection. */
+export function tempDbWithPath(t: TestContext): { db: Db; path: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'albedo-storage-'));
-  const db = openDb(path.join(dir, 'albedo.db'), { synchronous: 'NORMAL' });
+  const file = path.join(dir, 'albedo.db');
+  const db = openDb(file, { synchronous: 'NORMAL' });
   t.after(() => {
     db.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
-  return db;
+  return { db, path: file };
 }
 
 export interface RowOpts {

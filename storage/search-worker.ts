@@ -1,0 +1,58 @@
+// Runs grep's trigram candidate query on a worker thread, so a query that takes long on a large
+// index never stalls the daemon's event loop. One worker, requests answered in order; grep
+// works the same without it (tests and scripts run the query inline).
+import { Worker } from 'node:worker_threads';
+
+interface Pending {
+  resolve: (seqs: number[]) => void;
+  reject: (err: Error) => void;
+}
+
+export class SearchWorker {
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private closed = false;
+
+  constructor(dbPath: string) {
+    // The boot file registers tsx inside the worker, then loads the TypeScript worker.
+    this.worker = new Worker(new URL('./search-worker-boot.js', import.meta.url), { workerData: { path: dbPath } });
+    this.worker.on('message', (msg: { id: number; seqs?: Float64Array; error?: string }) => {
+      const p = this.pending.get(msg.id);
+      if (p === undefined) return;
+      this.pending.delete(msg.id);
+      if (this.pending.size === 0) this.worker.unref();
+      if (msg.error !== undefined || msg.seqs === undefined) p.reject(new Error(`search worker: ${msg.error ?? 'no answer'}`));
+      else p.resolve(Array.from(msg.seqs));
+    });
+    this.worker.on('error', (err) => this.failAll(err));
+    this.worker.on('exit', (code) => this.failAll(new Error(`search worker exited with code ${code}`)));
+    // An idle worker must not keep the process alive; one with a query out must.
+    this.worker.unref();
+  }
+
+  /** Seqs of indexed rows (seq <= maxSeq) whose text may contain the trigram query. */
+  candidates(query: string, maxSeq: number): Promise<number[]> {
+    if (this.closed) return Promise.reject(new Error('search worker is closed'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      if (this.pending.size === 0) this.worker.ref();
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ id, query, maxSeq });
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.failAll(new Error('search worker is closed'));
+    this.worker.ref();
+    await this.worker.terminate();
+  }
+
+  private failAll(err: Error): void {
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+    this.worker.unref();
+  }
+}
