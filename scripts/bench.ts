@@ -6,12 +6,12 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { benchAppend } from './bench/append.ts';
-import { parseArgs, type BenchArgs } from './bench/args.ts';
+import { parseArgs, type BenchArgs, type Section } from './bench/args.ts';
 import { corpusStats, loadCorpus, type Corpus } from './bench/corpus.ts';
 import { buildDataset, checkpoint, fileSize, type Dataset } from './bench/dataset.ts';
 import { benchGrep } from './bench/grep.ts';
-import { benchCompactionWork, benchPrepare } from './bench/prepare.ts';
-import { benchRead } from './bench/read.ts';
+import { alternate, benchCompactionWork, measurePrepare, preparedSession, type PrepareSession } from './bench/prepare.ts';
+import { benchRead, segmenterProbe } from './bench/read.ts';
 import { judge, render, type Results, type SizeResult } from './bench/report.ts';
 import { nowMs } from './bench/timing.ts';
 
@@ -60,46 +60,55 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
     total_ms: 0,
   };
 
+  if (args.only.has('read')) results.segmenter_probe = segmenterProbe();
   if (args.only.has('append')) {
     log('append ...');
     results.append = await benchAppend(root, corpus, { quick: args.quick });
   }
 
-  const wantsData = ['read', 'grep', 'prepare', 'compact'].some((s) => args.only.has(s as never));
-  if (args.only.has('prepare') && !args.sizes.includes(PREPARE_BASELINE_ROWS)) {
-    log('prepare baseline ...');
-    results.prepare_baseline = await withDataset(root, PREPARE_BASELINE_ROWS, corpus, (ds) => benchPrepare(ds, { runs: args.prepareRuns }, log));
-  }
-  const compactionSize = [...args.sizes].reverse().find((s) => s <= COMPACTION_ROWS) ?? args.sizes[0];
+  const wantsData = ['read', 'grep', 'prepare', 'compact'].some((x) => args.only.has(x as Section));
+  const compactionSize = [...args.sizes].reverse().find((x) => x <= COMPACTION_ROWS) ?? args.sizes[0];
 
-  if (wantsData) {
-    for (const size of args.sizes) {
-      const r = await withDataset(root, size, corpus, async (ds) => {
-        checkpoint(ds.db);
-        const textChars = ds.db.prepare<[], number>('SELECT sum(length(text)) FROM transcript').pluck().get() ?? 0;
-        const sr: SizeResult = {
-          size,
-          total_rows: ds.totalRows,
-          sessions: 1 + ds.sides.length,
-          build: { ms: ds.buildMs, rows_per_s: ds.totalRows / (ds.buildMs / 1000), db_bytes: fileSize(ds.file), text_chars: textChars },
-        };
-        log(`  built ${ds.totalRows} rows in ${(ds.buildMs / 1000).toFixed(1)} s`);
-        if (args.only.has('read')) sr.read = await benchRead(ds, log);
-        if (args.only.has('grep')) sr.grep = await benchGrep(ds, { unindexed: true }, log);
-        if ((args.only.has('compact') || args.only.has('prepare')) && size === compactionSize) results.compaction = await benchCompactionWork(ds, log);
-        if (args.only.has('prepare')) {
-          sr.prepare = await benchPrepare(ds, { runs: args.prepareRuns }, log);
-          if (size === PREPARE_BASELINE_ROWS) results.prepare_baseline = sr.prepare;
-        }
-        return sr;
-      });
-      results.sizes.push(r);
-    }
+  // The prepare baseline stays open for the whole run: every size is timed against it in
+  // alternating blocks, so the ratio compares the two at the same moment.
+  let baseline: PrepareSession | undefined;
+  if (args.only.has('prepare')) {
+    const dir = fs.mkdtempSync(path.join(root, `baseline-`));
+    log(`building the ${PREPARE_BASELINE_ROWS}-row prepare baseline in ${dir}`);
+    const ds = await buildDataset(dir, PREPARE_BASELINE_ROWS, corpus, { log });
+    baseline = await preparedSession(ds, corpus, log);
+    results.prepare_baseline = await measurePrepare(baseline, { runs: args.prepareRuns }, log);
   }
-  // When the baseline size is itself one of the sizes, it is not judged against itself twice.
-  if (results.prepare_baseline !== undefined) {
-    const b = results.prepare_baseline;
-    for (const s of results.sizes) if (s.prepare === b) delete s.prepare;
+  try {
+    if (wantsData) {
+      for (const size of args.sizes) {
+        const r = await withDataset(root, size, corpus, async (ds) => {
+          checkpoint(ds.db);
+          const textChars = ds.db.prepare<[], number>('SELECT sum(length(text)) FROM transcript').pluck().get() ?? 0;
+          const sr: SizeResult = {
+            size,
+            total_rows: ds.totalRows,
+            sessions: 1 + ds.sides.length,
+            build: { ms: ds.buildMs, rows_per_s: ds.totalRows / (ds.buildMs / 1000), db_bytes: fileSize(ds.file), text_chars: textChars },
+          };
+          log(`  built ${ds.totalRows} rows in ${(ds.buildMs / 1000).toFixed(1)} s`);
+          if (args.only.has('read')) sr.read = await benchRead(ds, { budgetMs: args.readBudgetMs }, log);
+          if (args.only.has('grep')) sr.grep = await benchGrep(ds, { unindexed: true }, log);
+          if ((args.only.has('compact') || args.only.has('prepare')) && size === compactionSize) results.compaction = await benchCompactionWork(ds, log);
+          if (args.only.has('prepare') && baseline !== undefined) {
+            const ps = await preparedSession(ds, corpus, log);
+            sr.prepare = await measurePrepare(ps, { runs: args.prepareRuns }, log);
+            const alt = await alternate(ps, baseline, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) });
+            sr.prepare.versus_baseline = { baseline_rows: baseline.ds.main.rows, this: alt.a, baseline: alt.b, ratio: alt.ratio };
+            log(`  prepare @${ds.main.rows} vs baseline, alternating: ${alt.a.median_ms.toFixed(3)} / ${alt.b.median_ms.toFixed(3)} ms = ${alt.ratio.toFixed(2)}x`);
+          }
+          return sr;
+        });
+        results.sizes.push(r);
+      }
+    }
+  } finally {
+    baseline?.ds.db.close();
   }
   results.total_ms = nowMs() - t0;
   results.verdicts = judge(results);

@@ -84,3 +84,19 @@ export function perDb<T>(make: (db: Db) => T): (db: Db) => T {
 export function yieldToEventLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
+
+/** Work between two yields of a long scan, in milliseconds (the daemon's budget is 50). */
+export const SLICE_MS = 8;
+
+/**
+ * For loops over rows of unknown size: call the returned function after each unit of work;
+ * once SLICE_MS have passed since the last yield it awaits `yieldNow` and starts a new slice.
+ */
+export function timeSlicer(yieldNow: () => Promise<void> = yieldToEventLoop): () => Promise<void> {
+  let start = performance.now();
+  return async () => {
+    if (performance.now() - start < SLICE_MS) return;
+    await yieldNow();
+    start = performance.now();
+  };
+}

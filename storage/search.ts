@@ -2,7 +2,7 @@
 // batches, the exact Unicode case-insensitive match runs here. Filling the trigram index is
 // storage/search-index.ts's job; queueing a search beside its session's writes is the caller's.
 import type { Params, Result } from '../protocol/methods.ts';
-import { type Db, perDb, yieldToEventLoop } from './db.ts';
+import { type Db, perDb, timeSlicer, yieldToEventLoop } from './db.ts';
 import { indexedThrough } from './search-index.ts';
 import { requireSession } from './sessions.ts';
 
@@ -36,8 +36,11 @@ const PREVIEW_LEAD = 60;
  * 'ÉCOLE' finds 'école', but 'straße' does not find 'STRASSE'.
  */
 export function fold(s: string): string {
-  return s.normalize('NFC').toLowerCase();
+  // NFC leaves ASCII as it is, and normalizing is the expensive half.
+  return ASCII.test(s) ? s.toLowerCase() : s.normalize('NFC').toLowerCase();
 }
+
+const ASCII = /^[\x00-\x7f]*$/;
 
 interface Candidate {
   seq: number;
@@ -128,8 +131,10 @@ class Matches {
     this.needle = fold(pattern);
   }
 
-  consider(rows: readonly Candidate[]): void {
+  /** Checks a batch, yielding through `slice` so a batch of long rows never holds the thread. */
+  async consider(rows: readonly Candidate[], slice: () => Promise<void>): Promise<void> {
     for (const row of rows) {
+      await slice();
       if (this.sids !== null && !this.sids.has(row.sid)) continue;
       const folded = fold(row.text);
       if (!folded.includes(this.needle)) continue;
@@ -168,6 +173,7 @@ export async function grep(
   opts: GrepOptions = {},
 ): Promise<Result<'transcript_grep'>> {
   const yieldNow = opts.yieldEvery ?? yieldToEventLoop;
+  const slice = timeSlicer(yieldNow);
   const st = stmts(db);
   const scope = params.session === undefined ? null : requireSession(db, params.session);
   const sids = params.workspace === undefined ? null : new Set(st.workspaceSids.all(params.workspace));
@@ -195,7 +201,7 @@ export async function grep(
       for (let i = 0; !scanInstead && i < candidates.length; i += GREP_BATCH_ROWS) {
         await yieldNow();
         const seqs = JSON.stringify(candidates.slice(i, i + GREP_BATCH_ROWS));
-        matches.consider(scope === null ? st.bySeqs.all(seqs) : st.bySeqsInSession.all(seqs, scope.sid));
+        await matches.consider(scope === null ? st.bySeqs.all(seqs) : st.bySeqsInSession.all(seqs, scope.sid), slice);
       }
       if (!scanInstead) after = cursor;
     }
@@ -203,7 +209,7 @@ export async function grep(
       await yieldNow();
       const rows =
         scope === null ? st.globalPage.all(after, GREP_BATCH_ROWS) : st.sessionPage.all(scope.sid, after, GREP_BATCH_ROWS);
-      matches.consider(rows);
+      await matches.consider(rows, slice);
       if (rows.length < GREP_BATCH_ROWS) break;
       after = rows[rows.length - 1]!.seq;
     }

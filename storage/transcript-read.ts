@@ -5,12 +5,12 @@ import { AlbedoError } from '../protocol/errors.ts';
 import type { Params, Result } from '../protocol/methods.ts';
 import { UserOrigin, type StoredBody } from '../protocol/rows.ts';
 import { decodeRow } from './conversation.ts';
-import { type Db, perDb, yieldToEventLoop } from './db.ts';
+import { type Db, perDb, timeSlicer } from './db.ts';
 import { rowHeader } from './row-text.ts';
 import { requireSession } from './sessions.ts';
 
 export interface ReadOptions {
-  /** Awaited between row pages so a deep read lets other work run; default setImmediate. */
+  /** Awaited after every few milliseconds of work so a deep read lets other work run; default setImmediate. */
   yieldEvery?: () => Promise<void>;
 }
 
@@ -87,10 +87,30 @@ function header(row: HeaderRow, session: string): string {
 }
 
 /**
- * ASCII without CR: every character is one grapheme. (LF is allowed: a grapheme break always
- * follows LF and, without CR, always precedes it. CR is not, since CR LF is one grapheme.)
+ * Text in which every UTF-16 unit is one grapheme, so graphemes count by length: no CR (CR LF is
+ * one grapheme), nothing that extends or joins the character before it (marks, Grapheme_Extend,
+ * ZWJ/ZWNJ, emoji modifiers, the two spacing vowels U+0E33/U+0EB3), no Prepend characters, no
+ * Hangul jamo, regional indicators, or anything outside the BMP. That covers ASCII and most
+ * other text (precomposed accents, CJK, Hangul syllables, box drawing, arrows); the rest goes
+ * through Intl.Segmenter. Checked against the segmenter for every BMP character that passes.
  */
-const ONE_GRAPHEME_PER_CHAR = /^[\x00-\x0c\x0e-\x7f]*$/;
+const ONE_GRAPHEME_PER_CHAR =
+  /^[^\r\u200c\u200d\p{M}\p{Grapheme_Extend}\p{Emoji_Modifier}\p{Regional_Indicator}\u0e33\u0eb3\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u0d4e\u{10000}-\u{10ffff}\ud800-\udfff]*$/u;
+
+/** A row longer than this (UTF-16 units) is fed in LF-ended chunks so a yield can fall inside it. */
+const CHUNK_CHARS = 32 * 1024;
+
+/** Splits after a LF near every CHUNK_CHARS units; graphemes never span a split. */
+function* chunks(piece: string): Generator<string> {
+  let from = 0;
+  while (piece.length - from > CHUNK_CHARS) {
+    const lf = piece.indexOf('\n', from + CHUNK_CHARS - 1);
+    if (lf < 0) break;
+    yield piece.slice(from, lf + 1);
+    from = lf + 1;
+  }
+  yield from === 0 ? piece : piece.slice(from);
+}
 
 const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
 
@@ -179,7 +199,6 @@ export async function readTranscript(
   params: Params<'transcript_read'>,
   opts: ReadOptions = {},
 ): Promise<Result<'transcript_read'>> {
-  const yieldNow = opts.yieldEvery ?? yieldToEventLoop;
   if (params.from_seq !== undefined && params.to_seq !== undefined && params.from_seq > params.to_seq) {
     throw new AlbedoError('invalid_range', `from_seq ${params.from_seq} is after to_seq ${params.to_seq}`, {
       from_seq: params.from_seq,
@@ -193,15 +212,20 @@ export async function readTranscript(
 
   let rows = st.page.all(s.sid, (params.from_seq ?? 1) - 1, last, READ_PAGE_ROWS);
   let i = 0;
+  const slice = timeSlicer(opts.yieldEvery);
   while (i < rows.length) {
     const row = rows[i++]!;
     // Whether another row follows decides the separator; at a page's end a one-row probe
     // answers it, and the next page is fetched only if the rendering goes on.
     const hasNext = i < rows.length || (rows.length === READ_PAGE_ROWS && st.exists.get(s.sid, row.seq, last) !== undefined);
     const piece = `${header(row, s.name)}\n${row.text}${hasNext ? SEPARATOR : ''}`;
-    if (pager.feed(piece)) break;
+    let done = false;
+    for (const chunk of chunks(piece)) {
+      if ((done = pager.feed(chunk))) break;
+      await slice();
+    }
+    if (done) break;
     if (i === rows.length && hasNext) {
-      await yieldNow();
       rows = st.page.all(s.sid, row.seq, last, READ_PAGE_ROWS);
       i = 0;
     }

@@ -5,11 +5,10 @@
 import type { CompactionRecord, Observation, PlainInput, Section, ToolSpec } from '../protocol/prepared.ts';
 import type { Db } from '../storage/db.ts';
 import { autoFailures, lastCompaction, logCompaction, setAutoFailures } from '../storage/engine-log.ts';
-import { foldSources } from '../storage/conversation.ts';
-import type { StoredRow } from '../protocol/rows.ts';
 import type { ModelEntry } from './catalog/models.ts';
 import type { CompactOutcome, CompactPlan, Projection, Strategy, StrategyInput } from './contract.ts';
 import { inputsTokens, pinnedTokens, reachesPercent, textTokens } from './estimate.ts';
+import { historyRows } from './harness/history-rows.ts';
 import { resolveWindow, validateWindow, type WindowSettings } from './harness/window.ts';
 import { forModel } from './projection.ts';
 import type { Summarizer } from './summarizer/types.ts';
@@ -93,8 +92,7 @@ function frame(setup: EngineSetup, args: PrepareArgs): Frame {
 
 /** Without a strategy every row goes out as it is. */
 function uncompacted(input: StrategyInput): Projection {
-  const rows: StoredRow[] = [];
-  if (input.head > 0) for (const page of foldSources(input.db, input.session.name, 1, input.head, { boundary: input.head })) rows.push(...page);
+  const rows = historyRows(input, 1);
   const inputs = forModel(rows, input.target);
   const estimate = input.pinnedTokens + inputsTokens(inputs);
   const sections: Section[] = rows.length === 0 ? [] : [{ name: 'history', source: `rows #${rows[0]!.seq}-#${rows[rows.length - 1]!.seq} (no compaction strategy installed)`, estimated_tokens: inputsTokens(inputs) }];

@@ -14,6 +14,8 @@ export interface BenchArgs {
   tmp: string;
   /** Timed prepares per size (after warm-up). */
   prepareRuns: number;
+  /** A transcript_read run longer than this is stopped and extrapolated (ms). */
+  readBudgetMs: number;
 }
 
 export const DEFAULT_SIZES = [10_000, 100_000, 1_000_000];
@@ -85,5 +87,6 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     fixtures,
     tmp,
     prepareRuns: quick ? 15 : 41,
+    readBudgetMs: quick ? 1_000 : 30_000,
   };
 }

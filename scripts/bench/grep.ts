@@ -1,9 +1,10 @@
-// transcript_grep: fills the trigram index (indexPending until 0; time, worst batch, disk
-// cost), then times four patterns session-scoped and cross-session against GNU grep -F -i -c
-// over the same row texts dumped one row per line, with the event-loop stall of each search.
+// transcript_grep as the daemon runs it (candidate query on the search worker): fills the
+// trigram index (indexPending until 0; time, worst batch, disk cost), then times four patterns,
+// session-scoped and cross-session, against GNU grep -F -i -c over the same texts dumped to a file.
 import { spawnSync } from 'node:child_process';
 import { indexPending, searchIndexLag } from '../../storage/search-index.ts';
 import { grep } from '../../storage/search.ts';
+import { SearchWorker } from '../../storage/search-worker.ts';
 import { checkpoint, dumpTexts, fileSize, type Dataset } from './dataset.ts';
 import { nowMs, repeat, withLoopMonitor } from './timing.ts';
 
@@ -67,28 +68,38 @@ function gnuGrep(pattern: string, file: string): { bestMs: number; count: number
 
 function ftsBytes(ds: Dataset): { fts: number | null; total: number | null } {
   try {
-    const names = ds.db
-      .prepare<[], string>("SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE 'transcript_fts_%'")
-      .pluck()
-      .all();
+    // Aggregate mode: one row per table or index with its total page bytes, in one pass.
+    const rows = ds.db.prepare<[], { name: string; pgsize: number }>("SELECT name, pgsize FROM dbstat('main', 1)").all();
     let fts = 0;
-    const one = ds.db.prepare<[string], number | null>("SELECT sum(pgsize) FROM dbstat('main', 1) WHERE name = ?").pluck();
-    for (const n of names) fts += one.get(n) ?? 0;
-    const total = ds.db.prepare<[], number | null>("SELECT sum(pgsize) FROM dbstat('main', 1)").pluck().get() ?? 0;
+    let total = 0;
+    for (const r of rows) {
+      total += r.pgsize;
+      if (r.name.startsWith('transcript_fts')) fts += r.pgsize;
+    }
     return { fts, total };
   } catch {
     return { fts: null, total: null };
   }
 }
 
-async function ourGrep(ds: Dataset, pattern: string, session: string | undefined): Promise<number> {
-  const r = await grep(ds.db, { pattern, offset: 0, limit: 50, ...(session === undefined ? {} : { session }) });
+/** A search as the daemon runs it: the trigram candidate query on the search worker thread. */
+async function ourGrep(ds: Dataset, worker: SearchWorker, pattern: string, session: string | undefined): Promise<number> {
+  const r = await grep(ds.db, { pattern, offset: 0, limit: 50, ...(session === undefined ? {} : { session }) }, { candidates: (q, max) => worker.candidates(q, max) });
   return r.total;
 }
 
 export async function benchGrep(ds: Dataset, opts: { unindexed: boolean }, log: (s: string) => void): Promise<GrepResult> {
   const dump = dumpTexts(ds);
   checkpoint(ds.db);
+  const worker = new SearchWorker(ds.file);
+  try {
+    return await measure(ds, worker, dump, opts, log);
+  } finally {
+    await worker.close();
+  }
+}
+
+async function measure(ds: Dataset, worker: SearchWorker, dump: ReturnType<typeof dumpTexts>, opts: { unindexed: boolean }, log: (s: string) => void): Promise<GrepResult> {
   const before = fileSize(ds.file);
 
   // The scan path first, while nothing is indexed.
@@ -96,7 +107,7 @@ export async function benchGrep(ds: Dataset, opts: { unindexed: boolean }, log: 
   if (opts.unindexed) {
     for (const p of PATTERNS) {
       const t0 = nowMs();
-      await ourGrep(ds, p.pattern, undefined);
+      await ourGrep(ds, worker, p.pattern, undefined);
       unindexed.set(p.name, nowMs() - t0);
     }
   }
@@ -136,7 +147,7 @@ export async function benchGrep(ds: Dataset, opts: { unindexed: boolean }, log: 
   for (const scope of ['session', 'cross'] as const) {
     for (const p of PATTERNS) {
       const session = scope === 'session' ? ds.main.name : undefined;
-      const run = await withLoopMonitor(() => repeat(() => ourGrep(ds, p.pattern, session), { warmup: 1, minRuns: 3, maxRuns: 10, minTotalMs: 300 }));
+      const run = await withLoopMonitor(() => repeat(() => ourGrep(ds, worker, p.pattern, session), { warmup: 1, minRuns: 3, maxRuns: 10, minTotalMs: 300 }));
       const gnu = gnuGrep(p.pattern, scope === 'session' ? dump.main : dump.all);
       const c: GrepCase = {
         pattern_name: p.name,

@@ -5,12 +5,15 @@ import { randomUUID } from 'node:crypto';
 import { ExtensionsFile, type ConfigSnapshot } from '../../daemon/config.ts';
 import { engineSetup } from '../../daemon/engine.ts';
 import type { ToolSpec } from '../../protocol/prepared.ts';
-import { snapshot } from '../../storage/conversation.ts';
+import { sessionHead } from '../../storage/conversation.ts';
 import { savePrepared } from '../../storage/engine-log.ts';
 import { loadCatalog } from '../../strategies/catalog/models.ts';
 import { adoptSession, prepareRequest, type EngineSetup, type PrepareArgs, type Prepared } from '../../strategies/prepare.ts';
 import { createSummarizer, SummarizerConfig, type Summarizer, type SummaryRequest, type SummaryResult } from '../../strategies/summarizer/index.ts';
+import { appendRows } from '../../storage/transcript.ts';
+import type { Corpus } from './corpus.ts';
 import type { Dataset } from './dataset.ts';
+import { corpusUnits, RowStream } from './rows.ts';
 import { nowMs, repeat, stats, type Stats } from './timing.ts';
 
 export const WINDOW_TOKENS = 200_000;
@@ -104,6 +107,29 @@ function argsFor(ds: Dataset, head: number, cache: Map<string, unknown>, force: 
   return { db: ds.db, session: { sid: ds.main.sid, name: ds.main.name }, head, instructions, tools, force, focus: undefined, cache, signal: undefined };
 }
 
+/**
+ * Two consecutive corpus units appended to the main session before the prepare measurement:
+ * a large one (over the 2% tail budget, so it never joins the tail) and a typical one, which
+ * is then the whole verbatim tail at every size. Without this the tail would be whatever unit
+ * the session happens to end in, and sizes would not be comparable.
+ */
+async function appendClosingTurn(ds: Dataset, corpus: Corpus): Promise<number> {
+  const units = corpusUnits(corpus);
+  let i = units.findIndex((u, k) => u.chars > 24_000 && (units[k + 1]?.rows ?? 0) >= 6 && (units[k + 1]?.rows ?? 99) <= 40 && (units[k + 1]?.chars ?? 0) >= 8_000 && (units[k + 1]?.chars ?? 1e9) <= 40_000);
+  if (i < 0) {
+    // A corpus without such a pair: the largest unit, then whatever follows it.
+    i = units.reduce((best, u, k) => (k + 1 < units.length && u.chars > units[best]!.chars ? k : best), 0);
+  }
+  const a = units[i]!;
+  const b = units[i + 1]!;
+  const stream = new RowStream(corpus, { start: a.start, keyPrefix: 'close', idTag: 'close' });
+  const res = await appendRows(ds.db, ds.main.name, stream.take(a.rows + b.rows));
+  ds.main.head = res.head;
+  ds.main.rows += a.rows + b.rows;
+  ds.mainHeads.push({ rows: ds.main.rows, head: res.head });
+  return b.rows;
+}
+
 function clearState(ds: Dataset): void {
   ds.db.prepare('DELETE FROM rolling_state WHERE sid = ?').run(ds.main.sid);
 }
@@ -170,18 +196,33 @@ export interface PrepareResult {
   cold_ms: number;
   prepare: Stats;
   stringify: Stats;
-  /** snapshot + engineSetup + prepareRequest + savePrepared + stringify, as the prepare handler does. */
+  /** sessionHead + engineSetup + prepareRequest + savePrepared + stringify, as the prepare handler does. */
   handler: Stats;
-  parts: { snapshot: Stats; engine_setup: Stats; save_prepared: Stats };
+  parts: { session_head: Stats; engine_setup: Stats; save_prepared: Stats };
+  /** This size and the baseline session timed in alternating blocks, for a same-moment ratio. */
+  versus_baseline?: { baseline_rows: number; this: Stats; baseline: Stats; ratio: number };
 }
 
-export async function benchPrepare(ds: Dataset, opts: { runs: number }, log: (s: string) => void): Promise<PrepareResult> {
+/** A main session compacted and ready for nothing-due prepares, with its kernel cache. */
+export interface PrepareSession {
+  ds: Dataset;
+  setup: EngineSetup;
+  args: PrepareArgs;
+  setupCompactions: PrepareResult['setup_compactions'];
+  coldMs: number;
+}
+
+/**
+ * Appends the closing turn, then compacts the main session (forced, extractive) every
+ * COMPACT_EVERY rows of history as a daemon would have while it grew, then makes the first
+ * prepare of a new kernel (timed: it verifies the saved cut).
+ */
+export async function preparedSession(ds: Dataset, corpus: Corpus, log: (s: string) => void): Promise<PrepareSession> {
+  await appendClosingTurn(ds, corpus);
   clearState(ds);
   const setup = setupFor(ds);
   const cache = new Map<string, unknown>();
   adoptSession(setup, argsFor(ds, ds.main.head, cache, false));
-
-  // Compact as the daemon would have while the session grew, every COMPACT_EVERY rows.
   const setupCompactions: PrepareResult['setup_compactions'] = [];
   for (let target = Math.min(COMPACT_EVERY, ds.main.rows); ; target = Math.min(target + COMPACT_EVERY, ds.main.rows)) {
     const entry = [...ds.mainHeads].reverse().find((h) => h.rows <= target);
@@ -195,16 +236,27 @@ export async function benchPrepare(ds: Dataset, opts: { runs: number }, log: (s:
   log(`  ${setupCompactions.length} setup compaction(s): ${setupCompactions.map((c) => `${c.ms.toFixed(0)} ms`).join(', ')}`);
 
   // A new kernel: its first prepare verifies the saved cut.
-  const kernel = new Map<string, unknown>();
-  const args = argsFor(ds, ds.main.head, kernel, false);
+  const args = argsFor(ds, ds.main.head, new Map<string, unknown>(), false);
   const c0 = nowMs();
   const cold = await prepareRequest(setup, args);
   const coldMs = nowMs() - c0;
   if (cold.compacted || cold.observation.due) throw new Error('prepare was due; the benchmark wants nothing due');
+  return { ds, setup, args, setupCompactions, coldMs };
+}
 
-  const prep = await repeat(() => prepareRequest(setup, args), { warmup: 5, minRuns: opts.runs, maxRuns: opts.runs });
+function timedPrepare(ps: PrepareSession): () => Promise<Prepared> {
+  return async () => {
+    const p = await prepareRequest(ps.setup, ps.args);
+    if (p.compacted) throw new Error('prepare compacted');
+    return p;
+  };
+}
+
+/** Median of repeated nothing-due prepares (kernel cache reused), stringify, and the handler path. */
+export async function measurePrepare(ps: PrepareSession, opts: { runs: number }, log: (s: string) => void): Promise<PrepareResult> {
+  const { ds, args } = ps;
+  const prep = await repeat(timedPrepare(ps), { warmup: 5, minRuns: opts.runs, maxRuns: opts.runs });
   const prepared = prep.value;
-  if (prepared.compacted) throw new Error('prepare compacted');
   const res = response(prepared, ds.main.head);
   const json = await repeat(() => JSON.stringify(res), { warmup: 5, minRuns: opts.runs, maxRuns: opts.runs });
   const tail = prepared.observation.sections.find((s) => s.name === 'tail');
@@ -214,17 +266,17 @@ export async function benchPrepare(ds: Dataset, opts: { runs: number }, log: (s:
   const snap: number[] = [];
   const eng: number[] = [];
   const save: number[] = [];
+  const { instructions, tools } = agentPrompt();
   const handler = await repeat(
     async () => {
       const t0 = nowMs();
-      const head = snapshot(ds.db, ds.main.name).head;
+      const head = sessionHead(ds.db, ds.main.name).head;
       const t1 = nowMs();
       const s = engineSetup({ db: ds.db, config: benchConfig(), configErrors: [], sid: ds.main.sid, modelId: MODEL_ID, conn: undefined, env: {} });
       const t2 = nowMs();
       const p = await prepareRequest(s, { ...args, head });
       const t3 = nowMs();
       const id = randomUUID();
-      const { instructions, tools } = agentPrompt();
       savePrepared(ds.db, { id, sid: ds.main.sid, head, model: MODEL_ID, estimate: p.observation.estimated_input_tokens, observation: { ...p.observation, prepared_id: id }, prompt: { instructions, tools } });
       const t4 = nowMs();
       JSON.stringify(response(p, head));
@@ -239,16 +291,46 @@ export async function benchPrepare(ds: Dataset, opts: { runs: number }, log: (s:
   const { value: _h, ...handlerStats } = handler;
   const out: PrepareResult = {
     history_rows: ds.main.rows,
-    setup_compactions: setupCompactions,
+    setup_compactions: ps.setupCompactions,
     tail_rows: tailRows,
     estimated_tokens: prepared.observation.estimated_input_tokens,
     request_bytes: Buffer.byteLength(JSON.stringify(res)),
-    cold_ms: coldMs,
+    cold_ms: ps.coldMs,
     prepare: prepStats,
     stringify: jsonStats,
     handler: handlerStats,
-    parts: { snapshot: stats(snap), engine_setup: stats(eng), save_prepared: stats(save) },
+    parts: { session_head: stats(snap), engine_setup: stats(eng), save_prepared: stats(save) },
   };
-  log(`  prepare @${ds.main.rows}: median ${prepStats.median_ms.toFixed(2)} ms, stringify ${jsonStats.median_ms.toFixed(2)} ms, cold ${coldMs.toFixed(0)} ms, handler ${handlerStats.median_ms.toFixed(2)} ms (tail ${tailRows} rows)`);
+  log(`  prepare @${ds.main.rows}: median ${prepStats.median_ms.toFixed(2)} ms, stringify ${jsonStats.median_ms.toFixed(2)} ms, cold ${ps.coldMs.toFixed(0)} ms, handler ${handlerStats.median_ms.toFixed(2)} ms (tail ${tailRows} rows)`);
   return out;
+}
+
+/**
+ * Times two prepared sessions in alternating blocks (A B A B ...), so both medians come from
+ * the same stretch of this noisy machine; returns their medians and the ratio a/b.
+ */
+export async function alternate(a: PrepareSession, b: PrepareSession, opts: { blocks: number; perBlock: number }): Promise<{ a: Stats; b: Stats; ratio: number }> {
+  const fa = timedPrepare(a);
+  const fb = timedPrepare(b);
+  for (let i = 0; i < 3; i++) {
+    await fa();
+    await fb();
+  }
+  const sa: number[] = [];
+  const sb: number[] = [];
+  for (let blk = 0; blk < opts.blocks; blk++) {
+    for (const [f, into] of [
+      [fa, sa],
+      [fb, sb],
+    ] as const) {
+      for (let i = 0; i < opts.perBlock; i++) {
+        const t0 = nowMs();
+        await f();
+        into.push(nowMs() - t0);
+      }
+    }
+  }
+  const A = stats(sa);
+  const B = stats(sb);
+  return { a: A, b: B, ratio: A.median_ms / B.median_ms };
 }

@@ -1,18 +1,45 @@
 // transcript_read: the first 20k-grapheme page of the main session, a page in the middle and
 // one near the end (offsets estimated from SQL character counts), with the event-loop stall
-// seen while each is read (readTranscript yields every 128 rows).
+// seen while each is read. Reads that outrun a time budget are stopped and extrapolated.
 import { DEFAULT_READ_LIMIT } from '../../protocol/methods.ts';
-import { readTranscript } from '../../storage/transcript-read.ts';
+import { READ_PAGE_ROWS, readTranscript } from '../../storage/transcript-read.ts';
 import type { Dataset } from './dataset.ts';
-import { repeat, withLoopMonitor, type Stats } from './timing.ts';
+import { nowMs, stats, turn, withLoopMonitor, type Stats } from './timing.ts';
 
 export interface ReadResult {
   page: 'first' | 'middle' | 'near-end';
   offset: number;
-  /** Graphemes returned. */
+  /** Graphemes returned (0 when the read was stopped, -1 when the page reached the end). */
   returned: number;
+  /** Completed reads; empty when the first one hit the budget. */
   stats: Stats;
+  /** Set when a read was stopped at the budget: how far it got and the extrapolated time. */
+  stopped?: { budget_ms: number; rows_read: number; rows_needed: number; extrapolated_ms: number };
   max_stall_ms: number;
+}
+
+class Stopped extends Error {}
+
+/**
+ * Diagnostic for the read numbers: Intl.Segmenter's cost per grapheme when one string of a
+ * given length is segmented whole, against the same text segmented in 1000-character slices.
+ */
+export function segmenterProbe(): Array<{ chars: number; whole_us_per_grapheme: number; sliced_us_per_grapheme: number }> {
+  const seg = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+  const base = 'The agent read src/index.ts → found the bug; fixed it. ';
+  const out: Array<{ chars: number; whole_us_per_grapheme: number; sliced_us_per_grapheme: number }> = [];
+  for (const chars of [1_000, 4_000, 16_000, 64_000]) {
+    const text = base.repeat(Math.ceil(chars / base.length)).slice(0, chars);
+    let t0 = nowMs();
+    let n = 0;
+    for (const _ of seg.segment(text)) n++;
+    const whole = nowMs() - t0;
+    t0 = nowMs();
+    for (let i = 0; i < text.length; i += 1000) for (const _ of seg.segment(text.slice(i, i + 1000))) n++;
+    const sliced = nowMs() - t0;
+    out.push({ chars, whole_us_per_grapheme: (whole * 1000) / chars, sliced_us_per_grapheme: (sliced * 1000) / chars });
+  }
+  return out;
 }
 
 /**
@@ -31,22 +58,70 @@ export function renderedLengthEstimate(ds: Dataset): number {
   return row?.n ?? 0;
 }
 
-export async function benchRead(ds: Dataset, log: (s: string) => void): Promise<{ estimated_graphemes: number; pages: ReadResult[] }> {
+/** Reads once; stops (throws Stopped) at the first yield after the deadline. Returns rows paged through. */
+async function readOnce(ds: Dataset, offset: number, budgetMs: number): Promise<{ ms: number; graphemes: number; pages: number; stopped: boolean }> {
+  let pages = 0;
+  const deadline = nowMs() + budgetMs;
+  const yieldEvery = async (): Promise<void> => {
+    pages++;
+    if (nowMs() > deadline) throw new Stopped();
+    await new Promise<void>((r) => setImmediate(r));
+  };
+  await turn();
+  const t0 = nowMs();
+  try {
+    const r = await readTranscript(ds.db, { session: ds.main.name, offset, limit: DEFAULT_READ_LIMIT }, { yieldEvery });
+    // Graphemes taken, from the offsets (segmenting the page here would cost more than the read).
+    return { ms: nowMs() - t0, graphemes: r.next_offset === null ? -1 : r.next_offset - r.offset, pages, stopped: false };
+  } catch (err) {
+    if (!(err instanceof Stopped)) throw err;
+    return { ms: nowMs() - t0, graphemes: 0, pages, stopped: true };
+  }
+}
+
+/**
+ * Each page: one read first; fast ones (< 1 s) are repeated (>= 3 runs, >= 300 ms in all),
+ * slow ones are reported from that single run, and one that passes `budgetMs` is stopped and
+ * its full time extrapolated from the rows it got through.
+ */
+export async function benchRead(ds: Dataset, opts: { budgetMs: number }, log: (s: string) => void): Promise<{ estimated_graphemes: number; non_ascii_row_share: number; pages: ReadResult[] }> {
+  // Rows whose text is not ASCII-without-CR take the segmenter path of transcript_read.
+  const share = ds.db
+    .prepare<[number], number>("SELECT avg(CASE WHEN text GLOB '*[^\x01-\x0c\x0e-\x7f]*' THEN 1.0 ELSE 0.0 END) FROM transcript WHERE sid = ?")
+    .pluck()
+    .get(ds.main.sid) ?? 0;
   const total = renderedLengthEstimate(ds);
-  const limit = DEFAULT_READ_LIMIT;
   const plan: Array<{ page: ReadResult['page']; offset: number }> = [
     { page: 'first', offset: 0 },
     { page: 'middle', offset: Math.floor(total / 2) },
-    { page: 'near-end', offset: Math.max(0, Math.floor(total * 0.98) - limit) },
+    { page: 'near-end', offset: Math.max(0, Math.floor(total * 0.98) - DEFAULT_READ_LIMIT) },
   ];
   const pages: ReadResult[] = [];
   for (const p of plan) {
-    const params = { session: ds.main.name, offset: p.offset, limit };
-    const run = await withLoopMonitor(() => repeat(() => readTranscript(ds.db, params), { warmup: p.page === 'first' ? 2 : 0, minRuns: 3, maxRuns: 30, minTotalMs: 300 }));
-    const returned = [...new Intl.Segmenter(undefined, { granularity: 'grapheme' }).segment(run.value.value.text)].length;
-    const { value: _v, ...s } = run.value;
-    pages.push({ page: p.page, offset: p.offset, returned, stats: s, max_stall_ms: run.maxStallMs });
-    log(`  read ${p.page} @${p.offset}: median ${s.median_ms.toFixed(1)} ms (${s.runs} runs), stall ${run.maxStallMs.toFixed(1)} ms, ${returned} graphemes`);
+    if (p.page === 'first') for (let i = 0; i < 2; i++) await readOnce(ds, 0, opts.budgetMs);
+    const mon = await withLoopMonitor(async () => {
+      const samples: number[] = [];
+      let last = await readOnce(ds, p.offset, opts.budgetMs);
+      if (!last.stopped) samples.push(last.ms);
+      let sum = last.ms;
+      while (!last.stopped && last.ms < 1000 && (samples.length < 3 || sum < 300) && samples.length < 30) {
+        last = await readOnce(ds, p.offset, opts.budgetMs);
+        samples.push(last.ms);
+        sum += last.ms;
+      }
+      return { samples, last };
+    });
+    const { samples, last } = mon.value;
+    const r: ReadResult = { page: p.page, offset: p.offset, returned: last.graphemes, stats: stats(samples), max_stall_ms: mon.maxStallMs };
+    if (last.stopped) {
+      const rowsRead = last.pages * READ_PAGE_ROWS;
+      const rowsNeeded = Math.ceil((p.offset / total) * ds.main.rows);
+      r.stopped = { budget_ms: opts.budgetMs, rows_read: rowsRead, rows_needed: rowsNeeded, extrapolated_ms: (last.ms * rowsNeeded) / Math.max(1, rowsRead) };
+      log(`  read ${p.page} @${p.offset}: stopped after ${(last.ms / 1000).toFixed(1)} s at ~${rowsRead}/${rowsNeeded} rows; extrapolated ${(r.stopped.extrapolated_ms / 1000).toFixed(0)} s; stall ${mon.maxStallMs.toFixed(1)} ms`);
+    } else {
+      log(`  read ${p.page} @${p.offset}: median ${r.stats.median_ms.toFixed(1)} ms (${r.stats.runs} runs), stall ${mon.maxStallMs.toFixed(1)} ms, ${last.graphemes} graphemes`);
+    }
+    pages.push(r);
   }
-  return { estimated_graphemes: total, pages };
+  return { estimated_graphemes: total, non_ascii_row_share: share, pages };
 }

@@ -11,6 +11,8 @@ export interface StreamOptions {
   keyPrefix: string;
   /** Extra text for the i-th row of the stream (0-based), or null. */
   inject?: (i: number) => string | null;
+  /** Distinguishes this stream's tool-call ids from another stream's in the same session. */
+  idTag?: string;
 }
 
 export class RowStream {
@@ -45,7 +47,7 @@ export class RowStream {
     const i = this.emitted++;
     const extra = this.opts.inject?.(i) ?? null;
     const key = `${this.opts.keyPrefix}${i}`;
-    const callId = (ref: number): string => `call_${ref}_${this.pass}`;
+    const callId = (ref: number): string => `call_${ref}_${this.opts.idTag ?? ''}${this.pass}`;
     const plus = (text: string): string => (extra === null ? text : `${text}\n${extra}`);
     switch (t.kind) {
       case 'user':
@@ -70,6 +72,19 @@ export class RowStream {
     for (let i = 0; i < n; i++) out.push(this.next());
     return out;
   }
+}
+
+/** The corpus split into units (a user row and what follows it up to the next one). */
+export function corpusUnits(corpus: Corpus): Array<{ start: number; rows: number; chars: number }> {
+  const out: Array<{ start: number; rows: number; chars: number }> = [];
+  corpus.rows.forEach((r, i) => {
+    if (r.kind === 'user') out.push({ start: i, rows: 0, chars: 0 });
+    const u = out[out.length - 1];
+    if (u === undefined) return;
+    u.rows++;
+    u.chars += r.kind === 'assistant' ? r.parts.reduce((n, p) => n + (p.type === 'call' ? JSON.stringify(p.args).length : p.text.length), 0) : r.text.length;
+  });
+  return out;
 }
 
 /** Template indexes of user rows, for spreading streams' starting points over the corpus. */

@@ -41,6 +41,14 @@ export function enabledMemoryTools(enabled: readonly string[]): MemoryTool[] {
   return MEMORY_TOOLS.filter((t) => enabled.includes(t.extension));
 }
 
+const specs = new Map<MemoryTool, ToolSpec>();
+
+/** The tool as the model sees it. Built once per tool: the schemas never change at run time. */
 export function toolSpec(t: MemoryTool): ToolSpec {
-  return { name: t.name, description: t.description, input_schema: z.toJSONSchema(t.args, { io: 'input' }) as Record<string, unknown> };
+  let spec = specs.get(t);
+  if (spec === undefined) {
+    spec = { name: t.name, description: t.description, input_schema: z.toJSONSchema(t.args, { io: 'input' }) as Record<string, unknown> };
+    specs.set(t, spec);
+  }
+  return spec;
 }

@@ -3,12 +3,12 @@
 // A compaction folds the oldest whole units past the tail budget into a new summary.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
-import { foldSources } from '../../storage/conversation.ts';
 import { saveRollingState } from '../../storage/rolling-state.ts';
 import { userRowsAfter, userRowsBefore } from '../../storage/user-rows.ts';
 import { nothingCompacted, type CompactOptions, type CompactPlan, type CompactOutcome, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
 import { inputsTokens, reachesPercent, textTokens } from '../estimate.ts';
 import { extendFingerprint } from '../harness/cut.ts';
+import { historyRows } from '../harness/history-rows.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from '../harness/summarizer-prompt.ts';
 import { summaryText } from '../harness/summary-text.ts';
 import { chunkUnits, groupUnits, selectTail, type Unit } from '../harness/units.ts';
@@ -36,16 +36,6 @@ export function chunkCap(window: number): number {
 function clip(text: string, max: number): string {
   const chars = [...text];
   return chars.length <= max ? text : `${chars.slice(0, max).join('')}…`;
-}
-
-/** Rows after the cut through the head, image fits applied. */
-function rowsAfterCut(input: StrategyInput, cutSeq: number): StoredRow[] {
-  if (input.head === 0) return [];
-  const from = Math.max(1, cutSeq);
-  if (from > input.head) return [];
-  const rows: StoredRow[] = [];
-  for (const page of foldSources(input.db, input.session.name, from, input.head, { boundary: input.head })) rows.push(...page);
-  return rows;
 }
 
 function summaryInput(summary: string): PlainInput {
@@ -94,7 +84,7 @@ function build(input: StrategyInput, resolved: ResolvedState, rows: readonly Sto
 
 function project(input: StrategyInput): Projection {
   const resolved = resolveState(input);
-  return build(input, resolved, rowsAfterCut(input, resolved.cutSeq));
+  return build(input, resolved, historyRows(input, resolved.cutSeq));
 }
 
 const NOTHING_TO_EVICT = 'cannot compact further without splitting the newest unit';
@@ -102,7 +92,7 @@ const NOTHING_TO_EVICT = 'cannot compact further without splitting the newest un
 /** Which whole units after the cut would be evicted now, and the window size they are judged by. */
 function selectEviction(input: StrategyInput, forced: boolean) {
   const resolved = resolveState(input);
-  const rows = rowsAfterCut(input, resolved.cutSeq);
+  const rows = historyRows(input, resolved.cutSeq);
   const units = groupUnits(rows, (r) => r.row_class !== 'other', (r) => rowTokens(r, input.target));
   const historyTokens = units.reduce((n, u) => n + u.tokens, 0);
   const tailStart = selectTail(units, tailBudget(input.window, historyTokens, forced));

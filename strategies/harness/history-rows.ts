@@ -1,0 +1,46 @@
+// The rows of a session from some seq through the preparation's head, decoded once per kernel
+// and extended as rows are appended. Appends never change earlier rows; settling (which moves
+// rows and bumps the session's rewrite counter) and new image-fit notices (which change earlier
+// rows' images) make the cache start over. Every strategy's verbatim tail reads through here.
+import type { StoredRow } from '../../protocol/rows.ts';
+import { foldSources } from '../../storage/conversation.ts';
+import { sessionRewrites } from '../../storage/user-rows.ts';
+import type { StrategyInput } from '../contract.ts';
+
+interface Cached {
+  from: number;
+  head: number;
+  rewrites: number;
+  rows: StoredRow[];
+}
+
+const KEY = 'history-rows';
+
+function read(input: StrategyInput, from: number, to: number): StoredRow[] {
+  const rows: StoredRow[] = [];
+  if (from > to) return rows;
+  for (const page of foldSources(input.db, input.session.name, from, to, { boundary: to })) rows.push(...page);
+  return rows;
+}
+
+/**
+ * Rows with seq >= `from` through `input.head`, in order, image fits applied. The array is
+ * shared with later calls: callers must not modify it.
+ */
+export function historyRows(input: StrategyInput, from: number): readonly StoredRow[] {
+  const start = Math.max(1, from);
+  const rewrites = sessionRewrites(input.db, input.session.sid);
+  const cached = input.cache.get(KEY) as Cached | undefined;
+  if (cached !== undefined && cached.from === start && cached.rewrites === rewrites && cached.head <= input.head) {
+    if (cached.head === input.head) return cached.rows;
+    const added = read(input, cached.head + 1, input.head);
+    if (!added.some((r) => r.row_class === 'image_fit')) {
+      const rows = [...cached.rows, ...added];
+      input.cache.set(KEY, { from: start, head: input.head, rewrites, rows });
+      return rows;
+    }
+  }
+  const rows = read(input, start, input.head);
+  input.cache.set(KEY, { from: start, head: input.head, rewrites, rows });
+  return rows;
+}
