@@ -120,7 +120,8 @@ export function lastCompaction(db: Db, sid: number): CompactionRecord | null {
          tokens_after, evicted_rows, error FROM compactions WHERE sid = ? ORDER BY id DESC LIMIT 1`,
     )
     .get(sid) as (Omit<CompactionRecord, 'forced' | 'ok'> & { forced: number; ok: number }) | undefined;
-  return r === undefined ? null : CompactionRecord.parse({ ...r, forced: r.forced === 1, ok: r.ok === 1 });
+  // Typed columns (STRICT table), so no schema parse is needed; only the flags are converted.
+  return r === undefined ? null : { ...r, forced: r.forced === 1, ok: r.ok === 1 };
 }
 
 export function autoFailures(db: Db, sid: number): number {

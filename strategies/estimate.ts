@@ -6,14 +6,9 @@ import type { OutPart, PlainInput, ToolSpec } from '../protocol/prepared.ts';
 /** Fixed overhead per input (role, separators), in tokens. */
 export const PER_INPUT_TOKENS = 12;
 
-const utf8 = new TextEncoder();
-
 /** ceil(bytes / 4) of the UTF-8 text. */
 export function textTokens(text: string): number {
-  // Fast path: for ASCII the byte count is the length.
-  // eslint-disable-next-line no-control-regex
-  const bytes = /^[\x00-\x7f]*$/.test(text) ? text.length : utf8.encode(text).length;
-  return Math.floor((bytes + 3) / 4);
+  return Math.floor((Buffer.byteLength(text, 'utf8') + 3) / 4);
 }
 
 /** Tiles of 512 px, as vision models bill them, plus a fixed part. */

@@ -42,12 +42,26 @@ function summaryInput(summary: string): PlainInput {
   return { role: 'user', content: [{ type: 'text', text: `${SUMMARY_HEADER}\n\n${summary}` }] };
 }
 
-function recapInput(input: StrategyInput, cutSeq: number): { input: PlainInput; seqs: number[] } | undefined {
+type Recap = { input: PlainInput; seqs: number[]; tokens: number } | undefined;
+
+/**
+ * The recap quotes the last user messages before the cut, so it changes only with the cut (or
+ * a rewrite of those rows): it is built once per cut and kept in the kernel.
+ */
+function recapInput(input: StrategyInput, cutSeq: number, rewrites: number): Recap {
   if (cutSeq <= 1) return undefined;
+  const key = `${cutSeq}:${rewrites}`;
+  const cached = input.cache.get('rolling.recap') as { key: string; recap: Recap } | undefined;
+  if (cached?.key === key) return cached.recap;
   const recent = userRowsBefore(input.db, input.session.sid, cutSeq, RECAP_MESSAGES);
-  if (recent.length === 0) return undefined;
-  const quoted = recent.map((r) => `> ${clip(r.text, RECAP_CHARS).replaceAll('\n', '\n> ')}`).join('\n\n');
-  return { input: { role: 'user', content: [{ type: 'text', text: `${RECAP_HEADER}\n\n${quoted}` }] }, seqs: recent.map((r) => r.seq) };
+  let recap: Recap;
+  if (recent.length > 0) {
+    const quoted = recent.map((r) => `> ${clip(r.text, RECAP_CHARS).replaceAll('\n', '\n> ')}`).join('\n\n');
+    const built: PlainInput = { role: 'user', content: [{ type: 'text', text: `${RECAP_HEADER}\n\n${quoted}` }] };
+    recap = { input: built, seqs: recent.map((r) => r.seq), tokens: inputsTokens([built]) };
+  }
+  input.cache.set('rolling.recap', { key, recap });
+  return recap;
 }
 
 /** The request for a resolved state and the rows after its cut. */
@@ -62,10 +76,10 @@ function build(input: StrategyInput, resolved: ResolvedState, rows: readonly Sto
       source: `rolling summary of ${resolved.users} user message(s) before #${resolved.cutSeq}, by ${resolved.state.backend ?? 'unknown'}`,
       estimated_tokens: inputsTokens([s]),
     });
-    const recap = recapInput(input, resolved.cutSeq);
+    const recap = recapInput(input, resolved.cutSeq, resolved.rewrites);
     if (recap !== undefined) {
       inputs.push(recap.input);
-      sections.push({ name: 'recap', source: `user rows ${recap.seqs.map((s) => `#${s}`).join(', ')}`, estimated_tokens: inputsTokens([recap.input]) });
+      sections.push({ name: 'recap', source: `user rows ${recap.seqs.map((s) => `#${s}`).join(', ')}`, estimated_tokens: recap.tokens });
     }
   }
   const tail = forModel(rows, input.target);
@@ -158,7 +172,7 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   const cutSeq = units[tailStart]!.items[0]!.seq;
   const cut = { format: 2 as const, users: resolved.users + newUsers, fingerprint: extendFingerprint(resolved.fingerprint, texts) };
   const stateAfter = { summary, cut, cutSeq, backend, updatedAt: 0 };
-  const after = build(input, { state: stateAfter, cutSeq, users: cut.users, fingerprint: cut.fingerprint, notes: [] }, units.slice(tailStart).flatMap((u) => u.items));
+  const after = build(input, { state: stateAfter, cutSeq, users: cut.users, fingerprint: cut.fingerprint, rewrites: resolved.rewrites, notes: [] }, units.slice(tailStart).flatMap((u) => u.items));
   if (after.estimate >= projection.estimate) {
     return { ...nothingCompacted(`compaction would not make the request smaller (~${projection.estimate} -> ~${after.estimate} tokens)`), backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut };
   }

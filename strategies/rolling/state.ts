@@ -16,10 +16,12 @@ export interface ResolvedState {
   /** User inputs before the cut and their fingerprint (0 and empty without state). */
   users: number;
   fingerprint: string;
+  /** The session's rewrite counter when this was resolved (keys derived caches). */
+  rewrites: number;
   notes: string[];
 }
 
-const NO_STATE: Omit<ResolvedState, 'notes'> = { state: undefined, cutSeq: 0, users: 0, fingerprint: EMPTY_FINGERPRINT };
+const NO_STATE = { state: undefined, cutSeq: 0, users: 0, fingerprint: EMPTY_FINGERPRINT };
 
 interface Located {
   cutSeq: number;
@@ -67,8 +69,9 @@ export function locateItemCut(input: StrategyInput, cut: ItemCut): Located | und
 export function resolveState(input: StrategyInput): ResolvedState {
   const { db, session, head } = input;
   const state = loadRollingState(db, session.sid);
-  if (state === undefined) return { ...NO_STATE, notes: [] };
-  const key = `${state.updatedAt}:${JSON.stringify(state.cut)}:${sessionRewrites(db, session.sid)}`;
+  const rewrites = sessionRewrites(db, session.sid);
+  if (state === undefined) return { ...NO_STATE, rewrites, notes: [] };
+  const key = `${state.updatedAt}:${JSON.stringify(state.cut)}:${rewrites}`;
   const located = cutCache(input).lookup(key, () => {
     if (!('format' in state.cut)) return locateItemCut(input, state.cut);
     const seq = locateCut(db, session.sid, state.cut, head);
@@ -77,8 +80,9 @@ export function resolveState(input: StrategyInput): ResolvedState {
   if (located === undefined) {
     return {
       ...NO_STATE,
+      rewrites,
       notes: ['the saved rolling summary no longer matches the transcript; it is ignored until the next compaction replaces it'],
     };
   }
-  return { state, ...located, notes: [] };
+  return { state, ...located, rewrites, notes: [] };
 }
