@@ -1,6 +1,7 @@
 // `npm run bench`: measures append, transcript_read, transcript_grep (vs GNU grep), prepare and
 // one compaction on databases of 10k/100k/1M rows built in a temp dir (one per size, reused by
 // every measurement of that size, deleted after). Prints tables and PASS/FAIL; writes JSON.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,6 +34,19 @@ function sqliteVersion(): string {
   }
 }
 
+/** The commit measured and the files that differ from it (the working tree is shared). */
+function gitState(): { commit: string; dirty: string[] } {
+  const run = (args: string[]): string => {
+    const r = spawnSync('git', args, { encoding: 'utf8' });
+    return r.status === 0 ? r.stdout : '';
+  };
+  const dirty = run(['status', '--porcelain', '--untracked-files=no'])
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => l.slice(3));
+  return { commit: run(['rev-parse', '--short', 'HEAD']).trim() || '?', dirty };
+}
+
 async function withDataset<T>(root: string, size: number, corpus: Corpus, fn: (ds: Dataset) => Promise<T>): Promise<T> {
   const dir = fs.mkdtempSync(path.join(root, `n${size}-`));
   log(`building ${size}-row dataset in ${dir}`);
@@ -53,6 +67,7 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   const results: Results = {
     date: new Date().toISOString(),
     machine: { cpus: cpus.length, cpu_model: cpus[0]?.model ?? '?', node: process.version, platform: `${os.platform()} ${os.release()}`, total_mem_bytes: os.totalmem(), sqlite: sqliteVersion() },
+    git: gitState(),
     args: { quick: args.quick, sizes: args.sizes, only: [...args.only] },
     corpus: { source: corpus.source, files: corpus.files, note: corpus.note, stats: corpusStats(corpus) },
     sizes: [],

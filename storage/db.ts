@@ -2,6 +2,7 @@
 // One writer connection per process; read-only connections (for worker scans) use openReadOnly.
 import Database from 'better-sqlite3';
 import { AlbedoError } from '../protocol/errors.ts';
+import { fold } from './fold.ts';
 import { migrations, type Migration } from './migrations/index.ts';
 
 export type Db = Database.Database;
@@ -21,6 +22,8 @@ function applyPragmas(db: Db, opts: OpenOptions): void {
   db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
   db.pragma('foreign_keys = ON');
   db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
+  // The search index stores folded text; its triggers call this (see migration 3).
+  db.function('albedo_fold', { deterministic: true }, (text: unknown) => (typeof text === 'string' ? fold(text) : text));
 }
 
 export function openDb(path: string, opts: OpenOptions = {}): Db {

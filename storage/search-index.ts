@@ -16,7 +16,7 @@ function prepare(db: Db) {
       )
       .pluck(),
     index: db.prepare<[number, number]>(
-      'INSERT INTO transcript_fts (rowid, text) SELECT seq, text FROM transcript WHERE seq > ? AND seq <= ? ORDER BY seq',
+      'INSERT INTO transcript_fts (rowid, text) SELECT seq, albedo_fold(text) FROM transcript WHERE seq > ? AND seq <= ? ORDER BY seq',
     ),
     advance: db.prepare<[number]>('UPDATE search_index_state SET indexed_through = ? WHERE id = 1'),
     lag: db.prepare<[number], number>('SELECT count(*) FROM transcript WHERE seq > ?').pluck(),

@@ -1,10 +1,10 @@
-// Runs grep's trigram candidate query on a worker thread, so a query that takes long on a large
+// Runs grep's search index query on a worker thread, so a query that takes long on a large
 // index never stalls the daemon's event loop. One worker, requests answered in order; grep
 // works the same without it (tests and scripts run the query inline).
 import { Worker } from 'node:worker_threads';
 
 interface Pending {
-  resolve: (seqs: number[]) => void;
+  resolve: (pairs: Float64Array) => void;
   reject: (err: Error) => void;
 }
 
@@ -17,13 +17,13 @@ export class SearchWorker {
   constructor(dbPath: string) {
     // The boot file registers tsx inside the worker, then loads the TypeScript worker.
     this.worker = new Worker(new URL('./search-worker-boot.js', import.meta.url), { workerData: { path: dbPath } });
-    this.worker.on('message', (msg: { id: number; seqs?: Float64Array; error?: string }) => {
+    this.worker.on('message', (msg: { id: number; pairs?: Float64Array; error?: string }) => {
       const p = this.pending.get(msg.id);
       if (p === undefined) return;
       this.pending.delete(msg.id);
       if (this.pending.size === 0) this.worker.unref();
-      if (msg.error !== undefined || msg.seqs === undefined) p.reject(new Error(`search worker: ${msg.error ?? 'no answer'}`));
-      else p.resolve(Array.from(msg.seqs));
+      if (msg.error !== undefined || msg.pairs === undefined) p.reject(new Error(`search worker: ${msg.error ?? 'no answer'}`));
+      else p.resolve(msg.pairs);
     });
     this.worker.on('error', (err) => this.failAll(err));
     this.worker.on('exit', (code) => this.failAll(new Error(`search worker exited with code ${code}`)));
@@ -31,8 +31,8 @@ export class SearchWorker {
     this.worker.unref();
   }
 
-  /** Seqs of indexed rows (seq <= maxSeq) whose text may contain the trigram query. */
-  candidates(query: string, maxSeq: number): Promise<number[]> {
+  /** Indexed rows (seq <= maxSeq) matching the phrase query, as (seq, sid) pairs. */
+  hits(query: string, maxSeq: number): Promise<Float64Array> {
     if (this.closed) return Promise.reject(new Error('search worker is closed'));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {

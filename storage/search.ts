@@ -1,46 +1,48 @@
-// Literal transcript search (`transcript_grep`): SQLite narrows candidate rows in bounded
-// batches, the exact Unicode case-insensitive match runs here. Filling the trigram index is
+// Literal transcript search (`transcript_grep`). Rows the trigram index covers are matched by
+// the index, which holds folded text (storage/fold.ts), so a phrase query is exact; newer rows
+// and patterns too short for trigrams are scanned here in bounded batches. Filling the index is
 // storage/search-index.ts's job; queueing a search beside its session's writes is the caller's.
 import type { Params, Result } from '../protocol/methods.ts';
 import { type Db, perDb, timeSlicer, yieldToEventLoop } from './db.ts';
+import { fold } from './fold.ts';
 import { indexedThrough } from './search-index.ts';
 import { requireSession } from './sessions.ts';
+
+export { fold };
 
 export interface GrepOptions {
   /** Awaited between batches so a long search lets other work run; default setImmediate. */
   yieldEvery?: () => Promise<void>;
   /**
-   * Runs the trigram candidate query (FTS_CANDIDATES_SQL with the query and the highest
-   * indexed seq). The daemon passes a worker thread's (storage/search-worker.ts); by default
-   * it runs inline on `db`.
+   * Runs the index query (FTS_HITS_SQL with the query and the highest indexed seq) and returns
+   * its rows as interleaved (seq, sid) pairs. The daemon passes a worker thread's
+   * (storage/search-worker.ts); by default it runs inline on `db`.
    */
-  candidates?: (query: string, maxSeq: number) => Promise<number[]>;
+  hits?: (query: string, maxSeq: number) => Promise<Float64Array>;
 }
 
-/** Indexed rows whose text may contain a trigram query, in seq order. */
-export const FTS_CANDIDATES_SQL =
-  'SELECT rowid FROM transcript_fts WHERE transcript_fts MATCH ? AND rowid <= ? ORDER BY rowid';
+/** Indexed rows whose folded text contains the phrase, with their session, in seq order. */
+export const FTS_HITS_SQL = `SELECT transcript_fts.rowid, t.sid FROM transcript_fts
+  JOIN transcript t ON t.seq = transcript_fts.rowid
+  WHERE transcript_fts MATCH ? AND transcript_fts.rowid <= ? ORDER BY transcript_fts.rowid`;
+
+/** Runs FTS_HITS_SQL on a statement and packs the rows as (seq, sid) pairs. */
+export function packHits(rows: ReadonlyArray<readonly unknown[]>): Float64Array {
+  const out = new Float64Array(rows.length * 2);
+  rows.forEach((r, i) => {
+    out[2 * i] = r[0] as number;
+    out[2 * i + 1] = r[1] as number;
+  });
+  return out;
+}
 
 /** Most rows SQLite hands over per batch. */
 export const GREP_BATCH_ROWS = 2048;
-/** Candidates per session row above which a session-scoped search scans instead. */
-const SCAN_INSTEAD_FACTOR = 4;
 /** Preview length, in UTF-16 code units, before ellipses. */
 const PREVIEW_CHARS = 160;
 /** How much of the preview comes before the match. */
 const PREVIEW_LEAD = 60;
 
-/**
- * The one case fold of literal search: NFC, then Unicode lower case. A pattern matches a row
- * when fold(row text) contains fold(pattern). This is lower-casing, not full case folding:
- * 'ÉCOLE' finds 'école', but 'straße' does not find 'STRASSE'.
- */
-export function fold(s: string): string {
-  // NFC leaves ASCII as it is, and normalizing is the expensive half.
-  return ASCII.test(s) ? s.toLowerCase() : s.normalize('NFC').toLowerCase();
-}
-
-const ASCII = /^[\x00-\x7f]*$/;
 
 interface Candidate {
   seq: number;
@@ -56,16 +58,13 @@ function prepare(db: Db) {
     sessionPage: db.prepare<[number, number, number], Candidate>(
       'SELECT seq, sid, text FROM transcript WHERE sid = ? AND seq > ? ORDER BY seq LIMIT ?',
     ),
-    ftsCandidates: db.prepare<[string, number], number>(FTS_CANDIDATES_SQL).pluck(),
+    hits: db.prepare<[string, number], unknown[]>(FTS_HITS_SQL).raw(),
     bySeqs: db.prepare<[string], Candidate>(
       'SELECT seq, sid, text FROM transcript WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq',
     ),
     bySeqsInSession: db.prepare<[string, number], Candidate>(
       'SELECT seq, sid, text FROM transcript WHERE seq IN (SELECT value FROM json_each(?)) AND sid = ? ORDER BY seq',
     ),
-    sessionRowsThrough: db
-      .prepare<[number, number], number>('SELECT count(*) FROM transcript WHERE sid = ? AND seq <= ?')
-      .pluck(),
     workspaceSids: db.prepare<[string], number>('SELECT sid FROM sessions WHERE workspace = ?').pluck(),
     nameOf: db.prepare<[number], string>('SELECT name FROM sessions WHERE sid = ?').pluck(),
   };
@@ -75,23 +74,14 @@ const stmts = perDb(prepare);
 
 
 /**
- * The trigram query that narrows a pattern, or null when the index cannot narrow it.
- *
- * The index only narrows: it must return every row the exact match accepts. It folds ASCII
- * case (and the Kelvin sign to k) but not the few other non-ASCII characters that NFC or
- * lower-casing turn into ASCII: U+037E (NFC ';'), U+1FEF (NFC '`') and U+0130 (lower case
- * 'i' + U+0307). So the pattern is split at ';' and '`', a final 'i' is dropped (only a
- * pattern's last character can meet the 'i' of a lower-cased U+0130), and the pieces of at
- * least three characters are ANDed as phrases. Non-ASCII patterns and patterns with no such
- * piece are scanned instead.
+ * The phrase query for a pattern, or null when the index cannot answer it: a trigram phrase
+ * needs at least three characters. The index holds folded text and is case-sensitive, so the
+ * phrase of fold(pattern) matches exactly the rows whose folded text contains it.
  */
 export function trigramQuery(pattern: string): string | null {
-  if (!/^[\x01-\x7f]+$/.test(pattern)) return null;
-  let p = pattern.toLowerCase();
-  if (p.endsWith('i')) p = p.slice(0, -1);
-  const pieces = p.split(/[;`]/).filter((piece) => piece.length >= 3);
-  if (pieces.length === 0) return null;
-  return pieces.map((piece) => `"${piece.replaceAll('"', '""')}"`).join(' AND ');
+  const folded = fold(pattern);
+  if ([...folded].length < 3) return null;
+  return `"${folded.replaceAll('"', '""')}"`;
 }
 
 /**
@@ -118,30 +108,41 @@ function isLowSurrogate(code: number): boolean {
 /** Counts every match and keeps the requested page of them, in seq order. */
 class Matches {
   total = 0;
-  readonly page: Array<{ session: string; seq: number; preview: string }> = [];
-  private readonly needle: string;
+  /** The page's matches; `preview` is filled in at the end for those found by the index. */
+  readonly page: Array<{ sid: number; seq: number; preview: string | undefined }> = [];
+  readonly needle: string;
 
   constructor(
     pattern: string,
     private readonly offset: number,
     private readonly limit: number,
+    /** The sessions searched: one (session scope), a workspace's, or null for all. */
     private readonly sids: ReadonlySet<number> | null,
-    private readonly nameOf: (sid: number) => string,
   ) {
     this.needle = fold(pattern);
   }
 
-  /** Checks a batch, yielding through `slice` so a batch of long rows never holds the thread. */
-  async consider(rows: readonly Candidate[], slice: () => Promise<void>): Promise<void> {
+  private keep(sid: number, seq: number, preview: string | undefined): void {
+    const index = this.total++;
+    if (index >= this.offset && index < this.offset + this.limit) this.page.push({ sid, seq, preview });
+  }
+
+  /** Index hits are exact matches already: only the scope decides. */
+  async hits(pairs: Float64Array, slice: () => Promise<void>): Promise<void> {
+    for (let i = 0; i < pairs.length; i += 2) {
+      if ((i & 0xffff) === 0) await slice();
+      const sid = pairs[i + 1]!;
+      if (this.sids === null || this.sids.has(sid)) this.keep(sid, pairs[i]!, undefined);
+    }
+  }
+
+  /** Checks scanned rows, yielding through `slice` so a batch of long rows never holds the thread. */
+  async scan(rows: readonly Candidate[], slice: () => Promise<void>): Promise<void> {
     for (const row of rows) {
       await slice();
       if (this.sids !== null && !this.sids.has(row.sid)) continue;
       const folded = fold(row.text);
-      if (!folded.includes(this.needle)) continue;
-      const index = this.total++;
-      if (index >= this.offset && index < this.offset + this.limit) {
-        this.page.push({ session: this.nameOf(row.sid), seq: row.seq, preview: preview(row.text, folded, this.needle) });
-      }
+      if (folded.includes(this.needle)) this.keep(row.sid, row.seq, preview(row.text, folded, this.needle));
     }
   }
 }
@@ -150,22 +151,19 @@ class Matches {
  * Literal, Unicode case-insensitive search over transcript rows, paged in matching rows.
  *
  * Rows are visited in seq order in two parts split at the index cursor C (read once):
- *  - seq <= C: when the pattern has a trigram query, one FTS query lists the candidate seqs
- *    (see below for why it is not paged), and their texts are fetched and checked in batches
- *    of GREP_BATCH_ROWS; without one, these rows are scanned like the rest. A session-scoped
- *    search also scans when the (global) candidates far outnumber the session's indexed rows.
- *  - seq > C: keyset scans of actual rows, GREP_BATCH_ROWS at a time: the session's rows
- *    through the (sid, seq) index for a session-scoped search, global rows otherwise.
- * A cross-session search filters by workspace here, on the sids of that workspace loaded
- * once, so every SQL batch stays bounded however few sessions match. Every match is counted;
- * only the page's previews are built.
+ *  - seq <= C, when the pattern has a trigram query: one index query lists every matching
+ *    row with its session (on the daemon's worker thread), and the scope is applied to that
+ *    list. The index holds folded text and is case-sensitive, so its matches are exact and
+ *    no row text is read except for the previews of the page.
+ *  - everything else (seq > C, or a pattern of fewer than three characters): keyset scans of
+ *    actual rows, GREP_BATCH_ROWS at a time, matched here with fold(): the session's rows
+ *    through the (sid, seq) index for a session-scoped search, global rows otherwise, with
+ *    the workspace's sessions filtered here so every SQL batch stays bounded.
  *
- * The FTS candidates are listed in one query rather than in rowid > ? batches: measured on
- * 200k rows, FTS5 does the work of a multi-trigram phrase (loading each trigram's doclist,
- * checking positions) on every query whatever its rowid bounds or LIMIT, so each batch cost
- * about as much as the whole query (20-60 ms when the trigrams are common) and paging
- * multiplied it. That one query is also the longest stretch a search holds the thread; for
- * rare patterns it takes well under a millisecond.
+ * The index query is not paged by rowid: measured on 200k rows, FTS5 does a phrase's whole
+ * work (loading each trigram's doclist, checking positions) on every query whatever its rowid
+ * bounds or LIMIT, so each batch cost about as much as the whole query and paging multiplied
+ * it. That is why it runs off the event loop in the daemon.
  */
 export async function grep(
   db: Db,
@@ -176,46 +174,41 @@ export async function grep(
   const slice = timeSlicer(yieldNow);
   const st = stmts(db);
   const scope = params.session === undefined ? null : requireSession(db, params.session);
-  const sids = params.workspace === undefined ? null : new Set(st.workspaceSids.all(params.workspace));
-  // Names are looked up as matches are kept, while their rows (and so their sessions) exist.
+  let sids: Set<number> | null = params.workspace === undefined ? null : new Set(st.workspaceSids.all(params.workspace));
+  if (scope !== null) sids = sids === null || sids.has(scope.sid) ? new Set([scope.sid]) : new Set();
+  const matches = new Matches(params.pattern, params.offset, params.limit, sids);
+
+  if (sids === null || sids.size > 0) {
+    const cursor = indexedThrough(db);
+    const query = trigramQuery(params.pattern);
+    let after = 0;
+    if (query !== null && cursor > 0) {
+      await matches.hits(opts.hits === undefined ? packHits(st.hits.all(query, cursor)) : await opts.hits(query, cursor), slice);
+      after = cursor;
+    }
+    for (;;) {
+      await yieldNow();
+      const rows =
+        scope === null ? st.globalPage.all(after, GREP_BATCH_ROWS) : st.sessionPage.all(scope.sid, after, GREP_BATCH_ROWS);
+      await matches.scan(rows, slice);
+      if (rows.length < GREP_BATCH_ROWS) break;
+      after = rows[rows.length - 1]!.seq;
+    }
+  }
+
+  // Previews for the page's index hits: the only row text an indexed search reads.
+  const missing = matches.page.filter((m) => m.preview === undefined).map((m) => m.seq);
+  const texts = new Map(missing.length === 0 ? [] : st.bySeqs.all(JSON.stringify(missing)).map((r) => [r.seq, r.text]));
   const names = new Map<number, string>();
   const nameOf = (sid: number): string => {
     let name = names.get(sid);
     if (name === undefined) names.set(sid, (name = st.nameOf.get(sid) ?? ''));
     return name;
   };
-  const matches = new Matches(params.pattern, params.offset, params.limit, sids, nameOf);
-
-  const nothing = sids !== null && (sids.size === 0 || (scope !== null && !sids.has(scope.sid)));
-  if (!nothing) {
-    const cursor = indexedThrough(db);
-    const query = trigramQuery(params.pattern);
-    let after = 0;
-    if (query !== null && cursor > 0) {
-      const candidates = opts.candidates === undefined ? st.ftsCandidates.all(query, cursor) : await opts.candidates(query, cursor);
-      // The candidates are global; when they far outnumber a session's indexed rows, reading
-      // its rows directly is cheaper than probing every candidate. The factor is a rough
-      // break-even from measurements on 200k rows, not a tuned constant.
-      const scanInstead =
-        scope !== null && candidates.length > SCAN_INSTEAD_FACTOR * (st.sessionRowsThrough.get(scope.sid, cursor) ?? 0);
-      for (let i = 0; !scanInstead && i < candidates.length; i += GREP_BATCH_ROWS) {
-        await yieldNow();
-        const seqs = JSON.stringify(candidates.slice(i, i + GREP_BATCH_ROWS));
-        await matches.consider(scope === null ? st.bySeqs.all(seqs) : st.bySeqsInSession.all(seqs, scope.sid), slice);
-      }
-      if (!scanInstead) after = cursor;
-    }
-    for (;;) {
-      await yieldNow();
-      const rows =
-        scope === null ? st.globalPage.all(after, GREP_BATCH_ROWS) : st.sessionPage.all(scope.sid, after, GREP_BATCH_ROWS);
-      await matches.consider(rows, slice);
-      if (rows.length < GREP_BATCH_ROWS) break;
-      after = rows[rows.length - 1]!.seq;
-    }
-  }
-
-  const page = matches.page;
+  const page = matches.page.map((m) => {
+    const text = texts.get(m.seq) ?? '';
+    return { session: nameOf(m.sid), seq: m.seq, preview: m.preview ?? preview(text, fold(text), matches.needle) };
+  });
   const next = params.offset + page.length;
   return { total: matches.total, offset: params.offset, next_offset: next < matches.total ? next : null, matches: page };
 }

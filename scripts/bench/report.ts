@@ -26,6 +26,7 @@ export interface Verdict {
 export interface Results {
   date: string;
   machine: { cpus: number; cpu_model: string; node: string; platform: string; total_mem_bytes: number; sqlite: string };
+  git: { commit: string; dirty: string[] };
   args: { quick: boolean; sizes: number[]; only: string[] };
   corpus: { source: string; files: string[]; note: string | null; stats: unknown };
   append?: AppendResult[];
@@ -106,6 +107,7 @@ export function render(r: Results): string {
   const out: string[] = [];
   out.push(`albedo-compactd benchmark — ${r.date}`);
   out.push(`machine: ${r.machine.cpus} cpus (${r.machine.cpu_model}), node ${r.machine.node}, sqlite ${r.machine.sqlite}, ${fmtBytes(r.machine.total_mem_bytes)} RAM`);
+  out.push(`code: commit ${r.git.commit}${r.git.dirty.length === 0 ? '' : ` + uncommitted changes in ${r.git.dirty.join(', ')}`}`);
   out.push(`corpus: ${r.corpus.source}${r.corpus.note === null ? ` (${r.corpus.files.length} fixture files)` : ` — ${r.corpus.note}`}`);
 
   if (r.append !== undefined) {

@@ -1,6 +1,7 @@
 // The ordered list of schema migrations. Append only: a released migration never changes.
 import { sql as m001 } from './001-transcript.ts';
 import { sql as m002 } from './002-engine.ts';
+import { sql as m003 } from './003-folded-search-index.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -12,4 +13,5 @@ export interface Migration {
 export const migrations: readonly Migration[] = [
   { version: 1, name: 'transcript', sql: m001 },
   { version: 2, name: 'engine', sql: m002 },
+  { version: 3, name: 'folded-search-index', sql: m003 },
 ];

@@ -22,7 +22,7 @@ test('grep through the search worker finds what the inline query finds', async (
   for (const params of [{ pattern: 'needleinhay' }, { pattern: 'needleinhay', session: 'b' }, { pattern: 'row 1' }]) {
     const p = TranscriptGrepParams.parse({ ...params, limit: 500 });
     const inline = await grep(db, p);
-    const viaWorker = await grep(db, p, { candidates: (q, max) => worker.candidates(q, max) });
+    const viaWorker = await grep(db, p, { hits: (q, max) => worker.hits(q, max) });
     assert.deepEqual(viaWorker, inline);
     assert.ok(inline.total > 0);
   }
@@ -32,5 +32,5 @@ test('a closed search worker refuses new queries', async (t) => {
   const { path } = tempDbWithPath(t);
   const worker = new SearchWorker(path);
   await worker.close();
-  await assert.rejects(worker.candidates('"abc"', 10), /closed/);
+  await assert.rejects(worker.hits('"abc"', 10), /closed/);
 });
