@@ -26,8 +26,13 @@ export const DEFAULT_SETTINGS: DaemonSettings = {
   shutdownGraceMs: 10_000,
 };
 
-/** Rows the background indexer adds per event-loop turn (about 15 ms of work). */
-const INDEX_BATCH_ROWS = 256;
+/**
+ * The background indexer's slice of work per event-loop turn, in milliseconds. Trigram indexing
+ * costs from ~50 µs (short rows) to several ms (long tool output) a row, so the batch size
+ * adapts to keep each turn near this.
+ */
+const INDEX_SLICE_MS = 10;
+const INDEX_BATCH_BOUNDS = { min: 4, max: 2048 } as const;
 
 export function packageVersion(): string {
   const pkg = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
@@ -46,6 +51,8 @@ export class Daemon implements DaemonServices {
   private readonly connections = new Set<ConnectionState>();
   private nextConnectionId = 1;
   private indexing: NodeJS.Immediate | undefined;
+  /** Rows per indexing turn, adapted to INDEX_SLICE_MS. */
+  private indexBatch = 64;
   private stopped: Promise<void> | undefined;
   private readonly dispatch = createDispatcher(handlers);
   private readonly configStore: ConfigStore;
@@ -114,7 +121,12 @@ export class Daemon implements DaemonServices {
     this.indexing = setImmediate(() => {
       this.indexing = undefined;
       try {
-        if (indexPending(this.db, INDEX_BATCH_ROWS) > 0) this.scheduleIndexing();
+        const started = performance.now();
+        const indexed = indexPending(this.db, this.indexBatch);
+        const took = performance.now() - started;
+        if (took < INDEX_SLICE_MS / 2) this.indexBatch = Math.min(INDEX_BATCH_BOUNDS.max, this.indexBatch * 2);
+        else if (took > INDEX_SLICE_MS) this.indexBatch = Math.max(INDEX_BATCH_BOUNDS.min, Math.floor(this.indexBatch / 2));
+        if (indexed > 0) this.scheduleIndexing();
       } catch (err) {
         this.log.error({ err, method: 'search-index' }, 'search indexing failed; searches scan unindexed rows');
       }
