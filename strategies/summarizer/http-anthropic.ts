@@ -1,8 +1,8 @@
 // The `anthropic` backend: one Messages API request per summary, no tools, key from an
 // environment variable. Retries, deadline and error wording are http.ts's; prompts are the caller's.
 import { z } from 'zod';
-import { defaultSleep, joinUrl, postSummary, type HttpDeps, type ReadOutcome } from './http.ts';
-import { estimateTokens, summarizerFailed, type Summarizer, type SummarizerConfig, type SummaryRequest, type SummaryResult } from './types.ts';
+import { joinUrl, summarizeOverHttp, type HttpDeps, type ReadOutcome } from './http.ts';
+import { summarizerFailed, type Summarizer, type SummarizerConfig, type SummaryRequest, type SummaryResult } from './types.ts';
 
 export const ANTHROPIC_DEFAULT_MODEL = 'claude-haiku-4-5';
 export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
@@ -44,7 +44,7 @@ export function createAnthropicSummarizer(config: SummarizerConfig, deps: HttpDe
         throw summarizerFailed('anthropic', 'missing_api_key', `environment variable ${keyEnv} is not set`);
       }
       if (req.signal?.aborted === true) throw summarizerFailed('anthropic', 'cancelled', 'cancelled');
-      const out = await postSummary(
+      return summarizeOverHttp(
         {
           backend: 'anthropic',
           url,
@@ -58,20 +58,11 @@ export function createAnthropicSummarizer(config: SummarizerConfig, deps: HttpDe
           read: readMessages,
           secrets: [key],
         },
-        {
-          timeoutMs: config.timeoutMs,
-          maxRetries: config.maxRetries,
-          signal: req.signal,
-          fetch: deps.fetch ?? fetch,
-          sleep: deps.sleep ?? defaultSleep,
-        },
+        config,
+        req,
+        deps,
+        model,
       );
-      return {
-        text: out.text,
-        backend: 'anthropic',
-        model: out.model ?? model,
-        outputTokens: out.outputTokens ?? estimateTokens(out.text),
-      };
     },
   };
 }

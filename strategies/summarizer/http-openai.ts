@@ -1,8 +1,8 @@
 // The `openai` backend: one chat-completions request per summary, no tools; also the way to
 // reach vLLM, llama.cpp or Ollama through `baseUrl`. Retries and errors are http.ts's.
 import { z } from 'zod';
-import { defaultSleep, joinUrl, postSummary, type HttpDeps, type ReadOutcome } from './http.ts';
-import { estimateTokens, summarizerFailed, type Summarizer, type SummarizerConfig, type SummaryRequest, type SummaryResult } from './types.ts';
+import { joinUrl, summarizeOverHttp, type HttpDeps, type ReadOutcome } from './http.ts';
+import { summarizerFailed, type Summarizer, type SummarizerConfig, type SummaryRequest, type SummaryResult } from './types.ts';
 
 export const OPENAI_DEFAULT_MODEL = 'gpt-4.1-mini';
 export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
@@ -58,7 +58,7 @@ export function createOpenAISummarizer(config: SummarizerConfig, deps: HttpDeps 
       if (req.signal?.aborted === true) throw summarizerFailed('openai', 'cancelled', 'cancelled');
       const headers: Record<string, string> = { 'content-type': 'application/json' };
       if (key !== undefined) headers.authorization = `Bearer ${key}`;
-      const out = await postSummary(
+      return summarizeOverHttp(
         {
           backend: 'openai',
           url,
@@ -75,20 +75,11 @@ export function createOpenAISummarizer(config: SummarizerConfig, deps: HttpDeps 
           secrets: key === undefined ? [] : [key],
           authHint: key === undefined ? `no API key sent: ${keyEnv} is not set` : undefined,
         },
-        {
-          timeoutMs: config.timeoutMs,
-          maxRetries: config.maxRetries,
-          signal: req.signal,
-          fetch: deps.fetch ?? fetch,
-          sleep: deps.sleep ?? defaultSleep,
-        },
+        config,
+        req,
+        deps,
+        model,
       );
-      return {
-        text: out.text,
-        backend: 'openai',
-        model: out.model ?? model,
-        outputTokens: out.outputTokens ?? estimateTokens(out.text),
-      };
     },
   };
 }

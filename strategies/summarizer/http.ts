@@ -1,9 +1,8 @@
 // What the two HTTP backends share: one POST with a deadline, retries with backoff, error
 // bodies turned into precise messages, and a 2xx body read into text. The wire format of each
 // provider (URL, headers, body, where the text is) stays in http-anthropic.ts / http-openai.ts.
-import type { BackendName, FailureReason } from './types.ts';
 import { startDeadline } from './deadline.ts';
-import { summarizerFailed } from './types.ts';
+import { estimateTokens, summarizerFailed, type BackendName, type FailureReason, type SummaryResult } from './types.ts';
 
 export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>;
 
@@ -232,4 +231,25 @@ export async function postSummary(
 /** `${base}${path}` with exactly one slash between them. */
 export function joinUrl(base: string, path: string): string {
   return `${base.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`;
+}
+
+/**
+ * One summary over HTTP with the configured deadline and retries, as a SummaryResult: the
+ * part both HTTP backends share once they have built their request.
+ */
+export async function summarizeOverHttp(
+  call: HttpSummaryCall,
+  config: { timeoutMs: number; maxRetries: number },
+  req: { signal?: AbortSignal | undefined },
+  deps: HttpDeps,
+  model: string,
+): Promise<SummaryResult> {
+  const out = await postSummary(call, {
+    timeoutMs: config.timeoutMs,
+    maxRetries: config.maxRetries,
+    signal: req.signal,
+    fetch: deps.fetch ?? fetch,
+    sleep: deps.sleep ?? defaultSleep,
+  });
+  return { text: out.text, backend: call.backend, model: out.model ?? model, outputTokens: out.outputTokens ?? estimateTokens(out.text) };
 }

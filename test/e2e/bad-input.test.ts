@@ -12,7 +12,7 @@ import { DomainCode, RpcCode } from '../../protocol/errors.ts';
 import type { RowIn, StoredRow } from '../../protocol/rows.ts';
 import { RpcRemoteError } from '../../protocol/rpc-peer.ts';
 import { assistant, imageIn, jpegBytes, pngBytes, toolResult, user } from '../storage/factories.ts';
-import { rawConnection, startDaemon, type DaemonHandle } from './harness.ts';
+import { rawConnection, startDaemon, type DaemonHandle, failsWith } from './harness.ts';
 
 type Raw = Awaited<ReturnType<typeof rawConnection>>;
 interface WireReply {
@@ -81,21 +81,6 @@ async function snapshot(client: AlbedoClient, imageHash: string) {
   };
 }
 
-/** Awaits a rejection with this `data.code` (and its wire code) and returns the error. */
-async function failsWith(p: Promise<unknown>, dataCode: string, wireCode?: number): Promise<RpcRemoteError> {
-  let caught: unknown;
-  try {
-    await p;
-  } catch (err) {
-    caught = err;
-  }
-  assert.ok(caught instanceof RpcRemoteError, `expected an error response with data.code ${dataCode}, got ${String(caught)}`);
-  const data = caught.data as { code?: string } | undefined;
-  assert.equal(data?.code, dataCode, caught.message);
-  const expected = wireCode ?? (DomainCode as Record<string, number>)[dataCode];
-  if (expected !== undefined) assert.equal(caught.code, expected);
-  return caught;
-}
 
 /** The distinct paths of a -32602 answer's issues, as `path.joined.by.dots`, sorted. */
 function issuePaths(err: RpcRemoteError | WireReply['error']): string[] {

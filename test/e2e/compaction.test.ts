@@ -7,11 +7,10 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { AlbedoClient } from '../../protocol/client.ts';
 import type { ParamsIn, Result } from '../../protocol/methods.ts';
-import { RpcRemoteError } from '../../protocol/rpc-peer.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
 import { assertCallsPaired } from '../strategies/engine-fixtures.ts';
 import { pngBytes } from '../storage/factories.ts';
-import { startDaemon, tempHome, type DaemonHandle } from './harness.ts';
+import { failsWith, startDaemon, tempHome, type DaemonHandle } from './harness.ts';
 
 const WINDOW = 6000;
 const INSTRUCTIONS = 'You are a careful coding agent working in /repo.';
@@ -152,7 +151,7 @@ describe('compaction over the socket', () => {
     assert.equal(ctx.observation.provider_input_tokens, 1234);
     assert.equal(ctx.observation.provider_cached_tokens, 1000);
     assert.equal(ctx.observation.estimated_input_tokens, p.observation.estimated_input_tokens);
-    await assert.rejects(client.call('usage.report', { session: 'usage', prepared_id: 'nope', input_tokens: 1 }), (e: unknown) => e instanceof RpcRemoteError && (e.data as { code: string }).code === 'unknown_prepared');
+    await failsWith(client.call('usage.report', { session: 'usage', prepared_id: 'nope', input_tokens: 1 }), 'unknown_prepared');
   });
 
   test('/compact compacts now, with a focus; its dry run writes nothing', async () => {
@@ -184,8 +183,8 @@ describe('compaction over the socket', () => {
     const r = await client.call('compact', { session, strategy: 'rolling' });
     assert.equal(r.strategy, 'rolling');
     assert.match(r.reason ?? '', /cannot compact further without splitting the newest unit/);
-    await assert.rejects(client.call('command', { session, line: '/compact lcm' }), (e: unknown) => e instanceof RpcRemoteError && (e.data as { code: string }).code === 'unknown_extension');
-    await assert.rejects(client.call('compact', { session, strategy: 'notes' }), (e: unknown) => e instanceof RpcRemoteError && (e.data as { code: string }).code === 'unknown_strategy');
+    await failsWith(client.call('command', { session, line: '/compact lcm' }), 'unknown_extension');
+    await failsWith(client.call('compact', { session, strategy: 'notes' }), 'unknown_strategy');
   });
 
   test('/extensions lists and selects per session; the last strategy cannot be disabled', async () => {
@@ -196,8 +195,8 @@ describe('compaction over the socket', () => {
     assert.deepEqual([rolling.enabled, rolling.chosen_by], [true, 'default']);
     const res = await client.call('command', { session: 'ext', line: '/extensions' });
     assert.match(res.text, /\[x\] rolling/);
-    await assert.rejects(client.call('extensions.select', { session: 'ext', disable: ['rolling'] }), (e: unknown) => e instanceof RpcRemoteError && (e.data as { code: string }).code === 'invalid_config');
-    await assert.rejects(client.call('extensions.select', { session: 'ext', enable: ['nope'] }), (e: unknown) => e instanceof RpcRemoteError && (e.data as { code: string }).code === 'unknown_extension');
+    await failsWith(client.call('extensions.select', { session: 'ext', disable: ['rolling'] }), 'invalid_config');
+    await failsWith(client.call('extensions.select', { session: 'ext', enable: ['nope'] }), 'unknown_extension');
     const chosen = await client.call('extensions.select', { session: 'ext', enable: ['rolling'] });
     assert.equal(chosen.strategy, 'rolling');
     const again = await client.call('extensions.list', { session: 'ext' });
@@ -205,10 +204,10 @@ describe('compaction over the socket', () => {
   });
 
   test('unknown commands and sessionless commands get precise errors', async () => {
-    await assert.rejects(client.call('command', { line: '/bogus' }), (e: unknown) => e instanceof RpcRemoteError && (e.data as { code: string }).code === 'unknown_command');
+    await failsWith(client.call('command', { line: '/bogus' }), 'unknown_command');
     await assert.rejects(client.call('command', { line: '/context' }), /needs a session/);
     await assert.rejects(client.call('command', { line: 'compact please' }), /not a slash command/);
-    await assert.rejects(client.call('context', { session: 'ghost' }), (e: unknown) => e instanceof RpcRemoteError && (e.data as { code: string }).code === 'unknown_session');
+    await failsWith(client.call('context', { session: 'ghost' }), 'unknown_session');
   });
 
   test('an invalid extensions.json keeps the last good config and is reported; fixing it clears the report', async () => {

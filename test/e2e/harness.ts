@@ -6,7 +6,10 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
 import { AlbedoClient, type ClientOptions } from '../../protocol/client.ts';
+import { DomainCode } from '../../protocol/errors.ts';
+import { RpcRemoteError } from '../../protocol/rpc-peer.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -137,4 +140,20 @@ export async function rawConnection(socketPath: string) {
       sock.destroy();
     },
   };
+}
+
+/** Awaits a rejection with this `data.code` (and its wire code) and returns the error. */
+export async function failsWith(p: Promise<unknown>, dataCode: string, wireCode?: number): Promise<RpcRemoteError> {
+  let caught: unknown;
+  try {
+    await p;
+  } catch (err) {
+    caught = err;
+  }
+  assert.ok(caught instanceof RpcRemoteError, `expected an error response with data.code ${dataCode}, got ${String(caught)}`);
+  const data = caught.data as { code?: string } | undefined;
+  assert.equal(data?.code, dataCode, caught.message);
+  const expected = wireCode ?? (DomainCode as Record<string, number>)[dataCode];
+  if (expected !== undefined) assert.equal(caught.code, expected);
+  return caught;
 }

@@ -8,9 +8,8 @@ import type { AlbedoClient } from '../../protocol/client.ts';
 import { DomainCode, RpcCode } from '../../protocol/errors.ts';
 import { PROTOCOL_VERSION, type Result } from '../../protocol/methods.ts';
 import type { RowIn, StoredRow } from '../../protocol/rows.ts';
-import { RpcRemoteError } from '../../protocol/rpc-peer.ts';
 import { assistant, imageIn, pngBytes, toolResult, user } from '../storage/factories.ts';
-import { rawConnection, startDaemon, type DaemonHandle } from './harness.ts';
+import { rawConnection, startDaemon, type DaemonHandle, failsWith } from './harness.ts';
 
 let d: DaemonHandle;
 let c: AlbedoClient;
@@ -27,21 +26,6 @@ after(async () => {
 
 // ---- helpers ----
 
-/** Awaits a rejection with this `data.code` (and its wire code) and returns the error. */
-async function failsWith(p: Promise<unknown>, dataCode: string, wireCode?: number): Promise<RpcRemoteError> {
-  let caught: unknown;
-  try {
-    await p;
-  } catch (err) {
-    caught = err;
-  }
-  assert.ok(caught instanceof RpcRemoteError, `expected an error response with data.code ${dataCode}, got ${String(caught)}`);
-  const data = caught.data as { code?: string } | undefined;
-  assert.equal(data?.code, dataCode, caught.message);
-  const expected = wireCode ?? (DomainCode as Record<string, number>)[dataCode];
-  if (expected !== undefined) assert.equal(caught.code, expected);
-  return caught;
-}
 
 /** Every row of a session, following next_after. */
 async function allRows(session: string, client: AlbedoClient = c): Promise<StoredRow[]> {
