@@ -3,6 +3,7 @@
 // A compaction folds the oldest whole units past the tail budget into a new summary.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
+import { yieldToEventLoop } from '../../storage/db.ts';
 import { saveRollingState } from '../../storage/rolling-state.ts';
 import { userRowsAfter, userRowsBefore } from '../../storage/user-rows.ts';
 import { nothingCompacted, type CompactOptions, type CompactPlan, type CompactOutcome, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
@@ -143,8 +144,10 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   let tokensIn = 0;
   let tokensOut = 0;
   let backend: string | null = null;
-  // Fold the eviction in order, chunk by chunk, carrying the summary along.
+  // Fold the eviction in order, chunk by chunk, carrying the summary along. A local summarizer
+  // never waits on I/O, so each chunk gives the event loop a turn.
   for (const chunk of chunkUnits(evicted, chunkCap(basis))) {
+    await yieldToEventLoop();
     const prompt = summaryPrompt({
       previousSummary: summary,
       transcript: summaryText(chunk.flatMap((u: Unit<StoredRow>) => u.items)),

@@ -32,16 +32,15 @@ export interface SummaryPromptParts {
 }
 
 const TAG_LINE = /^(\\*)<(\/?)(previous-summary|focus|transcript|instructions)>$/;
+/** TAG_LINE for every line of a text at once. */
+const TAG_LINES = /^\\*<\/?(?:previous-summary|focus|transcript|instructions)>$/gm;
 
 /**
  * Content lines that look exactly like a tag line get one more leading backslash, so a
  * transcript that quotes `</transcript>` cannot end its section early. parse removes one.
  */
 function escapeContent(text: string): string {
-  return text
-    .split('\n')
-    .map((l) => (TAG_LINE.test(l) ? `\\${l}` : l))
-    .join('\n');
+  return text.replace(TAG_LINES, (line) => `\\${line}`);
 }
 
 function section(tag: SectionTag, content: string): string {
