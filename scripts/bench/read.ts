@@ -2,7 +2,7 @@
 // one near the end (offsets estimated from SQL character counts), with the event-loop stall
 // seen while each is read. Reads that outrun a time budget are stopped and extrapolated.
 import { DEFAULT_READ_LIMIT } from '../../protocol/methods.ts';
-import { READ_PAGE_ROWS, readTranscript } from '../../storage/transcript-read.ts';
+import { readTranscript } from '../../storage/transcript-read.ts';
 import type { Dataset } from './dataset.ts';
 import { nowMs, stats, turn, withLoopMonitor, type Stats } from './timing.ts';
 
@@ -13,8 +13,12 @@ export interface ReadResult {
   returned: number;
   /** Completed reads; empty when the first one hit the budget. */
   stats: Stats;
-  /** Set when a read was stopped at the budget: how far it got and the extrapolated time. */
-  stopped?: { budget_ms: number; rows_read: number; rows_needed: number; extrapolated_ms: number };
+  /**
+   * Set when a read was stopped at the budget. A page costs about the rendering before it, so
+   * its time is extrapolated linearly in the offset from a read that completed at a smaller
+   * offset (an earlier page, or a calibration read at 2% of the session).
+   */
+  stopped?: { budget_ms: number; basis: { offset: number; ms: number } | null; extrapolated_ms: number | null };
   max_stall_ms: number;
 }
 
@@ -59,11 +63,9 @@ export function renderedLengthEstimate(ds: Dataset): number {
 }
 
 /** Reads once; stops (throws Stopped) at the first yield after the deadline. Returns rows paged through. */
-async function readOnce(ds: Dataset, offset: number, budgetMs: number): Promise<{ ms: number; graphemes: number; pages: number; stopped: boolean }> {
-  let pages = 0;
+async function readOnce(ds: Dataset, offset: number, budgetMs: number): Promise<{ ms: number; graphemes: number; stopped: boolean }> {
   const deadline = nowMs() + budgetMs;
   const yieldEvery = async (): Promise<void> => {
-    pages++;
     if (nowMs() > deadline) throw new Stopped();
     await new Promise<void>((r) => setImmediate(r));
   };
@@ -72,10 +74,10 @@ async function readOnce(ds: Dataset, offset: number, budgetMs: number): Promise<
   try {
     const r = await readTranscript(ds.db, { session: ds.main.name, offset, limit: DEFAULT_READ_LIMIT }, { yieldEvery });
     // Graphemes taken, from the offsets (segmenting the page here would cost more than the read).
-    return { ms: nowMs() - t0, graphemes: r.next_offset === null ? -1 : r.next_offset - r.offset, pages, stopped: false };
+    return { ms: nowMs() - t0, graphemes: r.next_offset === null ? -1 : r.next_offset - r.offset, stopped: false };
   } catch (err) {
     if (!(err instanceof Stopped)) throw err;
-    return { ms: nowMs() - t0, graphemes: 0, pages, stopped: true };
+    return { ms: nowMs() - t0, graphemes: 0, stopped: true };
   }
 }
 
@@ -114,10 +116,17 @@ export async function benchRead(ds: Dataset, opts: { budgetMs: number }, log: (s
     const { samples, last } = mon.value;
     const r: ReadResult = { page: p.page, offset: p.offset, returned: last.graphemes, stats: stats(samples), max_stall_ms: mon.maxStallMs };
     if (last.stopped) {
-      const rowsRead = last.pages * READ_PAGE_ROWS;
-      const rowsNeeded = Math.ceil((p.offset / total) * ds.main.rows);
-      r.stopped = { budget_ms: opts.budgetMs, rows_read: rowsRead, rows_needed: rowsNeeded, extrapolated_ms: (last.ms * rowsNeeded) / Math.max(1, rowsRead) };
-      log(`  read ${p.page} @${p.offset}: stopped after ${(last.ms / 1000).toFixed(1)} s at ~${rowsRead}/${rowsNeeded} rows; extrapolated ${(r.stopped.extrapolated_ms / 1000).toFixed(0)} s; stall ${mon.maxStallMs.toFixed(1)} ms`);
+      let basis: { offset: number; ms: number } | null = null;
+      const done = pages.filter((x) => x.offset > 0 && x.stopped === undefined).pop();
+      if (done !== undefined) basis = { offset: done.offset, ms: done.stats.median_ms };
+      else {
+        const offset = Math.floor(total * 0.02);
+        const cal = await readOnce(ds, offset, opts.budgetMs);
+        if (!cal.stopped) basis = { offset, ms: cal.ms };
+      }
+      const extrapolated = basis === null ? null : (basis.ms * p.offset) / basis.offset;
+      r.stopped = { budget_ms: opts.budgetMs, basis, extrapolated_ms: extrapolated };
+      log(`  read ${p.page} @${p.offset}: stopped after ${(last.ms / 1000).toFixed(1)} s; extrapolated ${extrapolated === null ? '?' : `${(extrapolated / 1000).toFixed(0)} s`}; stall ${mon.maxStallMs.toFixed(1)} ms`);
     } else {
       log(`  read ${p.page} @${p.offset}: median ${r.stats.median_ms.toFixed(1)} ms (${r.stats.runs} runs), stall ${mon.maxStallMs.toFixed(1)} ms, ${last.graphemes} graphemes`);
     }

@@ -133,7 +133,7 @@ export function render(r: Results): string {
     out.push(
       table(
         'transcript_read (main session, 20k-grapheme page; a run past the budget is stopped and extrapolated)',
-        ['N', 'non-ASCII rows', 'page', 'offset', 'median', 'min', 'runs', 'rows done / needed', 'extrapolated', 'max stall'],
+        ['N', 'non-ASCII rows', 'page', 'offset', 'median', 'min', 'runs', 'extrapolated', 'from read at offset', 'max stall'],
         reads.flatMap((s) =>
           s.read!.pages.map((p) => [
             fmtCount(s.size),
@@ -143,8 +143,8 @@ export function render(r: Results): string {
             p.stopped === undefined ? fmtMs(p.stats.median_ms) : `> ${fmtMs(p.stopped.budget_ms)}`,
             fmtMs(p.stats.min_ms),
             p.stats.runs,
-            p.stopped === undefined ? '-' : `${p.stopped.rows_read} / ${p.stopped.rows_needed}`,
-            p.stopped === undefined ? '-' : `~${fmtMs(p.stopped.extrapolated_ms)}`,
+            p.stopped === undefined ? '-' : p.stopped.extrapolated_ms === null ? '?' : `~${fmtMs(p.stopped.extrapolated_ms)}`,
+            p.stopped?.basis == null ? '-' : `${p.stopped.basis.offset} (${fmtMs(p.stopped.basis.ms)})`,
             fmtMs(p.max_stall_ms),
           ]),
         ),

@@ -143,8 +143,10 @@ describe('compaction over the socket', () => {
 
   test('usage.report keeps the provider count beside the estimate', async () => {
     await client.call('session.open', { session: 'usage' });
-    await client.call('transcript.append', { session: 'usage', rows: await scriptedTurn(1, await pngBytes(10, 10)) });
+    const appended = await client.call('transcript.append', { session: 'usage', rows: await scriptedTurn(1, await pngBytes(10, 10)) });
     const p = await prepare('usage');
+    assert.equal(p.head, appended.head, 'the prepared request records the head it was built from');
+    assert.equal(p.observation.head, appended.head);
     assert.equal(p.observation.provider_input_tokens, null);
     await client.call('usage.report', { session: 'usage', prepared_id: p.prepared_id, input_tokens: 1234, cached_tokens: 1000 });
     const ctx = await client.call('context', { session: 'usage' });
