@@ -1,4 +1,4 @@
-// transcript_grep as the daemon runs it (candidate query on the search worker): fills the
+// transcript_grep as the daemon runs it (index query on the search worker thread): fills the
 // trigram index (indexPending until 0; time, worst batch, disk cost), then times four patterns,
 // session-scoped and cross-session, against GNU grep -F -i -c over the same texts dumped to a file.
 import { spawnSync } from 'node:child_process';
@@ -82,7 +82,7 @@ function ftsBytes(ds: Dataset): { fts: number | null; total: number | null } {
   }
 }
 
-/** A search as the daemon runs it: the trigram candidate query on the search worker thread. */
+/** A search as the daemon runs it: the trigram index query on the search worker thread. */
 async function ourGrep(ds: Dataset, worker: SearchWorker, pattern: string, session: string | undefined): Promise<number> {
   const r = await grep(ds.db, { pattern, offset: 0, limit: 50, ...(session === undefined ? {} : { session }) }, { hits: (q, max) => worker.hits(q, max) });
   return r.total;
