@@ -24,6 +24,8 @@ export interface RollingState {
   /** Seq of the first row after the cut when saved; a hint, re-checked against the cut. */
   cutSeq: number;
   backend: string | null;
+  /** The session's rewrite counter when saved; null for states saved before it was kept. */
+  rewrites: number | null;
   updatedAt: number;
 }
 
@@ -32,21 +34,26 @@ interface Raw {
   cut: string;
   cut_seq: number;
   backend: string | null;
+  rewrites: number | null;
   updated_at: number;
 }
 
 /** The saved state, or undefined. A cut column that does not parse is reported, not trusted. */
 export function loadRollingState(db: Db, sid: number): RollingState | undefined {
-  const raw = db.prepare('SELECT summary, cut, cut_seq, backend, updated_at FROM rolling_state WHERE sid = ?').get(sid) as Raw | undefined;
+  const raw = db.prepare('SELECT summary, cut, cut_seq, backend, rewrites, updated_at FROM rolling_state WHERE sid = ?').get(sid) as
+    | Raw
+    | undefined;
   if (raw === undefined) return undefined;
   const cut = RollingCut.parse(JSON.parse(raw.cut));
-  return { summary: raw.summary, cut, cutSeq: raw.cut_seq, backend: raw.backend, updatedAt: raw.updated_at };
+  return { summary: raw.summary, cut, cutSeq: raw.cut_seq, backend: raw.backend, rewrites: raw.rewrites, updatedAt: raw.updated_at };
 }
 
-export function saveRollingState(db: Db, sid: number, state: Omit<RollingState, 'updatedAt'>, now = Date.now()): void {
+/** Saves the state; the session's current rewrite counter is recorded with it. */
+export function saveRollingState(db: Db, sid: number, state: Omit<RollingState, 'updatedAt' | 'rewrites'>, now = Date.now()): void {
   db.prepare(
-    `INSERT INTO rolling_state (sid, summary, cut, cut_seq, backend, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+    `INSERT INTO rolling_state (sid, summary, cut, cut_seq, backend, rewrites, updated_at)
+       VALUES (?, ?, ?, ?, ?, (SELECT rewrites FROM sessions WHERE sid = ?), ?)
      ON CONFLICT (sid) DO UPDATE SET summary = excluded.summary, cut = excluded.cut, cut_seq = excluded.cut_seq,
-       backend = excluded.backend, updated_at = excluded.updated_at`,
-  ).run(sid, state.summary, JSON.stringify(state.cut), state.cutSeq, state.backend, now);
+       backend = excluded.backend, rewrites = excluded.rewrites, updated_at = excluded.updated_at`,
+  ).run(sid, state.summary, JSON.stringify(state.cut), state.cutSeq, state.backend, sid, now);
 }

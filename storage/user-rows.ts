@@ -23,6 +23,12 @@ export function userRowsBefore(db: Db, sid: number, before: number, limit: numbe
   return rows.reverse();
 }
 
+/** How many user rows the session has before `seq`, from the index alone. */
+export function userRowsBeforeCount(db: Db, sid: number, seq: number): number {
+  const r = db.prepare("SELECT count(*) AS n FROM transcript WHERE sid = ? AND row_class = 'user' AND seq < ?").get(sid, seq) as { n: number };
+  return r.n;
+}
+
 /** Seq of the n-th user row (0-based), or undefined when the session has fewer. */
 export function nthUserSeq(db: Db, sid: number, n: number): number | undefined {
   const r = db

@@ -2,6 +2,7 @@
 import { sql as m001 } from './001-transcript.ts';
 import { sql as m002 } from './002-engine.ts';
 import { sql as m003 } from './003-folded-search-index.ts';
+import { sql as m004 } from './004-rolling-rewrites.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -14,4 +15,5 @@ export const migrations: readonly Migration[] = [
   { version: 1, name: 'transcript', sql: m001 },
   { version: 2, name: 'engine', sql: m002 },
   { version: 3, name: 'folded-search-index', sql: m003 },
+  { version: 4, name: 'rolling-rewrites', sql: m004 },
 ];

@@ -119,7 +119,7 @@ function plan(input: StrategyInput, projection: Projection, forced: boolean): Co
   const { resolved, units, tailStart, basis } = selectEviction(input, forced);
   const evicted = units.slice(0, tailStart).flatMap((u) => u.items);
   const tail = units.slice(tailStart).flatMap((u) => u.items);
-  const sized = { state: { summary: 'x'.repeat(summaryCap(basis) * 4), cut: { format: 2 as const, users: 0, fingerprint: '' }, cutSeq: 0, backend: null, updatedAt: 0 } };
+  const sized = { state: { summary: 'x'.repeat(summaryCap(basis) * 4), cut: { format: 2 as const, users: 0, fingerprint: '' }, cutSeq: 0, backend: null, rewrites: null, updatedAt: 0 } };
   const after =
     tailStart === 0
       ? projection
@@ -174,7 +174,7 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   const texts = userRowsAfter(input.db, input.session.sid, Math.max(0, resolved.cutSeq - 1), newUsers).map((r) => r.text);
   const cutSeq = units[tailStart]!.items[0]!.seq;
   const cut = { format: 2 as const, users: resolved.users + newUsers, fingerprint: extendFingerprint(resolved.fingerprint, texts) };
-  const stateAfter = { summary, cut, cutSeq, backend, updatedAt: 0 };
+  const stateAfter = { summary, cut, cutSeq, backend, rewrites: resolved.rewrites, updatedAt: 0 };
   const after = build(input, { state: stateAfter, cutSeq, users: cut.users, fingerprint: cut.fingerprint, rewrites: resolved.rewrites, notes: [] }, units.slice(tailStart).flatMap((u) => u.items));
   if (after.estimate >= projection.estimate) {
     return { ...nothingCompacted(`compaction would not make the request smaller (~${projection.estimate} -> ~${after.estimate} tokens)`), backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut };

@@ -3,7 +3,7 @@
 import type { StoredRow } from '../../protocol/rows.ts';
 import { foldSources } from '../../storage/conversation.ts';
 import { loadRollingState, type ItemCut, type RollingState } from '../../storage/rolling-state.ts';
-import { sessionRewrites, userRowsAfter } from '../../storage/user-rows.ts';
+import { sessionRewrites, userRowsAfter, userRowsBeforeCount } from '../../storage/user-rows.ts';
 import type { StrategyInput } from '../contract.ts';
 import { CutCache, EMPTY_FINGERPRINT, extendFingerprint, locateCut } from '../harness/cut.ts';
 import { rowInputs } from '../projection.ts';
@@ -74,8 +74,15 @@ export function resolveState(input: StrategyInput): ResolvedState {
   const key = `${state.updatedAt}:${JSON.stringify(state.cut)}:${rewrites}`;
   const located = cutCache(input).lookup(key, () => {
     if (!('format' in state.cut)) return locateItemCut(input, state.cut);
-    const seq = locateCut(db, session.sid, state.cut, head);
-    return seq === undefined ? undefined : { cutSeq: seq, users: state.cut.users, fingerprint: state.cut.fingerprint };
+    const cut = state.cut;
+    // Nothing before the cut moved or changed since the save (same rewrite counter, and new
+    // rows only ever get higher seqs): the saved position holds, and the fingerprint with it.
+    // The index-only count guards against rows deleted behind the daemon's back.
+    if (state.rewrites === rewrites && userRowsBeforeCount(db, session.sid, state.cutSeq) === cut.users) {
+      return { cutSeq: state.cutSeq, users: cut.users, fingerprint: cut.fingerprint };
+    }
+    const seq = locateCut(db, session.sid, cut, head);
+    return seq === undefined ? undefined : { cutSeq: seq, users: cut.users, fingerprint: cut.fingerprint };
   });
   if (located === undefined) {
     return {

@@ -10,7 +10,7 @@ import { inputsTokens } from '../../strategies/estimate.ts';
 import { inspectRequest, planCompaction, prepareRequest, adoptSession, LATCH_LIMIT } from '../../strategies/prepare.ts';
 import { RECAP_HEADER, SUMMARY_HEADER } from '../../strategies/rolling/rolling.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
-import { imageIn, pngBytes, tempDb, user } from '../storage/factories.ts';
+import { assistant, imageIn, pngBytes, tempDb, toolResult, user } from '../storage/factories.ts';
 import { argsFor, assertCallsPaired, RecordingSummarizer, sessionWithTurns, setupFor, turn } from './engine-fixtures.ts';
 
 function texts(inputs: readonly PlainInput[]): string[] {
@@ -227,8 +227,9 @@ describe('rolling', () => {
     await prepareRequest(setup, argsFor(db, 's'));
     const sid = argsFor(db, 's').session.sid;
     const saved = loadRollingState(db, sid)!;
-    // Rewrite an evicted user message: the fingerprint no longer matches.
+    // Rewrite an evicted user message, as any rewriting path must: bump the rewrite counter.
     db.prepare("UPDATE transcript SET text = 'rewritten' WHERE seq = (SELECT min(seq) FROM transcript WHERE sid = ? AND row_class = 'user')").run(sid);
+    db.prepare('UPDATE sessions SET rewrites = rewrites + 1 WHERE sid = ?').run(sid);
     const seen = inspectRequest(setup, argsFor(db, 's'));
     assert.ok(seen.notes.some((n) => /no longer matches/.test(n)));
     assert.ok(!seen.sections.some((s) => s.name === 'summary'));
@@ -236,6 +237,24 @@ describe('rolling', () => {
     const out = await prepareRequest(setup, argsFor(db, 's'));
     assert.equal(out.compacted, true);
     assert.notDeepEqual(loadRollingState(db, sid)!.cut, saved.cut);
+  });
+
+  test('a fresh kernel adopts the saved state; after rows move, the fingerprint is checked and still holds', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    await appendRows(db, 's', [assistant('running a long tool', ['slow']), user('typed while it ran')]);
+    const setup = setupFor({ window: 8000 });
+    const compacted = await prepareRequest(setup, argsFor(db, 's'));
+    assert.equal(compacted.compacted, true);
+    const summary = (o: { sections: Array<{ name: string; source: string }> }) => o.sections.find((x) => x.name === 'summary')?.source;
+    // A new kernel (empty cache), as after a restart: the state is used as saved.
+    assert.equal(summary(inspectRequest(setup, argsFor(db, 's'))), summary(compacted.observation));
+    // The late result settles beside its call: rows move and the rewrite counter goes up; the
+    // user messages before the cut are unchanged, so the full check accepts the state.
+    await appendRows(db, 's', [toolResult('slow', 'done at last')]);
+    const after = inspectRequest(setup, argsFor(db, 's'));
+    assert.equal(summary(after), summary(compacted.observation));
+    assert.deepEqual(after.notes, []);
   });
 
   test('a cut saved as an item count is checked the old way, then rewritten as a user cut on adoption', async (t) => {
