@@ -6,6 +6,7 @@ import type { Params, Result } from '../protocol/methods.ts';
 import { UserOrigin, type StoredBody } from '../protocol/rows.ts';
 import { decodeRow } from './conversation.ts';
 import { type Db, perDb, timeSlicer } from './db.ts';
+import { ONE_GRAPHEME_PER_CHAR, segmenter } from './graphemes.ts';
 import { rowHeader } from './row-text.ts';
 import { requireSession } from './sessions.ts';
 
@@ -49,6 +50,10 @@ function prepare(db: Db) {
     exists: db
       .prepare<[number, number, number], number>('SELECT 1 FROM transcript WHERE sid = ? AND seq > ? AND seq <= ? LIMIT 1')
       .pluck(),
+    // Index-only (the session index covers graphemes): row sizes without reading any text.
+    sizes: db.prepare<[number, number, number, number], { seq: number; graphemes: number | null }>(
+      'SELECT seq, graphemes FROM transcript INDEXED BY transcript_session WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?',
+    ),
   };
 }
 
@@ -86,17 +91,6 @@ function header(row: HeaderRow, session: string): string {
   }
 }
 
-/**
- * Text in which every UTF-16 unit is one grapheme, so graphemes count by length: no CR (CR LF is
- * one grapheme), nothing that extends or joins the character before it (marks, Grapheme_Extend,
- * ZWJ/ZWNJ, emoji modifiers, the two spacing vowels U+0E33/U+0EB3), no Prepend characters, no
- * Hangul jamo, regional indicators, or anything outside the BMP. That covers ASCII and most
- * other text (precomposed accents, CJK, Hangul syllables, box drawing, arrows); the rest goes
- * through Intl.Segmenter. Checked against the segmenter for every BMP character that passes.
- */
-const ONE_GRAPHEME_PER_CHAR =
-  /^[^\r\u200c\u200d\p{M}\p{Grapheme_Extend}\p{Emoji_Modifier}\p{Regional_Indicator}\u0e33\u0eb3\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u0d4e\u{10000}-\u{10ffff}\ud800-\udfff]*$/u;
-
 /** A row longer than this (UTF-16 units) is fed in LF-ended chunks so a yield can fall inside it. */
 const CHUNK_CHARS = 32 * 1024;
 
@@ -112,7 +106,6 @@ function* chunks(piece: string): Generator<string> {
   yield from === 0 ? piece : piece.slice(from);
 }
 
-const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
 
 /**
  * Collects graphemes [offset, offset + limit) of a rendering fed to it in pieces, plus one
@@ -143,6 +136,12 @@ class GraphemePage {
 
   get text(): string {
     return this.parts.join('');
+  }
+
+  /** Counts `n` graphemes as consumed without their text; only for whole rows before the page. */
+  skip(n: number): void {
+    if (this.pos + n > this.offset) throw new Error('skip would pass the page start');
+    this.pos += n;
   }
 
   /** Feeds the next piece; true once the page and its lookahead are settled. */
@@ -186,6 +185,47 @@ class GraphemePage {
   }
 }
 
+/** Rows sized per query while skipping. */
+const SKIP_BATCH_ROWS = 4096;
+
+/**
+ * Skips, from the index alone, every whole row (with its separator) that ends at or before
+ * `offset`, and returns the seq to render from. Only rows known to have a successor are
+ * skipped, so each one's size is its stored count, plus the digits of its seq, plus 2 for its
+ * separator. A row without a stored count (written before counts were kept) stops the skip:
+ * it is rendered and counted from its text like the rows after it.
+ */
+async function skipWholeRows(
+  st: ReturnType<typeof stmts>,
+  sid: number,
+  after: number,
+  last: number,
+  pager: GraphemePage,
+  offset: number,
+  slice: () => Promise<void>,
+): Promise<number> {
+  let skipped = 0;
+  let from = after;
+  for (;;) {
+    const rows = st.sizes.all(sid, from, last, SKIP_BATCH_ROWS);
+    // Every row but the batch's last has its successor in the batch.
+    for (let i = 0; i + 1 < rows.length; i++) {
+      const row = rows[i]!;
+      if (row.graphemes === null) break;
+      const size = row.graphemes + String(row.seq).length + 2;
+      if (skipped + size > offset) break;
+      skipped += size;
+      from = row.seq;
+    }
+    const stopped = rows.length < SKIP_BATCH_ROWS || from !== rows[rows.length - 2]!.seq;
+    if (stopped) {
+      pager.skip(skipped);
+      return from;
+    }
+    await slice();
+  }
+}
+
 /**
  * Renders a session's rows (or the inclusive seq range [from_seq, to_seq]) as
  * `header + "\n" + text` per row, rows joined by "\n\n", and returns graphemes
@@ -210,9 +250,10 @@ export async function readTranscript(
   const last = params.to_seq ?? Number.MAX_SAFE_INTEGER;
   const pager = new GraphemePage(params.offset, params.limit);
 
-  let rows = st.page.all(s.sid, (params.from_seq ?? 1) - 1, last, READ_PAGE_ROWS);
-  let i = 0;
   const slice = timeSlicer(opts.yieldEvery);
+  const after = await skipWholeRows(st, s.sid, (params.from_seq ?? 1) - 1, last, pager, params.offset, slice);
+  let rows = st.page.all(s.sid, after, last, READ_PAGE_ROWS);
+  let i = 0;
   while (i < rows.length) {
     const row = rows[i++]!;
     // Whether another row follows decides the separator; at a page's end a one-row probe

@@ -6,6 +6,7 @@ import { AlbedoError } from '../protocol/errors.ts';
 import type { ImagePart, ImagePartIn, Notice, RowClass, RowIn, StoredBody, TextPart } from '../protocol/rows.ts';
 import { type Db, perDb } from './db.ts';
 import { DEFAULT_MAX_IMAGE_BYTES, hasPayload, prepareImage, putPayload, type PreparedImage } from './payloads.ts';
+import { renderedGraphemesWithoutSeq } from './graphemes.ts';
 import { rowText } from './row-text.ts';
 import { createSession, findSession, requireSession } from './sessions.ts';
 
@@ -65,19 +66,21 @@ interface RawRow {
   body: string;
   text: string;
   created_at: number;
+  /** Rendered graphemes without the seq's digits (storage/graphemes.ts); null for old rows. */
+  graphemes: number | null;
 }
 
-type InsertArgs = [number, RowKind, RowClass, string | null, string | null, string, string, number];
+type InsertArgs = [number, RowKind, RowClass, string | null, string | null, string, string, number, number | null];
 
 function prepare(db: Db) {
   return {
     insert: db.prepare<InsertArgs>(
-      `INSERT INTO transcript (sid, kind, row_class, key, call_id, body, text, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO transcript (sid, kind, row_class, key, call_id, body, text, created_at, graphemes)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertAt: db.prepare<[number, ...InsertArgs]>(
-      `INSERT INTO transcript (seq, sid, kind, row_class, key, call_id, body, text, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO transcript (seq, sid, kind, row_class, key, call_id, body, text, created_at, graphemes)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     byKey: db.prepare<[number, string], { seq: number; body: string }>(
       'SELECT seq, body FROM transcript WHERE sid = ? AND key = ?',
@@ -99,7 +102,7 @@ function prepare(db: Db) {
         WHERE t.sid = ? AND t.seq > ? AND t.seq < ? ORDER BY t.seq`,
     ),
     rowsFrom: db.prepare<[number, number], RawRow>(
-      `SELECT seq, kind, row_class, key, call_id, body, text, created_at
+      `SELECT seq, kind, row_class, key, call_id, body, text, created_at, graphemes
          FROM transcript WHERE sid = ? AND seq >= ? ORDER BY seq`,
     ),
     callsFrom: db.prepare<[number, number], { call_id: string; seq: number }>(
@@ -129,8 +132,8 @@ function prepare(db: Db) {
     bumpRewrites: db.prepare<[number]>('UPDATE sessions SET rewrites = rewrites + 1 WHERE sid = ?'),
     // Forks: rows are copied in seq order, so the n-th copy answers the n-th parent row.
     copyRows: db.prepare<[number, number, number]>(
-      `INSERT INTO transcript (sid, kind, row_class, key, call_id, body, text, created_at)
-       SELECT ?, kind, row_class, key, call_id, body, text, created_at
+      `INSERT INTO transcript (sid, kind, row_class, key, call_id, body, text, created_at, graphemes)
+       SELECT ?, kind, row_class, key, call_id, body, text, created_at, graphemes
          FROM transcript WHERE sid = ? AND seq <= ? ORDER BY seq`,
     ),
     copyForkRows: db.prepare<[number, number, number]>(
@@ -159,8 +162,14 @@ function prepare(db: Db) {
 const stmts = perDb(prepare);
 type Statements = ReturnType<typeof prepare>;
 
-function insertRow(st: Statements, sid: number, r: Omit<RawRow, 'seq'>): number {
-  return Number(st.insert.run(sid, r.kind, r.row_class, r.key, r.call_id, r.body, r.text, r.created_at).lastInsertRowid);
+/**
+ * Inserts a new row at the end. `r.body` is the body's JSON; its text and grapheme count are
+ * derived from the parsed `body` here, so every new row gets them the same way.
+ */
+function insertRow(st: Statements, sid: number, r: Omit<RawRow, 'seq' | 'text' | 'graphemes'>, body: StoredBody): number {
+  const text = rowText(body);
+  const graphemes = renderedGraphemesWithoutSeq(body, text);
+  return Number(st.insert.run(sid, r.kind, r.row_class, r.key, r.call_id, r.body, text, r.created_at, graphemes).lastInsertRowid);
 }
 
 function headOf(st: Statements, sid: number): number {
@@ -332,9 +341,8 @@ function writeBatch(
       key,
       call_id: row.kind === 'tool_result' ? row.call_id : null,
       body: json,
-      text: rowText(body),
       created_at: now,
-    });
+    }, body);
 
     if (body.kind === 'assistant') {
       for (const p of body.content) {
@@ -433,7 +441,7 @@ function settle(st: Statements, sid: number, fresh: number, callSeq: number): Ma
         body = JSON.stringify(parsed);
       }
     }
-    st.insertAt.run(to(r.seq), sid, r.kind, r.row_class, r.key, r.call_id, body, r.text, r.created_at);
+    st.insertAt.run(to(r.seq), sid, r.kind, r.row_class, r.key, r.call_id, body, r.text, r.created_at, r.graphemes);
   }
   for (const c of calls) st.insertCall.run(sid, c.call_id, to(c.seq));
   for (const r of refs) st.insertRef.run(r.hash, to(r.seq));
@@ -476,9 +484,8 @@ export function appendNotice(db: Db, sid: number, notice: Notice, opts: { key?: 
       key,
       call_id: null,
       body: json,
-      text: rowText(body),
       created_at: (opts.now ?? Date.now)(),
-    });
+    }, body);
     if (notice.notice === 'image_fit') {
       if (!hasPayload(db, notice.to.hash)) {
         throw new AlbedoError('unknown_payload', `unknown payload ${notice.to.hash}`, { hash: notice.to.hash });

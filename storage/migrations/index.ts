@@ -3,6 +3,7 @@ import { sql as m001 } from './001-transcript.ts';
 import { sql as m002 } from './002-engine.ts';
 import { sql as m003 } from './003-folded-search-index.ts';
 import { sql as m004 } from './004-rolling-rewrites.ts';
+import { sql as m005 } from './005-row-graphemes.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -16,4 +17,5 @@ export const migrations: readonly Migration[] = [
   { version: 2, name: 'engine', sql: m002 },
   { version: 3, name: 'folded-search-index', sql: m003 },
   { version: 4, name: 'rolling-rewrites', sql: m004 },
+  { version: 5, name: 'row-graphemes', sql: m005 },
 ];

@@ -8,7 +8,7 @@ import { StoredBody } from '../../protocol/rows.ts';
 import type { Db } from '../../storage/db.ts';
 import { rowHeader } from '../../storage/row-text.ts';
 import { openSession, requireSession } from '../../storage/sessions.ts';
-import { appendNotice, appendRows } from '../../storage/transcript.ts';
+import { appendNotice, appendRows, forkSession } from '../../storage/transcript.ts';
 import { readTranscript } from '../../storage/transcript-read.ts';
 import { assistant, rowsOf, tempDb, toolResult, user } from './factories.ts';
 import { recordingDb } from './recording-db.ts';
@@ -179,3 +179,43 @@ function requireHead(db: Db): number {
   const sid = requireSession(db, 's').sid;
   return db.prepare('SELECT max(seq) FROM transcript WHERE sid = ?').pluck().get(sid) as number;
 }
+
+test('deep reads skip rows by their stored sizes and give exactly the pages the text gives', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 'd' });
+  openSession(db, { session: 'other' });
+  const texts = ['plain ascii', 'ends with CR\r', 'CRLF\r\ninside', 'e\u0301 combining', '👩‍👩‍👧 family 🇫🇷', 'tab\tand ünïcödé', '漢字テキスト'];
+  for (let i = 0; i < 120; i++) {
+    // Another session's rows interleave, so seqs grow in digits unevenly.
+    await appendRows(db, 'other', [user(`noise ${i}`)]);
+    await appendRows(db, 'd', [user(texts[i % texts.length]!), assistant(`reply ${i}`, [`c${i}`]), toolResult(`c${i}`, texts[(i + 3) % texts.length]!)]);
+  }
+  // A late result settles beside its call (rows move to other seqs); a fork copies the rows.
+  await appendRows(db, 'd', [assistant('late call', ['late']), user('typed meanwhile\r')]);
+  await appendRows(db, 'd', [toolResult('late', 'late result')]);
+  const reference = graphemes(rendering(db, 'd'));
+  const pageAt = (offset: number, n: number) => reference.slice(offset, offset + n).join('');
+  for (const offset of [0, 1, 37, 500, 4321, 9000, reference.length - 3, reference.length - 1]) {
+    const page = await read(db, { session: 'd', offset, limit: 25 });
+    assert.equal(page.text, pageAt(offset, 25), `offset ${offset}`);
+  }
+
+  // The sizes are really used: inflate them and a deep read lands elsewhere.
+  const sid = requireSession(db, 'd').sid;
+  db.prepare('UPDATE transcript SET graphemes = graphemes + 1000 WHERE sid = ?').run(sid);
+  assert.notEqual((await read(db, { session: 'd', offset: 4321, limit: 25 })).text, pageAt(4321, 25));
+  // Rows without stored sizes (written before they were kept) are counted from their text.
+  db.prepare('UPDATE transcript SET graphemes = NULL WHERE sid = ?').run(sid);
+  assert.equal((await read(db, { session: 'd', offset: 4321, limit: 25 })).text, pageAt(4321, 25));
+});
+
+test('a fork keeps the stored sizes valid for its own seqs', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 'p' });
+  for (let i = 0; i < 50; i++) await appendRows(db, 'p', [user(`message ${i} with 👍🏽 and CR\r`)]);
+  forkSession(db, 'p', { branch: 'b' });
+  const reference = graphemes(rendering(db, 'b'));
+  for (const offset of [0, 100, 777, reference.length - 2]) {
+    assert.equal((await read(db, { session: 'b', offset, limit: 10 })).text, reference.slice(offset, offset + 10).join(''));
+  }
+});
