@@ -12,7 +12,7 @@ import { DomainCode, RpcCode } from '../../protocol/errors.ts';
 import type { RowIn, StoredRow } from '../../protocol/rows.ts';
 import { RpcRemoteError } from '../../protocol/rpc-peer.ts';
 import { assistant, imageIn, jpegBytes, pngBytes, toolResult, user } from '../storage/factories.ts';
-import { rawConnection, startDaemon, type DaemonHandle, failsWith } from './harness.ts';
+import { allRows, failsWith, rawConnection, startDaemon, type DaemonHandle } from './harness.ts';
 
 type Raw = Awaited<ReturnType<typeof rawConnection>>;
 interface WireReply {
@@ -57,16 +57,6 @@ async function seed(client: AlbedoClient): Promise<string> {
   return image.hash;
 }
 
-async function allRows(client: AlbedoClient, session: string): Promise<StoredRow[]> {
-  const out: StoredRow[] = [];
-  let after = 0;
-  for (;;) {
-    const page = await client.call('transcript.rows', { session, after, limit: 1000 });
-    out.push(...page.rows);
-    if (page.next_after === null) return out;
-    after = page.next_after;
-  }
-}
 
 /** Everything a bad input must leave alone: every session's summary, the seeded rows and payload. */
 async function snapshot(client: AlbedoClient, imageHash: string) {

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import { AlbedoClient, type ClientOptions } from '../../protocol/client.ts';
 import { DomainCode } from '../../protocol/errors.ts';
+import type { StoredRow } from '../../protocol/rows.ts';
 import { RpcRemoteError } from '../../protocol/rpc-peer.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -156,4 +157,16 @@ export async function failsWith(p: Promise<unknown>, dataCode: string, wireCode?
   const expected = wireCode ?? (DomainCode as Record<string, number>)[dataCode];
   if (expected !== undefined) assert.equal(caught.code, expected);
   return caught;
+}
+
+/** Every row of a session, following next_after. */
+export async function allRows(client: AlbedoClient, session: string): Promise<StoredRow[]> {
+  const out: StoredRow[] = [];
+  let after = 0;
+  for (;;) {
+    const page = await client.call('transcript.rows', { session, after, limit: 1000 });
+    out.push(...page.rows);
+    if (page.next_after === null) return out;
+    after = page.next_after;
+  }
 }

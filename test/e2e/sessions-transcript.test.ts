@@ -9,7 +9,7 @@ import { DomainCode, RpcCode } from '../../protocol/errors.ts';
 import { PROTOCOL_VERSION, type Result } from '../../protocol/methods.ts';
 import type { RowIn, StoredRow } from '../../protocol/rows.ts';
 import { assistant, imageIn, pngBytes, toolResult, user } from '../storage/factories.ts';
-import { rawConnection, startDaemon, type DaemonHandle, failsWith } from './harness.ts';
+import { allRows, failsWith, rawConnection, startDaemon, type DaemonHandle } from './harness.ts';
 
 let d: DaemonHandle;
 let c: AlbedoClient;
@@ -27,17 +27,6 @@ after(async () => {
 // ---- helpers ----
 
 
-/** Every row of a session, following next_after. */
-async function allRows(session: string, client: AlbedoClient = c): Promise<StoredRow[]> {
-  const out: StoredRow[] = [];
-  let after = 0;
-  for (;;) {
-    const page = await client.call('transcript.rows', { session, after, limit: 1000 });
-    out.push(...page.rows);
-    if (page.next_after === null) return out;
-    after = page.next_after;
-  }
-}
 
 function textOf(row: StoredRow): string {
   const b = row.body;
@@ -190,8 +179,8 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
 
       const child = await summary('del-a-child');
       assert.equal(child?.parent, null);
-      assert.deepEqual((await allRows('del-a-child')).map(textOf), ['to be deleted', 'also gone']);
-      const survivor = await allRows('list-p');
+      assert.deepEqual((await allRows(c, 'del-a-child')).map(textOf), ['to be deleted', 'also gone']);
+      const survivor = await allRows(c, 'list-p');
       assert.equal(survivor.at(-1)?.seq, other.seqs[0]);
     });
 
@@ -199,7 +188,7 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       const png = await pngBytes(5, 4);
       await c.call('session.open', { session: 'del-img' });
       await c.call('transcript.append', { session: 'del-img', rows: [user('an image', { images: [imageIn(png, 'image/png')] })] });
-      const [row] = await allRows('del-img');
+      const [row] = await allRows(c, 'del-img');
       const part = row?.body.kind === 'user' ? row.body.content[1] : undefined;
       assert.ok(part?.type === 'image');
       assert.equal((await c.call('payload.get', { hash: part.hash })).width, 5);
@@ -219,7 +208,7 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       assert.equal(r.seqs.length, 3);
       assert.ok(r.seqs[0]! < r.seqs[1]! && r.seqs[1]! < r.seqs[2]!);
       assert.equal(r.head, r.seqs[2]);
-      const rows = await allRows('app-a');
+      const rows = await allRows(c, 'app-a');
       assert.deepEqual(
         rows.map((x) => x.seq),
         r.seqs,
@@ -238,13 +227,13 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
         session: 'app-key',
         rows: [user('hello', { key: 'k1' }), assistant('hi there', ['call-k'], { key: 'k2' })],
       });
-      const before = await allRows('app-key');
+      const before = await allRows(c, 'app-key');
       const retry = await c.call('transcript.append', {
         session: 'app-key',
         rows: [user('hello', { key: 'k1' }), assistant('hi there', ['call-k'], { key: 'k2' })],
       });
       assert.deepEqual(retry, first);
-      assert.deepEqual(await allRows('app-key'), before);
+      assert.deepEqual(await allRows(c, 'app-key'), before);
 
       // A retry mixed with a new row: the old row answers its seq, only the new one is stored.
       const mixed = await c.call('transcript.append', {
@@ -253,14 +242,14 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       });
       assert.equal(mixed.seqs[0], first.seqs[0]);
       assert.ok(mixed.seqs[1]! > first.head);
-      assert.deepEqual((await allRows('app-key')).map(textOf), ['hello', 'hi there|tool_call', 'new one']);
-      assert.equal((await allRows('app-key')).map((r) => r.key).join(','), 'k1,k2,k3');
+      assert.deepEqual((await allRows(c, 'app-key')).map(textOf), ['hello', 'hi there|tool_call', 'new one']);
+      assert.equal((await allRows(c, 'app-key')).map((r) => r.key).join(','), 'k1,k2,k3');
     });
 
     test('the same key with other content fails with key_conflict and stores nothing of the batch', async () => {
       await c.call('session.open', { session: 'app-conflict' });
       const first = await c.call('transcript.append', { session: 'app-conflict', rows: [user('original', { key: 'kc' })] });
-      const before = await allRows('app-conflict');
+      const before = await allRows(c, 'app-conflict');
       const err = await failsWith(
         c.call('transcript.append', { session: 'app-conflict', rows: [user('fresh row'), user('changed', { key: 'kc' })] }),
         'key_conflict',
@@ -272,7 +261,7 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
         seq: first.seqs[0],
         index: 1,
       });
-      assert.deepEqual(await allRows('app-conflict'), before);
+      assert.deepEqual(await allRows(c, 'app-conflict'), before);
     });
 
     test('a late tool result settles right after its call, seen through transcript.rows order', async () => {
@@ -289,7 +278,7 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       // The result takes the slot right after its call; the user's message moves to the fresh seq.
       assert.deepEqual(result.seqs, [typed.seqs[0]]);
       assert.ok(result.head > typed.seqs[0]!);
-      const rows = await allRows('settle');
+      const rows = await allRows(c, 'settle');
       assert.deepEqual(rows.map(textOf), ['fix the bug', 'reading it|tool_call', 'file contents', 'also check the tests']);
       assert.deepEqual(
         rows.map((r) => r.seq),
@@ -308,14 +297,14 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
         'duplicate_tool_result',
       );
       await failsWith(c.call('transcript.append', { session: 'settle', rows: [assistant('x', ['c1'])] }), 'duplicate_tool_call');
-      assert.deepEqual((await allRows('settle')).map(textOf), rows.map(textOf));
+      assert.deepEqual((await allRows(c, 'settle')).map(textOf), rows.map(textOf));
     });
 
     test('a tool result in the same batch as its call stays in order', async () => {
       await c.call('session.open', { session: 'same-batch' });
       const rows: RowIn[] = [user('go'), assistant('calling two', ['x1', 'x2']), toolResult('x2', 'second'), toolResult('x1', 'first')];
       const r = await c.call('transcript.append', { session: 'same-batch', rows });
-      const stored = await allRows('same-batch');
+      const stored = await allRows(c, 'same-batch');
       assert.deepEqual(
         stored.map((x) => x.seq),
         r.seqs,
@@ -377,8 +366,8 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
         const all = results.flatMap((r) => r.seqs);
         assert.equal(new Set(all).size, all.length, 'seqs are globally unique');
 
-        const rows1 = await allRows('conc-1', c1);
-        const rows2 = await allRows('conc-2', c2);
+        const rows1 = await allRows(c1, 'conc-1');
+        const rows2 = await allRows(c2, 'conc-2');
         assert.deepEqual(
           rows1.map(textOf),
           Array.from({ length: n }, (_, i) => [`one ${i}`, `one reply ${i}`]).flat(),
@@ -413,13 +402,13 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
         session: 'fork-p',
         rows: [user('u1', { key: 'pk1' }), assistant('a1', ['fc1']), toolResult('fc1', 'r1'), user('u2'), assistant('a2')],
       });
-      const parentBefore = await allRows('fork-p');
+      const parentBefore = await allRows(c, 'fork-p');
       const parentSummary = await summary('fork-p');
 
       const forked = await c.call('session.fork', { session: 'fork-p', at: seqs[2]!, branch: 'fork-b' });
       assert.deepEqual(forked, { session: 'fork-b', rows: 3, marker_seq: null });
 
-      const branch = await allRows('fork-b');
+      const branch = await allRows(c, 'fork-b');
       assert.deepEqual(branch.map(textOf), ['u1', 'a1|tool_call', 'r1']);
       assert.deepEqual(
         branch.map((r) => r.body),
@@ -439,7 +428,7 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       assert.equal(b?.parent, 'fork-p');
       assert.equal(b?.workspace, '/work/fork');
 
-      assert.deepEqual(await allRows('fork-p'), parentBefore);
+      assert.deepEqual(await allRows(c, 'fork-p'), parentBefore);
       assert.deepEqual(await summary('fork-p'), parentSummary);
 
       // The copy is a session of its own: its tool calls and keys carry over, appends stay in it.
@@ -447,7 +436,7 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       assert.deepEqual(retry.seqs, [branch[0]!.seq]);
       await failsWith(c.call('transcript.append', { session: 'fork-b', rows: [toolResult('fc1', 'twice')] }), 'duplicate_tool_result');
       await c.call('transcript.append', { session: 'fork-b', rows: [user('only in the branch')] });
-      assert.deepEqual(await allRows('fork-p'), parentBefore);
+      assert.deepEqual(await allRows(c, 'fork-p'), parentBefore);
     });
 
     test('session.fork without at copies the whole parent under a fresh id', async () => {
@@ -456,7 +445,7 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       const forked = await c.call('session.fork', { session: 'fork-all' });
       assert.notEqual(forked.session, 'fork-all');
       assert.equal(forked.rows, 2);
-      assert.deepEqual((await allRows(forked.session)).map(textOf), ['x', 'y']);
+      assert.deepEqual((await allRows(c, forked.session)).map(textOf), ['x', 'y']);
     });
 
     test('session.fork refuses a seq of another session, a seq of no row and a taken branch id', async () => {
@@ -487,17 +476,17 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       assert.equal(fork.rows, 2, 'the marker is not copied');
       assert.ok(fork.marker_seq !== null && fork.marker_seq > seqs[1]!);
 
-      const parent = await allRows('exc-p');
+      const parent = await allRows(c, 'exc-p');
       assert.equal(parent.length, 3);
       assert.equal(parent[2]?.seq, fork.marker_seq);
       assert.deepEqual(parent[2]?.body, { kind: 'notice', body: { notice: 'excursion', branch: 'exc-b' } });
       assert.equal(parent[2]?.key, 'excursion:exc-b');
-      assert.deepEqual((await allRows('exc-b')).map(textOf), ['plan the work', 'ok']);
+      assert.deepEqual((await allRows(c, 'exc-b')).map(textOf), ['plan the work', 'ok']);
 
       await c.call('transcript.append', { session: 'exc-b', rows: [user('side quest'), assistant('found it')] });
       const back = await c.call('session.return', { branch: 'exc-b', outcome: 'the answer is 42' });
       assert.equal(back.session, 'exc-p');
-      const after = await allRows('exc-p');
+      const after = await allRows(c, 'exc-p');
       assert.equal(after.length, 4);
       assert.equal(after[3]?.seq, back.seq);
       assert.deepEqual(after[3]?.body, {
@@ -509,7 +498,7 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
 
       const again = await failsWith(c.call('session.return', { branch: 'exc-b', outcome: 'twice' }), 'excursion_returned');
       assert.equal((again.data as { seq: number }).seq, back.seq);
-      assert.deepEqual(await allRows('exc-p'), after);
+      assert.deepEqual(await allRows(c, 'exc-p'), after);
     });
 
     test('returning from a session that is not an excursion fails with not_an_excursion', async () => {
@@ -518,7 +507,7 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       await failsWith(c.call('session.return', { branch: 'plain-root', outcome: 'x' }), 'not_an_excursion');
       await failsWith(c.call('session.return', { branch: 'plain-fork', outcome: 'x' }), 'not_an_excursion');
       await failsWith(c.call('session.return', { branch: 'no-such-branch', outcome: 'x' }), 'unknown_session');
-      assert.deepEqual(await allRows('plain-root'), []);
+      assert.deepEqual(await allRows(c, 'plain-root'), []);
     });
   });
 
@@ -540,7 +529,7 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       const full = await c.call('transcript_read', { session: 'graph', limit: 1_000_000 });
       assert.equal(full.offset, 0);
       assert.equal(full.next_offset, null);
-      const rows = await allRows('graph');
+      const rows = await allRows(c, 'graph');
       assert.ok(full.text.startsWith(`#${rows[0]!.seq} user\nfamily 👩‍👩‍👧 at the table\n\n`));
       for (const t of TEXTS) assert.ok(full.text.includes(t));
       const reference = graphemes(full.text);
@@ -584,7 +573,7 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
     });
 
     test('from_seq and to_seq render an inclusive range of the session', async () => {
-      const rows = await allRows('graph');
+      const rows = await allRows(c, 'graph');
       const r = await c.call('transcript_read', { session: 'graph', from_seq: rows[1]!.seq, to_seq: rows[2]!.seq });
       assert.equal(r.text, `#${rows[1]!.seq} user\n${TEXTS[1]}\n\n#${rows[2]!.seq} user\n${TEXTS[2]}`);
       assert.equal(r.next_offset, null);
@@ -744,7 +733,7 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
         session: 'img',
         rows: [user('look at this', { images: [imageIn(png, 'image/png')] })],
       });
-      const [row] = await allRows('img');
+      const [row] = await allRows(c, 'img');
       assert.equal(row?.seq, seqs[0]);
       const part = row?.body.kind === 'user' ? row.body.content[1] : undefined;
       assert.ok(part?.type === 'image');
@@ -766,7 +755,7 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
         session: 'img',
         rows: [{ kind: 'user', content: [{ type: 'text', text: 'by hash' }, { type: 'image', hash: part.hash }] }],
       });
-      const rows = await allRows('img');
+      const rows = await allRows(c, 'img');
       assert.deepEqual(
         rows.map((r) => (r.body.kind === 'user' ? r.body.content[1] : undefined)),
         [part, part, part],
