@@ -38,6 +38,16 @@ function readChat(json: unknown): ReadOutcome {
 }
 
 /**
+ * The request field that caps output tokens. OpenAI's own API takes `max_completion_tokens` for
+ * every chat model and rejects `max_tokens` for its reasoning models (o-series, gpt-5);
+ * compatible servers (vLLM, llama.cpp, Ollama) know `max_tokens`.
+ */
+export function outputLimitField(baseUrl: string | undefined): 'max_completion_tokens' | 'max_tokens' {
+  if (baseUrl === undefined) return 'max_completion_tokens';
+  return new URL(baseUrl).hostname === 'api.openai.com' ? 'max_completion_tokens' : 'max_tokens';
+}
+
+/**
  * The key comes from `apiKeyEnv` (default OPENAI_API_KEY). Against the default OpenAI URL a
  * missing key is an error; with a configured `baseUrl` the request goes out without an
  * authorization header, since local servers usually want none.
@@ -65,7 +75,7 @@ export function createOpenAISummarizer(config: SummarizerConfig, deps: HttpDeps 
           headers,
           body: {
             model,
-            max_tokens: req.maxOutputTokens,
+            [outputLimitField(config.baseUrl)]: req.maxOutputTokens,
             messages: [
               { role: 'system', content: req.system },
               { role: 'user', content: req.prompt },

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { AlbedoError } from '../../../protocol/errors.ts';
 import { backoffMs, providerMessage, retryAfterMs } from '../../../strategies/summarizer/http.ts';
+import { outputLimitField } from '../../../strategies/summarizer/http-openai.ts';
 import { createSummarizer } from '../../../strategies/summarizer/index.ts';
 import { SummarizerConfig, type SummaryRequest } from '../../../strategies/summarizer/types.ts';
 
@@ -204,6 +205,13 @@ test('openai: a chat completion with bearer key, system message and no tools', a
   } finally {
     await server.close();
   }
+});
+
+test("openai: OpenAI's own API gets max_completion_tokens, compatible servers max_tokens", () => {
+  assert.equal(outputLimitField(undefined), 'max_completion_tokens');
+  assert.equal(outputLimitField('https://api.openai.com/v1'), 'max_completion_tokens');
+  assert.equal(outputLimitField('http://127.0.0.1:8080/v1'), 'max_tokens');
+  assert.equal(outputLimitField('http://localhost:11434/v1'), 'max_tokens');
 });
 
 test('openai: a local server reached through baseUrl gets no authorization header when no key is set', async () => {
