@@ -1,8 +1,7 @@
 // Session lifecycle methods: open, list, delete, fork and excursion return. Mutations of a
 // session run on its kernel queue; the storage functions do the work in one transaction each.
-import { deleteSession, listSessions, openSession } from '../../storage/sessions.ts';
+import { deleteSession, findSession, listSessions, openSession } from '../../storage/sessions.ts';
 import { forkSession, returnFromExcursion } from '../../storage/transcript.ts';
-import { findSession } from '../../storage/sessions.ts';
 import type { Handler } from '../context.ts';
 
 export const sessionOpen: Handler<'session.open'> = (params, { daemon }) => {
