@@ -24,6 +24,20 @@ export const DEFAULT_GREP_LIMIT = 50;
 export const MAX_ROWS_LIMIT = 1000;
 
 const Empty = z.strictObject({});
+
+/** Limits the client's upstream declares for `prepare`; each one wins over the catalog. */
+export const Upstream = z.strictObject({
+  provider: z.string().min(1).max(100).optional(),
+  /** Images one request may carry. */
+  max_images: z.number().int().positive().max(100_000).optional(),
+  /** Longest image edge kept without downsizing, in pixels. */
+  max_image_edge_px: z.number().int().positive().max(1_000_000).optional(),
+  /** Largest image accepted, in bytes. */
+  max_image_bytes: z.number().int().positive().max(1e10).optional(),
+  /** Images go up through a files API instead of inline request bytes. */
+  uploads_images: z.boolean().optional(),
+});
+export type Upstream = z.infer<typeof Upstream>;
 const Ok = z.strictObject({ ok: z.literal(true) });
 
 const SessionSummary = z.object({
@@ -196,6 +210,10 @@ export const methods = {
       session: SessionId,
       /** Model id the request goes to; the catalog supplies its window and modalities. */
       model: z.string().min(1).max(200),
+      /** Provider the request goes to; routes encrypted reasoning (the catalog's when absent). */
+      provider: z.string().min(1).max(100).optional(),
+      /** What the client's upstream accepts; the catalog fills in what is not declared. */
+      upstream: Upstream.optional(),
       /** The agent's system prompt; never compacted. */
       instructions: z.string().max(10_000_000).default(''),
       /** The agent's own tools; their schemas count toward the pinned prompt. */

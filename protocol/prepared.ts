@@ -92,6 +92,13 @@ export const Observation = z.object({
   estimated_input_tokens: z.number().int().nonnegative(),
   provider_input_tokens: z.number().int().nonnegative().nullable(),
   provider_cached_tokens: z.number().int().nonnegative().nullable(),
+  /**
+   * Measured input tokens per estimated token, learned from `usage.report` for this session and
+   * model (1 until the first report). Triggers and tail budgets use estimate × ratio.
+   */
+  token_ratio: z.number().positive().default(1),
+  /** `estimated_input_tokens` × `token_ratio`, rounded up: what the trigger compares. */
+  calibrated_input_tokens: z.number().int().nonnegative().optional(),
   prepared_id: z.string().nullable(),
   head: z.number().int().nonnegative(),
   sections: z.array(Section),

@@ -146,6 +146,8 @@ export const StoredToolResultBody = z.strictObject({
   call_id: z.string(),
   is_error: z.boolean(),
   content: z.array(z.union([TextPart, ImagePart])),
+  /** Set when no open call had this id: kept as it came, never settled, sent as text. */
+  orphan: z.literal(true).optional(),
 });
 export const StoredNoticeBody = z.strictObject({ kind: z.literal('notice'), body: Notice });
 export const StoredBody = z.discriminatedUnion('kind', [

@@ -10,7 +10,7 @@ import type { CompactOutcome, CompactPlan, Projection, Strategy, StrategyInput }
 import { inputsTokens, pinnedTokens, reachesPercent, textTokens } from './estimate.ts';
 import { historyRows } from './harness/history-rows.ts';
 import { resolveWindow, validateWindow, type WindowSettings } from './harness/window.ts';
-import { forModel } from './projection.ts';
+import { forModel, plainTarget } from './projection.ts';
 import type { Summarizer } from './summarizer/types.ts';
 
 /** Consecutive failed automatic compactions after which automatic tries stop. */
@@ -79,7 +79,7 @@ function frame(setup: EngineSetup, args: PrepareArgs): Frame {
     head: args.head,
     window,
     pinnedTokens: pinned,
-    target: { provider: setup.model?.provider },
+    target: { ...plainTarget(args.session.name), provider: setup.model?.provider, model: setup.modelId ?? undefined },
     cache: args.cache,
   };
   const systemSection: Section = {
@@ -124,6 +124,8 @@ function observe(
     estimated_input_tokens: p.estimate,
     provider_input_tokens: null,
     provider_cached_tokens: null,
+    token_ratio: 1,
+    calibrated_input_tokens: p.estimate,
     prepared_id: null,
     head: f.input.head,
     sections: [f.systemSection, ...p.sections],

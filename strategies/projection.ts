@@ -6,9 +6,32 @@ import type { OutPart, PlainInput } from '../protocol/prepared.ts';
 import type { ImagePart, StoredRow } from '../protocol/rows.ts';
 import { inputsTokens } from './estimate.ts';
 
+/**
+ * Where a prepared request goes, as far as projection and the strategies need to know. Built
+ * once per preparation by the engine from `prepare` params, the upstream's declared limits and
+ * the models catalog (in that order of precedence).
+ */
 export interface ProjectionTarget {
-  /** Provider of the model the request goes to (from the catalog), if known. */
+  /** The session's wire id; pointers back into the transcript name it. */
+  session: string;
+  /** Provider the request goes to (`prepare {provider}`, else the catalog's), if known. */
   provider: string | undefined;
+  /** Model id the request goes to, if known. */
+  model: string | undefined;
+  /** False when the catalog says the model reads no image input; unknown models read images. */
+  readsImages: boolean;
+  /** Longest image edge the provider keeps before downsizing, in pixels; undefined: none known. */
+  maxImageEdgePx: number | undefined;
+  /**
+   * A tool output (or user paste) estimated above this many tokens goes into the request as its
+   * head and tail with a transcript_read pointer between; null: no cap.
+   */
+  maxOutputTokens: number | null;
+}
+
+/** A target with nothing known but the session: no caps, images readable. */
+export function plainTarget(session: string): ProjectionTarget {
+  return { session, provider: undefined, model: undefined, readsImages: true, maxImageEdgePx: undefined, maxOutputTokens: null };
 }
 
 export const ELIDED_IMAGE_TEXT = '[image elided and is no longer available]';

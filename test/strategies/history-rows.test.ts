@@ -6,6 +6,7 @@ import type { Db } from '../../storage/db.ts';
 import { appendNotice, appendRows } from '../../storage/transcript.ts';
 import type { StrategyInput } from '../../strategies/contract.ts';
 import { historyRows } from '../../strategies/harness/history-rows.ts';
+import { plainTarget } from '../../strategies/projection.ts';
 import { assistant, imageIn, pngBytes, tempDb, toolResult, user } from '../storage/factories.ts';
 import { argsFor, sessionWithTurns } from './engine-fixtures.ts';
 
@@ -17,7 +18,7 @@ function inputFor(db: Db, cache: Map<string, unknown>): StrategyInput {
     head: a.head,
     window: { window: 100_000, source: 'config', triggerPercent: 80, tailPercent: 25 },
     pinnedTokens: 0,
-    target: { provider: undefined },
+    target: plainTarget('s'),
     cache,
   };
 }
