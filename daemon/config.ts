@@ -16,6 +16,8 @@ const Percent = z.number().int().min(1).max(100);
 /** Tokens; optional everywhere: without it the catalog's window for the current model is used. */
 const WindowTokens = z.number().int().positive().optional();
 
+const MaxToolOutput = z.number().int().min(64).optional();
+
 const tailBelowTrigger = (s: { triggerPercent: number; tailPercent: number }) => s.tailPercent < s.triggerPercent;
 const tailBelowTriggerIssue = { message: 'tailPercent must be below triggerPercent', path: ['tailPercent'] };
 
@@ -27,6 +29,8 @@ const WindowSection = z
     triggerPercent: Percent.default(80),
     /** Share of the window the verbatim tail keeps. */
     tailPercent: Percent.default(25),
+    /** Tokens; a larger tool output goes into requests as head and tail (default: 10% of the window). */
+    maxToolOutputTokens: MaxToolOutput,
   })
   .refine(tailBelowTrigger, tailBelowTriggerIssue);
 
@@ -35,6 +39,7 @@ const SnapcompactSection = z
     contextWindowTokens: WindowTokens,
     triggerPercent: Percent.default(80),
     tailPercent: Percent.default(10),
+    maxToolOutputTokens: MaxToolOutput,
     /** Share of the window the frame archive may take, at the cost of one full frame each. */
     archivePercent: Percent.default(20),
     /** Frames; replaces the provider image caps when set. */

@@ -1,14 +1,17 @@
 // Session kernels: the in-memory side of each loaded session. Work on one session runs one
 // task at a time, in arrival order; different sessions run concurrently. Idle kernels are
 // unloaded least-recently-used first; unloading loses nothing, because state lives in SQLite.
+import { KernelCache } from '../strategies/harness/kernel-cache.ts';
 
 /** In-memory state of one loaded session. Strategies hang their caches off `state`. */
 export interface Kernel {
   session: string;
   /** Milliseconds since the epoch when the kernel was loaded. */
   loadedAt: number;
-  /** Per-feature caches, dropped with the kernel. */
+  /** Per-feature flags (e.g. which strategies were adopted), dropped with the kernel. */
   state: Map<string, unknown>;
+  /** The strategies' typed caches of derived values, dropped with the kernel. */
+  cache: KernelCache;
 }
 
 interface Slot {
@@ -65,7 +68,7 @@ export class SessionKernels {
       this.slots.set(session, slot);
       return slot;
     }
-    slot = { kernel: { session, loadedAt: Date.now(), state: new Map() }, tail: Promise.resolve(), pending: 0 };
+    slot = { kernel: { session, loadedAt: Date.now(), state: new Map(), cache: new KernelCache() }, tail: Promise.resolve(), pending: 0 };
     this.slots.set(session, slot);
     this.evictIdle();
     return slot;

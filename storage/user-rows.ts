@@ -1,6 +1,7 @@
-// The user inputs of a session in order, read through the (sid, row_class, seq) index without
-// decoding bodies. Saved cuts count these rows, so positions survive provider projection.
-import type { Db } from './db.ts';
+// The rows saved cuts are counted in, read through the (sid, row_class, seq) and (sid, seq)
+// indexes without decoding bodies: user inputs (their stored text is what fingerprints hash),
+// image-fit unit openers, and plain row counts. Interpreting them is strategies/harness/cut.ts.
+import { type Db, perDb } from './db.ts';
 
 export interface UserRowText {
   seq: number;
@@ -8,37 +9,87 @@ export interface UserRowText {
   text: string;
 }
 
+const stmts = perDb((db: Db) => ({
+  after: db.prepare<[number, number, number], UserRowText>(
+    "SELECT seq, text FROM transcript WHERE sid = ? AND row_class = 'user' AND seq > ? ORDER BY seq LIMIT ?",
+  ),
+  before: db.prepare<[number, number, number], UserRowText>(
+    "SELECT seq, text FROM transcript WHERE sid = ? AND row_class = 'user' AND seq < ? ORDER BY seq DESC LIMIT ?",
+  ),
+  countBefore: db.prepare<[number, number], { n: number }>("SELECT count(*) AS n FROM transcript WHERE sid = ? AND row_class = 'user' AND seq < ?"),
+  nth: db.prepare<[number, number], { seq: number }>("SELECT seq FROM transcript WHERE sid = ? AND row_class = 'user' ORDER BY seq LIMIT 1 OFFSET ?"),
+  fitAfter: db.prepare<[number, number, number], { seq: number }>(
+    "SELECT seq FROM transcript WHERE sid = ? AND row_class = 'image_fit' AND seq > ? ORDER BY seq LIMIT 1 OFFSET ?",
+  ),
+  fitsBetween: db.prepare<[number, number, number], { n: number }>(
+    "SELECT count(*) AS n FROM transcript WHERE sid = ? AND row_class = 'image_fit' AND seq > ? AND seq < ?",
+  ),
+  openerAtOrBefore: db.prepare<[number, number], { seq: number; row_class: string }>(
+    "SELECT seq, row_class FROM transcript WHERE sid = ? AND row_class IN ('user', 'image_fit') AND seq <= ? ORDER BY seq DESC LIMIT 1",
+  ),
+  rowsBefore: db.prepare<[number, number], { n: number }>('SELECT count(*) AS n FROM transcript WHERE sid = ? AND seq < ?'),
+  newestBefore: db.prepare<[number, number, number], { seq: number }>(
+    'SELECT seq FROM transcript WHERE sid = ? AND seq < ? ORDER BY created_at DESC, seq DESC LIMIT ?',
+  ),
+  firstRow: db.prepare<[number], { seq: number | null }>('SELECT min(seq) AS seq FROM transcript WHERE sid = ?'),
+  rewrites: db.prepare<[number], { rewrites: number }>('SELECT rewrites FROM sessions WHERE sid = ?'),
+}));
+
 /** Up to `limit` user rows with seq > `after`, oldest first. */
 export function userRowsAfter(db: Db, sid: number, after: number, limit: number): UserRowText[] {
-  return db
-    .prepare("SELECT seq, text FROM transcript WHERE sid = ? AND row_class = 'user' AND seq > ? ORDER BY seq LIMIT ?")
-    .all(sid, after, limit) as UserRowText[];
+  return stmts(db).after.all(sid, after, limit);
 }
 
 /** The newest `limit` user rows with seq < `before`, oldest first. */
 export function userRowsBefore(db: Db, sid: number, before: number, limit: number): UserRowText[] {
-  const rows = db
-    .prepare("SELECT seq, text FROM transcript WHERE sid = ? AND row_class = 'user' AND seq < ? ORDER BY seq DESC LIMIT ?")
-    .all(sid, before, limit) as UserRowText[];
-  return rows.reverse();
+  return stmts(db).before.all(sid, before, limit).reverse();
 }
 
 /** How many user rows the session has before `seq`, from the index alone. */
 export function userRowsBeforeCount(db: Db, sid: number, seq: number): number {
-  const r = db.prepare("SELECT count(*) AS n FROM transcript WHERE sid = ? AND row_class = 'user' AND seq < ?").get(sid, seq) as { n: number };
-  return r.n;
+  return stmts(db).countBefore.get(sid, seq)!.n;
 }
 
 /** Seq of the n-th user row (0-based), or undefined when the session has fewer. */
 export function nthUserSeq(db: Db, sid: number, n: number): number | undefined {
-  const r = db
-    .prepare("SELECT seq FROM transcript WHERE sid = ? AND row_class = 'user' ORDER BY seq LIMIT 1 OFFSET ?")
-    .get(sid, n) as { seq: number } | undefined;
-  return r?.seq;
+  return stmts(db).nth.get(sid, n)?.seq;
+}
+
+/** Seq of the n-th image-fit row (0-based) after `after`, or undefined. */
+export function nthFitAfter(db: Db, sid: number, after: number, n: number): number | undefined {
+  return stmts(db).fitAfter.get(sid, after, n)?.seq;
+}
+
+/** Image-fit rows strictly between two seqs. */
+export function fitsBetween(db: Db, sid: number, after: number, before: number): number {
+  return stmts(db).fitsBetween.get(sid, after, before)!.n;
+}
+
+/** The newest unit opener (user input or image fit) at or before `seq`. */
+export function openerAtOrBefore(db: Db, sid: number, seq: number): { seq: number; isUser: boolean } | undefined {
+  const r = stmts(db).openerAtOrBefore.get(sid, seq);
+  return r === undefined ? undefined : { seq: r.seq, isUser: r.row_class === 'user' };
+}
+
+/** Rows of the session (any kind) before `seq`, from the index alone. */
+export function rowsBeforeCount(db: Db, sid: number, seq: number): number {
+  return stmts(db).rowsBefore.get(sid, seq)!.n;
+}
+
+/**
+ * The `n` rows before `seq` that were appended last (by created_at): after a settle, the
+ * contents that arrived late sit among them. Seqs, in no particular order.
+ */
+export function newestRowsBefore(db: Db, sid: number, seq: number, n: number): number[] {
+  return stmts(db).newestBefore.all(sid, seq, n).map((r) => r.seq);
+}
+
+/** The session's lowest seq, or undefined when it has no rows. */
+export function firstSeq(db: Db, sid: number): number | undefined {
+  return stmts(db).firstRow.get(sid)?.seq ?? undefined;
 }
 
 /** How many rows of the session moved or changed in place so far (see migration 2). */
 export function sessionRewrites(db: Db, sid: number): number {
-  const r = db.prepare('SELECT rewrites FROM sessions WHERE sid = ?').get(sid) as { rewrites: number } | undefined;
-  return r?.rewrites ?? 0;
+  return stmts(db).rewrites.get(sid)?.rewrites ?? 0;
 }

@@ -6,6 +6,7 @@ import type { Db } from '../storage/db.ts';
 import type { Summarizer } from './summarizer/types.ts';
 import type { WindowInfo } from './harness/window.ts';
 import type { ProjectionTarget } from './projection.ts';
+import type { KernelCache } from './harness/kernel-cache.ts';
 
 /** What every strategy call knows about the request being prepared. */
 export interface StrategyInput {
@@ -18,7 +19,7 @@ export interface StrategyInput {
   pinnedTokens: number;
   target: ProjectionTarget;
   /** Per-kernel memory for derived positions; never the source of truth. */
-  cache: Map<string, unknown>;
+  cache: KernelCache;
 }
 
 export interface Projection {

@@ -2,15 +2,18 @@
 // again. A preparation compacts at most once, so the second projection is what goes out even
 // if it is still due. Also the dry run and the failure latch bookkeeping. No daemon imports:
 // the caller hands in the resolved strategy, settings, model and summarizer.
+import type { Upstream } from '../protocol/methods.ts';
 import type { CompactionRecord, Observation, PlainInput, Section, ToolSpec } from '../protocol/prepared.ts';
 import type { Db } from '../storage/db.ts';
 import { autoFailures, lastCompaction, logCompaction, setAutoFailures } from '../storage/engine-log.ts';
+import { tokenRatio } from '../storage/token-ratios.ts';
 import type { ModelEntry } from './catalog/models.ts';
 import type { CompactOutcome, CompactPlan, Projection, Strategy, StrategyInput } from './contract.ts';
-import { inputsTokens, pinnedTokens, reachesPercent, textTokens } from './estimate.ts';
+import { inputsTokens, pinnedTokens, textTokens } from './estimate.ts';
 import { historyRows } from './harness/history-rows.ts';
-import { resolveWindow, validateWindow, type WindowSettings } from './harness/window.ts';
-import { forModel, plainTarget } from './projection.ts';
+import { cacheSlot, type KernelCache } from './harness/kernel-cache.ts';
+import { calibrated, isDue, overWindow, resolveWindow, toolOutputCap, validateWindow, type WindowSettings } from './harness/window.ts';
+import { forModel, type ProjectionTarget } from './projection.ts';
 import type { Summarizer } from './summarizer/types.ts';
 
 /** Consecutive failed automatic compactions after which automatic tries stop. */
@@ -40,8 +43,12 @@ export interface PrepareArgs {
   /** Compact now whether or not the projection is due (`/compact`, `prepare {force}`). */
   force: boolean;
   focus: string | undefined;
-  cache: Map<string, unknown>;
+  cache: KernelCache;
   signal: AbortSignal | undefined;
+  /** Provider the request goes to, when the client says (wins over the catalog's). */
+  provider?: string | undefined;
+  /** What the client's upstream declared it accepts. */
+  upstream?: Upstream | undefined;
   now?: () => number;
 }
 
@@ -68,18 +75,30 @@ interface Frame {
   problems: string[];
 }
 
+/** Where this request goes: the client's word first, then its upstream's, then the catalog's. */
+function targetOf(setup: EngineSetup, args: PrepareArgs, maxOutputTokens: number | null): ProjectionTarget {
+  return {
+    session: args.session.name,
+    provider: args.provider ?? args.upstream?.provider ?? setup.model?.provider,
+    model: setup.modelId ?? undefined,
+    readsImages: setup.model === undefined || (setup.model.input as readonly string[]).includes('image'),
+    maxImageEdgePx: args.upstream?.max_image_edge_px ?? setup.model?.max_image_edge_px,
+    maxOutputTokens,
+  };
+}
+
 function frame(setup: EngineSetup, args: PrepareArgs): Frame {
   const system = composeSystem(args.instructions, setup.extensionContext);
   const tools = [...args.tools, ...setup.extensionTools.filter((t) => !args.tools.some((a) => a.name === t.name))];
   const pinned = pinnedTokens(system, tools);
-  const window = resolveWindow(setup.settings, setup.model);
+  const window = resolveWindow(setup.settings, setup.model, tokenRatio(args.db, args.session.sid, setup.modelId));
   const input: StrategyInput = {
     db: args.db,
     session: args.session,
     head: args.head,
     window,
     pinnedTokens: pinned,
-    target: { ...plainTarget(args.session.name), provider: setup.model?.provider, model: setup.modelId ?? undefined },
+    target: targetOf(setup, args, toolOutputCap(setup.settings, window)),
     cache: args.cache,
   };
   const systemSection: Section = {
@@ -96,8 +115,7 @@ function uncompacted(input: StrategyInput): Projection {
   const inputs = forModel(rows, input.target);
   const estimate = input.pinnedTokens + inputsTokens(inputs);
   const sections: Section[] = rows.length === 0 ? [] : [{ name: 'history', source: `rows #${rows[0]!.seq}-#${rows[rows.length - 1]!.seq} (no compaction strategy installed)`, estimated_tokens: inputsTokens(inputs) }];
-  const { window, triggerPercent } = input.window;
-  return { inputs, sections, estimate, due: window !== null && reachesPercent(estimate, window, triggerPercent), notes: [] };
+  return { inputs, sections, estimate, due: isDue(estimate, input.window), notes: [] };
 }
 
 function project(setup: EngineSetup, input: StrategyInput): Projection {
@@ -108,7 +126,7 @@ function observe(
   setup: EngineSetup,
   f: Frame,
   p: Projection,
-  extra: { compacted: boolean; failure: string | null; db: Db },
+  extra: { compacted: boolean; failure: string | null; db: Db; notes: string[] },
 ): Observation {
   const failures = autoFailures(extra.db, f.input.session.sid);
   return {
@@ -124,8 +142,8 @@ function observe(
     estimated_input_tokens: p.estimate,
     provider_input_tokens: null,
     provider_cached_tokens: null,
-    token_ratio: 1,
-    calibrated_input_tokens: p.estimate,
+    token_ratio: f.input.window.ratio,
+    calibrated_input_tokens: calibrated(p.estimate, f.input.window),
     prepared_id: null,
     head: f.input.head,
     sections: [f.systemSection, ...p.sections],
@@ -133,7 +151,7 @@ function observe(
     failure: extra.failure,
     auto_failures: failures,
     latched: failures >= LATCH_LIMIT,
-    notes: [...f.problems, ...p.notes],
+    notes: [...f.problems, ...p.notes, ...extra.notes],
     config_errors: setup.configErrors,
   };
 }
@@ -143,9 +161,52 @@ function describe(err: unknown): string {
 }
 
 /**
- * Project, compact when due (and not latched) or forced, and project again. Every attempt
- * lands in the compaction log; automatic failures count toward the latch, a success or a
- * forced attempt clears it.
+ * How much a request grows per model call, learned per kernel from consecutive preparations
+ * that did not compact (the median of the last few), and the size automatic compaction last
+ * left the request at (or found it could not improve on).
+ */
+interface Pace {
+  lastEstimate: number | undefined;
+  growths: number[];
+  /** Estimate after the last compaction, or before the last attempt that gained nothing. */
+  baseline: number | undefined;
+}
+const PACE = cacheSlot<Pace>('prepare.pace');
+const PACE_SAMPLES = 8;
+
+function typicalTurn(p: Pace): number {
+  if (p.growths.length === 0) return 0;
+  const sorted = [...p.growths].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+function observePace(p: Pace, estimate: number, compacted: boolean): void {
+  if (!compacted && p.lastEstimate !== undefined && estimate > p.lastEstimate) {
+    p.growths.push(estimate - p.lastEstimate);
+    if (p.growths.length > PACE_SAMPLES) p.growths.shift();
+  }
+  p.lastEstimate = estimate;
+}
+
+/**
+ * Why an automatic compaction that is due should wait, or null. It waits while the request
+ * has grown by less than one typical turn since the last compaction left it (or since an
+ * attempt found nothing worth evicting) — compacting again would only rewrite the summary and
+ * miss the prompt cache — unless the request no longer fits the window at all.
+ */
+function deferral(pace: Pace, p: Projection, input: StrategyInput): string | null {
+  if (pace.baseline === undefined || overWindow(p.estimate, input.window)) return null;
+  const turn = typicalTurn(pace);
+  const grown = p.estimate - pace.baseline;
+  if (grown >= turn) return null;
+  return `automatic compaction waits: the request grew ~${Math.max(0, grown)} tokens since the last compaction, less than a typical turn (~${turn})`;
+}
+
+/**
+ * Project, compact when due (and not latched or deferred) or forced, and project again. Real
+ * failures (the summarizer threw: error, timeout, invalid answer) land in the compaction log and
+ * count toward the latch; a compaction that had nothing worth evicting is reported in the
+ * observation only, costs no latch, and is retried once the request has grown by a turn.
  */
 export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Promise<Prepared> {
   const now = args.now ?? Date.now;
@@ -154,10 +215,14 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   const sid = args.session.sid;
   const latched = autoFailures(args.db, sid) >= LATCH_LIMIT;
   const strategy = setup.strategy;
-  const attempt = strategy !== null && (args.force || (first.due && !latched));
+  const pace = args.cache.getOrSet(PACE, (): Pace => ({ lastEstimate: undefined, growths: [], baseline: lastCompaction(args.db, sid)?.tokens_after }));
+  const waits = !args.force && first.due && !latched ? deferral(pace, first, f.input) : null;
+  const attempt = strategy !== null && (args.force || (first.due && !latched && waits === null));
   if (!attempt) {
+    observePace(pace, first.estimate, false);
     const failure = first.due && latched ? `automatic compaction is paused after ${LATCH_LIMIT} consecutive failures; run /compact to retry` : null;
-    return { system: f.system, tools: f.tools, inputs: first.inputs, compacted: false, reason: null, observation: observe(setup, f, first, { compacted: false, failure, db: args.db }) };
+    const notes = waits === null ? [] : [waits];
+    return { system: f.system, tools: f.tools, inputs: first.inputs, compacted: false, reason: null, observation: observe(setup, f, first, { compacted: false, failure, db: args.db, notes }) };
   }
 
   if (args.force) setAutoFailures(args.db, sid, 0);
@@ -172,34 +237,39 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     outcome = { compacted: false, reason: error, backend: setup.summarizer.backend, summarizerTokensIn: 0, summarizerTokensOut: 0, evictedRows: 0 };
   }
   const second = outcome.compacted ? project(setup, f.input) : first;
-  // "Nothing to evict" is a state, not a failure: it costs no model call and must not latch.
-  const failed = error !== null || (!outcome.compacted && outcome.summarizerTokensIn > 0);
-  const record: CompactionRecord = {
-    at: started,
-    strategy: strategy.name,
-    forced: args.force,
-    ok: outcome.compacted,
-    duration_ms: Math.max(0, Math.round(now() - started)),
-    backend: outcome.backend,
-    summarizer_tokens_in: outcome.summarizerTokensIn,
-    summarizer_tokens_out: outcome.summarizerTokensOut,
-    tokens_before: first.estimate,
-    tokens_after: second.estimate,
-    evicted_rows: outcome.evictedRows,
-    error: outcome.compacted ? null : (error ?? outcome.reason),
-  };
-  args.db.transaction(() => {
-    logCompaction(args.db, sid, record);
-    if (outcome.compacted) setAutoFailures(args.db, sid, 0);
-    else if (failed && !args.force) setAutoFailures(args.db, sid, autoFailures(args.db, sid) + 1);
-  })();
+  observePace(pace, second.estimate, outcome.compacted);
+  if (error === null) pace.baseline = outcome.compacted ? second.estimate : first.estimate;
+  const reason = outcome.compacted ? null : (error ?? outcome.reason);
+  // Only what happened goes into the log: a success, or a real failure. "Nothing worth
+  // evicting" is an observation, so /context keeps showing the last compaction that did.
+  if (outcome.compacted || error !== null) {
+    const record: CompactionRecord = {
+      at: started,
+      strategy: strategy.name,
+      forced: args.force,
+      ok: outcome.compacted,
+      duration_ms: Math.max(0, Math.round(now() - started)),
+      backend: outcome.backend,
+      summarizer_tokens_in: outcome.summarizerTokensIn,
+      summarizer_tokens_out: outcome.summarizerTokensOut,
+      tokens_before: first.estimate,
+      tokens_after: second.estimate,
+      evicted_rows: outcome.evictedRows,
+      error,
+    };
+    args.db.transaction(() => {
+      logCompaction(args.db, sid, record);
+      if (outcome.compacted) setAutoFailures(args.db, sid, 0);
+      else if (!args.force) setAutoFailures(args.db, sid, autoFailures(args.db, sid) + 1);
+    })();
+  }
   return {
     system: f.system,
     tools: f.tools,
     inputs: second.inputs,
     compacted: outcome.compacted,
-    reason: outcome.compacted ? null : record.error,
-    observation: observe(setup, f, second, { compacted: outcome.compacted, failure: record.error, db: args.db }),
+    reason,
+    observation: observe(setup, f, second, { compacted: outcome.compacted, failure: reason, db: args.db, notes: [] }),
   };
 }
 
@@ -208,13 +278,13 @@ export function planCompaction(setup: EngineSetup, args: PrepareArgs): { plan: C
   const f = frame(setup, args);
   const p = project(setup, f.input);
   const plan = setup.strategy === null ? null : setup.strategy.plan(f.input, p, true);
-  return { plan, observation: observe(setup, f, p, { compacted: false, failure: null, db: args.db }) };
+  return { plan, observation: observe(setup, f, p, { compacted: false, failure: null, db: args.db, notes: [] }) };
 }
 
 /** The read-only projection, for /context before any request was prepared. */
 export function inspectRequest(setup: EngineSetup, args: PrepareArgs): Observation {
   const f = frame(setup, args);
-  return observe(setup, f, project(setup, f.input), { compacted: false, failure: null, db: args.db });
+  return observe(setup, f, project(setup, f.input), { compacted: false, failure: null, db: args.db, notes: [] });
 }
 
 /** One-time upkeep of the strategy's saved state when a kernel adopts the session. */

@@ -46,7 +46,7 @@ function frameFor(
     tools: prompt.tools,
     force: opts.force,
     focus: opts.focus,
-    cache: kernel.state,
+    cache: kernel.cache,
     signal: ctx.signal,
   };
   const adoptedKey = `adopted:${setup.strategy?.name ?? ''}`;

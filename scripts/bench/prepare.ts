@@ -15,6 +15,7 @@ import type { Corpus } from './corpus.ts';
 import type { Dataset } from './dataset.ts';
 import { corpusUnits, RowStream } from './rows.ts';
 import { nowMs, repeat, stats, type Stats } from './timing.ts';
+import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 
 export const WINDOW_TOKENS = 200_000;
 /** A small verbatim tail (2% of the window) so the timing shows what scales with history. */
@@ -102,7 +103,7 @@ function setupFor(ds: Dataset, summarizer?: Summarizer): EngineSetup {
   return summarizer === undefined ? setup : { ...setup, summarizer };
 }
 
-function argsFor(ds: Dataset, head: number, cache: Map<string, unknown>, force: boolean): PrepareArgs {
+function argsFor(ds: Dataset, head: number, cache: KernelCache, force: boolean): PrepareArgs {
   const { instructions, tools } = agentPrompt();
   return { db: ds.db, session: { sid: ds.main.sid, name: ds.main.name }, head, instructions, tools, force, focus: undefined, cache, signal: undefined };
 }
@@ -147,7 +148,7 @@ export interface CompactionWork {
 
 async function forcedCompaction(ds: Dataset, summarizer: Summarizer): Promise<{ ms: number; prepared: Prepared }> {
   clearState(ds);
-  const cache = new Map<string, unknown>();
+  const cache = new KernelCache();
   const setup = setupFor(ds, summarizer);
   const args = argsFor(ds, ds.main.head, cache, true);
   adoptSession(setup, args);
@@ -221,7 +222,7 @@ export async function preparedSession(ds: Dataset, corpus: Corpus, log: (s: stri
   await appendClosingTurn(ds, corpus);
   clearState(ds);
   const setup = setupFor(ds);
-  const cache = new Map<string, unknown>();
+  const cache = new KernelCache();
   adoptSession(setup, argsFor(ds, ds.main.head, cache, false));
   const setupCompactions: PrepareResult['setup_compactions'] = [];
   for (let target = Math.min(COMPACT_EVERY, ds.main.rows); ; target = Math.min(target + COMPACT_EVERY, ds.main.rows)) {
@@ -236,7 +237,7 @@ export async function preparedSession(ds: Dataset, corpus: Corpus, log: (s: stri
   log(`  ${setupCompactions.length} setup compaction(s): ${setupCompactions.map((c) => `${c.ms.toFixed(0)} ms`).join(', ')}`);
 
   // A new kernel: its first prepare verifies the saved cut.
-  const args = argsFor(ds, ds.main.head, new Map<string, unknown>(), false);
+  const args = argsFor(ds, ds.main.head, new KernelCache(), false);
   const c0 = nowMs();
   const cold = await prepareRequest(setup, args);
   const coldMs = nowMs() - c0;

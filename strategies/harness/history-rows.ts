@@ -6,6 +6,8 @@ import type { StoredRow } from '../../protocol/rows.ts';
 import { foldSources } from '../../storage/conversation.ts';
 import { sessionRewrites } from '../../storage/user-rows.ts';
 import type { StrategyInput } from '../contract.ts';
+import type { LocatedCut } from './cut.ts';
+import { cacheSlot } from './kernel-cache.ts';
 
 interface Cached {
   from: number;
@@ -14,7 +16,8 @@ interface Cached {
   rows: StoredRow[];
 }
 
-const KEY = 'history-rows';
+const ROWS = cacheSlot<Cached>('history-rows');
+const OPENER = cacheSlot<{ seq: number; head: number; rewrites: number; row: StoredRow | undefined }>('history-rows.opener');
 
 function read(input: StrategyInput, from: number, to: number): StoredRow[] {
   const rows: StoredRow[] = [];
@@ -30,17 +33,34 @@ function read(input: StrategyInput, from: number, to: number): StoredRow[] {
 export function historyRows(input: StrategyInput, from: number): readonly StoredRow[] {
   const start = Math.max(1, from);
   const rewrites = sessionRewrites(input.db, input.session.sid);
-  const cached = input.cache.get(KEY) as Cached | undefined;
+  const cached = input.cache.get(ROWS);
   if (cached !== undefined && cached.from === start && cached.rewrites === rewrites && cached.head <= input.head) {
     if (cached.head === input.head) return cached.rows;
     const added = read(input, cached.head + 1, input.head);
     if (!added.some((r) => r.row_class === 'image_fit')) {
       const rows = [...cached.rows, ...added];
-      input.cache.set(KEY, { from: start, head: input.head, rewrites, rows });
+      input.cache.set(ROWS, { from: start, head: input.head, rewrites, rows });
       return rows;
     }
   }
   const rows = read(input, start, input.head);
-  input.cache.set(KEY, { from: start, head: input.head, rewrites, rows });
+  input.cache.set(ROWS, { from: start, head: input.head, rewrites, rows });
   return rows;
+}
+
+/**
+ * The verbatim rows after a located cut: for a cut inside a unit, the unit's opener followed by
+ * the rows from where the cut resumes; otherwise the rows from the opener on. Shared like
+ * `historyRows`: callers must not modify the array.
+ */
+export function tailRows(input: StrategyInput, located: LocatedCut): readonly StoredRow[] {
+  const rows = historyRows(input, located.resumeSeq);
+  if (!located.withinUnit) return rows;
+  const rewrites = sessionRewrites(input.db, input.session.sid);
+  let cached = input.cache.get(OPENER);
+  if (cached === undefined || cached.seq !== located.openerSeq || cached.rewrites !== rewrites || cached.head !== input.head) {
+    cached = { seq: located.openerSeq, head: input.head, rewrites, row: read(input, located.openerSeq, located.openerSeq)[0] };
+    input.cache.set(OPENER, cached);
+  }
+  return cached.row === undefined ? rows : [cached.row, ...rows];
 }

@@ -1,6 +1,19 @@
-// Compaction units: a user input (or an image-fit notice) and everything that follows it up
-// to the next one. Cuts happen only between units, so a tool call never loses its result.
-// Tail selection and chunking below work on units and never split one.
+// Compaction units and exchanges. A unit is a user input (or an image-fit notice) and
+// everything after it up to the next one; an exchange is one assistant turn with the tool
+// results that follow it. Cuts fall between units, or between exchanges of the newest unit
+// (strategies/harness/cut.ts), so a tool call never loses its result. Grouping, tail selection
+// and chunking below never split the group they work on.
+import type { StoredRow } from '../../protocol/rows.ts';
+
+/** The boundary rule, written once: user inputs (any origin) and image-fit notices open units. */
+export function opensUnit(row: StoredRow): boolean {
+  return row.row_class !== 'other';
+}
+
+/** Inside a unit, every assistant row opens an exchange; its tool results and notices follow it. */
+export function opensExchange(row: StoredRow): boolean {
+  return row.body.kind === 'assistant';
+}
 
 export interface Unit<T> {
   items: T[];

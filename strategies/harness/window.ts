@@ -9,6 +9,11 @@ export interface WindowSettings {
   triggerPercent: number;
   /** Keep about this share of the window verbatim, in percent. */
   tailPercent: number;
+  /**
+   * A tool output or user paste estimated above this many tokens is sent as head and tail;
+   * default a tenth of the window.
+   */
+  maxToolOutputTokens?: number | undefined;
 }
 
 export interface WindowInfo {
@@ -17,10 +22,18 @@ export interface WindowInfo {
   source: 'config' | 'catalog' | 'unknown';
   triggerPercent: number;
   tailPercent: number;
+  /**
+   * Provider-measured tokens per estimated token for this session and model (1 until the first
+   * usage report). Every comparison against the window goes through `calibrated`.
+   */
+  ratio: number;
 }
 
-export function resolveWindow(settings: WindowSettings, model: ModelEntry | undefined): WindowInfo {
-  const base = { triggerPercent: settings.triggerPercent, tailPercent: settings.tailPercent };
+/** Share of the window a single tool output may take before it is sent as head and tail. */
+export const TOOL_OUTPUT_SHARE_PERCENT = 10;
+
+export function resolveWindow(settings: WindowSettings, model: ModelEntry | undefined, ratio = 1): WindowInfo {
+  const base = { triggerPercent: settings.triggerPercent, tailPercent: settings.tailPercent, ratio };
   if (settings.contextWindowTokens !== undefined) return { ...base, window: settings.contextWindowTokens, source: 'config' };
   if (model !== undefined) return { ...base, window: model.context_window, source: 'catalog' };
   return { ...base, window: null, source: 'unknown' };
@@ -41,7 +54,7 @@ export function validateWindow(info: WindowInfo, pinnedTokens: number): string[]
       `tailPercent (${info.tailPercent}) is not below triggerPercent (${info.triggerPercent}): a compaction could not bring the request under the trigger`,
     );
   }
-  if (pinnedTokens * 100 >= info.window * info.triggerPercent) {
+  if (calibrated(pinnedTokens, info) * 100 >= info.window * info.triggerPercent) {
     problems.push(
       `the system prompt and tools alone (~${pinnedTokens} tokens) reach the trigger of a ${info.window}-token window`,
     );
@@ -49,8 +62,46 @@ export function validateWindow(info: WindowInfo, pinnedTokens: number): string[]
   return problems;
 }
 
-/** Tokens of tail to keep: tailPercent of the window, or of `min(window, size)` when forced. */
+/** An estimate in the provider's measure: estimate × ratio, rounded up. */
+export function calibrated(estimate: number, info: WindowInfo): number {
+  return Math.ceil(estimate * info.ratio);
+}
+
+/** The request reached the trigger of a known window, measured as the provider would. */
+export function isDue(estimate: number, info: WindowInfo): boolean {
+  return info.window !== null && calibrated(estimate, info) * 100 >= info.window * info.triggerPercent;
+}
+
+/** The request is over the whole window, measured as the provider would. */
+export function overWindow(estimate: number, info: WindowInfo): boolean {
+  return info.window !== null && calibrated(estimate, info) > info.window;
+}
+
+/**
+ * Tokens of tail to keep, in estimated tokens: tailPercent of the window (of `min(window, size)`
+ * when forced), converted from the provider's measure by the ratio.
+ */
 export function tailBudget(info: WindowInfo, historyTokens: number, forced: boolean): number {
-  const basis = info.window === null ? historyTokens : forced ? Math.min(info.window, historyTokens) : info.window;
+  const window = info.window === null ? null : Math.floor(info.window / info.ratio);
+  const basis = window === null ? historyTokens : forced ? Math.min(window, historyTokens) : window;
   return Math.floor((basis * info.tailPercent) / 100);
+}
+
+/**
+ * Estimated tokens left under the trigger once `fixed` tokens (pinned prompt, summary, recap)
+ * are paid; null for an unknown window.
+ */
+export function roomUnderTrigger(info: WindowInfo, fixed: number): number | null {
+  if (info.window === null) return null;
+  return Math.floor((info.window * info.triggerPercent) / 100 / info.ratio) - fixed;
+}
+
+/**
+ * The output cap every projection applies: the configured size, else a tenth of the window,
+ * else none. Uses the raw window, not the ratio, so the bytes of a capped row never change
+ * while the ratio is learned (the prompt cache keeps its prefix).
+ */
+export function toolOutputCap(settings: WindowSettings, info: WindowInfo): number | null {
+  if (settings.maxToolOutputTokens !== undefined) return settings.maxToolOutputTokens;
+  return info.window === null ? null : Math.floor((info.window * TOOL_OUTPUT_SHARE_PERCENT) / 100);
 }

@@ -5,17 +5,18 @@ import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { yieldToEventLoop } from '../../storage/db.ts';
 import { saveRollingState } from '../../storage/rolling-state.ts';
-import { userRowsAfter, userRowsBefore } from '../../storage/user-rows.ts';
+import { sessionRewrites, userRowsBefore } from '../../storage/user-rows.ts';
 import { nothingCompacted, type CompactOptions, type CompactPlan, type CompactOutcome, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
-import { inputsTokens, reachesPercent, textTokens } from '../estimate.ts';
-import { extendFingerprint } from '../harness/cut.ts';
-import { historyRows } from '../harness/history-rows.ts';
+import { inputsTokens, PER_INPUT_TOKENS, textTokens } from '../estimate.ts';
+import { planCut, type CutPlan, type LocatedCut } from '../harness/cut.ts';
+import { tailRows } from '../harness/history-rows.ts';
+import { cacheSlot } from '../harness/kernel-cache.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from '../harness/summarizer-prompt.ts';
 import { summaryText } from '../harness/summary-text.ts';
-import { chunkUnits, groupUnits, selectTail, type Unit } from '../harness/units.ts';
-import { tailBudget } from '../harness/window.ts';
+import { chunkUnits, groupUnits, opensExchange, opensUnit } from '../harness/units.ts';
+import { isDue, roomUnderTrigger, tailBudget } from '../harness/window.ts';
 import { forModel, rowTokens } from '../projection.ts';
-import { locateItemCut, resolveState, type ResolvedState } from './state.ts';
+import { locateItemCut, resolveState } from './state.ts';
 
 /** User messages quoted in the recap, and characters kept of each. */
 export const RECAP_MESSAGES = 3;
@@ -45,39 +46,54 @@ function summaryInput(summary: string): PlainInput {
 
 type Recap = { input: PlainInput; seqs: number[]; tokens: number } | undefined;
 
+const RECAP = cacheSlot<{ key: string; recap: Recap }>('rolling.recap');
+
+/** An upper bound on the recap's estimated tokens, for sizing a tail before the recap exists. */
+export const RECAP_BOUND = textTokens(RECAP_HEADER) + PER_INPUT_TOKENS + RECAP_MESSAGES * (RECAP_CHARS + 8);
+
 /**
- * The recap quotes the last user messages before the cut, so it changes only with the cut (or
- * a rewrite of those rows): it is built once per cut and kept in the kernel.
+ * The recap quotes the last user messages before the cut's opener, so it changes only with the
+ * cut (or a rewrite of those rows): it is built once per cut and kept in the kernel.
  */
-function recapInput(input: StrategyInput, cutSeq: number, rewrites: number): Recap {
-  if (cutSeq <= 1) return undefined;
-  const key = `${cutSeq}:${rewrites}`;
-  const cached = input.cache.get('rolling.recap') as { key: string; recap: Recap } | undefined;
+function recapInput(input: StrategyInput, openerSeq: number): Recap {
+  if (openerSeq <= 1) return undefined;
+  const key = `${openerSeq}:${sessionRewrites(input.db, input.session.sid)}`;
+  const cached = input.cache.get(RECAP);
   if (cached?.key === key) return cached.recap;
-  const recent = userRowsBefore(input.db, input.session.sid, cutSeq, RECAP_MESSAGES);
+  const recent = userRowsBefore(input.db, input.session.sid, openerSeq, RECAP_MESSAGES);
   let recap: Recap;
   if (recent.length > 0) {
     const quoted = recent.map((r) => `> ${clip(r.text, RECAP_CHARS).replaceAll('\n', '\n> ')}`).join('\n\n');
     const built: PlainInput = { role: 'user', content: [{ type: 'text', text: `${RECAP_HEADER}\n\n${quoted}` }] };
     recap = { input: built, seqs: recent.map((r) => r.seq), tokens: inputsTokens([built]) };
   }
-  input.cache.set('rolling.recap', { key, recap });
+  input.cache.set(RECAP, { key, recap });
   return recap;
 }
 
-/** The request for a resolved state and the rows after its cut. */
-function build(input: StrategyInput, resolved: ResolvedState, rows: readonly StoredRow[]): Projection {
+interface Saved {
+  summary: string;
+  backend: string | null;
+}
+
+function describeCut(located: LocatedCut): string {
+  const users = `${located.cut.users} user message(s) before #${located.openerSeq}`;
+  return located.withinUnit ? `${users} and the first ${located.cut.exchanges ?? 0} exchange(s) after it` : users;
+}
+
+/** The request for a summary (if any), the located cut and the verbatim rows after it. */
+function build(input: StrategyInput, saved: Saved | undefined, located: LocatedCut, rows: readonly StoredRow[], notes: string[]): Projection {
   const inputs: PlainInput[] = [];
   const sections: Section[] = [];
-  if (resolved.state !== undefined) {
-    const s = summaryInput(resolved.state.summary);
+  if (saved !== undefined) {
+    const s = summaryInput(saved.summary);
     inputs.push(s);
     sections.push({
       name: 'summary',
-      source: `rolling summary of ${resolved.users} user message(s) before #${resolved.cutSeq}, by ${resolved.state.backend ?? 'unknown'}`,
+      source: `rolling summary of ${describeCut(located)}, by ${saved.backend ?? 'unknown'}`,
       estimated_tokens: inputsTokens([s]),
     });
-    const recap = recapInput(input, resolved.cutSeq, resolved.rewrites);
+    const recap = recapInput(input, located.openerSeq);
     if (recap !== undefined) {
       inputs.push(recap.input);
       sections.push({ name: 'recap', source: `user rows ${recap.seqs.map((s) => `#${s}`).join(', ')}`, estimated_tokens: recap.tokens });
@@ -86,71 +102,99 @@ function build(input: StrategyInput, resolved: ResolvedState, rows: readonly Sto
   const tail = forModel(rows, input.target);
   inputs.push(...tail);
   if (rows.length > 0) {
-    sections.push({
-      name: 'tail',
-      source: `rows #${rows[0]!.seq}-#${rows[rows.length - 1]!.seq} (${rows.length} rows, verbatim)`,
-      estimated_tokens: inputsTokens(tail),
-    });
+    const range = located.withinUnit && rows.length > 1 ? `row #${rows[0]!.seq}, then rows #${rows[1]!.seq}-#${rows[rows.length - 1]!.seq}` : `rows #${rows[0]!.seq}-#${rows[rows.length - 1]!.seq}`;
+    sections.push({ name: 'tail', source: `${range} (${rows.length} rows, verbatim)`, estimated_tokens: inputsTokens(tail) });
   }
   const estimate = input.pinnedTokens + inputsTokens(inputs);
-  const { window, triggerPercent } = input.window;
-  return { inputs, sections, estimate, due: window !== null && reachesPercent(estimate, window, triggerPercent), notes: resolved.notes };
+  return { inputs, sections, estimate, due: isDue(estimate, input.window), notes };
 }
 
 function project(input: StrategyInput): Projection {
   const resolved = resolveState(input);
-  return build(input, resolved, historyRows(input, resolved.cutSeq));
+  return build(input, resolved.state, resolved.located, tailRows(input, resolved.located), resolved.notes);
 }
 
-const NOTHING_TO_EVICT = 'cannot compact further without splitting the newest unit';
+const NOTHING_TO_EVICT = 'cannot compact further without splitting the newest exchange';
 
-/** Which whole units after the cut would be evicted now, and the window size they are judged by. */
-function selectEviction(input: StrategyInput, forced: boolean) {
+interface Eviction {
+  located: LocatedCut;
+  previous: Saved | undefined;
+  plan: CutPlan | undefined;
+  /** Tokens the summary may take, and the window size it is judged by. */
+  cap: number;
+  basis: number;
+}
+
+/**
+ * What a compaction would evict now. The tail keeps tailPercent of the window, but never more
+ * than half the room the trigger leaves after the pinned prompt, the summary and the recap, so
+ * a large pinned prompt does not make every turn compact again.
+ */
+function selectEviction(input: StrategyInput, forced: boolean): Eviction {
   const resolved = resolveState(input);
-  const rows = historyRows(input, resolved.cutSeq);
-  const units = groupUnits(rows, (r) => r.row_class !== 'other', (r) => rowTokens(r, input.target));
-  const historyTokens = units.reduce((n, u) => n + u.tokens, 0);
-  const tailStart = selectTail(units, tailBudget(input.window, historyTokens, forced));
+  const rows = tailRows(input, resolved.located);
+  const tokens = (r: StoredRow) => rowTokens(r, input.target);
+  const historyTokens = rows.reduce((n, r) => n + tokens(r), 0);
   const basis = input.window.window ?? historyTokens;
-  return { resolved, units, tailStart, basis };
+  const cap = summaryCap(basis);
+  const fixed = input.pinnedTokens + cap + PER_INPUT_TOKENS + textTokens(SUMMARY_HEADER) + RECAP_BOUND;
+  const room = roomUnderTrigger(input.window, fixed);
+  let budget = tailBudget(input.window, historyTokens, forced);
+  if (room !== null) budget = Math.min(budget, Math.max(0, Math.floor(room / 2)));
+  const plan = planCut(input, resolved.located, rows, {
+    tokens,
+    budget,
+    settles: (tail) => input.window.window === null || !isDue(fixed + tail, input.window),
+  });
+  return { located: resolved.located, previous: resolved.state, plan, cap, basis };
 }
 
 function plan(input: StrategyInput, projection: Projection, forced: boolean): CompactPlan {
-  const { resolved, units, tailStart, basis } = selectEviction(input, forced);
-  const evicted = units.slice(0, tailStart).flatMap((u) => u.items);
-  const tail = units.slice(tailStart).flatMap((u) => u.items);
-  const sized = { state: { summary: 'x'.repeat(summaryCap(basis) * 4), cut: { format: 2 as const, users: 0, fingerprint: '' }, cutSeq: 0, backend: null, rewrites: null, updatedAt: 0 } };
-  const after =
-    tailStart === 0
-      ? projection
-      : build(input, { ...resolved, ...sized, cutSeq: tail[0]?.seq ?? input.head + 1, notes: [] }, tail);
+  const { located, plan: cut, cap } = selectEviction(input, forced);
+  if (cut === undefined) {
+    const tailRowsNow = tailRows(input, located).length;
+    return { evictRows: 0, evictFromSeq: null, evictToSeq: null, tailRows: tailRowsNow, estimateBefore: projection.estimate, estimateAfter: projection.estimate, reason: NOTHING_TO_EVICT };
+  }
+  const after = build(input, { summary: 'x'.repeat(cap * 4), backend: null }, locatedAfter(cut), cut.tail, []);
   return {
-    evictRows: evicted.length,
-    evictFromSeq: evicted[0]?.seq ?? null,
-    evictToSeq: evicted[evicted.length - 1]?.seq ?? null,
-    tailRows: tail.length,
+    evictRows: cut.evicted.length,
+    evictFromSeq: cut.evicted[0]?.seq ?? null,
+    evictToSeq: cut.evicted[cut.evicted.length - 1]?.seq ?? null,
+    tailRows: cut.tail.length,
     estimateBefore: projection.estimate,
     estimateAfter: after.estimate,
-    reason: tailStart === 0 ? NOTHING_TO_EVICT : null,
+    reason: after.estimate >= projection.estimate ? worthless(projection.estimate, after.estimate) : null,
   };
 }
 
+function locatedAfter(cut: CutPlan): LocatedCut {
+  return { cut: cut.cut, openerSeq: cut.hints.openerSeq, resumeSeq: cut.hints.resumeSeq, withinUnit: cut.withinUnit, notes: [] };
+}
+
+function worthless(before: number, after: number): string {
+  return `nothing worth evicting yet: the request would not get smaller (~${before} -> ~${after} tokens)`;
+}
+
 async function compact(input: StrategyInput, projection: Projection, opts: CompactOptions): Promise<CompactOutcome> {
-  const { resolved, units, tailStart, basis } = selectEviction(input, opts.forced);
-  if (tailStart === 0) return nothingCompacted(NOTHING_TO_EVICT);
-  const evicted = units.slice(0, tailStart);
-  const cap = summaryCap(basis);
-  let summary = resolved.state?.summary ?? '';
+  const { previous, plan: cut, cap, basis } = selectEviction(input, opts.forced);
+  if (cut === undefined) return nothingCompacted(NOTHING_TO_EVICT);
+  // Sized with the summary at its cap: when even that is no smaller, no model call is made.
+  const bound = build(input, { summary: 'x'.repeat(cap * 4), backend: null }, locatedAfter(cut), cut.tail, []);
+  if (bound.estimate >= projection.estimate) return nothingCompacted(worthless(projection.estimate, bound.estimate));
+
+  let summary = previous?.summary ?? '';
   let tokensIn = 0;
   let tokensOut = 0;
   let backend: string | null = null;
-  // Fold the eviction in order, chunk by chunk, carrying the summary along. A local summarizer
-  // never waits on I/O, so each chunk gives the event loop a turn.
-  for (const chunk of chunkUnits(evicted, chunkCap(basis))) {
+  // Fold the eviction in order, chunk by chunk, carrying the summary along. Chunks break
+  // between units or exchanges, never inside an exchange. A local summarizer never waits on
+  // I/O, so each chunk gives the event loop a turn.
+  const groups = groupUnits(cut.evicted, (r) => opensUnit(r) || opensExchange(r), (r) => rowTokens(r, input.target));
+  for (const chunk of chunkUnits(groups, chunkCap(basis))) {
     await yieldToEventLoop();
     const prompt = summaryPrompt({
       previousSummary: summary,
-      transcript: summaryText(chunk.flatMap((u: Unit<StoredRow>) => u.items)),
+      transcript: summaryText(chunk.flatMap((u) => u.items)),
       focus: opts.focus,
       maxOutputTokens: cap,
       what: 'a running summary of the conversation',
@@ -169,18 +213,12 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
     tokensOut += result.outputTokens;
   }
 
-  const evictedRows = evicted.flatMap((u) => u.items);
-  const newUsers = evictedRows.filter((r) => r.row_class === 'user').length;
-  const texts = userRowsAfter(input.db, input.session.sid, Math.max(0, resolved.cutSeq - 1), newUsers).map((r) => r.text);
-  const cutSeq = units[tailStart]!.items[0]!.seq;
-  const cut = { format: 2 as const, users: resolved.users + newUsers, fingerprint: extendFingerprint(resolved.fingerprint, texts) };
-  const stateAfter = { summary, cut, cutSeq, backend, rewrites: resolved.rewrites, updatedAt: 0 };
-  const after = build(input, { state: stateAfter, cutSeq, users: cut.users, fingerprint: cut.fingerprint, rewrites: resolved.rewrites, notes: [] }, units.slice(tailStart).flatMap((u) => u.items));
+  const after = build(input, { summary, backend }, locatedAfter(cut), cut.tail, []);
   if (after.estimate >= projection.estimate) {
-    return { ...nothingCompacted(`compaction would not make the request smaller (~${projection.estimate} -> ~${after.estimate} tokens)`), backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut };
+    return { ...nothingCompacted(worthless(projection.estimate, after.estimate)), backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut };
   }
-  saveRollingState(input.db, input.session.sid, { summary, cut, cutSeq, backend });
-  return { compacted: true, reason: null, backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut, evictedRows: evictedRows.length };
+  saveRollingState(input.db, input.session.sid, { summary, cut: cut.cut, hints: cut.hints, backend });
+  return { compacted: true, reason: null, backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut, evictedRows: cut.evicted.length };
 }
 
 /** Rewrites a state saved in the item-count format as a user cut, once, when it still fits. */
@@ -192,8 +230,8 @@ function adopt(input: StrategyInput): void {
   if (located === undefined) return;
   saveRollingState(input.db, input.session.sid, {
     summary: state.summary,
-    cut: { format: 2, users: located.users, fingerprint: located.fingerprint },
-    cutSeq: located.cutSeq,
+    cut: located.cut,
+    hints: { openerSeq: located.openerSeq, resumeSeq: located.resumeSeq },
     backend: state.backend,
   });
 }

@@ -1,50 +1,33 @@
 // rolling's view of its saved state against the current transcript: where the saved cut falls
-// (verified once per kernel and cached), or that it no longer matches. Read-only.
+// (through the shared cut module, cached per kernel), or that it no longer matches, or that
+// this build cannot read it. Read-only.
 import type { StoredRow } from '../../protocol/rows.ts';
 import { foldSources } from '../../storage/conversation.ts';
 import { loadRollingState, type ItemCut, type RollingState } from '../../storage/rolling-state.ts';
-import { sessionRewrites, userRowsAfter, userRowsBeforeCount } from '../../storage/user-rows.ts';
+import { sessionRewrites, userRowsAfter } from '../../storage/user-rows.ts';
 import type { StrategyInput } from '../contract.ts';
-import { CutCache, EMPTY_FINGERPRINT, extendFingerprint, locateCut } from '../harness/cut.ts';
+import { CutCache, EMPTY_FINGERPRINT, extendFingerprint, locate, startCut, type LocatedCut } from '../harness/cut.ts';
+import { cacheSlot } from '../harness/kernel-cache.ts';
 import { rowInputs } from '../projection.ts';
 
 export interface ResolvedState {
   /** The saved state when it still matches the transcript. */
   state: RollingState | undefined;
-  /** Seq of the first row after the cut; 0 without usable state. */
-  cutSeq: number;
-  /** User inputs before the cut and their fingerprint (0 and empty without state). */
-  users: number;
-  fingerprint: string;
-  /** The session's rewrite counter when this was resolved (keys derived caches). */
-  rewrites: number;
+  /** Where the tail starts: the saved cut located, or the start of history without state. */
+  located: LocatedCut;
   notes: string[];
 }
 
-const NO_STATE = { state: undefined, cutSeq: 0, users: 0, fingerprint: EMPTY_FINGERPRINT };
-
-interface Located {
-  cutSeq: number;
-  users: number;
-  fingerprint: string;
-}
-
-function cutCache(input: StrategyInput): CutCache<Located> {
-  let c = input.cache.get('rolling.cuts') as CutCache<Located> | undefined;
-  if (c === undefined) {
-    c = new CutCache<Located>();
-    input.cache.set('rolling.cuts', c);
-  }
-  return c;
-}
+const CUTS = cacheSlot<CutCache>('rolling.cuts');
+const LEGACY = cacheSlot<{ key: string; located: LocatedCut | undefined }>('rolling.legacy-cut');
 
 /**
  * The cut of an item-count state (the format before user counts), checked the old way: walk
  * the projected items in order and accept the cut only where it falls exactly before a user
  * input. Returns the equivalent user cut, or undefined when the items no longer line up.
  */
-export function locateItemCut(input: StrategyInput, cut: ItemCut): Located | undefined {
-  if (input.head === 0) return cut.items === 0 ? { cutSeq: 1, users: 0, fingerprint: EMPTY_FINGERPRINT } : undefined;
+export function locateItemCut(input: StrategyInput, cut: ItemCut): LocatedCut | undefined {
+  if (input.head === 0) return cut.items === 0 ? startCut() : undefined;
   let items = 0;
   let users = 0;
   let lastRole: string | undefined;
@@ -52,7 +35,8 @@ export function locateItemCut(input: StrategyInput, cut: ItemCut): Located | und
     for (const row of page as StoredRow[]) {
       if (row.row_class === 'user' && items === cut.items) {
         const texts = userRowsAfter(input.db, input.session.sid, 0, users).map((r) => r.text);
-        return { cutSeq: row.seq, users, fingerprint: extendFingerprint(EMPTY_FINGERPRINT, texts) };
+        const saved = { format: 2 as const, users, fingerprint: extendFingerprint(EMPTY_FINGERPRINT, texts) };
+        return { cut: saved, openerSeq: row.seq, resumeSeq: row.seq, withinUnit: false, notes: [] };
       }
       if (items > cut.items) return undefined;
       if (row.row_class === 'user') users += 1;
@@ -67,29 +51,27 @@ export function locateItemCut(input: StrategyInput, cut: ItemCut): Located | und
 }
 
 export function resolveState(input: StrategyInput): ResolvedState {
-  const { db, session, head } = input;
-  const state = loadRollingState(db, session.sid);
-  const rewrites = sessionRewrites(db, session.sid);
-  if (state === undefined) return { ...NO_STATE, rewrites, notes: [] };
-  const key = `${state.updatedAt}:${JSON.stringify(state.cut)}:${rewrites}`;
-  const located = cutCache(input).lookup(key, () => {
-    if (!('format' in state.cut)) return locateItemCut(input, state.cut);
-    const cut = state.cut;
-    // Nothing before the cut moved or changed since the save (same rewrite counter, and new
-    // rows only ever get higher seqs): the saved position holds, and the fingerprint with it.
-    // The index-only count guards against rows deleted behind the daemon's back.
-    if (state.rewrites === rewrites && userRowsBeforeCount(db, session.sid, state.cutSeq) === cut.users) {
-      return { cutSeq: state.cutSeq, users: cut.users, fingerprint: cut.fingerprint };
-    }
-    const seq = locateCut(db, session.sid, cut, head);
-    return seq === undefined ? undefined : { cutSeq: seq, users: cut.users, fingerprint: cut.fingerprint };
-  });
+  const loaded = loadRollingState(input.db, input.session.sid);
+  if (loaded === undefined) return { state: undefined, located: startCut(), notes: [] };
+  if ('unreadable' in loaded) {
+    return { state: undefined, located: startCut(), notes: [`the saved rolling summary cannot be read (${loaded.unreadable}); it is ignored until the next compaction replaces it`] };
+  }
+  const state = loaded;
+  let located: LocatedCut | undefined;
+  if ('format' in state.cut) {
+    located = locate(input, CUTS, { cut: state.cut, hints: state.hints, rewrites: state.rewrites, savedAt: state.updatedAt });
+  } else {
+    const key = `${state.updatedAt}:${state.cut.items}:${sessionRewrites(input.db, input.session.sid)}`;
+    const cached = input.cache.get(LEGACY);
+    located = cached?.key === key ? cached.located : locateItemCut(input, state.cut);
+    input.cache.set(LEGACY, { key, located });
+  }
   if (located === undefined) {
     return {
-      ...NO_STATE,
-      rewrites,
+      state: undefined,
+      located: startCut(),
       notes: ['the saved rolling summary no longer matches the transcript; it is ignored until the next compaction replaces it'],
     };
   }
-  return { state, ...located, rewrites, notes: [] };
+  return { state, located, notes: located.notes };
 }

@@ -13,6 +13,7 @@ import type { Strategy } from '../../strategies/contract.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
 import type { Summarizer, SummaryRequest, SummaryResult } from '../../strategies/summarizer/types.ts';
 import { assistant, toolResult, user } from '../storage/factories.ts';
+import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 
 /** A summarizer that answers `summary #n` (plus a marker of what it read) and keeps every request. */
 export class RecordingSummarizer implements Summarizer {
@@ -46,7 +47,7 @@ export function setupFor(opts: { window?: number; trigger?: number; tail?: numbe
   };
 }
 
-export function argsFor(db: Db, session: string, opts: { force?: boolean; focus?: string; cache?: Map<string, unknown>; instructions?: string } = {}): PrepareArgs {
+export function argsFor(db: Db, session: string, opts: { force?: boolean; focus?: string; cache?: KernelCache; instructions?: string } = {}): PrepareArgs {
   const snap = snapshot(db, session);
   return {
     db,
@@ -56,7 +57,7 @@ export function argsFor(db: Db, session: string, opts: { force?: boolean; focus?
     tools: [],
     force: opts.force ?? false,
     focus: opts.focus,
-    cache: opts.cache ?? new Map(),
+    cache: opts.cache ?? new KernelCache(),
     signal: undefined,
   };
 }

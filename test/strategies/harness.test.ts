@@ -35,7 +35,7 @@ describe('units', () => {
 });
 
 describe('window', () => {
-  const settings = { triggerPercent: 80, tailPercent: 25 };
+  const settings = { triggerPercent: 80, tailPercent: 25, ratio: 1 };
   const model = { id: 'm', provider: 'anthropic', context_window: 200_000, input: ['text', 'image'] as const };
 
   test('an explicit window wins over the catalog; without either the window is unknown', () => {
@@ -48,13 +48,13 @@ describe('window', () => {
 
   test('validation names an unknown window, a tail not below the trigger, and a pinned prompt over the trigger', () => {
     assert.match(validateWindow(resolveWindow(settings, undefined), 0)[0]!, /window unknown/);
-    assert.match(validateWindow({ window: 1000, source: 'config', triggerPercent: 50, tailPercent: 60 }, 0)[0]!, /tailPercent/);
-    assert.match(validateWindow({ window: 1000, source: 'config', triggerPercent: 80, tailPercent: 25 }, 900)[0]!, /system prompt and tools alone/);
-    assert.deepEqual(validateWindow({ window: 1000, source: 'config', triggerPercent: 80, tailPercent: 25 }, 100), []);
+    assert.match(validateWindow({ window: 1000, source: 'config', triggerPercent: 50, tailPercent: 60, ratio: 1 }, 0)[0]!, /tailPercent/);
+    assert.match(validateWindow({ window: 1000, source: 'config', triggerPercent: 80, tailPercent: 25, ratio: 1 }, 900)[0]!, /system prompt and tools alone/);
+    assert.deepEqual(validateWindow({ window: 1000, source: 'config', triggerPercent: 80, tailPercent: 25, ratio: 1 }, 100), []);
   });
 
   test('a forced tail budget is taken of the smaller of window and history', () => {
-    const info = { window: 10_000, source: 'config' as const, triggerPercent: 80, tailPercent: 25 };
+    const info = { window: 10_000, source: 'config' as const, triggerPercent: 80, tailPercent: 25, ratio: 1 };
     assert.equal(tailBudget(info, 4000, false), 2500);
     assert.equal(tailBudget(info, 4000, true), 1000);
     assert.equal(tailBudget({ ...info, window: null, source: 'unknown' }, 4000, true), 1000);

@@ -9,14 +9,15 @@ import { historyRows } from '../../strategies/harness/history-rows.ts';
 import { plainTarget } from '../../strategies/projection.ts';
 import { assistant, imageIn, pngBytes, tempDb, toolResult, user } from '../storage/factories.ts';
 import { argsFor, sessionWithTurns } from './engine-fixtures.ts';
+import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 
-function inputFor(db: Db, cache: Map<string, unknown>): StrategyInput {
+function inputFor(db: Db, cache: KernelCache): StrategyInput {
   const a = argsFor(db, 's');
   return {
     db,
     session: a.session,
     head: a.head,
-    window: { window: 100_000, source: 'config', triggerPercent: 80, tailPercent: 25 },
+    window: { window: 100_000, source: 'config', triggerPercent: 80, tailPercent: 25, ratio: 1 },
     pinnedTokens: 0,
     target: plainTarget('s'),
     cache,
@@ -26,12 +27,12 @@ function inputFor(db: Db, cache: Map<string, unknown>): StrategyInput {
 test('appended rows extend the cached rows, equal to a fresh read', async (t) => {
   const db = tempDb(t);
   await sessionWithTurns(db, 's', 5);
-  const cache = new Map<string, unknown>();
+  const cache = new KernelCache();
   const first = historyRows(inputFor(db, cache), 3);
   assert.equal(historyRows(inputFor(db, cache), 3), first, 'same head: the cached array itself');
   await appendRows(db, 's', [user('more'), assistant('reply')]);
   const extended = historyRows(inputFor(db, cache), 3);
-  assert.deepEqual(extended, historyRows(inputFor(db, new Map()), 3));
+  assert.deepEqual(extended, historyRows(inputFor(db, new KernelCache()), 3));
   assert.equal(extended.length, first.length + 2);
 });
 
@@ -39,12 +40,12 @@ test('a settle that moves earlier rows starts the cache over', async (t) => {
   const db = tempDb(t);
   await sessionWithTurns(db, 's', 2);
   await appendRows(db, 's', [assistant('calling', ['late']), user('typed while the tool ran')]);
-  const cache = new Map<string, unknown>();
+  const cache = new KernelCache();
   historyRows(inputFor(db, cache), 1);
   // The result settles beside its call: the user message's contents move one seq later.
   await appendRows(db, 's', [toolResult('late', 'finally')]);
   const after = historyRows(inputFor(db, cache), 1);
-  assert.deepEqual(after, historyRows(inputFor(db, new Map()), 1));
+  assert.deepEqual(after, historyRows(inputFor(db, new KernelCache()), 1));
   assert.equal(after.at(-1)!.body.kind, 'user');
 });
 
@@ -53,17 +54,17 @@ test('a new image fit changes earlier rows, so the cache starts over', async (t)
   await sessionWithTurns(db, 's', 1);
   const big = await pngBytes(64, 64);
   await appendRows(db, 's', [user('look', { images: [imageIn(big, 'image/png')] })]);
-  const cache = new Map<string, unknown>();
+  const cache = new KernelCache();
   const before = historyRows(inputFor(db, cache), 1);
   const shown = before.at(-1)!.body;
   assert.ok(shown.kind === 'user' && shown.content[1]?.type === 'image');
   const small = await pngBytes(16, 16);
   const [fittedSeq] = (await appendRows(db, 's', [user('fit target', { images: [imageIn(small, 'image/png')] })])).seqs;
-  const fitted = historyRows(inputFor(db, new Map()), 1).find((r) => r.seq === fittedSeq)!.body;
+  const fitted = historyRows(inputFor(db, new KernelCache()), 1).find((r) => r.seq === fittedSeq)!.body;
   assert.ok(fitted.kind === 'user' && fitted.content[1]?.type === 'image');
   appendNotice(db, argsFor(db, 's').session.sid, { notice: 'image_fit', from_hash: shown.content[1].hash, to: fitted.content[1], reason: 'too large' });
   const after = historyRows(inputFor(db, cache), 1);
-  assert.deepEqual(after, historyRows(inputFor(db, new Map()), 1));
+  assert.deepEqual(after, historyRows(inputFor(db, new KernelCache()), 1));
   const replaced = after.find((r) => r.seq === before.at(-1)!.seq)!.body;
   assert.ok(replaced.kind === 'user' && replaced.content[1]?.type === 'image' && replaced.content[1].width === 16);
 });

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { PlainInput } from '../../protocol/prepared.ts';
-import { loadRollingState, saveRollingState } from '../../storage/rolling-state.ts';
+import { loadRollingState, type RollingState } from '../../storage/rolling-state.ts';
 import { appendNotice, appendRows, forkSession } from '../../storage/transcript.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { inputsTokens } from '../../strategies/estimate.ts';
@@ -12,6 +12,23 @@ import { RECAP_HEADER, SUMMARY_HEADER } from '../../strategies/rolling/rolling.t
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
 import { assistant, imageIn, pngBytes, tempDb, toolResult, user } from '../storage/factories.ts';
 import { argsFor, assertCallsPaired, RecordingSummarizer, sessionWithTurns, setupFor, turn } from './engine-fixtures.ts';
+import type { Db } from '../../storage/db.ts';
+import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
+
+/** The saved rolling state, which the test expects to be readable. */
+function stateOf(db: Db, sid: number): RollingState {
+  const s = loadRollingState(db, sid);
+  assert.ok(s !== undefined && !('unreadable' in s), 'a readable rolling state');
+  return s;
+}
+
+/** Writes a state in the item-count cut format older builds saved. */
+function saveLegacyState(db: Db, sid: number, s: { summary: string; items: number; cutSeq: number; backend: string | null }): void {
+  db.prepare(
+    `INSERT INTO rolling_state (sid, summary, cut, cut_seq, backend, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (sid) DO UPDATE SET summary = excluded.summary, cut = excluded.cut, cut_seq = excluded.cut_seq, backend = excluded.backend, updated_at = excluded.updated_at`,
+  ).run(sid, s.summary, JSON.stringify({ items: s.items }), s.cutSeq, s.backend, Date.now());
+}
 
 function texts(inputs: readonly PlainInput[]): string[] {
   return inputs.map((i) =>
@@ -108,14 +125,14 @@ describe('rolling', () => {
     await sessionWithTurns(db, 's', 40);
     const summarizer = new RecordingSummarizer();
     const setup = setupFor({ window: 8000, summarizer });
-    const cache = new Map<string, unknown>();
+    const cache = new KernelCache();
     await prepareRequest(setup, argsFor(db, 's', { cache }));
     const n = summarizer.calls.length;
     for (let i = 40; i < 80; i++) await appendRows(db, 's', turn(i));
     const out = await prepareRequest(setup, argsFor(db, 's', { cache }));
     assert.equal(out.compacted, true);
     assert.equal(parseSummaryPrompt(summarizer.calls[n]!.prompt).previousSummary, `summary #${n}`);
-    const state = loadRollingState(db, argsFor(db, 's').session.sid)!;
+    const state = stateOf(db, argsFor(db, 's').session.sid);
     assert.equal(state.summary, `summary #${summarizer.calls.length}`);
     assert.ok('format' in state.cut && state.cut.users > 40);
   });
@@ -182,7 +199,7 @@ describe('rolling', () => {
     for (let i = 0; i < 4; i++) {
       const out = await prepareRequest(setup, argsFor(db, 's'));
       assert.equal(out.compacted, false);
-      assert.equal(out.observation.failure, 'cannot compact further without splitting the newest unit');
+      assert.equal(out.observation.failure, 'cannot compact further without splitting the newest exchange');
       assert.equal(out.observation.latched, false);
     }
     assert.equal(summarizer.calls.length, 0);
@@ -195,7 +212,10 @@ describe('rolling', () => {
     summarizer.answer = () => 'y'.repeat(200_000);
     const out = await prepareRequest(setupFor({ window: 8000, summarizer }), argsFor(db, 's'));
     assert.equal(out.compacted, false);
-    assert.match(out.observation.failure ?? '', /would not make the request smaller/);
+    assert.match(out.observation.failure ?? '', /nothing worth evicting yet: the request would not get smaller/);
+    assert.ok(summarizer.calls.length > 0, 'the summarizer ran');
+    assert.equal(out.observation.auto_failures, 0, 'a compaction that gained nothing is no failure');
+    assert.equal(out.observation.last_compaction, null, 'and is not logged as one');
     assert.equal(loadRollingState(db, argsFor(db, 's').session.sid), undefined);
   });
 
@@ -203,7 +223,7 @@ describe('rolling', () => {
     const db = tempDb(t);
     await sessionWithTurns(db, 's', 40);
     const setup = setupFor({ window: 8000 });
-    const cache = new Map<string, unknown>();
+    const cache = new KernelCache();
     await prepareRequest(setup, argsFor(db, 's', { cache }));
     const a = await prepareRequest(setup, argsFor(db, 's', { cache }));
     const b = await prepareRequest(setup, argsFor(db, 's'));
@@ -226,7 +246,7 @@ describe('rolling', () => {
     const setup = setupFor({ window: 8000 });
     await prepareRequest(setup, argsFor(db, 's'));
     const sid = argsFor(db, 's').session.sid;
-    const saved = loadRollingState(db, sid)!;
+    const saved = stateOf(db, sid);
     // Rewrite an evicted user message, as any rewriting path must: bump the rewrite counter.
     db.prepare("UPDATE transcript SET text = 'rewritten' WHERE seq = (SELECT min(seq) FROM transcript WHERE sid = ? AND row_class = 'user')").run(sid);
     db.prepare('UPDATE sessions SET rewrites = rewrites + 1 WHERE sid = ?').run(sid);
@@ -236,7 +256,7 @@ describe('rolling', () => {
     assert.deepEqual(loadRollingState(db, sid), saved, 'project never deletes state');
     const out = await prepareRequest(setup, argsFor(db, 's'));
     assert.equal(out.compacted, true);
-    assert.notDeepEqual(loadRollingState(db, sid)!.cut, saved.cut);
+    assert.notDeepEqual(stateOf(db, sid).cut, saved.cut);
   });
 
   test('a fresh kernel adopts the saved state; after rows move, the fingerprint is checked and still holds', async (t) => {
@@ -263,19 +283,19 @@ describe('rolling', () => {
     const sid = argsFor(db, 's').session.sid;
     // 4 turns = 4 user, 4 assistant+call, 4 tool, 4 assistant = 16 items before turn 4's request.
     const fifthRequest = (db.prepare("SELECT seq FROM transcript WHERE sid = ? AND row_class = 'user' ORDER BY seq LIMIT 1 OFFSET 4").get(sid) as { seq: number }).seq;
-    saveRollingState(db, sid, { summary: 'old-format summary', cut: { items: 16 }, cutSeq: fifthRequest, backend: 'extractive' });
+    saveLegacyState(db, sid, { summary: 'old-format summary', items: 16, cutSeq: fifthRequest, backend: 'extractive' });
     const setup = setupFor({ window: 1_000_000 });
     const seen = inspectRequest(setup, argsFor(db, 's'));
     assert.match(seen.sections.find((s) => s.name === 'summary')!.source, /4 user message/);
-    assert.ok('items' in loadRollingState(db, sid)!.cut, 'project does not rewrite');
+    assert.ok('items' in stateOf(db, sid).cut, 'project does not rewrite');
     adoptSession(setup, argsFor(db, 's'));
-    const cut = loadRollingState(db, sid)!.cut;
+    const cut = stateOf(db, sid).cut;
     assert.ok('format' in cut && cut.users === 4);
     const after = inspectRequest(setup, argsFor(db, 's'));
     assert.deepEqual(after.sections.map((s) => [s.name, s.estimated_tokens]), seen.sections.map((s) => [s.name, s.estimated_tokens]));
 
     // An item count that falls inside a unit does not match.
-    saveRollingState(db, sid, { summary: 'bad', cut: { items: 17 }, cutSeq: fifthRequest, backend: null });
+    saveLegacyState(db, sid, { summary: 'bad', items: 17, cutSeq: fifthRequest, backend: null });
     assert.ok(inspectRequest(setup, argsFor(db, 's')).notes.some((n) => /no longer matches/.test(n)));
   });
 
