@@ -8,7 +8,8 @@ import {
   redactBlobs,
   type TranscriptLineKind,
 } from './prompt-format.ts';
-import { estimateTokens, summarizerFailed, type Summarizer, type SummaryRequest, type SummaryResult } from './types.ts';
+import { textTokens } from '../estimate.ts';
+import { summarizerFailed, type Summarizer, type SummaryRequest, type SummaryResult } from './types.ts';
 
 /** Output headings, in output order. A previous summary's own headings are not copied again. */
 export const EXTRACTIVE_HEADINGS = ['Earlier summary:', 'User requests:', 'Actions and findings:'] as const;
@@ -348,7 +349,7 @@ export function createExtractiveSummarizer(): Summarizer {
       if (req.signal?.aborted === true) throw summarizerFailed('extractive', 'cancelled', 'cancelled');
       const text = extractSummary(req.prompt, req.maxOutputTokens);
       if (text.trim() === '') throw summarizerFailed('extractive', 'empty_summary', 'empty summary (nothing to keep)');
-      return { text, backend: 'extractive', model: null, outputTokens: estimateTokens(text) };
+      return { text, backend: 'extractive', model: null, outputTokens: textTokens(text) };
     },
   };
 }
