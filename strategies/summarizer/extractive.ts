@@ -8,6 +8,7 @@ import {
   redactBlobs,
   type TranscriptLineKind,
 } from './prompt-format.ts';
+import { IMAGE_MARKER_PATTERN } from '../../storage/row-text.ts';
 import { textTokens } from '../estimate.ts';
 import { summarizerFailed, type Summarizer, type SummaryRequest, type SummaryResult } from './types.ts';
 
@@ -57,7 +58,6 @@ const FILE_EXTENSIONS = new Set([
   'csv', 'png', 'jpg', 'svg', 'wasm', 'zig', 'dart', 'r', 'jl', 'sol',
 ]);
 
-const IMAGE_MARKER = /\[image [0-9a-f]{8} \d+x\d+(?: elided)?\]/g;
 const CUT_MARKER = /\[…\d+ more characters cut\]/g;
 const BACKTICKED = /`[^`\n]+`/g;
 const TOKEN_SPLIT = /[\s"'()[\]{},;<>|]+/;
@@ -171,7 +171,7 @@ const BASE_SCORE: Record<TranscriptLineKind, number> = {
  * lines that carry nothing score their base only if they have at least four words, else 0.
  */
 function score(text: string, base: number, isOutput: boolean, focus: Set<string>): { score: number; words?: Set<string> } {
-  const f = features(text.replace(IMAGE_MARKER, ' ').replace(CUT_MARKER, ' '));
+  const f = features(text.replace(IMAGE_MARKER_PATTERN, ' ').replace(CUT_MARKER, ' '));
   let s =
     3 * Math.min(f.paths, 3) +
     1.5 * Math.min(f.identifiers, 4) +
