@@ -89,10 +89,17 @@ function codePointBefore(text: string, i: number): [bytes: number, units: number
   return [3, 1];
 }
 
+const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/g;
+
+/**
+ * Code points in text[from, to), `from` on a code point: UTF-16 units less one per surrogate
+ * pair. The pairs are found by the regex engine, which scans megabytes far faster than a loop.
+ */
 function codePointCount(text: string, from: number, to: number): number {
-  let n = 0;
-  for (let i = from; i < to; i += codePointAt(text, i)[1]) n++;
-  return n;
+  let pairs = 0;
+  SURROGATE_PAIR.lastIndex = from;
+  for (let m = SURROGATE_PAIR.exec(text); m !== null && m.index + 1 < to; m = SURROGATE_PAIR.exec(text)) pairs++;
+  return to - from - pairs;
 }
 
 function omissionMarker(omitted: number, session: string, seq: number): string {
