@@ -2,11 +2,23 @@
 // Images appear as a short marker (never their bytes); encrypted reasoning is left out.
 import type { StoredBody } from '../protocol/rows.ts';
 
+/** What stands in for an image whose payload compaction elided, in row text and in requests. */
+export const ELIDED_IMAGE_TEXT = '[image elided and is no longer available]';
+
 /** Marker text an image leaves in the row text. */
 export function imageMarker(hash: string, width: number, height: number, elided = false): string {
   const base = `[image ${hash.slice(0, 8)} ${width}x${height}]`;
-  return elided ? `${base} [image elided and is no longer available]` : base;
+  return elided ? `${base} ${ELIDED_IMAGE_TEXT}` : base;
 }
+
+/**
+ * Matches every marker `imageMarker` writes, elided or not, so readers of row text (the
+ * extractive summarizer) can skip them. Global: use with `replace`, not `test`.
+ */
+export const IMAGE_MARKER_PATTERN = new RegExp(
+  String.raw`\[image [0-9a-f]{8} \d+x\d+\](?: ${ELIDED_IMAGE_TEXT.replace(/[[\]]/g, '\\$&')})?`,
+  'g',
+);
 
 function jsonArgs(args: Record<string, unknown>): string {
   return JSON.stringify(args);

@@ -6,37 +6,59 @@ import type { OutPart, PlainInput, ToolSpec } from '../protocol/prepared.ts';
 /** Fixed overhead per input (role, separators), in tokens. */
 export const PER_INPUT_TOKENS = 12;
 
-/** ceil(bytes / 4) of the UTF-8 text. */
+/** ceil(bytes / 4) of the UTF-8 text: the one text estimate (strategies and summarizers alike). */
 export function textTokens(text: string): number {
   return Math.floor((Buffer.byteLength(text, 'utf8') + 3) / 4);
 }
 
-/** Tiles of 512 px, as vision models bill them, plus a fixed part. */
-export function imageTokens(width: number, height: number): number {
-  return 85 + 170 * Math.ceil(width / 512) * Math.ceil(height / 512) + 20;
+/** Longest image edge assumed when the target declares none, in pixels (Anthropic's rule). */
+export const DEFAULT_MAX_IMAGE_EDGE_PX = 1568;
+
+/**
+ * The size, in pixels, at which the provider will see an image: scaled down, aspect kept, so
+ * that its longest edge is at most `maxEdgePx`; never scaled up, and no edge below 1 px.
+ * Source: Anthropic's vision guide ("Evaluate image size": an image whose long edge exceeds
+ * 1568 px is scaled down, preserving its aspect ratio, before the model reads it). Other
+ * providers' edges come in through the target's `maxImageEdgePx`.
+ */
+export function providerImageSize(width: number, height: number, maxEdgePx: number = DEFAULT_MAX_IMAGE_EDGE_PX): { width: number; height: number } {
+  const longest = Math.max(width, height);
+  if (longest <= maxEdgePx) return { width, height };
+  const scale = maxEdgePx / longest;
+  return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) };
 }
 
-export function partTokens(part: OutPart): number {
+/**
+ * Tiles of 512 px, as vision models bill them, plus a fixed part, counted at the size the
+ * provider will see (`providerImageSize`), not the stored one. `maxEdgePx` undefined: the default.
+ */
+export function imageTokens(width: number, height: number, maxEdgePx?: number): number {
+  const seen = providerImageSize(width, height, maxEdgePx);
+  return 85 + 170 * Math.ceil(seen.width / 512) * Math.ceil(seen.height / 512) + 20;
+}
+
+/** `maxImageEdgePx` below: the target's image edge in pixels; undefined uses the default. */
+export function partTokens(part: OutPart, maxImageEdgePx?: number): number {
   switch (part.type) {
     case 'text':
       return textTokens(part.text);
     case 'image':
-      return imageTokens(part.width, part.height);
+      return imageTokens(part.width, part.height, maxImageEdgePx);
     case 'tool_call':
       return textTokens(part.name) + textTokens(JSON.stringify(part.arguments));
     case 'tool_result':
-      return textTokens(part.call_id) + part.content.reduce((n, p) => n + partTokens(p), 0);
+      return textTokens(part.call_id) + part.content.reduce((n, p) => n + partTokens(p, maxImageEdgePx), 0);
     case 'reasoning':
       return textTokens(part.text ?? '') + textTokens(part.encrypted ?? '');
   }
 }
 
-export function inputTokens(input: PlainInput): number {
-  return PER_INPUT_TOKENS + input.content.reduce((n, p) => n + partTokens(p), 0);
+export function inputTokens(input: PlainInput, maxImageEdgePx?: number): number {
+  return PER_INPUT_TOKENS + input.content.reduce((n, p) => n + partTokens(p, maxImageEdgePx), 0);
 }
 
-export function inputsTokens(inputs: readonly PlainInput[]): number {
-  return inputs.reduce((n, i) => n + inputTokens(i), 0);
+export function inputsTokens(inputs: readonly PlainInput[], maxImageEdgePx?: number): number {
+  return inputs.reduce((n, i) => n + inputTokens(i, maxImageEdgePx), 0);
 }
 
 /** What every request pays before any history: the system prompt and the tool schemas. */

@@ -1,10 +1,10 @@
 // Provider projection: durable rows -> provider-neutral plain inputs for one target model.
-// Several rows can become one input (a turn's tool results travel together), one row can
-// become several (a tool result's images follow it as a user input, which every provider
-// accepts), and reasoning the target cannot read is left out. Source references stay here.
+// Every rule that makes stored rows sendable is written here once for all strategies (merging,
+// caps, answering calls, orphans, unreadable images, reasoning routing); choosing rows is theirs.
 import type { OutPart, PlainInput } from '../protocol/prepared.ts';
-import type { ImagePart, StoredRow } from '../protocol/rows.ts';
-import { inputsTokens } from './estimate.ts';
+import type { ImagePart, StoredRow, TextPart } from '../protocol/rows.ts';
+import { ELIDED_IMAGE_TEXT, imageMarker } from '../storage/row-text.ts';
+import { inputsTokens, textTokens } from './estimate.ts';
 
 /**
  * Where a prepared request goes, as far as projection and the strategies need to know. Built
@@ -34,19 +34,174 @@ export function plainTarget(session: string): ProjectionTarget {
   return { session, provider: undefined, model: undefined, readsImages: true, maxImageEdgePx: undefined, maxOutputTokens: null };
 }
 
-export const ELIDED_IMAGE_TEXT = '[image elided and is no longer available]';
+type ResultPart = Extract<OutPart, { type: 'tool_result' }>['content'][number];
+type ToolResultBody = Extract<StoredRow['body'], { kind: 'tool_result' }>;
 
-function imageOut(p: ImagePart): OutPart {
+/**
+ * How far a provider's encrypted reasoning may travel. `provider`: any model of the provider
+ * that wrote it reads it back (Anthropic thinking signatures verify across Claude models).
+ * `model`: only the model that wrote it (OpenAI Responses reasoning `encrypted_content`). A
+ * provider not listed counts as `model`: a blob the provider rejects fails the whole request,
+ * while leaving one out only loses that reasoning.
+ */
+const ENCRYPTED_REASONING_SCOPE: ReadonlyMap<string, 'provider' | 'model'> = new Map([
+  ['anthropic', 'provider'],
+  ['openai', 'model'],
+]);
+
+/** What a call with no result yet gets in the request, so that every call is answered. */
+const NO_RESULT_TEXT = '[no result: the tool has not returned, or its run was interrupted]';
+
+/** Whether encrypted reasoning written by `provider` / `model` can go to `target`. */
+function encryptedGoesTo(provider: string | undefined, model: string | undefined, target: ProjectionTarget): boolean {
+  if (provider === undefined || provider !== target.provider) return false;
+  if ((ENCRYPTED_REASONING_SCOPE.get(provider) ?? 'model') === 'provider') return true;
+  return model === undefined || target.model === undefined || model === target.model;
+}
+
+function imageOut(p: ImagePart, target: ProjectionTarget): ResultPart {
   if (p.elided === true) return { type: 'text', text: ELIDED_IMAGE_TEXT };
+  if (!target.readsImages) return { type: 'text', text: imageMarker(p.hash, p.width, p.height) };
   return { type: 'image', hash: p.hash, media_type: p.media_type, width: p.width, height: p.height };
 }
 
-/** The inputs one row contributes, before neighbouring tool results are merged. */
+/** UTF-8 bytes of the code point starting at `i`, and its length in UTF-16 units. */
+function codePointAt(text: string, i: number): [bytes: number, units: number] {
+  const c = text.charCodeAt(i);
+  if (c < 0x80) return [1, 1];
+  if (c < 0x800) return [2, 1];
+  if (c >= 0xd800 && c <= 0xdbff) {
+    const d = text.charCodeAt(i + 1);
+    if (d >= 0xdc00 && d <= 0xdfff) return [4, 2];
+  }
+  return [3, 1];
+}
+
+/** UTF-8 bytes of the code point ending just before `i`, and its length in UTF-16 units. */
+function codePointBefore(text: string, i: number): [bytes: number, units: number] {
+  const c = text.charCodeAt(i - 1);
+  if (c < 0x80) return [1, 1];
+  if (c < 0x800) return [2, 1];
+  if (c >= 0xdc00 && c <= 0xdfff && i >= 2) {
+    const h = text.charCodeAt(i - 2);
+    if (h >= 0xd800 && h <= 0xdbff) return [4, 2];
+  }
+  return [3, 1];
+}
+
+const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/g;
+
+/**
+ * Code points in text[from, to), `from` on a code point: UTF-16 units less one per surrogate
+ * pair. The pairs are found by the regex engine, which scans megabytes far faster than a loop.
+ */
+function codePointCount(text: string, from: number, to: number): number {
+  let pairs = 0;
+  SURROGATE_PAIR.lastIndex = from;
+  for (let m = SURROGATE_PAIR.exec(text); m !== null && m.index + 1 < to; m = SURROGATE_PAIR.exec(text)) pairs++;
+  return to - from - pairs;
+}
+
+function omissionMarker(omitted: number, session: string, seq: number): string {
+  return `[… ${omitted} characters omitted; transcript_read {"session": ${JSON.stringify(session)}, "from_seq": ${seq}, "to_seq": ${seq}} returns all of it]`;
+}
+
+/**
+ * A text over `capTokens` as its head, an omission marker on a line of its own, and its tail.
+ *
+ * The bytes the cap allows (capTokens·4, the estimate's rate) less the marker (sized for the
+ * longest count it could show) and two newlines are split 2/3 to the head and 1/3 to the tail,
+ * so the result never estimates above the cap. The head is the longest prefix within its bytes
+ * that ends on a code point, pulled back to just after its last newline when that keeps at
+ * least half of it; the tail likewise starts on a code point, moved forward to the next line
+ * start when that keeps at least half of it. N in the marker counts the code points left out.
+ * A pure function of (text, cap, session, seq): the same row gives the same bytes every time,
+ * so a cached prompt prefix stays valid. Returns `text` when it fits, or when the cap is too
+ * small for the marker to save anything.
+ */
+function capText(text: string, capTokens: number, session: string, seq: number): string {
+  if (textTokens(text) <= capTokens) return text;
+  const room = capTokens * 4 - Buffer.byteLength(omissionMarker(text.length, session, seq), 'utf8') - 2;
+  const headBytes = room > 0 ? Math.floor((room * 2) / 3) : 0;
+  const tailBytes = room > 0 ? room - headBytes : 0;
+
+  let head = 0;
+  for (let used = 0; head < text.length; ) {
+    const [bytes, units] = codePointAt(text, head);
+    if (used + bytes > headBytes) break;
+    used += bytes;
+    head += units;
+  }
+  if (head > 0 && text[head - 1] !== '\n') {
+    const nl = text.lastIndexOf('\n', head - 1);
+    if (nl >= 0 && (nl + 1) * 2 >= head) head = nl + 1;
+  }
+
+  let tail = text.length;
+  for (let used = 0; tail > head; ) {
+    const [bytes, units] = codePointBefore(text, tail);
+    if (used + bytes > tailBytes) break;
+    used += bytes;
+    tail -= units;
+  }
+  if (tail < text.length && text[tail - 1] !== '\n') {
+    const nl = text.indexOf('\n', tail);
+    if (nl >= 0 && (nl + 1 - tail) * 2 <= text.length - tail) tail = nl + 1;
+  }
+  if (tail <= head) return text;
+
+  const kept = text.slice(0, head);
+  const rest = text.slice(tail);
+  const marker = omissionMarker(codePointCount(text, head, tail), session, seq);
+  const out = `${kept}${kept === '' || kept.endsWith('\n') ? '' : '\n'}${marker}${rest === '' ? '' : '\n'}${rest}`;
+  return Buffer.byteLength(out, 'utf8') < Buffer.byteLength(text, 'utf8') ? out : text;
+}
+
+/**
+ * A user input's or tool output's content with its text capped for `target`. When the text
+ * parts together estimate above the cap, they are joined with newlines (as transcript reads
+ * render them) and capped as one text in place of the first; images keep their places.
+ */
+function cappedContent(content: ReadonlyArray<TextPart | ImagePart>, seq: number, target: ProjectionTarget): ReadonlyArray<TextPart | ImagePart> {
+  const cap = target.maxOutputTokens;
+  if (cap === null) return content;
+  const texts = content.filter((p): p is TextPart => p.type === 'text');
+  if (texts.reduce((n, p) => n + textTokens(p.text), 0) <= cap) return content;
+  const joined = texts.map((p) => p.text).join('\n');
+  const capped = capText(joined, cap, target.session, seq);
+  if (capped === joined) return content;
+  const out: Array<TextPart | ImagePart> = [];
+  let placed = false;
+  for (const p of content) {
+    if (p.type === 'image') out.push(p);
+    else if (!placed) {
+      out.push({ type: 'text', text: capped });
+      placed = true;
+    }
+  }
+  return out;
+}
+
+/** A tool result that answers no call in the request goes out as a user's text, never a result. */
+function orphanInputs(body: ToolResultBody, seq: number, target: ProjectionTarget): PlainInput[] {
+  const header = `[${body.is_error ? 'error ' : ''}result of tool call ${body.call_id}, which has no matching call]`;
+  const content: OutPart[] = cappedContent(body.content, seq, target).map((p) => (p.type === 'text' ? p : imageOut(p, target)));
+  const first = content[0];
+  if (first?.type === 'text') content[0] = { type: 'text', text: `${header}\n${first.text}` };
+  else content.unshift({ type: 'text', text: header });
+  return [{ role: 'user', content }];
+}
+
+/**
+ * The inputs one row contributes on its own, before forModel merges a turn's results and
+ * answers its open calls. A stored orphan result already comes out as text here; a result
+ * whose call is missing from the rows sent is only known to forModel.
+ */
 export function rowInputs(row: StoredRow, target: ProjectionTarget): PlainInput[] {
   const body = row.body;
   switch (body.kind) {
     case 'user': {
-      const content = body.content.map((p) => (p.type === 'text' ? p : imageOut(p)));
+      const content: OutPart[] = cappedContent(body.content, row.seq, target).map((p) => (p.type === 'text' ? p : imageOut(p, target)));
       if (body.origin !== 'user') content.unshift({ type: 'text', text: `[${body.origin}]` });
       return [{ role: 'user', content }];
     }
@@ -57,29 +212,28 @@ export function rowInputs(row: StoredRow, target: ProjectionTarget): PlainInput[
           content.push(p);
           continue;
         }
-        // Opaque reasoning only goes back to the provider that wrote it.
-        const ownProvider = p.provider !== undefined && p.provider === target.provider;
+        // Opaque reasoning only goes back where its writer can read it; readable text goes anywhere.
+        const provider = p.provider ?? body.provider;
         const text = p.text !== undefined && p.text.length > 0 ? p.text : undefined;
-        if (ownProvider && p.encrypted !== undefined) content.push({ type: 'reasoning', text, encrypted: p.encrypted, provider: p.provider });
+        if (p.encrypted !== undefined && encryptedGoesTo(provider, body.model, target)) content.push({ type: 'reasoning', text, encrypted: p.encrypted, provider });
         else if (text !== undefined) content.push({ type: 'reasoning', text });
       }
       return content.length === 0 ? [] : [{ role: 'assistant', content }];
     }
     case 'tool_result': {
-      const text = body.content.filter((p) => p.type === 'text');
-      const images = body.content.filter((p): p is ImagePart => p.type === 'image');
-      const live = images.filter((p) => p.elided !== true);
-      const resultContent: OutPart[] = [...text];
-      for (const p of images) if (p.elided === true) resultContent.push({ type: 'text', text: ELIDED_IMAGE_TEXT });
+      if (body.orphan === true) return orphanInputs(body, row.seq, target);
+      const parts = cappedContent(body.content, row.seq, target);
+      const resultContent: ResultPart[] = parts.filter((p): p is TextPart => p.type === 'text');
+      const live: ImagePart[] = [];
+      for (const p of parts) {
+        if (p.type !== 'image') continue;
+        if (p.elided === true || !target.readsImages) resultContent.push(imageOut(p, target));
+        else live.push(p);
+      }
       if (live.length > 0) resultContent.push({ type: 'text', text: `[${live.length} image(s) follow in the next message]` });
-      const out: PlainInput[] = [
-        {
-          role: 'tool',
-          content: [{ type: 'tool_result', call_id: body.call_id, is_error: body.is_error, content: resultContent as Array<Extract<OutPart, { type: 'text' | 'image' }>> }],
-        },
-      ];
+      const out: PlainInput[] = [{ role: 'tool', content: [{ type: 'tool_result', call_id: body.call_id, is_error: body.is_error, content: resultContent }] }];
       if (live.length > 0) {
-        out.push({ role: 'user', content: [{ type: 'text', text: `[images from tool result ${body.call_id}]` }, ...live.map(imageOut)] });
+        out.push({ role: 'user', content: [{ type: 'text', text: `[images from tool result ${body.call_id}]` }, ...live.map((p) => imageOut(p, target))] });
       }
       return out;
     }
@@ -94,21 +248,72 @@ export function rowInputs(row: StoredRow, target: ProjectionTarget): PlainInput[
   }
 }
 
-/** Estimated tokens of one row as projected for `target`. */
+/**
+ * Estimated tokens of one row as projected for `target` (caps and image sizes included). The
+ * synthetic answer forModel may add for an open call is not part of any row's estimate.
+ */
 export function rowTokens(row: StoredRow, target: ProjectionTarget): number {
-  return inputsTokens(rowInputs(row, target));
+  return inputsTokens(rowInputs(row, target), target.maxImageEdgePx);
 }
 
-/** Projects rows in order and merges consecutive tool inputs into one. */
+/**
+ * Projects rows in order, so that every call in the request is answered and every result
+ * follows its call.
+ *
+ * An assistant row opens a turn whose open calls are its tool calls. The tool results that
+ * follow it (storage settles each result right after its call's row) close their calls and
+ * are emitted as tool inputs, consecutive ones merged into one. A result answering no open
+ * call of the current turn (its call is not among the rows sent) goes out as user text, like a
+ * stored orphan. The next user or assistant row, or the end, closes the turn: each call still
+ * open gets a synthetic error result (NO_RESULT_TEXT), appended to the turn's last tool input
+ * (right after its real results) or, when none came, as a tool input right after the
+ * assistant's. When the real result arrives storage settles it beside the call, so the
+ * synthetic one is gone from the next request. Notices inside a turn do not close it.
+ */
 export function forModel(rows: readonly StoredRow[], target: ProjectionTarget): PlainInput[] {
   const out: PlainInput[] = [];
+  let turn: { open: string[]; anchor: number; lastTool: PlainInput | undefined } | undefined;
+  const emit = (input: PlainInput): PlainInput => {
+    const last = out[out.length - 1];
+    if (last !== undefined && last.role === 'tool' && input.role === 'tool') {
+      last.content.push(...input.content);
+      return last;
+    }
+    const copy = { role: input.role, content: [...input.content] };
+    out.push(copy);
+    return copy;
+  };
+  const closeTurn = (): void => {
+    if (turn !== undefined && turn.open.length > 0) {
+      const answers: OutPart[] = turn.open.map((id) => ({ type: 'tool_result', call_id: id, is_error: true, content: [{ type: 'text', text: NO_RESULT_TEXT }] }));
+      if (turn.lastTool !== undefined) turn.lastTool.content.push(...answers);
+      else out.splice(turn.anchor, 0, { role: 'tool', content: answers });
+    }
+    turn = undefined;
+  };
   for (const row of rows) {
-    for (const input of rowInputs(row, target)) {
-      const last = out[out.length - 1];
-      if (last !== undefined && last.role === 'tool' && input.role === 'tool') last.content.push(...input.content);
-      else out.push({ role: input.role, content: [...input.content] });
+    const body = row.body;
+    if (body.kind === 'user' || body.kind === 'assistant') closeTurn();
+    if (body.kind === 'tool_result' && body.orphan !== true) {
+      const at = turn === undefined ? -1 : turn.open.indexOf(body.call_id);
+      if (turn === undefined || at < 0) {
+        for (const input of orphanInputs(body, row.seq, target)) emit(input);
+        continue;
+      }
+      turn.open.splice(at, 1);
+      for (const input of rowInputs(row, target)) {
+        const holder = emit(input);
+        if (input.role === 'tool') turn.lastTool = holder;
+      }
+      continue;
+    }
+    for (const input of rowInputs(row, target)) emit(input);
+    if (body.kind === 'assistant') {
+      const calls = body.content.flatMap((p) => (p.type === 'tool_call' ? [p.id] : []));
+      turn = { open: calls, anchor: out.length, lastTool: undefined };
     }
   }
+  closeTurn();
   return out;
 }
 

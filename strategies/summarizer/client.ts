@@ -4,7 +4,8 @@
 import type { z } from 'zod';
 import { reverseMethods } from '../../protocol/methods.ts';
 import { startDeadline } from './deadline.ts';
-import { estimateTokens, summarizerFailed, type Summarizer, type SummaryRequest, type SummaryResult } from './types.ts';
+import { textTokens } from '../estimate.ts';
+import { summarizerFailed, type Summarizer, type SummaryRequest, type SummaryResult } from './types.ts';
 
 /** Params of the reverse `summarize` request, as they go on the wire. */
 export type ClientSummarizeParams = z.input<typeof reverseMethods.summarize.params>;
@@ -75,7 +76,7 @@ export function createClientSummarizer(call: ClientCall | undefined, config: { t
       }
       const text = parsed.data.text;
       if (text.trim() === '') throw summarizerFailed('client', 'empty_summary', 'empty summary');
-      return { text, backend: 'client', model: null, outputTokens: estimateTokens(text) };
+      return { text, backend: 'client', model: null, outputTokens: textTokens(text) };
     },
   };
 }

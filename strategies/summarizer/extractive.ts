@@ -8,7 +8,9 @@ import {
   redactBlobs,
   type TranscriptLineKind,
 } from './prompt-format.ts';
-import { estimateTokens, summarizerFailed, type Summarizer, type SummaryRequest, type SummaryResult } from './types.ts';
+import { IMAGE_MARKER_PATTERN } from '../../storage/row-text.ts';
+import { textTokens } from '../estimate.ts';
+import { summarizerFailed, type Summarizer, type SummaryRequest, type SummaryResult } from './types.ts';
 
 /** Output headings, in output order. A previous summary's own headings are not copied again. */
 export const EXTRACTIVE_HEADINGS = ['Earlier summary:', 'User requests:', 'Actions and findings:'] as const;
@@ -56,7 +58,6 @@ const FILE_EXTENSIONS = new Set([
   'csv', 'png', 'jpg', 'svg', 'wasm', 'zig', 'dart', 'r', 'jl', 'sol',
 ]);
 
-const IMAGE_MARKER = /\[image [0-9a-f]{8} \d+x\d+(?: elided)?\]/g;
 const CUT_MARKER = /\[…\d+ more characters cut\]/g;
 const BACKTICKED = /`[^`\n]+`/g;
 const TOKEN_SPLIT = /[\s"'()[\]{},;<>|]+/;
@@ -170,7 +171,7 @@ const BASE_SCORE: Record<TranscriptLineKind, number> = {
  * lines that carry nothing score their base only if they have at least four words, else 0.
  */
 function score(text: string, base: number, isOutput: boolean, focus: Set<string>): { score: number; words?: Set<string> } {
-  const f = features(text.replace(IMAGE_MARKER, ' ').replace(CUT_MARKER, ' '));
+  const f = features(text.replace(IMAGE_MARKER_PATTERN, ' ').replace(CUT_MARKER, ' '));
   let s =
     3 * Math.min(f.paths, 3) +
     1.5 * Math.min(f.identifiers, 4) +
@@ -348,7 +349,7 @@ export function createExtractiveSummarizer(): Summarizer {
       if (req.signal?.aborted === true) throw summarizerFailed('extractive', 'cancelled', 'cancelled');
       const text = extractSummary(req.prompt, req.maxOutputTokens);
       if (text.trim() === '') throw summarizerFailed('extractive', 'empty_summary', 'empty summary (nothing to keep)');
-      return { text, backend: 'extractive', model: null, outputTokens: estimateTokens(text) };
+      return { text, backend: 'extractive', model: null, outputTokens: textTokens(text) };
     },
   };
 }

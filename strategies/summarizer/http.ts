@@ -2,7 +2,8 @@
 // bodies turned into precise messages, and a 2xx body read into text. The wire format of each
 // provider (URL, headers, body, where the text is) stays in http-anthropic.ts / http-openai.ts.
 import { startDeadline } from './deadline.ts';
-import { estimateTokens, summarizerFailed, type BackendName, type FailureReason, type SummaryResult } from './types.ts';
+import { textTokens } from '../estimate.ts';
+import { summarizerFailed, type BackendName, type FailureReason, type SummaryResult } from './types.ts';
 
 export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>;
 
@@ -251,5 +252,5 @@ export async function summarizeOverHttp(
     fetch: deps.fetch ?? fetch,
     sleep: deps.sleep ?? defaultSleep,
   });
-  return { text: out.text, backend: call.backend, model: out.model ?? model, outputTokens: out.outputTokens ?? estimateTokens(out.text) };
+  return { text: out.text, backend: call.backend, model: out.model ?? model, outputTokens: out.outputTokens ?? textTokens(out.text) };
 }

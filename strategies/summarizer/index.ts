@@ -8,7 +8,7 @@ import { createOpenAISummarizer } from './http-openai.ts';
 import type { Sleep } from './http.ts';
 import type { BackendName, Summarizer, SummarizerConfig } from './types.ts';
 
-export { BackendName, SummarizerConfig, estimateTokens, summarizerFailed } from './types.ts';
+export { BackendName, SummarizerConfig, summarizerFailed } from './types.ts';
 export type { FailureReason, Summarizer, SummaryRequest, SummaryResult } from './types.ts';
 export {
   BLOB_PLACEHOLDER,

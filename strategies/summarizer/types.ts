@@ -75,8 +75,3 @@ export function summarizerFailed(
   if (extra.remoteCode !== undefined) details.remote_code = extra.remoteCode;
   return new AlbedoError('summarizer_failed', `${backend} summarizer: ${message}`, details);
 }
-
-/** Token estimate of a text: ceil(UTF-8 bytes / 4), the daemon's usual estimate. */
-export function estimateTokens(text: string): number {
-  return Math.ceil(Buffer.byteLength(text, 'utf8') / 4);
-}

@@ -1,8 +1,10 @@
 // Provider projection: rows to plain inputs for a target model.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { OutPart, PlainInput } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
-import { forModel, inlineImages, plainTarget } from '../../strategies/projection.ts';
+import { inputsTokens, textTokens } from '../../strategies/estimate.ts';
+import { forModel, inlineImages, plainTarget, rowInputs, rowTokens, type ProjectionTarget } from '../../strategies/projection.ts';
 
 let seq = 0;
 function row(body: StoredRow['body'], row_class: StoredRow['row_class'] = 'other'): StoredRow {
@@ -10,6 +12,32 @@ function row(body: StoredRow['body'], row_class: StoredRow['row_class'] = 'other
   return { session: 's', seq, row_class, key: null, created_at: 0, body };
 }
 const img = { type: 'image' as const, hash: 'a'.repeat(64), media_type: 'image/png', width: 10, height: 20 };
+const text = (t: string) => ({ type: 'text' as const, text: t });
+function callRow(...ids: string[]): StoredRow {
+  return row({ kind: 'assistant', content: ids.map((id) => ({ type: 'tool_call' as const, id, name: 'run', arguments: {} })) });
+}
+type ResultContent = Extract<StoredRow['body'], { kind: 'tool_result' }>['content'];
+function resultRow(callId: string, content: ResultContent, extra: { orphan?: true; is_error?: boolean } = {}): StoredRow {
+  return row({ kind: 'tool_result', call_id: callId, is_error: extra.is_error ?? false, content, ...(extra.orphan === true ? { orphan: true as const } : {}) });
+}
+const userRow = (t: string): StoredRow => row({ kind: 'user', origin: 'user', content: [text(t)] }, 'user');
+/** The (call_id, is_error, first text) of every tool_result part, in request order. */
+function results(inputs: readonly PlainInput[]): Array<[string, boolean, string]> {
+  return inputs.flatMap((i) => i.content.flatMap((p) => (p.type === 'tool_result' ? [[p.call_id, p.is_error, p.content[0]?.type === 'text' ? p.content[0].text : ''] as [string, boolean, string]] : [])));
+}
+function onlyText(p: OutPart | undefined): string {
+  assert.ok(p !== undefined && p.type === 'text', `expected a text part, got ${JSON.stringify(p)}`);
+  return p.text;
+}
+/** A tool result's text parts as projected alone. */
+function resultText(r: StoredRow, target: ProjectionTarget): string {
+  const part = rowInputs(r, target)[0]!.content[0]!;
+  assert.equal(part.type, 'tool_result');
+  return part.type === 'tool_result' ? onlyText(part.content[0]) : '';
+}
+const lines = (n: number): string => Array.from({ length: n }, (_, i) => `line ${String(i).padStart(4, '0')} of the build log`).join('\n');
+const capped = (maxOutputTokens: number): ProjectionTarget => ({ ...plainTarget('sess-1'), maxOutputTokens });
+const MARKER = /\n?\[… (\d+) characters omitted; transcript_read \{"session": "sess-1", "from_seq": (\d+), "to_seq": (\d+)\} returns all of it\]\n?/;
 
 describe('projection', () => {
   test('consecutive tool results of one turn become one tool input', () => {
@@ -24,9 +52,9 @@ describe('projection', () => {
   });
 
   test("a tool result's images follow it as a user input", () => {
-    const out = forModel([row({ kind: 'tool_result', call_id: 'c1', is_error: false, content: [{ type: 'text', text: 'shot' }, img] })], { ...plainTarget('s'), provider: 'openai' });
-    assert.deepEqual(out.map((i) => i.role), ['tool', 'user']);
-    assert.deepEqual(out[1]!.content[1], img);
+    const out = forModel([callRow('c1'), row({ kind: 'tool_result', call_id: 'c1', is_error: false, content: [{ type: 'text', text: 'shot' }, img] })], { ...plainTarget('s'), provider: 'openai' });
+    assert.deepEqual(out.map((i) => i.role), ['assistant', 'tool', 'user']);
+    assert.deepEqual(out[2]!.content[1], img);
   });
 
   test('encrypted reasoning goes only to the provider that wrote it; readable reasoning goes anywhere', () => {
@@ -63,5 +91,166 @@ describe('projection', () => {
     assert.deepEqual(out[0]!.content[0], { ...img, data: Buffer.from('png!').toString('base64') });
     assert.deepEqual(out[0]!.content[1], { type: 'text', text: '[image elided and is no longer available]' });
     assert.equal(inputs[0]!.content[0]!.type === 'image' && 'data' in inputs[0]!.content[0]!, false, 'the input is not mutated');
+  });
+});
+
+describe('capped outputs', () => {
+  test('a tool result over the cap goes out as head, the exact pointer to its row, and tail; the row keeps everything', () => {
+    const full = lines(2000);
+    const r = resultRow('c1', [text(full)]);
+    const before = structuredClone(r);
+    const out = resultText(r, capped(500));
+    assert.deepEqual(r, before, 'the durable row is not changed');
+    const m = MARKER.exec(out);
+    assert.ok(m !== null, out.slice(0, 200));
+    assert.equal(m[0].trim(), `[… ${m[1]} characters omitted; transcript_read {"session": "sess-1", "from_seq": ${r.seq}, "to_seq": ${r.seq}} returns all of it]`);
+    const head = out.slice(0, m.index);
+    const tail = out.slice(m.index + m[0].length);
+    assert.ok(full.startsWith(head) && head.length > 0);
+    assert.ok(full.endsWith(tail) && tail.length > 0);
+    assert.equal(Number(m[1]), full.length - head.length - tail.length - 1, 'N counts the characters left out');
+    assert.ok(textTokens(out) <= 500, `estimate ${textTokens(out)} is within the cap`);
+    assert.ok(head.length > tail.length, 'the head gets the larger share');
+    assert.ok(head.endsWith('of the build log') && tail.startsWith('line '), 'cuts fall on line boundaries');
+  });
+
+  test('the same row and target give the same bytes every time; another seq points elsewhere', () => {
+    const r = resultRow('c1', [text(lines(1500))]);
+    assert.equal(resultText(r, capped(300)), resultText(structuredClone(r), capped(300)));
+    const moved = { ...structuredClone(r), seq: r.seq + 7 };
+    assert.match(resultText(moved, capped(300)), new RegExp(`"from_seq": ${r.seq + 7}, "to_seq": ${r.seq + 7}`));
+  });
+
+  test('a text without newlines is cut on code points, never inside a surrogate pair', () => {
+    const full = '🙂é'.repeat(5000);
+    const out = resultText(resultRow('c1', [text(full)]), capped(200));
+    assert.match(out, MARKER);
+    assert.equal(Buffer.from(out, 'utf8').toString('utf8'), out, 'no lone surrogate');
+    assert.ok(textTokens(out) <= 200);
+    const m = MARKER.exec(out)!;
+    const head = out.slice(0, m.index);
+    const tail = out.slice(m.index + m[0].length);
+    assert.equal(Number(m[1]), [...full].length - [...head].length - [...tail].length, 'N counts code points');
+  });
+
+  test('a user paste over the cap is capped too; text under the cap and an uncapped target are untouched', () => {
+    const paste = lines(1000);
+    const r = row({ kind: 'user', origin: 'user', content: [text(paste), img] }, 'user');
+    const [input] = rowInputs(r, capped(400));
+    assert.match(onlyText(input!.content[0]), MARKER);
+    assert.deepEqual(input!.content[1], img, 'the image keeps its place');
+    assert.equal(onlyText(rowInputs(r, plainTarget('sess-1'))[0]!.content[0]), paste);
+    assert.equal(resultText(resultRow('c1', [text('short output')]), capped(400)), 'short output');
+  });
+
+  test('several text parts over the cap together are capped as one text', () => {
+    const r = resultRow('c1', [text(lines(300)), text(lines(300))]);
+    const part = rowInputs(r, capped(200))[0]!.content[0]!;
+    assert.ok(part.type === 'tool_result');
+    assert.equal(part.content.length, 1);
+    assert.match(onlyText(part.content[0]), MARKER);
+  });
+
+  test('a row estimates at what the request carries for it', () => {
+    const call = callRow('c1');
+    const r = resultRow('c1', [text(lines(5000))]);
+    const target = capped(1000);
+    assert.ok(rowTokens(r, target) < 1100, `capped row estimates ${rowTokens(r, target)}`);
+    assert.ok(rowTokens(r, plainTarget('sess-1')) > 30_000);
+    assert.equal(rowTokens(call, target) + rowTokens(r, target), inputsTokens(forModel([call, r], target)));
+  });
+});
+
+describe('every call answered', () => {
+  test('a call with no result gets a synthetic error result before the next user input', () => {
+    const out = forModel([userRow('go'), callRow('c1'), userRow('stop that')], plainTarget('s'));
+    assert.deepEqual(out.map((i) => i.role), ['user', 'assistant', 'tool', 'user']);
+    assert.deepEqual(results(out), [['c1', true, '[no result: the tool has not returned, or its run was interrupted]']]);
+  });
+
+  test("the synthetic result comes right after the turn's real results, in call order", () => {
+    const out = forModel([callRow('c1', 'c2', 'c3'), resultRow('c2', [text('two')]), callRow('c4')], plainTarget('s'));
+    assert.deepEqual(out.map((i) => i.role), ['assistant', 'tool', 'assistant', 'tool']);
+    assert.deepEqual(results(out).map(([id, err]) => [id, err]), [['c2', false], ['c1', true], ['c3', true], ['c4', true]]);
+    assert.equal(out[1]!.content.length, 3, "one tool input carries the turn's results");
+  });
+
+  test('a synthetic result goes after a real result whose images follow it', () => {
+    const out = forModel([callRow('c1', 'c2'), resultRow('c1', [text('shot'), img])], plainTarget('s'));
+    assert.deepEqual(out.map((i) => i.role), ['assistant', 'tool', 'user']);
+    assert.deepEqual(results(out).map(([id]) => id), ['c1', 'c2']);
+  });
+
+  test('once the real result is among the rows, no synthetic one is sent', () => {
+    const out = forModel([callRow('c1'), resultRow('c1', [text('done')]), userRow('thanks')], plainTarget('s'));
+    assert.deepEqual(results(out), [['c1', false, 'done']]);
+  });
+
+  test('a result whose call is not among the rows sent goes out as text after nothing it could answer', () => {
+    const out = forModel([resultRow('c0', [text('late')]), userRow('next'), resultRow('c1', [text('stray')], { is_error: true })], plainTarget('s'));
+    assert.deepEqual(results(out), []);
+    assert.deepEqual(out.map((i) => onlyText(i.content[0])), [
+      '[result of tool call c0, which has no matching call]\nlate',
+      'next',
+      '[error result of tool call c1, which has no matching call]\nstray',
+    ]);
+  });
+});
+
+describe('orphan results', () => {
+  test('a stored orphan result is a user text, never a tool result, even beside a call of the same id', () => {
+    const orphan = resultRow('c1', [text('output nobody asked for')], { orphan: true });
+    assert.deepEqual(rowInputs(orphan, plainTarget('s')), [{ role: 'user', content: [text('[result of tool call c1, which has no matching call]\noutput nobody asked for')] }]);
+    const out = forModel([callRow('c1'), orphan], plainTarget('s'));
+    assert.deepEqual(out.map((i) => i.role), ['assistant', 'tool', 'user']);
+    assert.deepEqual(results(out).map(([id, err]) => [id, err]), [['c1', true]]);
+  });
+});
+
+describe('images the target cannot read', () => {
+  const blind: ProjectionTarget = { ...plainTarget('s'), readsImages: false };
+  test('a user upload becomes its marker text', () => {
+    const out = rowInputs(row({ kind: 'user', origin: 'user', content: [text('see'), img, { ...img, elided: true }] }, 'user'), blind);
+    assert.deepEqual(out, [{ role: 'user', content: [text('see'), text('[image aaaaaaaa 10x20]'), text('[image elided and is no longer available]')] }]);
+  });
+
+  test("a tool output's images become markers inside the result, with nothing said to follow", () => {
+    const out = forModel([callRow('c1'), resultRow('c1', [text('shot'), img])], blind);
+    assert.deepEqual(out.map((i) => i.role), ['assistant', 'tool']);
+    assert.deepEqual(out[1]!.content, [{ type: 'tool_result', call_id: 'c1', is_error: false, content: [text('shot'), text('[image aaaaaaaa 10x20]')] }]);
+    assert.equal(JSON.stringify(out).includes('follow'), false);
+  });
+});
+
+describe('encrypted reasoning routing', () => {
+  const reasoning = (provider: string | undefined, model: string | undefined, partProvider?: string): StoredRow =>
+    row({
+      kind: 'assistant',
+      ...(provider === undefined ? {} : { provider }),
+      ...(model === undefined ? {} : { model }),
+      content: [{ type: 'reasoning', ...(partProvider === undefined ? {} : { provider: partProvider }), text: 'readable', encrypted: 'opaque' }, text('answer')],
+    });
+  const sent = (r: StoredRow, provider: string | undefined, model: string | undefined): boolean =>
+    JSON.stringify(forModel([r], { ...plainTarget('s'), provider, model })).includes('opaque');
+
+  test('openai encrypted reasoning goes only to the model that wrote it, when both models are known', () => {
+    const r = reasoning('openai', 'gpt-5', 'openai');
+    assert.equal(sent(r, 'openai', 'gpt-5'), true);
+    assert.equal(sent(r, 'openai', 'gpt-5-mini'), false);
+    assert.equal(sent(r, 'openai', undefined), true);
+    assert.equal(sent(reasoning('openai', undefined, 'openai'), 'openai', 'gpt-5-mini'), true);
+    assert.deepEqual(forModel([r], { ...plainTarget('s'), provider: 'openai', model: 'gpt-5-mini' })[0]!.content, [{ type: 'reasoning', text: 'readable' }, text('answer')]);
+  });
+
+  test('anthropic signatures go to any Claude model; an unlisted provider is held to its model', () => {
+    assert.equal(sent(reasoning('anthropic', 'claude-opus-4-1', 'anthropic'), 'anthropic', 'claude-sonnet-4-5'), true);
+    assert.equal(sent(reasoning('anthropic', 'claude-opus-4-1', 'anthropic'), 'openai', 'claude-opus-4-1'), false);
+    assert.equal(sent(reasoning('google', 'gemini-2.5-pro', 'google'), 'google', 'gemini-2.5-flash'), false);
+    assert.equal(sent(reasoning('google', 'gemini-2.5-pro', 'google'), 'google', 'gemini-2.5-pro'), true);
+  });
+
+  test("a reasoning part without its own provider takes the turn's provider", () => {
+    assert.equal(sent(reasoning('anthropic', undefined), 'anthropic', 'claude-sonnet-4-5'), true);
+    assert.equal(sent(reasoning(undefined, undefined), 'anthropic', 'claude-sonnet-4-5'), false);
   });
 });

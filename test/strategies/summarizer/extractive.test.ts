@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AlbedoError } from '../../../protocol/errors.ts';
+import { IMAGE_MARKER_PATTERN, imageMarker } from '../../../storage/row-text.ts';
 import { clipUtf8, createExtractiveSummarizer, extractSummary } from '../../../strategies/summarizer/extractive.ts';
 import {
   aiLine,
@@ -230,4 +231,14 @@ test('transcript lines are classified by their marker', () => {
   assert.deepEqual(parseTranscriptLine('¶note: excursion started'), { kind: 'note', text: 'excursion started' });
   assert.deepEqual(parseTranscriptLine('  more text'), { kind: 'continuation', text: '  more text' });
   assert.equal(callLine('grep', { pattern: 'a"b', n: 3 }), '→ grep(pattern = "a\\"b", n = 3)');
+});
+
+test('image markers, elided or not, carry nothing a summary keeps', () => {
+  const hash = '0123abcd'.repeat(8);
+  for (const elided of [false, true]) {
+    const marker = imageMarker(hash, 640, 480, elided);
+    assert.equal(marker.replace(IMAGE_MARKER_PATTERN, ''), '', `the pattern matches ${marker}`);
+    const prompt = buildSummaryPrompt({ transcript: [userLine('please fix the crash in src/app.ts'), outLine('call_1', marker)].join('\n') });
+    assert.equal(extractSummary(prompt, 200).includes('0123abcd'), false, `a tool output of only ${marker} is filler`);
+  }
 });
