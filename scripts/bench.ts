@@ -1,6 +1,7 @@
 // `npm run bench`: measures append, transcript_read, transcript_grep (vs GNU grep), prepare and
 // one compaction on databases of 10k/100k/1M rows built in a temp dir (one per size, reused by
-// every measurement of that size, deleted after). Prints tables and PASS/FAIL; writes JSON.
+// every measurement of that size, deleted after), and replays the real fixture transcripts
+// turn by turn into fresh daemons (section replay). Prints tables and PASS/FAIL; writes JSON.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -13,6 +14,7 @@ import { buildDataset, checkpoint, fileSize, type Dataset } from './bench/datase
 import { benchGrep } from './bench/grep.ts';
 import { alternate, benchCompactionWork, measurePrepare, preparedSession, type PrepareSession } from './bench/prepare.ts';
 import { benchRead, segmenterProbe } from './bench/read.ts';
+import { benchReplay } from './bench/replay.ts';
 import { judge, render, type Results, type SizeResult } from './bench/report.ts';
 import { nowMs } from './bench/timing.ts';
 
@@ -125,6 +127,10 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
     if (baseline !== undefined) results.prepare_baseline = await measurePrepare(baseline, { runs: args.prepareRuns }, log);
   } finally {
     baseline?.ds.db.close();
+  }
+  if (args.only.has('replay')) {
+    log('replay ...');
+    results.replay = await benchReplay(args.fixtures, root, log);
   }
   results.total_ms = nowMs() - t0;
   results.verdicts = judge(results);

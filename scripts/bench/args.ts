@@ -1,8 +1,13 @@
 // Command-line flags of `npm run bench`: --quick, --sizes, --only, --json, plus --fixtures and
 // --tmp to point at another corpus folder or scratch directory. Unknown flags are errors.
 import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-export const SECTIONS = ['append', 'read', 'grep', 'prepare', 'compact'] as const;
+/** The shared fixtures folder next to the repository (`../shared/fixtures`), read when present. */
+export const DEFAULT_FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures');
+
+export const SECTIONS = ['append', 'read', 'grep', 'prepare', 'compact', 'replay'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchArgs {
@@ -21,7 +26,7 @@ export interface BenchArgs {
 export const DEFAULT_SIZES = [10_000, 100_000, 1_000_000];
 export const QUICK_SIZES = [2_000, 20_000];
 
-const USAGE = `usage: npm run bench -- [--quick] [--sizes 10000,100000,1000000] [--only append,read,grep,prepare,compact]
+const USAGE = `usage: npm run bench -- [--quick] [--sizes 10000,100000,1000000] [--only append,read,grep,prepare,compact,replay]
                         [--json out.json] [--fixtures DIR] [--tmp DIR]`;
 
 function parseSize(s: string): number {
@@ -38,7 +43,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
   let sizes: number[] | undefined;
   let only: Set<Section> | undefined;
   let json = '.bench/results.json';
-  let fixtures = '/work/shared/fixtures';
+  let fixtures = DEFAULT_FIXTURES;
   let tmp = os.tmpdir();
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;

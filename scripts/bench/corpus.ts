@@ -1,5 +1,5 @@
 // The benchmark's row corpus: real turns read from the Claude Code and pi fixture transcripts
-// (/work/shared/fixtures), normalized into row templates (user text, assistant turns with tool
+// (../shared/fixtures), normalized into row templates (user text, assistant turns with tool
 // calls, the results right after their call); or, when the fixtures are absent, a generated corpus.
 import fs from 'node:fs';
 import path from 'node:path';

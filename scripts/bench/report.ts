@@ -4,6 +4,7 @@ import type { AppendResult } from './append.ts';
 import type { GrepResult } from './grep.ts';
 import type { CompactionWork, PrepareResult } from './prepare.ts';
 import type { ReadResult } from './read.ts';
+import { judgeReplay, renderReplay, type ReplayResult } from './replay.ts';
 import { fmtBytes, fmtCount, fmtMs } from './timing.ts';
 
 export interface SizeResult {
@@ -33,6 +34,7 @@ export interface Results {
   sizes: SizeResult[];
   prepare_baseline?: PrepareResult;
   compaction?: CompactionWork;
+  replay?: ReplayResult;
   segmenter_probe?: Array<{ chars: number; whole_us_per_grapheme: number; sliced_us_per_grapheme: number }>;
   verdicts: Verdict[];
   total_ms: number;
@@ -93,6 +95,7 @@ export function judge(r: Results): Verdict[] {
       pass: ratio <= PREPARE_JSON_TARGET,
     });
   }
+  if (r.replay !== undefined) out.push(...judgeReplay(r.replay));
   return out;
 }
 
@@ -221,6 +224,7 @@ export function render(r: Results): string {
       ),
     );
   }
+  if (r.replay !== undefined) out.push(renderReplay(r.replay));
   if (r.verdicts.length > 0) {
     out.push('\ntargets (this run):');
     for (const v of r.verdicts) out.push(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: ${v.measured}${v.note === undefined ? '' : `  [${v.note}]`}`);
