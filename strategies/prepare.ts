@@ -170,6 +170,8 @@ interface Pace {
   growths: number[];
   /** Estimate after the last compaction, or before the last attempt that gained nothing. */
   baseline: number | undefined;
+  /** Why that last attempt gained nothing; null after a compaction. */
+  reason: string | null;
 }
 const PACE = cacheSlot<Pace>('prepare.pace');
 const PACE_SAMPLES = 8;
@@ -198,7 +200,7 @@ function deferral(pace: Pace, p: Projection, input: StrategyInput): string | nul
   if (pace.baseline === undefined || overWindow(p.estimate, input.window)) return null;
   const turn = typicalTurn(pace);
   const grown = p.estimate - pace.baseline;
-  if (grown >= turn) return null;
+  if (grown > 0 && grown >= turn) return null;
   return `automatic compaction waits: the request grew ~${Math.max(0, grown)} tokens since the last compaction, less than a typical turn (~${turn})`;
 }
 
@@ -215,12 +217,12 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   const sid = args.session.sid;
   const latched = autoFailures(args.db, sid) >= LATCH_LIMIT;
   const strategy = setup.strategy;
-  const pace = args.cache.getOrSet(PACE, (): Pace => ({ lastEstimate: undefined, growths: [], baseline: lastCompaction(args.db, sid)?.tokens_after }));
+  const pace = args.cache.getOrSet(PACE, (): Pace => ({ lastEstimate: undefined, growths: [], baseline: lastCompaction(args.db, sid)?.tokens_after, reason: null }));
   const waits = !args.force && first.due && !latched ? deferral(pace, first, f.input) : null;
   const attempt = strategy !== null && (args.force || (first.due && !latched && waits === null));
   if (!attempt) {
     observePace(pace, first.estimate, false);
-    const failure = first.due && latched ? `automatic compaction is paused after ${LATCH_LIMIT} consecutive failures; run /compact to retry` : null;
+    const failure = first.due && latched ? `automatic compaction is paused after ${LATCH_LIMIT} consecutive failures; run /compact to retry` : waits === null ? null : pace.reason;
     const notes = waits === null ? [] : [waits];
     return { system: f.system, tools: f.tools, inputs: first.inputs, compacted: false, reason: null, observation: observe(setup, f, first, { compacted: false, failure, db: args.db, notes }) };
   }
@@ -238,8 +240,11 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   }
   const second = outcome.compacted ? project(setup, f.input) : first;
   observePace(pace, second.estimate, outcome.compacted);
-  if (error === null) pace.baseline = outcome.compacted ? second.estimate : first.estimate;
   const reason = outcome.compacted ? null : (error ?? outcome.reason);
+  if (error === null) {
+    pace.baseline = outcome.compacted ? second.estimate : first.estimate;
+    pace.reason = reason;
+  }
   // Only what happened goes into the log: a success, or a real failure. "Nothing worth
   // evicting" is an observation, so /context keeps showing the last compaction that did.
   if (outcome.compacted || error !== null) {

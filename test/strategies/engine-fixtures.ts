@@ -34,10 +34,10 @@ export class RecordingSummarizer implements Summarizer {
   }
 }
 
-export function setupFor(opts: { window?: number; trigger?: number; tail?: number; summarizer?: Summarizer; strategy?: Strategy | null }): EngineSetup {
+export function setupFor(opts: { window?: number; trigger?: number; tail?: number; maxToolOutput?: number; summarizer?: Summarizer; strategy?: Strategy | null }): EngineSetup {
   return {
     strategy: opts.strategy === undefined ? rolling : opts.strategy,
-    settings: { contextWindowTokens: opts.window, triggerPercent: opts.trigger ?? 80, tailPercent: opts.tail ?? 25 },
+    settings: { contextWindowTokens: opts.window, triggerPercent: opts.trigger ?? 80, tailPercent: opts.tail ?? 25, maxToolOutputTokens: opts.maxToolOutput },
     modelId: 'test-model',
     model: undefined,
     extensionContext: '',

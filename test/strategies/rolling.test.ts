@@ -179,10 +179,11 @@ describe('rolling', () => {
   test('a request compacts at most once and sends the second projection even if still due', async (t) => {
     const db = tempDb(t);
     await sessionWithTurns(db, 's', 10);
-    // The newest unit alone exceeds the trigger: the compaction cannot get under it.
+    // The newest unit alone exceeds the trigger (a paste under a raised output cap): the
+    // compaction cannot get under it.
     await appendRows(db, 's', [user(`huge ${'x'.repeat(40_000)}`)]);
     const summarizer = new RecordingSummarizer();
-    const out = await prepareRequest(setupFor({ window: 8000, summarizer }), argsFor(db, 's'));
+    const out = await prepareRequest(setupFor({ window: 8000, maxToolOutput: 1_000_000, summarizer }), argsFor(db, 's'));
     assert.equal(out.compacted, true);
     assert.equal(out.observation.due, true);
     assert.equal(summarizer.calls.length, 1);
@@ -195,12 +196,14 @@ describe('rolling', () => {
     await sessionWithTurns(db, 's', 0);
     await appendRows(db, 's', [user(`only ${'x'.repeat(40_000)}`)]);
     const summarizer = new RecordingSummarizer();
-    const setup = setupFor({ window: 8000, summarizer });
+    const setup = setupFor({ window: 8000, maxToolOutput: 1_000_000, summarizer });
+    const cache = new KernelCache();
     for (let i = 0; i < 4; i++) {
-      const out = await prepareRequest(setup, argsFor(db, 's'));
+      const out = await prepareRequest(setup, argsFor(db, 's', { cache }));
       assert.equal(out.compacted, false);
       assert.equal(out.observation.failure, 'cannot compact further without splitting the newest exchange');
       assert.equal(out.observation.latched, false);
+      assert.equal(out.observation.last_compaction, null);
     }
     assert.equal(summarizer.calls.length, 0);
   });
