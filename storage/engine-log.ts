@@ -80,8 +80,17 @@ export function latestPrepared(db: Db, sid: number): PreparedRecord | undefined 
   return r === undefined ? undefined : decodePrepared(r);
 }
 
-/** Stores the provider's measured tokens for a prepared request of this session. */
-export function reportUsage(db: Db, sid: number, preparedId: string, inputTokens: number, cachedTokens: number | null): void {
+/**
+ * Stores the provider's measured tokens for a prepared request of this session. Returns what
+ * was prepared (its estimate and model), so the caller can learn the token ratio from it.
+ */
+export function reportUsage(
+  db: Db,
+  sid: number,
+  preparedId: string,
+  inputTokens: number,
+  cachedTokens: number | null,
+): { estimate: number; model: string | null } {
   const info = db
     .prepare('UPDATE prepared_requests SET provider_input_tokens = ?, cached_tokens = ? WHERE id = ? AND sid = ?')
     .run(inputTokens, cachedTokens, preparedId, sid);
@@ -90,6 +99,10 @@ export function reportUsage(db: Db, sid: number, preparedId: string, inputTokens
       prepared_id: preparedId,
     });
   }
+  return db.prepare('SELECT estimated_input_tokens AS estimate, model FROM prepared_requests WHERE id = ?').get(preparedId) as {
+    estimate: number;
+    model: string | null;
+  };
 }
 
 export function logCompaction(db: Db, sid: number, rec: CompactionRecord): void {

@@ -7,6 +7,7 @@ import { sessionHead } from '../../storage/conversation.ts';
 import { lastPrompt, latestPrepared, reportUsage, savePrepared } from '../../storage/engine-log.ts';
 import { getPayload } from '../../storage/payloads.ts';
 import { requireSession } from '../../storage/sessions.ts';
+import { learnTokenRatio } from '../../storage/token-ratios.ts';
 import { inlineImages } from '../../strategies/projection.ts';
 import { adoptSession, inspectRequest, planCompaction, prepareRequest, type EngineSetup, type PrepareArgs } from '../../strategies/prepare.ts';
 import type { CallContext, Handler } from '../context.ts';
@@ -25,7 +26,7 @@ function frameFor(
   kernel: Kernel,
   session: string,
   prompt: { model: string | null; instructions: string; tools: PrepareArgs['tools'] },
-  opts: { force: boolean; focus: string | undefined },
+  opts: { force: boolean; focus: string | undefined; provider?: string | undefined; upstream?: PrepareArgs['upstream']; readOnly?: boolean },
 ): Frame {
   const { db } = ctx.daemon;
   const s = requireSession(db, session);
@@ -48,7 +49,11 @@ function frameFor(
     focus: opts.focus,
     cache: kernel.cache,
     signal: ctx.signal,
+    provider: opts.provider,
+    upstream: opts.upstream,
   };
+  // Adoption may write (it upgrades old state formats): never on a read-only call like /context.
+  if (opts.readOnly === true) return { setup, args };
   const adoptedKey = `adopted:${setup.strategy?.name ?? ''}`;
   if (!kernel.state.has(adoptedKey)) {
     adoptSession(setup, args);
@@ -75,7 +80,7 @@ function record(ctx: CallContext, f: Frame, observation: Observation, prompt?: {
 export const prepare: Handler<'prepare'> = (params, ctx) =>
   ctx.daemon.kernels.run(params.session, async (kernel) => {
     const prompt = { model: params.model, instructions: params.instructions, tools: params.tools };
-    const f = frameFor(ctx, kernel, params.session, prompt, { force: params.force, focus: undefined });
+    const f = frameFor(ctx, kernel, params.session, prompt, { force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream });
     const prepared = await prepareRequest(f.setup, f.args);
     const observation = record(ctx, f, prepared.observation, prompt);
     if (prepared.compacted) ctx.daemon.log.info({ session: params.session, method: 'prepare', tokens: observation.last_compaction }, 'compacted');
@@ -94,7 +99,10 @@ export const prepare: Handler<'prepare'> = (params, ctx) =>
 export const usageReport: Handler<'usage.report'> = (params, { daemon }) =>
   daemon.kernels.run(params.session, () => {
     const s = requireSession(daemon.db, params.session);
-    reportUsage(daemon.db, s.sid, params.prepared_id, params.input_tokens, params.cached_tokens ?? null);
+    daemon.db.transaction(() => {
+      const prepared = reportUsage(daemon.db, s.sid, params.prepared_id, params.input_tokens, params.cached_tokens ?? null);
+      learnTokenRatio(daemon.db, s.sid, prepared.model, prepared.estimate, params.input_tokens);
+    })();
     return { ok: true as const };
   });
 
@@ -139,7 +147,7 @@ export const context: Handler<'context'> = (params, ctx) =>
     if (latest !== undefined) {
       observation = { ...latest.observation, config_errors: ctx.daemon.configProblems() };
     } else {
-      const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { force: false, focus: undefined });
+      const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { force: false, focus: undefined, readOnly: true });
       observation = inspectRequest(f.setup, f.args);
     }
     return { observation, text: params.format === 'text' ? renderObservation(observation) : null };
