@@ -4,6 +4,7 @@ import { sql as m002 } from './002-engine.ts';
 import { sql as m003 } from './003-folded-search-index.ts';
 import { sql as m004 } from './004-rolling-rewrites.ts';
 import { sql as m005 } from './005-row-graphemes.ts';
+import { sql as m006 } from './006-reused-tool-call-ids.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -18,4 +19,5 @@ export const migrations: readonly Migration[] = [
   { version: 3, name: 'folded-search-index', sql: m003 },
   { version: 4, name: 'rolling-rewrites', sql: m004 },
   { version: 5, name: 'row-graphemes', sql: m005 },
+  { version: 6, name: 'reused-tool-call-ids', sql: m006 },
 ];
