@@ -468,17 +468,20 @@ function writeRow(
  * The result of a call made by assistant row A belongs in the "slot" right after A and after
  * the results of A's other calls that already follow it. The result row was just inserted with
  * a fresh seq F at the end of the session. Walk the session's rows between A and F: skip the
- * leading tool_result rows that answer A's calls; the rest, P0 < P1 < ... < Pk, are what the
- * session recorded after the slot. If there are none, the result is already in place.
+ * leading tool_result rows that answer A's calls (known by their call records' links, since an
+ * id may name several calls); the rest, P0 < P1 < ... < Pk, are what the session recorded
+ * after the slot. If there are none, the result is already in place.
  * Otherwise the contents rotate one position along the session's own seqs: the result's
  * contents go to P0, P0's to P1, ..., Pk's to F. Seqs are never allocated anywhere but the end
  * (F was), and every seq keeps exactly one row.
  *
  * The rotation deletes the rows from P0 on and re-inserts each at its new seq with the same
  * body, text, key and created_at; tool_calls, payload_refs and fork_rows entries follow their
- * contents. A call record follows both of its rows: the call's and the result's that answered
- * it (the fresh result's own record, written before settling, is rewritten this way too). Child sessions' links into this session (excursion marker, return notice, fork
- * origins) are remapped, and so is the marker seq inside a moved excursion_return notice.
+ * contents. A call record follows both of its rows, the call's and the answering result's (so
+ * the record the fresh result just answered is rewritten too); the rows' deletion cascades to
+ * every such record and each is re-inserted with both seqs mapped. Child sessions' links into
+ * this session (excursion marker, return notice, fork origins) are remapped, and so is the
+ * marker seq inside a moved excursion_return notice.
  * Returns the mapping old seq -> new seq, or undefined when nothing moved.
  */
 function settle(st: Statements, sid: number, fresh: number, callSeq: number): Map<number, number> | undefined {
