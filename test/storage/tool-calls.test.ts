@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AlbedoError, type DomainCodeName } from '../../protocol/errors.ts';
 import type { Db } from '../../storage/db.ts';
-import { openSession } from '../../storage/sessions.ts';
+import { deleteSession, openSession } from '../../storage/sessions.ts';
 import { appendRows, forkMap, forkSession, orphanResults } from '../../storage/transcript.ts';
 import { assistant, count, rowsOf, tempDb, toolResult, user } from './factories.ts';
 
@@ -263,4 +263,18 @@ test('a fork before a call is answered leaves the copy open, and copies orphans 
   await appendRows(db, 'b', [toolResult('c1', 'branch answer')]);
   assert.equal(orphanResults(db, f.sid), 1);
   assert.deepEqual(lines(db, 'b'), ['stray', 'call', 'branch answer']);
+});
+
+test('deleting a session with reused ids and orphans removes every call record and row', async (t) => {
+  const db = tempDb(t);
+  const { sid } = openSession(db, { session: 's' });
+  await appendRows(db, 's', [assistant('A1', ['c1']), toolResult('c1', 'r1'), assistant('A2', ['c1']), toolResult('zz', 'stray')]);
+  assert.deepEqual(calls(db, sid), [
+    ['c1', 1, 2],
+    ['c1', 3, null],
+  ]);
+  assert.equal(deleteSession(db, 's'), true);
+  assert.equal(count(db, 'SELECT count(*) FROM tool_calls'), 0);
+  assert.equal(count(db, 'SELECT count(*) FROM transcript'), 0);
+  assert.equal(orphanResults(db, sid), 0);
 });
