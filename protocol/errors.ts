@@ -22,7 +22,9 @@ export const DomainCode = {
   unknown_row: -32003,
   row_session_mismatch: -32004,
   key_conflict: -32005,
+  /** No longer raised: a result with no open call is stored as an orphan (docs/transcript.md). */
   unknown_tool_call: -32006,
+  /** No longer raised, likewise: a second result for a call is an orphan. */
   duplicate_tool_result: -32007,
   invalid_image: -32008,
   image_too_large: -32009,
@@ -41,7 +43,7 @@ export const DomainCode = {
   unknown_prepared: -32022,
   nothing_to_compact: -32023,
   unknown_extension: -32024,
-  /** An assistant row reuses a tool call id the session already has. */
+  /** An assistant row reuses a tool call id whose earlier call in the session has no result yet. */
   duplicate_tool_call: -32025,
   invalid_tool_arguments: -32026,
 } as const;

@@ -41,7 +41,9 @@ interface HeaderRow {
 function prepare(db: Db) {
   return {
     page: db.prepare<[number, number, number, number], HeaderRow>(
-      `SELECT seq, kind, call_id, row_class, created_at, text,
+      `SELECT seq, kind, row_class, created_at, text,
+              -- An orphan result has no call_id column (it answers no call); its body names the id.
+              coalesce(call_id, CASE kind WHEN 'tool_result' THEN json_extract(body, '$.call_id') END) AS call_id,
               CASE kind WHEN 'user' THEN json_extract(body, '$.origin') END AS origin,
               CASE kind WHEN 'tool_result' THEN json_extract(body, '$.is_error') END AS is_error,
               CASE kind WHEN 'notice' THEN body END AS notice

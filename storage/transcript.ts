@@ -1,6 +1,6 @@
 // Transcript writes: client rows (idempotent keys, tool-call bookkeeping, settling a late tool
-// result beside its call), daemon notices, forks and excursions, each batch in one transaction.
-// Reads, snapshots and search live in storage/conversation.ts, transcript-read.ts, search*.ts.
+// result beside its call, orphan results), daemon notices, forks and excursions, each batch in
+// one transaction. Reads, snapshots and search live in conversation.ts, transcript-read.ts, search*.ts.
 import { randomUUID } from 'node:crypto';
 import { AlbedoError } from '../protocol/errors.ts';
 import type { ImagePart, ImagePartIn, Notice, RowClass, RowIn, StoredBody, TextPart } from '../protocol/rows.ts';
@@ -87,26 +87,41 @@ function prepare(db: Db) {
     ),
     rowSid: db.prepare<[number], { sid: number }>('SELECT sid FROM transcript WHERE seq = ?'),
     head: db.prepare<[number], { head: number | null }>('SELECT max(seq) AS head FROM transcript WHERE sid = ?'),
-    callSeq: db.prepare<[number, string], { seq: number }>('SELECT seq FROM tool_calls WHERE sid = ? AND call_id = ?'),
-    insertCall: db.prepare<[number, string, number]>('INSERT INTO tool_calls (sid, call_id, seq) VALUES (?, ?, ?)'),
-    resultOf: db.prepare<[number, string], { seq: number }>(
-      'SELECT seq FROM transcript WHERE sid = ? AND call_id = ? LIMIT 1',
+    // The session's one unanswered call with this id (tool_calls_open keeps it to one).
+    openCall: db.prepare<[number, string], { seq: number }>(
+      'SELECT seq FROM tool_calls WHERE sid = ? AND call_id = ? AND result_seq IS NULL',
     ),
+    insertCall: db.prepare<[number, string, number, number | null]>(
+      'INSERT INTO tool_calls (sid, call_id, seq, result_seq) VALUES (?, ?, ?, ?)',
+    ),
+    answerCall: db.prepare<[number, number, string, number]>(
+      'UPDATE tool_calls SET result_seq = ? WHERE sid = ? AND call_id = ? AND seq = ?',
+    ),
+    orphans: db
+      .prepare<[number], number>(
+        "SELECT count(*) FROM transcript INDEXED BY transcript_orphans WHERE sid = ? AND kind = 'tool_result' AND call_id IS NULL",
+      )
+      .pluck(),
     insertRef: db.prepare<[string, number]>('INSERT INTO payload_refs (hash, seq) VALUES (?, ?)'),
     insertFork: db.prepare<[number, number]>('INSERT INTO fork_rows (seq, parent_seq) VALUES (?, ?)'),
     // Settling: the session's rows between a call and its fresh result, with the assistant
-    // row each tool_result answers.
+    // row each tool_result answers (null for an orphan).
     between: db.prepare<[number, number, number], { seq: number; kind: RowKind; call_seq: number | null }>(
       `SELECT t.seq, t.kind, tc.seq AS call_seq
-         FROM transcript t LEFT JOIN tool_calls tc ON tc.sid = t.sid AND tc.call_id = t.call_id
+         FROM transcript t LEFT JOIN tool_calls tc ON tc.result_seq = t.seq
         WHERE t.sid = ? AND t.seq > ? AND t.seq < ? ORDER BY t.seq`,
     ),
     rowsFrom: db.prepare<[number, number], RawRow>(
       `SELECT seq, kind, row_class, key, call_id, body, text, created_at, graphemes
          FROM transcript WHERE sid = ? AND seq >= ? ORDER BY seq`,
     ),
-    callsFrom: db.prepare<[number, number], { call_id: string; seq: number }>(
-      'SELECT call_id, seq FROM tool_calls WHERE sid = ? AND seq >= ?',
+    // Call records whose call row or result row is at or after a seq of the session.
+    callsFrom: db.prepare<[number, number, number, number], { call_id: string; seq: number; result_seq: number | null }>(
+      `SELECT tc.call_id, tc.seq, tc.result_seq FROM transcript t JOIN tool_calls tc ON tc.seq = t.seq
+        WHERE t.sid = ? AND t.seq >= ?
+       UNION
+       SELECT tc.call_id, tc.seq, tc.result_seq FROM transcript t JOIN tool_calls tc ON tc.result_seq = t.seq
+        WHERE t.sid = ? AND t.seq >= ?`,
     ),
     refsFrom: db.prepare<[number, number], { hash: string; seq: number }>(
       `SELECT r.hash, r.seq FROM transcript t JOIN payload_refs r ON r.seq = t.seq
@@ -142,10 +157,12 @@ function prepare(db: Db) {
             c AS (SELECT seq, row_number() OVER (ORDER BY seq) AS n FROM transcript WHERE sid = ?)
        SELECT c.seq, p.seq FROM c JOIN p ON p.n = c.n`,
     ),
+    // Each copied call row gets its record, answered by the copy of its result when the
+    // result was copied too and open otherwise.
     copyCalls: db.prepare<[number, number]>(
-      `INSERT INTO tool_calls (sid, call_id, seq)
-       SELECT ?, tc.call_id, f.seq FROM transcript t JOIN fork_rows f ON f.seq = t.seq
-         JOIN tool_calls tc ON tc.seq = f.parent_seq WHERE t.sid = ?`,
+      `INSERT INTO tool_calls (sid, call_id, seq, result_seq)
+       WITH m AS (SELECT f.parent_seq AS p, f.seq AS c FROM transcript t JOIN fork_rows f ON f.seq = t.seq WHERE t.sid = ?)
+       SELECT ?, tc.call_id, m.c, r.c FROM m JOIN tool_calls tc ON tc.seq = m.p LEFT JOIN m r ON r.p = tc.result_seq`,
     ),
     copyRefs: db.prepare<[number]>(
       `INSERT INTO payload_refs (hash, seq)
@@ -217,12 +234,16 @@ function rowClassOf(body: StoredBody): RowClass {
 
 /**
  * Whether a stored body holds the same content as a new one. Compaction may mark a stored
- * image `elided` after the fact; that mark does not make a retry a different row.
+ * image `elided` after the fact, and a result stored as an orphan carries `orphan: true`
+ * (which a retry, built from the client's row alone, does not): neither mark makes a retry a
+ * different row.
  */
 function sameBody(stored: string, fresh: string): boolean {
   if (stored === fresh) return true;
-  if (!stored.includes('"elided"')) return false;
-  const unmarked = JSON.stringify(JSON.parse(stored), (_k, v: unknown) => {
+  if (!stored.includes('"elided"') && !stored.includes('"orphan"')) return false;
+  const parsed = JSON.parse(stored) as Record<string, unknown>;
+  if (parsed.kind === 'tool_result') delete parsed.orphan;
+  const unmarked = JSON.stringify(parsed, (_k, v: unknown) => {
     if (typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'image' && 'elided' in v) {
       const { elided: _elided, ...rest } = v as Record<string, unknown>;
       return rest;
@@ -264,7 +285,8 @@ async function prepareImages(db: Db, rows: readonly RowIn[], maxBytes: number): 
  * is written); then the whole batch is written in one transaction, so a failing row leaves
  * nothing of the batch behind. A row whose key the session already holds is not stored again:
  * with the same content it answers with the stored seq, with other content it fails the batch.
- * A tool result is settled beside its call (see `settle` and docs/transcript.md).
+ * A tool result answers the session's open call with its id and is settled beside it (see
+ * `settle` and docs/transcript.md); with no open call it is stored as an orphan.
  */
 export async function appendRows(
   db: Db,
@@ -278,6 +300,42 @@ export async function appendRows(
   return db.transaction(() => writeBatch(db, session, rows, images, now))();
 }
 
+/** Orphan tool results of a session: results stored while no call with their id was open. */
+export function orphanResults(db: Db, sid: number): number {
+  return stmts(db).orphans.get(sid) ?? 0;
+}
+
+/** What one batch row needs besides its own fields. */
+interface BatchContext {
+  db: Db;
+  st: Statements;
+  sid: number;
+  session: string;
+  images: Map<ImagePartIn, PreparedImage>;
+  now: number;
+}
+
+/**
+ * Writing a batch, and how its seqs and moves compose.
+ *
+ * Rows are taken in input order. A row whose key the session holds writes nothing and answers
+ * the seq its contents sit at now (the key lookup reads the table, so a row this batch already
+ * moved is found where it went). Any other row is inserted at a fresh seq at the end of the
+ * counter. When that row is a tool result answering an open call, settling may then move
+ * contents along the session's seqs: rows stored before the batch, rows of this batch, and the
+ * result itself (from its fresh seq to the slot). Settle reports one map, `dest`, from the seq
+ * each moved row had just before to the seq it has after.
+ *
+ * Two things follow every settle, so that many results in one batch compose:
+ * - `seqs[i]` is where input row i's contents are now. Earlier entries are passed through
+ *   `dest`; the result's own entry is `dest(fresh)`.
+ * - `origin` maps each current seq whose contents moved during the batch to where they were
+ *   before it (or were first written, for this batch's rows). For a move s → dest(s) the
+ *   origin of dest(s) becomes the origin of s if s had already moved, else s; entries the
+ *   settle did not touch stay as they are.
+ * At the end, `moved` lists origin → current for every entry whose two ends differ (contents
+ * that moved and came back did not move), ordered by origin.
+ */
 function writeBatch(
   db: Db,
   session: string,
@@ -286,9 +344,8 @@ function writeBatch(
   now: number,
 ): AppendResult {
   const st = stmts(db);
-  const sid = requireSession(db, session).sid;
+  const cx: BatchContext = { db, st, sid: requireSession(db, session).sid, session, images, now };
   const seqs: number[] = [];
-  // Where moved contents started: current seq -> seq before the batch (or first written at).
   let origin: Map<number, number> | undefined;
 
   rows.forEach((row, index) => {
@@ -296,87 +353,15 @@ function writeBatch(
     const json = JSON.stringify(body);
     const key = row.key ?? null;
     if (key !== null) {
-      const hit = st.byKey.get(sid, key);
+      const hit = storedUnderKey(cx, key, json, index);
       if (hit !== undefined) {
-        if (!sameBody(hit.body, json)) {
-          const msg = `key "${key}" is already stored in session "${session}" with other content`;
-          throw new AlbedoError('key_conflict', msg, {
-            session,
-            key,
-            seq: hit.seq,
-            index,
-          });
-        }
-        seqs.push(hit.seq);
+        seqs.push(hit);
         return;
       }
     }
 
-    let callSeq = 0;
-    if (row.kind === 'tool_result') {
-      const call = st.callSeq.get(sid, row.call_id);
-      if (call === undefined) {
-        throw new AlbedoError('unknown_tool_call', `no tool call "${row.call_id}" in session "${session}"`, {
-          session,
-          call_id: row.call_id,
-          index,
-        });
-      }
-      const prior = st.resultOf.get(sid, row.call_id);
-      if (prior !== undefined) {
-        const msg = `tool call "${row.call_id}" already has a result (seq ${prior.seq})`;
-        throw new AlbedoError('duplicate_tool_result', msg, {
-          session,
-          call_id: row.call_id,
-          seq: prior.seq,
-          index,
-        });
-      }
-      callSeq = call.seq;
-    }
-
-    const seq = insertRow(st, sid, {
-      kind: row.kind,
-      row_class: rowClassOf(body),
-      key,
-      call_id: row.kind === 'tool_result' ? row.call_id : null,
-      body: json,
-      created_at: now,
-    }, body);
-
-    if (body.kind === 'assistant') {
-      for (const p of body.content) {
-        if (p.type !== 'tool_call') continue;
-        const used = st.callSeq.get(sid, p.id);
-        if (used !== undefined) {
-          const msg = `tool call id "${p.id}" is already used in session "${session}" (seq ${used.seq})`;
-          throw new AlbedoError('duplicate_tool_call', msg, {
-            session,
-            call_id: p.id,
-            seq: used.seq,
-            index,
-          });
-        }
-        st.insertCall.run(sid, p.id, seq);
-      }
-    } else if (row.kind !== 'assistant') {
-      for (const q of row.content) {
-        if (q.type !== 'image') continue;
-        const { part: p, bytes } = images.get(q)!;
-        if (bytes !== null) putPayload(db, p.hash, p.media_type, p.width, p.height, bytes);
-        else if (!hasPayload(db, p.hash)) {
-          // Stored when the images were checked, collected since: the client must upload it again.
-          throw new AlbedoError('unknown_payload', `unknown payload ${p.hash}`, { hash: p.hash, index });
-        }
-        st.insertRef.run(p.hash, seq);
-      }
-    }
-
-    if (row.kind !== 'tool_result') {
-      seqs.push(seq);
-      return;
-    }
-    const dest = settle(st, sid, seq, callSeq);
+    const { seq, callSeq } = writeRow(cx, row, body, json, key, index);
+    const dest = callSeq === undefined ? undefined : settle(st, cx.sid, seq, callSeq);
     if (dest === undefined) {
       seqs.push(seq);
       return;
@@ -389,10 +374,92 @@ function writeBatch(
     origin = next;
   });
 
-  const result: AppendResult = { seqs, head: headOf(st, sid) };
+  const result: AppendResult = { seqs, head: headOf(st, cx.sid) };
   const moved = [...(origin ?? [])].filter(([to, from]) => to !== from).map(([to, from]) => ({ from, to }));
   if (moved.length > 0) result.moved = moved.sort((a, b) => a.from - b.from);
   return result;
+}
+
+/** The seq of the row stored under `key`, when its content is the same; a key_conflict when not. */
+function storedUnderKey(cx: BatchContext, key: string, json: string, index: number): number | undefined {
+  const hit = cx.st.byKey.get(cx.sid, key);
+  if (hit === undefined) return undefined;
+  if (!sameBody(hit.body, json)) {
+    const msg = `key "${key}" is already stored in session "${cx.session}" with other content`;
+    throw new AlbedoError('key_conflict', msg, {
+      session: cx.session,
+      key,
+      seq: hit.seq,
+      index,
+    });
+  }
+  return hit.seq;
+}
+
+/**
+ * Inserts one new client row at the end with its bookkeeping: an assistant row records its
+ * calls (each id must have no open call: `duplicate_tool_call`); a tool result with an open
+ * call of its id answers it (the call's record names the result's seq; `callSeq` is the
+ * call's row, for settling); a tool result without one is stored as an orphan, its body marked
+ * and its call_id column NULL, linked to nothing. Image rows record their payload references.
+ */
+function writeRow(
+  cx: BatchContext,
+  row: RowIn,
+  body: StoredBody,
+  json: string,
+  key: string | null,
+  index: number,
+): { seq: number; callSeq: number | undefined } {
+  const { db, st, sid, session } = cx;
+  let call: { seq: number } | undefined;
+  if (body.kind === 'tool_result') {
+    call = st.openCall.get(sid, body.call_id);
+    if (call === undefined) {
+      body = { ...body, orphan: true };
+      json = JSON.stringify(body);
+    }
+  }
+
+  const seq = insertRow(st, sid, {
+    kind: body.kind,
+    row_class: rowClassOf(body),
+    key,
+    call_id: body.kind === 'tool_result' && call !== undefined ? body.call_id : null,
+    body: json,
+    created_at: cx.now,
+  }, body);
+
+  if (body.kind === 'assistant') {
+    for (const p of body.content) {
+      if (p.type !== 'tool_call') continue;
+      const open = st.openCall.get(sid, p.id);
+      if (open !== undefined) {
+        const msg = `tool call id "${p.id}" is already used in session "${session}" by a call with no result yet (seq ${open.seq})`;
+        throw new AlbedoError('duplicate_tool_call', msg, {
+          session,
+          call_id: p.id,
+          seq: open.seq,
+          index,
+        });
+      }
+      st.insertCall.run(sid, p.id, seq, null);
+    }
+  } else if (row.kind !== 'assistant') {
+    for (const q of row.content) {
+      if (q.type !== 'image') continue;
+      const { part: p, bytes } = cx.images.get(q)!;
+      if (bytes !== null) putPayload(db, p.hash, p.media_type, p.width, p.height, bytes);
+      else if (!hasPayload(db, p.hash)) {
+        // Stored when the images were checked, collected since: the client must upload it again.
+        throw new AlbedoError('unknown_payload', `unknown payload ${p.hash}`, { hash: p.hash, index });
+      }
+      st.insertRef.run(p.hash, seq);
+    }
+  }
+
+  if (body.kind === 'tool_result' && call !== undefined) st.answerCall.run(seq, sid, body.call_id, call.seq);
+  return { seq, callSeq: call?.seq };
 }
 
 /**
@@ -401,16 +468,20 @@ function writeBatch(
  * The result of a call made by assistant row A belongs in the "slot" right after A and after
  * the results of A's other calls that already follow it. The result row was just inserted with
  * a fresh seq F at the end of the session. Walk the session's rows between A and F: skip the
- * leading tool_result rows that answer A's calls; the rest, P0 < P1 < ... < Pk, are what the
- * session recorded after the slot. If there are none, the result is already in place.
+ * leading tool_result rows that answer A's calls (known by their call records' links, since an
+ * id may name several calls); the rest, P0 < P1 < ... < Pk, are what the session recorded
+ * after the slot. If there are none, the result is already in place.
  * Otherwise the contents rotate one position along the session's own seqs: the result's
  * contents go to P0, P0's to P1, ..., Pk's to F. Seqs are never allocated anywhere but the end
  * (F was), and every seq keeps exactly one row.
  *
  * The rotation deletes the rows from P0 on and re-inserts each at its new seq with the same
  * body, text, key and created_at; tool_calls, payload_refs and fork_rows entries follow their
- * contents. Child sessions' links into this session (excursion marker, return notice, fork
- * origins) are remapped, and so is the marker seq inside a moved excursion_return notice.
+ * contents. A call record follows both of its rows, the call's and the answering result's (so
+ * the record the fresh result just answered is rewritten too); the rows' deletion cascades to
+ * every such record and each is re-inserted with both seqs mapped. Child sessions' links into
+ * this session (excursion marker, return notice, fork origins) are remapped, and so is the
+ * marker seq inside a moved excursion_return notice.
  * Returns the mapping old seq -> new seq, or undefined when nothing moved.
  */
 function settle(st: Statements, sid: number, fresh: number, callSeq: number): Map<number, number> | undefined {
@@ -427,7 +498,7 @@ function settle(st: Statements, sid: number, fresh: number, callSeq: number): Ma
   const to = (seq: number): number => dest.get(seq) ?? seq;
 
   const rows = st.rowsFrom.all(sid, first);
-  const calls = st.callsFrom.all(sid, first);
+  const calls = st.callsFrom.all(sid, first, sid, first);
   const refs = st.refsFrom.all(sid, first);
   const forks = st.forksFrom.all(sid, first);
   st.deleteFrom.run(sid, first);
@@ -443,7 +514,7 @@ function settle(st: Statements, sid: number, fresh: number, callSeq: number): Ma
     }
     st.insertAt.run(to(r.seq), sid, r.kind, r.row_class, r.key, r.call_id, body, r.text, r.created_at, r.graphemes);
   }
-  for (const c of calls) st.insertCall.run(sid, c.call_id, to(c.seq));
+  for (const c of calls) st.insertCall.run(sid, c.call_id, to(c.seq), c.result_seq === null ? null : to(c.result_seq));
   for (const r of refs) st.insertRef.run(r.hash, to(r.seq));
   for (const f of forks) st.insertFork.run(to(f.seq), f.parent_seq);
 

@@ -4,6 +4,7 @@ import { sql as m002 } from './002-engine.ts';
 import { sql as m003 } from './003-folded-search-index.ts';
 import { sql as m004 } from './004-rolling-rewrites.ts';
 import { sql as m005 } from './005-row-graphemes.ts';
+import { sql as m006 } from './006-reused-tool-call-ids.ts';
 import { sql as m007 } from './007-cut-hints-and-token-ratios.ts';
 
 export interface Migration {
@@ -19,5 +20,6 @@ export const migrations: readonly Migration[] = [
   { version: 3, name: 'folded-search-index', sql: m003 },
   { version: 4, name: 'rolling-rewrites', sql: m004 },
   { version: 5, name: 'row-graphemes', sql: m005 },
+  { version: 6, name: 'reused-tool-call-ids', sql: m006 },
   { version: 7, name: 'cut-hints-and-token-ratios', sql: m007 },
 ];

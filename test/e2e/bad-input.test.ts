@@ -424,17 +424,19 @@ describe('bad input against the default limits', { timeout: 180_000 }, () => {
       });
     });
 
-    test('an append batch whose third row answers an unknown tool call stores none of the batch', async () => {
+    test('an append batch whose third row reuses an unanswered tool call id stores none of the batch', async () => {
       const seededBefore = await allRows(c, SEED);
       await unchanged(async () => {
         const rows: RowIn[] = [
           user('first of a doomed batch', { key: 'doomed-1' }),
           assistant('second, with a call', ['doomed-call']),
-          toolResult('no-such-call', 'third is bad'),
+          assistant('third calls it again before any result', ['doomed-call']),
           user('fourth'),
         ];
-        const err = await failsWith(c.call('transcript.append', { session: SEED, rows }), 'unknown_tool_call');
-        assert.deepEqual(err.data, { code: 'unknown_tool_call', session: SEED, call_id: 'no-such-call', index: 2 });
+        const err = await failsWith(c.call('transcript.append', { session: SEED, rows }), 'duplicate_tool_call');
+        const { seq, ...rest } = err.data as { seq: unknown };
+        assert.deepEqual(rest, { code: 'duplicate_tool_call', session: SEED, call_id: 'doomed-call', index: 2 });
+        assert.equal(typeof seq, 'number', 'the open call it collides with');
       });
       // Neither the key nor the tool call id of the failed batch was kept: both are free.
       const retry = await c.call('transcript.append', {
@@ -445,12 +447,8 @@ describe('bad input against the default limits', { timeout: 180_000 }, () => {
       assert.deepEqual((await allRows(c, SEED)).slice(0, seededBefore.length), seededBefore);
       await unchanged(async () => {
         await failsWith(
-          c.call('transcript.append', { session: SEED, rows: [user('fine'), assistant('reuses', ['seed-call'])] }),
+          c.call('transcript.append', { session: SEED, rows: [user('fine'), assistant('one row, one id twice', ['dup', 'dup'])] }),
           'duplicate_tool_call',
-        );
-        await failsWith(
-          c.call('transcript.append', { session: SEED, rows: [user('fine'), toolResult('seed-call', 'again')] }),
-          'duplicate_tool_result',
         );
         await failsWith(
           c.call('transcript.append', { session: SEED, rows: [user('fine'), user('other content', { key: 'seed-2' })] }),

@@ -48,7 +48,9 @@ test('a fork copies the parent rows with new seqs, same contents and keys, and m
   // branch too, and the branch's keys answer retries with the branch's seqs.
   assert.equal(count(db, 'SELECT count(*) FROM payload_refs'), 2);
   assert.equal(count(db, 'SELECT count(*) FROM tool_calls WHERE sid = ?', f.sid), 1);
-  await assert.rejects(appendRows(db, 'b', [toolResult('c1', 'again')]), fails('duplicate_tool_result'));
+  const again = await appendRows(db, 'b', [toolResult('c1', 'again')]);
+  assert.equal(JSON.parse(rowsOf(db, 'b').at(-1)!.body).orphan, true, "the copied call's result was copied as its answer");
+  assert.equal(again.moved, undefined);
   const retry = await appendRows(db, 'b', [user('hi', { key: 'k1', images: [imageIn(png, 'image/png')] })]);
   assert.deepEqual(retry.seqs, [branch[0]!.seq]);
 });

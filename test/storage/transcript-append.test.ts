@@ -107,9 +107,9 @@ test('a batch failing at its third row stores none of its rows, calls or images'
     appendRows(db, 's', [
       user('look', { images: [imageIn(png, 'image/png')] }),
       assistant('calling', ['c1']),
-      toolResult('nope', 'x'),
+      assistant('calling again before c1 answered', ['c1']),
     ]),
-    fails('unknown_tool_call', { call_id: 'nope', index: 2 }),
+    fails('duplicate_tool_call', { call_id: 'c1', index: 2 }),
   );
   assert.deepEqual(texts(db, 's'), ['before']);
   assert.equal(count(db, 'SELECT count(*) FROM tool_calls'), 0);
@@ -119,34 +119,16 @@ test('a batch failing at its third row stores none of its rows, calls or images'
   await appendRows(db, 's', [assistant('calling', ['c1']), toolResult('c1', 'ok')]);
 });
 
-test('a result for a call of another session is unknown_tool_call', async (t) => {
-  const db = tempDb(t);
-  open(db, 'a', 'b');
-  await appendRows(db, 'a', [assistant('x', ['c1'])]);
-  await assert.rejects(appendRows(db, 'b', [toolResult('c1', 'r')]), fails('unknown_tool_call', { session: 'b' }));
-});
-
-test('a second result for the same call is duplicate_tool_result', async (t) => {
+test('a tool call id whose call has no result yet cannot be used again', async (t) => {
   const db = tempDb(t);
   open(db, 's');
-  const r = await appendRows(db, 's', [assistant('x', ['c1']), toolResult('c1', 'first')]);
+  const first = await appendRows(db, 's', [assistant('x', ['c1'])]);
   await assert.rejects(
-    appendRows(db, 's', [toolResult('c1', 'second')]),
-    fails('duplicate_tool_result', { call_id: 'c1', seq: r.seqs[1] }),
+    appendRows(db, 's', [user('fine'), assistant('y', ['c1'])]),
+    fails('duplicate_tool_call', { call_id: 'c1', seq: first.seqs[0], index: 1 }),
   );
-  await assert.rejects(
-    appendRows(db, 's', [assistant('y', ['c2']), toolResult('c2', 'a'), toolResult('c2', 'b')]),
-    fails('duplicate_tool_result', { index: 2 }),
-  );
-  assert.equal(count(db, 'SELECT count(*) FROM transcript'), 2);
-});
-
-test('a tool call id used twice in a session is duplicate_tool_call', async (t) => {
-  const db = tempDb(t);
-  open(db, 's');
-  await appendRows(db, 's', [assistant('x', ['c1'])]);
-  await assert.rejects(appendRows(db, 's', [assistant('y', ['c1'])]), fails('duplicate_tool_call', { call_id: 'c1' }));
   await assert.rejects(appendRows(db, 's', [assistant('z', ['c2', 'c2'])]), fails('duplicate_tool_call', { call_id: 'c2' }));
+  assert.deepEqual(texts(db, 's'), ['x\n→ read_file({"path":"c1.ts"})'], 'nothing of either batch is stored');
   assert.equal(count(db, 'SELECT count(*) FROM tool_calls'), 1);
 });
 

@@ -1,0 +1,113 @@
+// Schema upgrades of databases written by older builds: a file built with the older migrations
+// and filled the way those builds wrote it, then opened by this build, keeps every row and works.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { AlbedoError } from '../../protocol/errors.ts';
+import type { StoredBody } from '../../protocol/rows.ts';
+import { openDb, type Db } from '../../storage/db.ts';
+import { migrations } from '../../storage/migrations/index.ts';
+import { rowText } from '../../storage/row-text.ts';
+import { appendRows, orphanResults } from '../../storage/transcript.ts';
+import { assistant, rowsOf, toolResult, user } from './factories.ts';
+
+function tempFile(t: TestContext): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'albedo-migrate-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return path.join(dir, 'albedo.db');
+}
+
+/** Inserts a row the way version-5 builds did (text derived from the body, call_id on results). */
+function put(db: Db, sid: number, body: StoredBody, key: string | null = null): number {
+  const rowClass = body.kind === 'user' ? 'user' : 'other';
+  const callId = body.kind === 'tool_result' ? body.call_id : null;
+  return Number(
+    db
+      .prepare('INSERT INTO transcript (sid, kind, row_class, key, call_id, body, text, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(sid, body.kind, rowClass, key, callId, JSON.stringify(body), rowText(body), 1000).lastInsertRowid,
+  );
+}
+
+const call = (text: string, ids: string[]): StoredBody => ({
+  kind: 'assistant',
+  content: [{ type: 'text', text }, ...ids.map((id) => ({ type: 'tool_call' as const, id, name: 'bash', arguments: { cmd: id } }))],
+});
+const result = (id: string, text: string): StoredBody => ({ kind: 'tool_result', call_id: id, is_error: false, content: [{ type: 'text', text }] });
+const said = (text: string): StoredBody => ({ kind: 'user', origin: 'user', content: [{ type: 'text', text }] });
+
+test('migration 6 upgrades a version-5 database with rows and calls, linking each call to its result', async (t) => {
+  const file = tempFile(t);
+  const v5 = openDb(file, { synchronous: 'NORMAL', migrations: migrations.filter((m) => m.version <= 5) });
+  v5.prepare("INSERT INTO sessions (sid, name, created_at) VALUES (1, 'p', 1000)").run();
+  put(v5, 1, said('fix it')); // 1
+  put(v5, 1, call('two calls', ['c1', 'c2'])); // 2
+  put(v5, 1, result('c1', 'out 1')); // 3
+  put(v5, 1, said('typed'), 'k'); // 4
+  put(v5, 1, call('third call', ['c3'])); // 5
+  const calls = v5.prepare('INSERT INTO tool_calls (sid, call_id, seq) VALUES (?, ?, ?)');
+  calls.run(1, 'c1', 2);
+  calls.run(1, 'c2', 2);
+  calls.run(1, 'c3', 5);
+  // A fork of rows 1-3, as version-5 forks copied them.
+  v5.prepare("INSERT INTO sessions (sid, name, created_at, parent_sid, fork_seq) VALUES (2, 'b', 1000, 1, 3)").run();
+  for (const [parentSeq, body] of [[1, said('fix it')], [2, call('two calls', ['c1', 'c2'])], [3, result('c1', 'out 1')]] as const) {
+    const seq = put(v5, 2, body);
+    v5.prepare('INSERT INTO fork_rows (seq, parent_seq) VALUES (?, ?)').run(seq, parentSeq);
+  }
+  calls.run(2, 'c1', 7);
+  calls.run(2, 'c2', 7);
+  const before = v5.prepare('SELECT * FROM transcript ORDER BY seq').all();
+  const forksBefore = v5.prepare('SELECT * FROM fork_rows ORDER BY seq').all();
+  assert.equal(v5.prepare('SELECT max(version) FROM schema_migrations').pluck().get(), 5);
+  v5.close();
+
+  const db = openDb(file, { synchronous: 'NORMAL' });
+  t.after(() => db.close());
+  assert.equal(db.prepare('SELECT max(version) FROM schema_migrations').pluck().get(), 6);
+  assert.deepEqual(db.prepare('SELECT * FROM transcript ORDER BY seq').all(), before, 'every row kept as it was');
+  assert.deepEqual(db.prepare('SELECT * FROM fork_rows ORDER BY seq').all(), forksBefore);
+  assert.deepEqual(db.prepare('SELECT sid, call_id, seq, result_seq FROM tool_calls ORDER BY sid, seq, call_id').all(), [
+    { sid: 1, call_id: 'c1', seq: 2, result_seq: 3 },
+    { sid: 1, call_id: 'c2', seq: 2, result_seq: null },
+    { sid: 1, call_id: 'c3', seq: 5, result_seq: null },
+    { sid: 2, call_id: 'c1', seq: 7, result_seq: 8 },
+    { sid: 2, call_id: 'c2', seq: 7, result_seq: null },
+  ]);
+  assert.deepEqual(db.pragma('foreign_key_check'), []);
+  assert.deepEqual(db.pragma('integrity_check'), [{ integrity_check: 'ok' }]);
+
+  // The upgraded file behaves like a new one: a late result settles beside its call and the
+  // moved call record follows its row; an answered id can be used again, an open one cannot.
+  const late = await appendRows(db, 'p', [toolResult('c2', 'out 2')]);
+  assert.deepEqual(late.seqs, [4]);
+  assert.deepEqual(late.moved, [
+    { from: 4, to: 5 },
+    { from: 5, to: 9 },
+    { from: 9, to: 4 },
+  ]);
+  assert.deepEqual(rowsOf(db, 'p').map((r) => r.text.split('\n')[0]), ['fix it', 'two calls', 'out 1', 'out 2', 'typed', 'third call']);
+  assert.deepEqual(db.prepare("SELECT seq, result_seq FROM tool_calls WHERE sid = 1 AND call_id = 'c3'").all(), [{ seq: 9, result_seq: null }]);
+  await appendRows(db, 'p', [assistant('again', ['c1'])]);
+  await assert.rejects(
+    appendRows(db, 'p', [assistant('again', ['c3'])]),
+    (e: unknown) => e instanceof AlbedoError && e.code === 'duplicate_tool_call' && e.details?.seq === 9,
+  );
+  assert.deepEqual((await appendRows(db, 'p', [user('typed', { key: 'k' })])).seqs, [5], 'the moved key still answers');
+  // The branch's copied answer still counts: another result for c1 there is an orphan, and
+  // c2's answer settles beside its call, before that orphan.
+  const branch = await appendRows(db, 'b', [toolResult('c1', 'again'), toolResult('c2', 'out 2 in the branch')]);
+  assert.deepEqual(branch.seqs, [12, 11]);
+  assert.equal(orphanResults(db, 2), 1);
+  assert.deepEqual(rowsOf(db, 'b').map((r) => [r.seq, r.text, JSON.parse(r.body).orphan ?? false]), [
+    [6, 'fix it', false],
+    [7, 'two calls\n→ bash({"cmd":"c1"})\n→ bash({"cmd":"c2"})', false],
+    [8, 'out 1', false],
+    [11, 'out 2 in the branch', false],
+    [12, 'again', true],
+  ]);
+  assert.deepEqual(db.prepare('SELECT seq, result_seq FROM tool_calls WHERE sid = 2 AND call_id = ?').all('c2'), [
+    { seq: 7, result_seq: 11 },
+  ]);
+});
