@@ -12,8 +12,10 @@ export function renderObservation(o: Observation): string {
   lines.push(`session ${o.session} · strategy ${o.strategy ?? 'none'} · model ${o.model ?? 'unknown'}`);
   lines.push(`window ${window} · trigger ${o.trigger_percent}% · tail ${o.tail_percent}%`);
   const provider = o.provider_input_tokens === null ? 'not reported yet' : `${n(o.provider_input_tokens)}${o.provider_cached_tokens === null ? '' : ` (${n(o.provider_cached_tokens)} cached)`}`;
-  const share = o.window === null ? '' : ` (${Math.round((o.estimated_input_tokens * 100) / o.window)}% of window)`;
-  lines.push(`estimated input ~${n(o.estimated_input_tokens)} tokens${share} · provider measured ${provider}`);
+  const calibrated = o.calibrated_input_tokens ?? o.estimated_input_tokens;
+  const share = o.window === null ? '' : ` (${Math.round((calibrated * 100) / o.window)}% of window)`;
+  const ratio = o.token_ratio === 1 ? '' : ` × ${o.token_ratio.toFixed(2)} = ~${n(calibrated)}`;
+  lines.push(`estimated input ~${n(o.estimated_input_tokens)} tokens${ratio}${share} · provider measured ${provider}`);
   lines.push(`due ${o.due ? 'yes' : 'no'}${o.compacted ? ' · compacted for this request' : ''}${o.latched ? ` · automatic compaction paused after ${o.auto_failures} failures` : ''}`);
   lines.push('');
   lines.push('sections:');

@@ -141,18 +141,31 @@ describe('compaction over the socket', () => {
     assert.match(final.text ?? '', /last compaction: .* rolling · ok · \d+ ms · backend client/);
   });
 
-  test('usage.report keeps the provider count beside the estimate', async () => {
+  test('usage.report keeps the provider count beside the estimate and calibrates the trigger per session and model', async () => {
+    // A model of its own: the ratio it learns carries over to new sessions of that model.
+    const model = 'gpt-5';
     await client.call('session.open', { session: 'usage' });
     const appended = await client.call('transcript.append', { session: 'usage', rows: await scriptedTurn(1, await pngBytes(10, 10)) });
-    const p = await prepare('usage');
+    const p = await prepare('usage', { model });
     assert.equal(p.head, appended.head, 'the prepared request records the head it was built from');
     assert.equal(p.observation.head, appended.head);
     assert.equal(p.observation.provider_input_tokens, null);
-    await client.call('usage.report', { session: 'usage', prepared_id: p.prepared_id, input_tokens: 1234, cached_tokens: 1000 });
-    const ctx = await client.call('context', { session: 'usage' });
-    assert.equal(ctx.observation.provider_input_tokens, 1234);
-    assert.equal(ctx.observation.provider_cached_tokens, 1000);
+    assert.equal(p.observation.token_ratio, 1, 'no report yet: the estimate is taken as it is');
+    const measured = Math.round(p.observation.estimated_input_tokens * 1.3);
+    await client.call('usage.report', { session: 'usage', prepared_id: p.prepared_id, input_tokens: measured, cached_tokens: 100 });
+    const ctx = await client.call('context', { session: 'usage', format: 'text' });
+    assert.equal(ctx.observation.provider_input_tokens, measured);
+    assert.equal(ctx.observation.provider_cached_tokens, 100);
     assert.equal(ctx.observation.estimated_input_tokens, p.observation.estimated_input_tokens);
+    const next = await prepare('usage', { model });
+    assert.ok(Math.abs(next.observation.token_ratio - 1.3) < 0.01, `ratio learned: ${next.observation.token_ratio}`);
+    assert.equal(next.observation.calibrated_input_tokens, Math.ceil(next.observation.estimated_input_tokens * next.observation.token_ratio));
+    assert.match((await client.call('context', { session: 'usage', format: 'text' })).text ?? '', /estimated input ~[\d,]+ tokens × 1\.30 = ~[\d,]+/);
+    // Another session of the same model starts calibrated; another model does not.
+    await client.call('session.open', { session: 'usage-2' });
+    await client.call('transcript.append', { session: 'usage-2', rows: await scriptedTurn(2, await pngBytes(10, 10)) });
+    assert.ok(Math.abs((await prepare('usage-2', { model })).observation.token_ratio - 1.3) < 0.01);
+    assert.equal((await prepare('usage-2', { model: 'some-uncatalogued-model' })).observation.token_ratio, 1);
     await failsWith(client.call('usage.report', { session: 'usage', prepared_id: 'nope', input_tokens: 1 }), 'unknown_prepared');
   });
 
@@ -163,7 +176,7 @@ describe('compaction over the socket', () => {
     await prepare(session);
     const dry = await client.call('compact', { session, dry_run: true });
     assert.equal(dry.compacted, false);
-    assert.ok(dry.plan !== null && dry.plan.evict_rows > 0 && dry.plan.estimated_tokens_after < dry.plan.estimated_tokens_before);
+    assert.ok(dry.plan !== null && dry.plan.evict_rows > 0 && dry.plan.estimated_tokens_after < dry.plan.estimated_tokens_before, JSON.stringify(dry));
     assert.equal((await client.call('context', { session })).observation.last_compaction, null);
 
     summarizeCalls = [];
