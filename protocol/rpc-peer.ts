@@ -118,11 +118,6 @@ export class RpcPeer {
     return this._state;
   }
 
-  /** Incoming requests whose handler is running now. */
-  incomingInFlight(): number {
-    return this.running;
-  }
-
   /** Resolves once no incoming request is running or waiting to run. */
   whenIdle(): Promise<void> {
     if (this.incoming.size === 0) return Promise.resolve();

@@ -343,7 +343,6 @@ test('past maxInFlight, a request is not started and reading pauses until a hand
   const peer = srv.peers[0];
   assert.ok(peer);
   assert.equal(srv.started.n, 2);
-  assert.equal(peer.incomingInFlight(), 2);
   assert.equal(srv.sockets[0]?.isPaused(), true);
 
   srv.gate.releaseOne();
@@ -352,7 +351,6 @@ test('past maxInFlight, a request is not started and reading pauses until a hand
   srv.gate.releaseAll();
   assert.deepEqual([(await c.reply()).id, (await c.reply()).id].sort(), [2, 3]);
   await peer.whenIdle();
-  assert.equal(peer.incomingInFlight(), 0);
   assert.equal(srv.sockets[0]?.isPaused(), false);
 });
 
