@@ -42,7 +42,7 @@ export interface DaemonServices {
   /** The current extensions.json and models.json (last good versions). */
   config(): ConfigSnapshot;
   configProblems(): ConfigProblem[];
-  /** Re-reads the configuration files now (what /reload and SIGHUP do). */
+  /** Re-reads the configuration files now and clears every failure latch (what /reload and SIGHUP do). */
   reloadConfig(): void;
   /** Asks the background search indexer to catch up with new rows. */
   scheduleIndexing(): void;

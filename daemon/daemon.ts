@@ -112,8 +112,13 @@ export class Daemon implements DaemonServices {
     return this.configStore.problems().map((p) => ({ file: p.file, message: p.message }));
   }
 
+  /**
+   * What /reload and SIGHUP both do: re-read the configuration files, and give every latched
+   * session another chance even when the files did not change.
+   */
   reloadConfig(): void {
     this.configStore.load();
+    resetAllAutoFailures(this.db);
   }
 
   scheduleIndexing(): void {
