@@ -18,6 +18,7 @@ export const sessionDelete: Handler<'session.delete'> = (params, { daemon }) =>
   daemon.kernels.run(params.session, () => {
     const deleted = deleteSession(daemon.db, params.session);
     daemon.kernels.forget(params.session);
+    daemon.summarizeRoutes.forgetSession(params.session);
     return { deleted };
   });
 

@@ -1,6 +1,6 @@
-// The summarizer folder's edge: picks a backend for a compaction from the `summarizer` config
-// and the requesting connection, and re-exports what strategies need. Reading the config file
-// and sending reverse requests belong to the daemon.
+// The summarizer folder's edge: picks a backend for a compaction from the `summarizer` config and
+// whether a connection answers summarize for the session, and re-exports what strategies need.
+// Reading the config file, finding that connection and sending reverse requests are the daemon's.
 import { createClientSummarizer, type ClientCall } from './client.ts';
 import { createExtractiveSummarizer } from './extractive.ts';
 import { createAnthropicSummarizer } from './http-anthropic.ts';
@@ -34,7 +34,7 @@ export { OPENAI_DEFAULT_MODEL } from './http-openai.ts';
 export interface SummarizerDeps {
   /** Where API keys are read from. Default process.env. */
   env?: NodeJS.ProcessEnv;
-  /** Present when the requesting connection declared `capabilities.summarize`. */
+  /** Present when a connection that declared `capabilities.summarize` answers for the session (the caller or its agent). */
   clientCall?: ClientCall;
   /** Default the global fetch. */
   fetch?: typeof fetch;
