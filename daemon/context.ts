@@ -9,6 +9,7 @@ import type { ConfigSnapshot } from './config.ts';
 import type { HomePaths } from './home.ts';
 import type { SessionKernels } from './kernels.ts';
 import type { Logger } from './logger.ts';
+import type { SummarizeRoutes } from './summarize-routes.ts';
 
 /** Limits and switches read at start-up. */
 export interface DaemonSettings {
@@ -34,6 +35,8 @@ export interface DaemonServices {
   readonly db: Db;
   readonly log: Logger;
   readonly kernels: SessionKernels;
+  /** Per session, the agent connection that writes its `client` summaries. */
+  readonly summarizeRoutes: SummarizeRoutes;
   /** Runs grep's trigram candidate queries off the event loop. */
   readonly search: SearchWorker;
   readonly settings: DaemonSettings;
@@ -42,7 +45,7 @@ export interface DaemonServices {
   /** The current extensions.json and models.json (last good versions). */
   config(): ConfigSnapshot;
   configProblems(): ConfigProblem[];
-  /** Re-reads the configuration files now (what /reload and SIGHUP do). */
+  /** Re-reads the configuration files now and clears every failure latch (what /reload and SIGHUP do). */
   reloadConfig(): void;
   /** Asks the background search indexer to catch up with new rows. */
   scheduleIndexing(): void;

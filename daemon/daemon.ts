@@ -18,6 +18,7 @@ import { StartupError, type HomePaths } from './home.ts';
 import { resetAllAutoFailures } from '../storage/engine-log.ts';
 import { SessionKernels } from './kernels.ts';
 import type { Logger } from './logger.ts';
+import { SummarizeRoutes } from './summarize-routes.ts';
 
 export const DEFAULT_SETTINGS: DaemonSettings = {
   maxLineBytes: DEFAULT_MAX_LINE_BYTES,
@@ -45,6 +46,7 @@ export class Daemon implements DaemonServices {
   readonly version = packageVersion();
   readonly db: Db;
   readonly kernels = new SessionKernels();
+  readonly summarizeRoutes = new SummarizeRoutes();
   readonly startedAt = Date.now();
   private state: State = 'starting';
   private readonly server: net.Server;
@@ -112,8 +114,13 @@ export class Daemon implements DaemonServices {
     return this.configStore.problems().map((p) => ({ file: p.file, message: p.message }));
   }
 
+  /**
+   * What /reload and SIGHUP both do: re-read the configuration files, and give every latched
+   * session another chance even when the files did not change.
+   */
   reloadConfig(): void {
     this.configStore.load();
+    resetAllAutoFailures(this.db);
   }
 
   scheduleIndexing(): void {
@@ -235,6 +242,7 @@ export class Daemon implements DaemonServices {
       onInternalError: (err, method) => this.log.error({ err, conn: conn.id, method }, 'connection error'),
       onClose: () => {
         this.connections.delete(conn);
+        this.summarizeRoutes.forgetConnection(conn);
         this.log.debug({ conn: conn.id }, 'connection closed');
       },
     });

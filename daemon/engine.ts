@@ -59,12 +59,29 @@ function extensionContext(resolution: Resolution): string {
   return ['Context management (albedo-compactd) is active for this session:', ...lines].join('\n');
 }
 
+/**
+ * What the observation should say about the summarizer a compaction used, or null when there is
+ * nothing to explain: `via` is the connection asked for client summaries (SummarizeRoutes.route),
+ * `caller` the one whose request runs the compaction.
+ */
+export function summarizerNote(config: ConfigSnapshot, via: ConnectionState | undefined, caller: ConnectionState): string | null {
+  const provider = config.extensions.summarizer?.provider;
+  if (provider !== undefined && provider !== 'client') return null;
+  if (via === undefined) {
+    return provider === undefined ? 'summarizer extractive: no connection that answers summarize is open for this session' : null;
+  }
+  if (via === caller) return null;
+  const who = via.client === undefined ? '' : ` (${via.client.name} ${via.client.version})`;
+  return `summarizer client: written by connection ${via.id}${who}, the agent connection that last prepared this session`;
+}
+
 export function engineSetup(args: {
   db: Db;
   config: ConfigSnapshot;
   configErrors: Array<{ file: string; message: string }>;
   sid: number;
   modelId: string | null;
+  /** The connection asked for `client` summaries; undefined when none answers summarize. */
   conn: ConnectionState | undefined;
   env?: NodeJS.ProcessEnv;
 }): EngineSetup {

@@ -41,6 +41,7 @@ export const DomainCode = {
   invalid_range: -32020,
   unknown_tool: -32021,
   unknown_prepared: -32022,
+  /** Reserved, never thrown: a compaction with nothing to evict answers `compacted: false` with a reason. */
   nothing_to_compact: -32023,
   unknown_extension: -32024,
   /** An assistant row reuses a tool call id whose earlier call in the session has no result yet. */

@@ -1,5 +1,5 @@
-// NDJSON framing: splits a byte stream into UTF-8 lines with a per-line byte cap, and turns a
-// message into one line. It knows nothing of JSON-RPC; parsing lines and answering an overflow
+// NDJSON framing: splits a byte stream into UTF-8 lines with a per-line byte cap (writing a line
+// is JSON.stringify plus "\n"). It knows nothing of JSON-RPC; parsing lines and answering an overflow
 // are the peer's job (rpc-peer.ts).
 
 /** Default cap on one line, in bytes (the "\n" is not counted; a "\r" before it is). */
@@ -37,11 +37,6 @@ export class LineDecoder {
     this.maxLineBytes = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
   }
 
-  /** Bytes of the incomplete line buffered so far. */
-  get bufferedBytes(): number {
-    return this.length;
-  }
-
   push(chunk: Buffer): void {
     let start = 0;
     while (start < chunk.length) {
@@ -75,9 +70,4 @@ export class LineDecoder {
     const stop = line.length > 0 && line[line.length - 1] === CR ? line.length - 1 : line.length;
     this.onLine(line.toString('utf8', 0, stop));
   }
-}
-
-/** One message as one NDJSON line. */
-export function encodeMessage(obj: unknown): string {
-  return JSON.stringify(obj) + '\n';
 }

@@ -26,6 +26,11 @@ export interface RpcPeerOptions {
   maxLineBytes?: number;
   /** Incoming requests handled at once; past it reading pauses and requests wait. Default 64. */
   maxInFlight?: number;
+  /**
+   * Requests that may wait for a slot while reading cannot pause (one of our requests awaits its
+   * answer); past it new requests are refused with `busy`. Default maxInFlight.
+   */
+  maxQueued?: number;
 }
 
 /** An error response received from the other side. */
@@ -67,6 +72,7 @@ export class RpcPeer {
   private _state: PeerState = 'open';
   private readonly decoder: LineDecoder;
   private readonly maxInFlight: number;
+  private readonly maxQueued: number;
   /** Incoming requests not yet answered (running or waiting for a slot), by id. */
   private readonly incoming = new Map<Id, AbortController>();
   private running = 0;
@@ -85,6 +91,7 @@ export class RpcPeer {
     private readonly opts: RpcPeerOptions,
   ) {
     this.maxInFlight = Math.max(1, opts.maxInFlight ?? 64);
+    this.maxQueued = Math.max(1, opts.maxQueued ?? this.maxInFlight);
     const limit = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
     this.decoder = new LineDecoder({
       maxLineBytes: limit,
@@ -116,11 +123,6 @@ export class RpcPeer {
 
   get state(): PeerState {
     return this._state;
-  }
-
-  /** Incoming requests whose handler is running now. */
-  incomingInFlight(): number {
-    return this.running;
   }
 
   /** Resolves once no incoming request is running or waiting to run. */
@@ -257,6 +259,13 @@ export class RpcPeer {
       return undefined;
     }
     if (this.incoming.has(id)) return invalidRequest(id, `request id ${JSON.stringify(id)} is already in flight`);
+    if (this.queueIsFull()) {
+      return errorLine(id, {
+        code: DomainCode.busy,
+        message: 'too many requests are waiting on this connection while it awaits an answer from you; retry later',
+        data: { code: 'busy', in_flight: this.running, queued: this.slotWaiters.length },
+      });
+    }
     return this.runRequest(id, method, params);
   }
 
@@ -348,6 +357,19 @@ export class RpcPeer {
     this.running--;
     this.slotWaiters.shift()?.();
     this.updateReading();
+  }
+
+  /**
+   * The bound on requests waiting for a slot. While every slot is taken reading pauses, so the
+   * wait queue holds at most what the last chunk (or batch line) carried. But reading cannot
+   * pause while one of our requests awaits its answer: the answer arrives on this stream behind
+   * whatever the other side sent first, so pausing could leave a handler waiting on it forever
+   * (a client summarize during /compact, while the agent keeps sending requests). Then the
+   * queue would grow without bound; instead, past maxQueued waiting requests, new ones are
+   * refused at once with `busy` and never start, which the other side may retry.
+   */
+  private queueIsFull(): boolean {
+    return this.running >= this.maxInFlight && this.outgoing.size > 0 && this.slotWaiters.length >= this.maxQueued;
   }
 
   /**

@@ -1,12 +1,54 @@
 // The engine's bookkeeping per session: prepared requests with their observations and the
-// provider's usage, the compaction log, the failure latch counter, and /extensions choices.
+// provider's usage, the compaction log, the failure latch counter, /extensions choices and the
+// last prompt, and what of it a fork inherits. Rolling's state and the transcript live elsewhere.
 import { Observation, CompactionRecord, ToolSpec } from '../protocol/prepared.ts';
 import { z } from 'zod';
 import { AlbedoError } from '../protocol/errors.ts';
-import type { Db } from './db.ts';
+import { perDb, type Db } from './db.ts';
 
 /** Prepared requests kept per session; older ones are pruned as new ones arrive. */
 export const PREPARED_KEEP = 16;
+
+function prepare(db: Db) {
+  return {
+    insertPrepared: db.prepare(
+      'INSERT INTO prepared_requests (id, sid, head, model, created_at, estimated_input_tokens, observation) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ),
+    notePrepared: db.prepare('UPDATE sessions SET prepared_head = ?, last_model = coalesce(?, last_model) WHERE sid = ?'),
+    notePrompt: db.prepare('UPDATE sessions SET last_instructions = ?, last_tools = ? WHERE sid = ?'),
+    prunePrepared: db.prepare(
+      `DELETE FROM prepared_requests WHERE sid = ? AND id NOT IN
+         (SELECT id FROM prepared_requests WHERE sid = ? ORDER BY created_at DESC, rowid DESC LIMIT ?)`,
+    ),
+    latestPrepared: db.prepare(
+      'SELECT id, head, model, observation, provider_input_tokens, cached_tokens FROM prepared_requests WHERE sid = ? ORDER BY created_at DESC, rowid DESC LIMIT 1',
+    ),
+    reportUsage: db.prepare('UPDATE prepared_requests SET provider_input_tokens = ?, cached_tokens = ? WHERE id = ? AND sid = ?'),
+    preparedSize: db.prepare<[string], { estimate: number; model: string | null }>('SELECT estimated_input_tokens AS estimate, model FROM prepared_requests WHERE id = ?'),
+    logCompaction: db.prepare(
+      `INSERT INTO compactions (sid, strategy, at, forced, ok, duration_ms, backend, summarizer_tokens_in, summarizer_tokens_out,
+         tokens_before, tokens_after, evicted_rows, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    lastCompaction: db.prepare(
+      `SELECT strategy, at, forced, ok, duration_ms, backend, summarizer_tokens_in, summarizer_tokens_out, tokens_before,
+         tokens_after, evicted_rows, error FROM compactions WHERE sid = ? ORDER BY id DESC LIMIT 1`,
+    ),
+    autoFailures: db.prepare('SELECT auto_failures AS n FROM sessions WHERE sid = ?'),
+    setAutoFailures: db.prepare('UPDATE sessions SET auto_failures = ? WHERE sid = ?'),
+    resetAllAutoFailures: db.prepare('UPDATE sessions SET auto_failures = 0 WHERE auto_failures <> 0'),
+    choices: db.prepare('SELECT name, enabled, chosen_at AS at FROM session_extensions WHERE sid = ? ORDER BY chosen_at'),
+    deleteChoices: db.prepare('DELETE FROM session_extensions WHERE sid = ?'),
+    insertChoice: db.prepare('INSERT INTO session_extensions (sid, name, enabled, chosen_at) VALUES (?, ?, ?, ?)'),
+    copyChoices: db.prepare('INSERT INTO session_extensions (sid, name, enabled, chosen_at) SELECT ?, name, enabled, chosen_at FROM session_extensions WHERE sid = ?'),
+    lastPrompt: db.prepare('SELECT last_model, last_instructions, last_tools FROM sessions WHERE sid = ?'),
+    copyPrompt: db.prepare(
+      `UPDATE sessions SET (last_model, last_instructions, last_tools) =
+         (SELECT last_model, last_instructions, last_tools FROM sessions WHERE sid = ?) WHERE sid = ?`,
+    ),
+  };
+}
+
+const stmts = perDb(prepare);
 
 export function savePrepared(
   db: Db,
@@ -22,22 +64,12 @@ export function savePrepared(
   },
   now = Date.now(),
 ): void {
+  const st = stmts(db);
   db.transaction(() => {
-    db.prepare(
-      'INSERT INTO prepared_requests (id, sid, head, model, created_at, estimated_input_tokens, observation) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    ).run(p.id, p.sid, p.head, p.model, now, p.estimate, JSON.stringify(p.observation));
-    db.prepare('UPDATE sessions SET prepared_head = ?, last_model = coalesce(?, last_model) WHERE sid = ?').run(p.head, p.model, p.sid);
-    if (p.prompt !== undefined) {
-      db.prepare('UPDATE sessions SET last_instructions = ?, last_tools = ? WHERE sid = ?').run(
-        p.prompt.instructions,
-        JSON.stringify(p.prompt.tools),
-        p.sid,
-      );
-    }
-    db.prepare(
-      `DELETE FROM prepared_requests WHERE sid = ? AND id NOT IN
-         (SELECT id FROM prepared_requests WHERE sid = ? ORDER BY created_at DESC, rowid DESC LIMIT ?)`,
-    ).run(p.sid, p.sid, PREPARED_KEEP);
+    st.insertPrepared.run(p.id, p.sid, p.head, p.model, now, p.estimate, JSON.stringify(p.observation));
+    st.notePrepared.run(p.head, p.model, p.sid);
+    if (p.prompt !== undefined) st.notePrompt.run(p.prompt.instructions, JSON.stringify(p.prompt.tools), p.sid);
+    st.prunePrepared.run(p.sid, p.sid, PREPARED_KEEP);
   })();
 }
 
@@ -72,11 +104,7 @@ function decodePrepared(r: RawPrepared): PreparedRecord {
 }
 
 export function latestPrepared(db: Db, sid: number): PreparedRecord | undefined {
-  const r = db
-    .prepare(
-      'SELECT id, head, model, observation, provider_input_tokens, cached_tokens FROM prepared_requests WHERE sid = ? ORDER BY created_at DESC, rowid DESC LIMIT 1',
-    )
-    .get(sid) as RawPrepared | undefined;
+  const r = stmts(db).latestPrepared.get(sid) as RawPrepared | undefined;
   return r === undefined ? undefined : decodePrepared(r);
 }
 
@@ -91,25 +119,17 @@ export function reportUsage(
   inputTokens: number,
   cachedTokens: number | null,
 ): { estimate: number; model: string | null } {
-  const info = db
-    .prepare('UPDATE prepared_requests SET provider_input_tokens = ?, cached_tokens = ? WHERE id = ? AND sid = ?')
-    .run(inputTokens, cachedTokens, preparedId, sid);
+  const info = stmts(db).reportUsage.run(inputTokens, cachedTokens, preparedId, sid);
   if (info.changes === 0) {
     throw new AlbedoError('unknown_prepared', `no prepared request "${preparedId}" in this session (only the last ${PREPARED_KEEP} are kept)`, {
       prepared_id: preparedId,
     });
   }
-  return db.prepare('SELECT estimated_input_tokens AS estimate, model FROM prepared_requests WHERE id = ?').get(preparedId) as {
-    estimate: number;
-    model: string | null;
-  };
+  return stmts(db).preparedSize.get(preparedId)!;
 }
 
 export function logCompaction(db: Db, sid: number, rec: CompactionRecord): void {
-  db.prepare(
-    `INSERT INTO compactions (sid, strategy, at, forced, ok, duration_ms, backend, summarizer_tokens_in, summarizer_tokens_out,
-       tokens_before, tokens_after, evicted_rows, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(
+  stmts(db).logCompaction.run(
     sid,
     rec.strategy,
     rec.at,
@@ -127,28 +147,23 @@ export function logCompaction(db: Db, sid: number, rec: CompactionRecord): void 
 }
 
 export function lastCompaction(db: Db, sid: number): CompactionRecord | null {
-  const r = db
-    .prepare(
-      `SELECT strategy, at, forced, ok, duration_ms, backend, summarizer_tokens_in, summarizer_tokens_out, tokens_before,
-         tokens_after, evicted_rows, error FROM compactions WHERE sid = ? ORDER BY id DESC LIMIT 1`,
-    )
-    .get(sid) as (Omit<CompactionRecord, 'forced' | 'ok'> & { forced: number; ok: number }) | undefined;
+  const r = stmts(db).lastCompaction.get(sid) as (Omit<CompactionRecord, 'forced' | 'ok'> & { forced: number; ok: number }) | undefined;
   // Typed columns (STRICT table), so no schema parse is needed; only the flags are converted.
   return r === undefined ? null : { ...r, forced: r.forced === 1, ok: r.ok === 1 };
 }
 
 export function autoFailures(db: Db, sid: number): number {
-  const r = db.prepare('SELECT auto_failures AS n FROM sessions WHERE sid = ?').get(sid) as { n: number } | undefined;
+  const r = stmts(db).autoFailures.get(sid) as { n: number } | undefined;
   return r?.n ?? 0;
 }
 
 export function setAutoFailures(db: Db, sid: number, n: number): void {
-  db.prepare('UPDATE sessions SET auto_failures = ? WHERE sid = ?').run(n, sid);
+  stmts(db).setAutoFailures.run(n, sid);
 }
 
 /** A configuration change gives every latched session another chance. */
 export function resetAllAutoFailures(db: Db): void {
-  db.prepare('UPDATE sessions SET auto_failures = 0 WHERE auto_failures <> 0').run();
+  stmts(db).resetAllAutoFailures.run();
 }
 
 export interface StoredChoice {
@@ -157,24 +172,35 @@ export interface StoredChoice {
   at: number;
 }
 
+/** The session's choices in the order they were made (the order saveSessionChoices was given). */
 export function sessionChoices(db: Db, sid: number): StoredChoice[] {
-  const rows = db
-    .prepare('SELECT name, enabled, chosen_at AS at FROM session_extensions WHERE sid = ? ORDER BY chosen_at, name')
-    .all(sid) as Array<{ name: string; enabled: number; at: number }>;
+  const rows = stmts(db).choices.all(sid) as Array<{ name: string; enabled: number; at: number }>;
   return rows.map((r) => ({ name: r.name, enabled: r.enabled === 1, at: r.at }));
 }
 
+/**
+ * Replaces the session's choices with `choices`, whose list order is the order they were made.
+ * The table has no row order of its own, so that order is kept in `chosen_at`: each stored time
+ * is at least one more than the one before it. Two choices in the same millisecond (or after
+ * the clock stepped back) thus keep their order instead of sorting by name, at the cost of a
+ * time a few milliseconds late.
+ */
 export function saveSessionChoices(db: Db, sid: number, choices: readonly StoredChoice[]): void {
+  const st = stmts(db);
   db.transaction(() => {
-    db.prepare('DELETE FROM session_extensions WHERE sid = ?').run(sid);
-    const ins = db.prepare('INSERT INTO session_extensions (sid, name, enabled, chosen_at) VALUES (?, ?, ?, ?)');
-    for (const c of choices) ins.run(sid, c.name, c.enabled ? 1 : 0, c.at);
+    st.deleteChoices.run(sid);
+    let previous = -Infinity;
+    for (const c of choices) {
+      const at = Math.max(c.at, previous + 1);
+      st.insertChoice.run(sid, c.name, c.enabled ? 1 : 0, at);
+      previous = at;
+    }
   })();
 }
 
 /** The model, instructions and tools of the last prepare, for preparations without a request. */
 export function lastPrompt(db: Db, sid: number): { model: string | null; instructions: string; tools: ToolSpec[] } {
-  const r = db.prepare('SELECT last_model, last_instructions, last_tools FROM sessions WHERE sid = ?').get(sid) as
+  const r = stmts(db).lastPrompt.get(sid) as
     | { last_model: string | null; last_instructions: string | null; last_tools: string | null }
     | undefined;
   return {
@@ -182,4 +208,17 @@ export function lastPrompt(db: Db, sid: number): { model: string | null; instruc
     instructions: r?.last_instructions ?? '',
     tools: r?.last_tools == null ? [] : z.array(ToolSpec).parse(JSON.parse(r.last_tools)),
   };
+}
+
+/**
+ * What a fork inherits of the engine's bookkeeping: the parent's /extensions choices (so a
+ * branch keeps its strategy) and its last model, instructions and tools (so /compact and
+ * /context on the branch can size the prompt before the branch's first prepare). Prepared
+ * requests, the compaction log and the failure latch stay with the parent. Call it inside the
+ * fork's transaction.
+ */
+export function inheritEngineState(db: Db, parentSid: number, childSid: number): void {
+  const st = stmts(db);
+  st.copyChoices.run(childSid, parentSid);
+  st.copyPrompt.run(parentSid, childSid);
 }

@@ -9,15 +9,19 @@ import { getPayload } from '../../storage/payloads.ts';
 import { requireSession } from '../../storage/sessions.ts';
 import { learnTokenRatio } from '../../storage/token-ratios.ts';
 import { inlineImages } from '../../strategies/projection.ts';
+import type { Summarizer } from '../../strategies/summarizer/types.ts';
 import { adoptSession, inspectRequest, planCompaction, prepareRequest, type EngineSetup, type PrepareArgs } from '../../strategies/prepare.ts';
 import type { CallContext, Handler } from '../context.ts';
 import { renderObservation } from '../context-text.ts';
-import { chooseStrategy, engineSetup } from '../engine.ts';
+import { chooseStrategy, engineSetup, summarizerNote } from '../engine.ts';
 import type { Kernel } from '../kernels.ts';
 
 interface Frame {
   setup: EngineSetup;
   args: PrepareArgs;
+  /** Goes into the observation's notes once the summarizer has been called. */
+  summarizerNote: string | null;
+  summarized: () => boolean;
 }
 
 /** Everything one preparation needs, with the kernel's one-time adoption done first. */
@@ -31,14 +35,21 @@ function frameFor(
   const { db } = ctx.daemon;
   const s = requireSession(db, session);
   const head = sessionHead(db, session).head;
-  const setup = engineSetup({
-    db,
-    config: ctx.daemon.config(),
-    configErrors: ctx.daemon.configProblems(),
-    sid: s.sid,
-    modelId: prompt.model,
-    conn: ctx.conn,
-  });
+  // Client summaries go to the session's agent connection when the caller (a CLI) cannot write them.
+  const via = ctx.daemon.summarizeRoutes.route(session, ctx.conn);
+  const config = ctx.daemon.config();
+  const chosen = engineSetup({ db, config, configErrors: ctx.daemon.configProblems(), sid: s.sid, modelId: prompt.model, conn: via });
+  let calls = 0;
+  const inner = chosen.summarizer;
+  const summarizer: Summarizer = {
+    backend: inner.backend,
+    model: inner.model,
+    summarize: (req) => {
+      calls += 1;
+      return inner.summarize(req);
+    },
+  };
+  const setup: EngineSetup = { ...chosen, summarizer };
   const args: PrepareArgs = {
     db,
     session: { sid: s.sid, name: s.name },
@@ -53,18 +64,18 @@ function frameFor(
     upstream: opts.upstream,
   };
   // Adoption may write (it upgrades old state formats): never on a read-only call like /context.
-  if (opts.readOnly === true) return { setup, args };
   const adoptedKey = `adopted:${setup.strategy?.name ?? ''}`;
-  if (!kernel.state.has(adoptedKey)) {
+  if (opts.readOnly !== true && !kernel.state.has(adoptedKey)) {
     adoptSession(setup, args);
     kernel.state.set(adoptedKey, true);
   }
-  return { setup, args };
+  return { setup, args, summarizerNote: summarizerNote(config, via, ctx.conn), summarized: () => calls > 0 };
 }
 
 function record(ctx: CallContext, f: Frame, observation: Observation, prompt?: { instructions: string; tools: PrepareArgs['tools'] }): Observation {
   const id = randomUUID();
-  const withId = { ...observation, prepared_id: id };
+  const notes = f.summarizerNote !== null && f.summarized() ? [...observation.notes, f.summarizerNote] : observation.notes;
+  const withId = { ...observation, prepared_id: id, notes };
   savePrepared(ctx.daemon.db, {
     id,
     sid: f.args.session.sid,
@@ -80,6 +91,7 @@ function record(ctx: CallContext, f: Frame, observation: Observation, prompt?: {
 export const prepare: Handler<'prepare'> = (params, ctx) =>
   ctx.daemon.kernels.run(params.session, async (kernel) => {
     const prompt = { model: params.model, instructions: params.instructions, tools: params.tools };
+    ctx.daemon.summarizeRoutes.notePrepare(params.session, ctx.conn);
     const f = frameFor(ctx, kernel, params.session, prompt, { force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream });
     const prepared = await prepareRequest(f.setup, f.args);
     const observation = record(ctx, f, prepared.observation, prompt);

@@ -3,7 +3,6 @@
 // session rewrites that file's `extensions` section (atomically) and reloads it.
 import fs from 'node:fs';
 import { AlbedoError } from '../../protocol/errors.ts';
-import { resetAllAutoFailures } from '../../storage/engine-log.ts';
 import { requireSession } from '../../storage/sessions.ts';
 import { validateSelection } from '../../strategies/extensions/selection.ts';
 import type { DaemonServices, Handler } from '../context.ts';
@@ -71,6 +70,5 @@ export const extensionsSelect: Handler<'extensions.select'> = (params, { daemon 
 
 export const reload: Handler<'reload'> = (_params, { daemon }) => {
   daemon.reloadConfig();
-  resetAllAutoFailures(daemon.db);
   return { version: daemon.config().version, config_errors: daemon.configProblems() };
 };

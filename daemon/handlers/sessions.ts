@@ -1,6 +1,7 @@
 // Session lifecycle methods: open, list, delete, fork and excursion return. Mutations of a
 // session run on its kernel queue; the storage functions do the work in one transaction each.
-import { deleteSession, findSession, listSessions, openSession } from '../../storage/sessions.ts';
+import { inheritEngineState } from '../../storage/engine-log.ts';
+import { deleteSession, findSession, listSessions, openSession, requireSession } from '../../storage/sessions.ts';
 import { forkSession, returnFromExcursion } from '../../storage/transcript.ts';
 import type { Handler } from '../context.ts';
 
@@ -17,16 +18,27 @@ export const sessionDelete: Handler<'session.delete'> = (params, { daemon }) =>
   daemon.kernels.run(params.session, () => {
     const deleted = deleteSession(daemon.db, params.session);
     daemon.kernels.forget(params.session);
+    daemon.summarizeRoutes.forgetSession(params.session);
     return { deleted };
   });
 
+/**
+ * The branch inherits the parent's extension choices and last prompt in the same transaction
+ * as the copy of its rows (forkSession's own transaction nests as a savepoint), so no branch
+ * is ever visible with rows but without its strategy.
+ */
 export const sessionFork: Handler<'session.fork'> = (params, { daemon }) =>
   daemon.kernels.run(params.session, () => {
-    const forked = forkSession(daemon.db, params.session, {
-      at: params.at,
-      branch: params.branch,
-      excursion: params.excursion,
-    });
+    const { db } = daemon;
+    const forked = db.transaction(() => {
+      const done = forkSession(db, params.session, {
+        at: params.at,
+        branch: params.branch,
+        excursion: params.excursion,
+      });
+      inheritEngineState(db, requireSession(db, params.session).sid, done.sid);
+      return done;
+    })();
     daemon.scheduleIndexing();
     return { session: forked.session, rows: forked.rows, marker_seq: forked.marker_seq };
   });

@@ -37,7 +37,7 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /**
- * `call` is absent when the requesting connection did not declare `summarize`; summarize then
+ * `call` is absent when no connection that declared `summarize` is open for the session; summarize then
  * fails rather than silently switching backend. `timeoutMs` bounds the wait for the answer.
  */
 export function createClientSummarizer(call: ClientCall | undefined, config: { timeoutMs: number }): Summarizer {
@@ -46,7 +46,7 @@ export function createClientSummarizer(call: ClientCall | undefined, config: { t
     model: null,
     async summarize(req: SummaryRequest): Promise<SummaryResult> {
       if (call === undefined) {
-        throw summarizerFailed('client', 'no_capability', 'the requesting connection did not declare the summarize capability');
+        throw summarizerFailed('client', 'no_capability', 'no connection that answers summarize is open for this session');
       }
       if (req.signal?.aborted === true) throw summarizerFailed('client', 'cancelled', 'cancelled');
       const deadline = startDeadline(config.timeoutMs, req.signal);

@@ -1,11 +1,12 @@
-// The summarizer folder's edge: picks a backend for a compaction from the `summarizer` config
-// and the requesting connection, and re-exports what strategies need. Reading the config file
-// and sending reverse requests belong to the daemon.
+// The summarizer folder's edge: picks a backend for a compaction from the `summarizer` config and
+// whether a connection answers summarize for the session, and re-exports what strategies need.
+// Reading the config file, finding that connection and sending reverse requests are the daemon's.
 import { createClientSummarizer, type ClientCall } from './client.ts';
 import { createExtractiveSummarizer } from './extractive.ts';
 import { createAnthropicSummarizer } from './http-anthropic.ts';
 import { createOpenAISummarizer } from './http-openai.ts';
 import type { Sleep } from './http.ts';
+import { capOutput } from './output-cap.ts';
 import type { BackendName, Summarizer, SummarizerConfig } from './types.ts';
 
 export { BackendName, SummarizerConfig, summarizerFailed } from './types.ts';
@@ -27,12 +28,13 @@ export type { SectionTag, SummaryPromptParts, TranscriptLine, TranscriptLineKind
 export { extractSummary } from './extractive.ts';
 export type { ClientCall, ClientSummarizeParams } from './client.ts';
 export { ANTHROPIC_DEFAULT_MODEL } from './http-anthropic.ts';
+export { TRUNCATION_MARKER } from './output-cap.ts';
 export { OPENAI_DEFAULT_MODEL } from './http-openai.ts';
 
 export interface SummarizerDeps {
   /** Where API keys are read from. Default process.env. */
   env?: NodeJS.ProcessEnv;
-  /** Present when the requesting connection declared `capabilities.summarize`. */
+  /** Present when a connection that declared `capabilities.summarize` answers for the session (the caller or its agent). */
   clientCall?: ClientCall;
   /** Default the global fetch. */
   fetch?: typeof fetch;
@@ -45,12 +47,7 @@ export function chooseBackend(config: SummarizerConfig, hasClientCall: boolean):
   return config.provider ?? (hasClientCall ? 'client' : 'extractive');
 }
 
-/**
- * A summarizer for one compaction. `config` is the parsed `summarizer` section. An explicit
- * `provider: "client"` on a connection without the capability does not fall back: its
- * summarize fails, so a misconfiguration shows in `/context` instead of hiding.
- */
-export function createSummarizer(config: SummarizerConfig, deps: SummarizerDeps = {}): Summarizer {
+function createBackend(config: SummarizerConfig, deps: SummarizerDeps): Summarizer {
   const http = { env: deps.env, fetch: deps.fetch, sleep: deps.sleep };
   switch (chooseBackend(config, deps.clientCall !== undefined)) {
     case 'client':
@@ -62,4 +59,14 @@ export function createSummarizer(config: SummarizerConfig, deps: SummarizerDeps 
     case 'extractive':
       return createExtractiveSummarizer();
   }
+}
+
+/**
+ * A summarizer for one compaction. `config` is the parsed `summarizer` section. An explicit
+ * `provider: "client"` on a connection without the capability does not fall back: its
+ * summarize fails, so a misconfiguration shows in `/context` instead of hiding. Whatever the
+ * backend, its answers are held to the request's output cap (output-cap.ts).
+ */
+export function createSummarizer(config: SummarizerConfig, deps: SummarizerDeps = {}): Summarizer {
+  return capOutput(createBackend(config, deps), config);
 }

@@ -60,7 +60,9 @@ export type FailureReason =
   | 'missing_api_key'
   | 'no_capability'
   | 'client_error'
-  | 'invalid_answer';
+  | 'invalid_answer'
+  /** Over `maxOutputTokens` even after the retry, with no sentence to cut at (output-cap.ts). */
+  | 'over_cap';
 
 /** The one constructor of summarizer failures. Callers must keep secrets out of `message`. */
 export function summarizerFailed(

@@ -142,6 +142,31 @@ describe('albedod process', () => {
     await again.stop();
   });
 
+  test('SIGHUP lifts the automatic-compaction pause, as /reload does', async () => {
+    const home = tempHome();
+    // A client backend with no connection to answer it: every compaction fails.
+    fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify({ rolling: { contextWindowTokens: 2000 }, summarizer: { provider: 'client' } }));
+    const d = await start({ home });
+    const c = await d.connect();
+    await c.call('session.open', { session: 'hup' });
+    const rows = Array.from({ length: 40 }, (_, i) => [
+      { kind: 'user' as const, content: [{ type: 'text' as const, text: `step ${i}: change src/file${i}.ts `.repeat(4) }] },
+      { kind: 'assistant' as const, content: [{ type: 'text' as const, text: `changed src/file${i}.ts `.repeat(4) }] },
+    ]).flat();
+    await c.call('transcript.append', { session: 'hup', rows });
+    const prepare = () => c.call('prepare', { session: 'hup', model: 'm', instructions: 'work' });
+    for (let i = 1; i <= 3; i++) assert.equal((await prepare()).observation.auto_failures, i);
+    assert.equal((await prepare()).observation.latched, true);
+
+    d.proc.kill('SIGHUP');
+    const log = path.join(home, 'albedod.log');
+    while (!(fs.existsSync(log) && fs.readFileSync(log, 'utf8').includes('SIGHUP received'))) await new Promise((r) => setTimeout(r, 20));
+    const after = await prepare();
+    assert.equal(after.observation.latched, false);
+    assert.equal(after.observation.auto_failures, 1, 'the next request tried again (and failed again)');
+    assert.match(after.observation.failure ?? '', /summarize/);
+  });
+
   test('daemon.shutdown stops the daemon cleanly', async () => {
     const d = await start();
     const c = await d.connect();

@@ -1,5 +1,6 @@
 // Spawns the real albedod in a temporary home and connects clients over its real socket.
 // Every e2e test uses this: no in-process shortcuts, so what passes here is what users get.
+// The temporary homes it creates are removed when the test process exits.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -25,8 +26,17 @@ export interface DaemonHandle {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** Homes made by tempHome in this process, removed at exit (after every daemon has stopped). */
+const createdHomes = new Set<string>();
+process.on('exit', () => {
+  for (const home of createdHomes) fs.rmSync(home, { recursive: true, force: true });
+});
+
+/** A fresh private directory under the system temp dir; it is deleted when the process exits. */
 export function tempHome(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'albedo-e2e-'));
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'albedo-e2e-'));
+  createdHomes.add(home);
+  return home;
 }
 
 export interface StartOptions {

@@ -488,6 +488,25 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       assert.deepEqual(await allRows(c, 'fork-p'), parentBefore);
     });
 
+    test('a fork keeps the parent\'s extension choices and last prompt, and leaves its compaction history behind', async () => {
+      await c.call('session.open', { session: 'fork-ext' });
+      await c.call('transcript.append', { session: 'fork-ext', rows: [user('u1'), assistant('a1')] });
+      const tools = [{ name: 'read_file', description: 'Read a file', input_schema: { type: 'object' } }];
+      await c.call('prepare', { session: 'fork-ext', model: 'claude-sonnet-4-5', instructions: 'Work in /repo.', tools });
+      await c.call('extensions.select', { session: 'fork-ext', disable: ['models'] });
+      const parentList = await c.call('extensions.list', { session: 'fork-ext' });
+
+      await c.call('session.fork', { session: 'fork-ext', branch: 'fork-ext-b' });
+      const branchList = await c.call('extensions.list', { session: 'fork-ext-b' });
+      assert.deepEqual(branchList, parentList);
+      assert.equal(branchList.extensions.find((e) => e.name === 'models')?.chosen_by, 'session');
+      // No prepare on the branch yet: /context sizes it from the inherited prompt.
+      const ctx = await c.call('context', { session: 'fork-ext-b' });
+      assert.equal(ctx.observation.model, 'claude-sonnet-4-5');
+      assert.match(ctx.observation.sections[0]?.source ?? '', /^instructions \(~4 tokens\).* 3 tool schema/, 'the agent\'s tool plus the two memory tools');
+      assert.equal(ctx.observation.last_compaction, null);
+    });
+
     test('session.fork without at copies the whole parent under a fresh id', async () => {
       await c.call('session.open', { session: 'fork-all' });
       await c.call('transcript.append', { session: 'fork-all', rows: [user('x'), user('y')] });

@@ -55,8 +55,12 @@ async function startServer(t: TestContext, opts: Partial<RpcPeerOptions> = {}) {
   const noted = new Counter();
   const peers: RpcPeer[] = [];
   const sockets: net.Socket[] = [];
-  const onRequest: RequestHandler = async (method, params, { signal }) => {
+  const onRequest: RequestHandler = async (method, params, { signal, peer }) => {
     switch (method) {
+      case 'ask':
+        // Answers with what the other side answers to our own request (a reverse request).
+        started.inc();
+        return peer.request('question', params);
       case 'echo':
         return params;
       case 'nothing':
@@ -343,7 +347,6 @@ test('past maxInFlight, a request is not started and reading pauses until a hand
   const peer = srv.peers[0];
   assert.ok(peer);
   assert.equal(srv.started.n, 2);
-  assert.equal(peer.incomingInFlight(), 2);
   assert.equal(srv.sockets[0]?.isPaused(), true);
 
   srv.gate.releaseOne();
@@ -352,8 +355,37 @@ test('past maxInFlight, a request is not started and reading pauses until a hand
   srv.gate.releaseAll();
   assert.deepEqual([(await c.reply()).id, (await c.reply()).id].sort(), [2, 3]);
   await peer.whenIdle();
-  assert.equal(peer.incomingInFlight(), 0);
   assert.equal(srv.sockets[0]?.isPaused(), false);
+});
+
+test('while a handler awaits a reverse request, requests past maxQueued are refused with busy, not queued', async (t) => {
+  const srv = await startServer(t, { maxInFlight: 1, maxQueued: 2 });
+  const c = await rawConnect(t, srv.sock);
+  c.send(line(req(1, 'ask', { q: 'ok?' })));
+  const question = (await c.next()) as { id: number; method: string };
+  assert.equal(question.method, 'question');
+  // The only slot is taken by the handler awaiting our answer, so reading must go on.
+  c.send([req(2, 'echo', [2]), req(3, 'echo', [3]), req(4, 'echo', [4]), req(5, 'echo', [5]), { jsonrpc: '2.0', method: 'note' }].map(line).join(''));
+  await srv.noted.reach(1);
+  const early = await Promise.race([c.reply(), new Promise<'none'>((r) => setTimeout(() => r('none'), 1000))]);
+  assert.notEqual(early, 'none', 'the requests past the bound were queued instead of refused');
+  const refused = [early as Reply, await c.reply()];
+  assert.deepEqual(refused.map((r) => r.id), [4, 5]);
+  for (const r of refused) {
+    assert.equal(r.error?.code, DomainCode.busy);
+    assert.deepEqual(r.error?.data, { code: 'busy', in_flight: 1, queued: 2 });
+  }
+  assert.equal(srv.started.n, 1, 'no refused request started');
+
+  c.send(line({ jsonrpc: '2.0', id: question.id, result: 'yes' }));
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 1, result: 'yes' });
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 2, result: [2] });
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 3, result: [3] });
+  // With nothing of ours outstanding, a full slot pauses reading again instead of refusing.
+  c.send([req(6, 'gated'), req(7, 'echo', [7]), req(8, 'echo', [8]), req(9, 'echo', [9])].map(line).join(''));
+  await srv.started.reach(2);
+  srv.gate.releaseAll();
+  assert.deepEqual([(await c.reply()).id, (await c.reply()).id, (await c.reply()).id, (await c.reply()).id], [6, 7, 8, 9]);
 });
 
 test('outgoing requests resolve with the result or reject with RpcRemoteError', async (t) => {

@@ -133,7 +133,7 @@ test('provider "client" on a connection without the capability fails instead of 
   const s = createSummarizer(SummarizerConfig.parse({ provider: 'client' }), {});
   assert.equal(s.backend, 'client');
   const err = await failure(s.summarize(request), 'no_capability');
-  assert.match(err.message, /did not declare the summarize capability/);
+  assert.match(err.message, /no connection that answers summarize is open for this session/);
 });
 
 test('the config schema applies defaults and rejects unknown keys and bad values', () => {

@@ -6,9 +6,10 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'nod
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { AlbedoError } from '../../../protocol/errors.ts';
+import { textTokens } from '../../../strategies/estimate.ts';
 import { backoffMs, providerMessage, retryAfterMs } from '../../../strategies/summarizer/http.ts';
 import { outputLimitField } from '../../../strategies/summarizer/http-openai.ts';
-import { createSummarizer } from '../../../strategies/summarizer/index.ts';
+import { createSummarizer, TRUNCATION_MARKER } from '../../../strategies/summarizer/index.ts';
 import { SummarizerConfig, type SummaryRequest } from '../../../strategies/summarizer/types.ts';
 
 interface Seen {
@@ -451,4 +452,46 @@ test('retry-after parsing and backoff bounds', () => {
   assert.equal(providerMessage('{"detail":"bad"}'), 'bad');
   assert.equal(providerMessage('Bad Gateway'), 'Bad Gateway');
   assert.equal(providerMessage('<html>...</html>'), undefined);
+});
+
+/** Sentences of 40 bytes (10 tokens), one space apart: `n` of them are about 10·n tokens. */
+const long = (n: number) => Array.from({ length: n }, (_, i) => `Changed src/module${String(i).padStart(3, '0')}.ts to fix it.`.padEnd(40, '!')).join(' ');
+
+test('anthropic: an answer over max_tokens is asked for again with half of it, and the fitting retry is kept', async () => {
+  const server = await startServer((seen, n, res) => answer(seen, res, n === 0 ? long(60) : long(10)));
+  try {
+    const result = await backend('anthropic', server).summarize(request);
+    assert.equal(result.text, long(10));
+    assert.equal(server.requests.length, 2);
+    assert.equal(server.requests[0]?.body.max_tokens, 300);
+    assert.equal(server.requests[1]?.body.max_tokens, 150);
+    assert.match(String(server.requests[1]?.body.system), /over the limit of 300/);
+    assert.equal(result.outputTokens, 34, 'both attempts are counted (17 reported each)');
+  } finally {
+    await server.close();
+  }
+});
+
+test('openai: two answers over the cap end in a cut at a sentence with the marker', async () => {
+  const server = await startServer((seen, n, res) => answer(seen, res, n === 0 ? long(80) : long(45)));
+  try {
+    const result = await backend('openai', server).summarize(request);
+    assert.equal(server.requests.length, 2);
+    assert.equal(server.requests[1]?.body.max_tokens, 150);
+    assert.ok(textTokens(result.text) <= 300, `${textTokens(result.text)} tokens`);
+    assert.ok(result.text.endsWith(`\n${TRUNCATION_MARKER}`));
+    assert.ok(long(45).startsWith(result.text.slice(0, -TRUNCATION_MARKER.length - 1)), 'a prefix of the shorter answer');
+  } finally {
+    await server.close();
+  }
+});
+
+test('openai: an answer over the cap with nowhere to cut fails as over_cap after one retry', async () => {
+  const server = await startServer((seen, _n, res) => answer(seen, res, 'z'.repeat(4000)));
+  try {
+    await failure(backend('openai', server).summarize(request), { backend: 'openai', reason: 'over_cap' });
+    assert.equal(server.requests.length, 2);
+  } finally {
+    await server.close();
+  }
 });

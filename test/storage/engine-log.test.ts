@@ -1,0 +1,59 @@
+// The engine's bookkeeping in storage/engine-log.ts: /extensions choices keep the order they
+// were made in, and what a fork inherits (choices and last prompt) against what it does not.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { inheritEngineState, lastPrompt, saveSessionChoices, savePrepared, sessionChoices } from '../../storage/engine-log.ts';
+import { openSession, requireSession } from '../../storage/sessions.ts';
+import { Observation } from '../../protocol/prepared.ts';
+import { tempDb } from './factories.ts';
+
+test('choices made in the same millisecond come back in the order they were made, not by name', (t) => {
+  const db = tempDb(t);
+  const { sid } = requireSession(db, openSession(db, { session: 's' }).session);
+  saveSessionChoices(db, sid, [
+    { name: 'rolling', enabled: true, at: 1000 },
+    { name: 'lcm', enabled: true, at: 1000 },
+    { name: 'models', enabled: false, at: 1000 },
+  ]);
+  assert.deepEqual(
+    sessionChoices(db, sid).map((c) => c.name),
+    ['rolling', 'lcm', 'models'],
+  );
+  // A later save of the same list with one more choice keeps the earlier order too.
+  saveSessionChoices(db, sid, [...sessionChoices(db, sid), { name: 'notes', enabled: true, at: 1000 }]);
+  assert.deepEqual(
+    sessionChoices(db, sid).map((c) => c.name),
+    ['rolling', 'lcm', 'models', 'notes'],
+  );
+});
+
+test('a clock that stepped back does not reorder choices', (t) => {
+  const db = tempDb(t);
+  const { sid } = requireSession(db, openSession(db, { session: 's' }).session);
+  saveSessionChoices(db, sid, [
+    { name: 'snapcompact', enabled: true, at: 5000 },
+    { name: 'lcm', enabled: true, at: 4000 },
+  ]);
+  const back = sessionChoices(db, sid);
+  assert.deepEqual(back.map((c) => c.name), ['snapcompact', 'lcm']);
+  assert.ok(back[0]!.at < back[1]!.at);
+});
+
+test('inheritEngineState copies the choices and the last prompt to the branch only', (t) => {
+  const db = tempDb(t);
+  const parent = requireSession(db, openSession(db, { session: 'p' }).session).sid;
+  const child = requireSession(db, openSession(db, { session: 'c' }).session).sid;
+  saveSessionChoices(db, parent, [{ name: 'models', enabled: false, at: 7 }]);
+  const observation = Observation.parse({
+    session: 'p', strategy: 'rolling', model: 'm1', window: null, window_source: 'unknown', trigger_percent: 80, tail_percent: 25,
+    due: false, compacted: false, estimated_input_tokens: 1, provider_input_tokens: null, provider_cached_tokens: null,
+    prepared_id: 'x', head: 0, sections: [], last_compaction: null, failure: null, auto_failures: 0, latched: false, notes: [], config_errors: [],
+  });
+  const tools = [{ name: 't', description: 'a tool', input_schema: {} }];
+  savePrepared(db, { id: 'x', sid: parent, head: 0, model: 'm1', estimate: 1, observation, prompt: { instructions: 'be brief', tools } });
+
+  inheritEngineState(db, parent, child);
+  assert.deepEqual(sessionChoices(db, child), [{ name: 'models', enabled: false, at: 7 }]);
+  assert.deepEqual(lastPrompt(db, child), { model: 'm1', instructions: 'be brief', tools });
+  assert.deepEqual(sessionChoices(db, parent), [{ name: 'models', enabled: false, at: 7 }], 'the parent keeps its own');
+});
