@@ -1,0 +1,208 @@
+// The shared cut module as rolling uses it: cuts between exchanges inside an oversized unit,
+// late tool results that land in evicted history, unreadable saved cuts, image-fit openers,
+// and the tail sizing that keeps a large pinned prompt from compacting every turn.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { PlainInput } from '../../protocol/prepared.ts';
+import type { RowIn } from '../../protocol/rows.ts';
+import type { Db } from '../../storage/db.ts';
+import { loadRollingState, type RollingState } from '../../storage/rolling-state.ts';
+import { openSession } from '../../storage/sessions.ts';
+import { appendNotice, appendRows } from '../../storage/transcript.ts';
+import { locate, userFingerprint, type CutCache, type SavedPosition } from '../../strategies/harness/cut.ts';
+import { KernelCache, cacheSlot } from '../../strategies/harness/kernel-cache.ts';
+import { inspectRequest, prepareRequest } from '../../strategies/prepare.ts';
+import { assistant, imageIn, pngBytes, tempDb, toolResult, user } from '../storage/factories.ts';
+import { plainTarget } from '../../strategies/projection.ts';
+import { argsFor, assertCallsPaired, RecordingSummarizer, sessionWithTurns, setupFor, turn } from './engine-fixtures.ts';
+
+const WINDOW = 8000;
+
+function stateOf(db: Db): RollingState {
+  const s = loadRollingState(db, argsFor(db, 's').session.sid);
+  assert.ok(s !== undefined && !('unreadable' in s) && 'format' in s.cut, 'a readable rolling state');
+  return s;
+}
+
+function texts(inputs: readonly PlainInput[]): string {
+  return JSON.stringify(inputs);
+}
+
+/** One exchange of an autonomous turn: the assistant calls a tool and gets ~`size` characters back. */
+function exchange(i: number, size = 1200): RowIn[] {
+  return [assistant(`step ${i}: reading src/part${i}.ts`, [`c${i}`]), toolResult(`c${i}`, `part ${i}: ${'const x = 1; '.repeat(Math.ceil(size / 13))}`)];
+}
+
+/** A session whose only unit is one prompt followed by `n` exchanges. */
+async function autonomousSession(db: Db, n: number): Promise<void> {
+  openSession(db, { session: 's' });
+  await appendRows(db, 's', [user('refactor the whole billing module and keep the tests green')]);
+  for (let i = 0; i < n; i++) await appendRows(db, 's', exchange(i));
+}
+
+describe('cuts between exchanges', () => {
+  test('a single oversized unit is cut between exchanges: the prompt stays first, calls keep results, the request fits', async (t) => {
+    const db = tempDb(t);
+    await autonomousSession(db, 40);
+    const setup = setupFor({ window: WINDOW });
+    const out = await prepareRequest(setup, argsFor(db, 's'));
+    assert.equal(out.compacted, true, out.observation.failure ?? '');
+    assert.ok(out.observation.estimated_input_tokens * 100 < WINDOW * 80, `under the trigger: ${out.observation.estimated_input_tokens}`);
+    const cut = stateOf(db).cut;
+    assert.ok('format' in cut && (cut.exchanges ?? 0) > 0 && cut.users === 0, JSON.stringify(cut));
+    // Summary, then the opening prompt verbatim, then the newest exchanges.
+    const tailStart = out.inputs.findIndex((i) => JSON.stringify(i).includes('refactor the whole billing module'));
+    assert.ok(tailStart > 0, 'the prompt that opened the unit is in the request');
+    assert.equal(out.inputs[tailStart + 1]!.role, 'assistant');
+    assert.ok(!texts(out.inputs).includes('step 0:'), 'the oldest exchange left the tail');
+    assert.ok(texts(out.inputs).includes('step 39:'), 'the newest exchange stayed');
+    assertCallsPaired(out.inputs);
+  });
+
+  test('the unit keeps growing: later compactions cut deeper into it, and a fresh kernel sends the same bytes', async (t) => {
+    const db = tempDb(t);
+    await autonomousSession(db, 30);
+    const setup = setupFor({ window: WINDOW });
+    const cache = new KernelCache();
+    assert.equal((await prepareRequest(setup, argsFor(db, 's', { cache }))).compacted, true);
+    const first = stateOf(db).cut;
+    for (let i = 30; i < 60; i++) await appendRows(db, 's', exchange(i));
+    const again = await prepareRequest(setup, argsFor(db, 's', { cache }));
+    assert.equal(again.compacted, true);
+    const second = stateOf(db).cut;
+    assert.ok('format' in first && 'format' in second && (second.exchanges ?? 0) > (first.exchanges ?? 0));
+    assertCallsPaired(again.inputs);
+    // A restart: new kernel, same request.
+    const fresh = await prepareRequest(setup, argsFor(db, 's'));
+    assert.equal(fresh.compacted, false);
+    assert.equal(texts(fresh.inputs), texts(again.inputs));
+  });
+
+  test('whole units are cut whenever they suffice', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    await prepareRequest(setupFor({ window: WINDOW }), argsFor(db, 's'));
+    const cut = stateOf(db).cut;
+    assert.ok('format' in cut && cut.exchanges === undefined && cut.users > 0);
+  });
+
+  test('a late result in an evicted exchange puts the whole unit back in the tail; nothing is lost', async (t) => {
+    const db = tempDb(t);
+    openSession(db, { session: 's' });
+    await appendRows(db, 's', [user('run the migration and fix what breaks'), assistant('starting a slow job', ['slow'])]);
+    for (let i = 0; i < 40; i++) await appendRows(db, 's', exchange(i));
+    const setup = setupFor({ window: WINDOW });
+    const out = await prepareRequest(setup, argsFor(db, 's'));
+    assert.equal(out.compacted, true);
+    assert.ok(!texts(out.inputs).includes('starting a slow job'), 'the call was evicted');
+    await appendRows(db, 's', [toolResult('slow', 'the slow job finished: 3 rows migrated')]);
+    const seen = inspectRequest(setup, argsFor(db, 's'));
+    assert.ok(seen.notes.some((n) => /changed; the tail starts again at that unit/.test(n)), JSON.stringify(seen.notes));
+    const again = await prepareRequest(setup, argsFor(db, 's'));
+    assert.ok(texts(again.inputs).includes('the slow job finished') || again.compacted, 'the result is sent, or summarized by a new compaction');
+  });
+});
+
+describe('saved cuts that no longer fit', () => {
+  test('a late result whose call was evicted with a whole unit moves the cut back to that unit', async (t) => {
+    const db = tempDb(t);
+    openSession(db, { session: 's' });
+    await appendRows(db, 's', [user('start the long build'), assistant('kicking off the build', ['build'])]);
+    await sessionWithTurnsInto(db, 40);
+    const setup = setupFor({ window: WINDOW });
+    const out = await prepareRequest(setup, argsFor(db, 's'));
+    assert.equal(out.compacted, true);
+    assert.ok(!texts(out.inputs).includes('kicking off the build'));
+    await appendRows(db, 's', [toolResult('build', 'BUILD FAILED: missing symbol parse_invoice')]);
+    const seen = inspectRequest(setup, argsFor(db, 's'));
+    assert.ok(seen.notes.some((n) => /arrived after its call was evicted/.test(n)), JSON.stringify(seen.notes));
+    assert.match(seen.sections.find((s) => s.name === 'tail')!.source, /^rows #1-/, 'the tail starts again at the call\'s unit');
+    // The next compaction reads the late result, so the summary carries it.
+    const summarizer = new RecordingSummarizer();
+    const again = await prepareRequest(setupFor({ window: WINDOW, summarizer }), argsFor(db, 's'));
+    assert.equal(again.compacted, true);
+    assert.ok(summarizer.calls.some((c) => c.prompt.includes('BUILD FAILED: missing symbol parse_invoice')));
+    assertCallsPaired(again.inputs);
+  });
+
+  test('a saved cut this build cannot read is ignored, said in /context, and replaced by the next compaction', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    const setup = setupFor({ window: WINDOW });
+    assert.equal((await prepareRequest(setup, argsFor(db, 's'))).compacted, true);
+    const sid = argsFor(db, 's').session.sid;
+    db.prepare(`UPDATE rolling_state SET cut = '{"format": 9, "users": "many"}' WHERE sid = ?`).run(sid);
+    const seen = inspectRequest(setup, argsFor(db, 's'));
+    assert.ok(seen.notes.some((n) => /cannot be read/.test(n)), JSON.stringify(seen.notes));
+    assert.ok(!seen.sections.some((s) => s.name === 'summary'));
+    const out = await prepareRequest(setup, argsFor(db, 's'));
+    assert.equal(out.compacted, true, 'the next compaction replaces it');
+    assert.ok('format' in stateOf(db).cut);
+  });
+
+  test('a cut that opens on an image-fit notice is found again after rows moved', async (t) => {
+    const db = tempDb(t);
+    openSession(db, { session: 's' });
+    const sid = argsFor(db, 's').session.sid;
+    const png = await pngBytes(40, 40);
+    await appendRows(db, 's', [user('look at this', { images: [imageIn(png, 'image/png')] }), assistant('seen', ['late'])]);
+    await appendRows(db, 's', [user('second request'), assistant('ok')]);
+    const small = await pngBytes(20, 20);
+    const [fitted] = (await appendRows(db, 's', [user('fit source', { images: [imageIn(small, 'image/png')] })])).seqs;
+    const to = JSON.parse(db.prepare('SELECT body FROM transcript WHERE seq = ?').pluck().get(fitted) as string).content[1];
+    const from = JSON.parse(db.prepare("SELECT body FROM transcript WHERE sid = ? AND row_class = 'user' ORDER BY seq LIMIT 1").pluck().get(sid) as string).content[1];
+    const fitSeq = appendNotice(db, sid, { notice: 'image_fit', from_hash: from.hash, to, reason: 'test' });
+    await appendRows(db, 's', [assistant('after the fit')]);
+    // A cut before the fit notice: 3 user inputs before it, then the first fit after the last of them.
+    const saved: SavedPosition = {
+      cut: { format: 2, users: 3, fingerprint: '', fits: 1 },
+      hints: { openerSeq: fitSeq, resumeSeq: fitSeq },
+      rewrites: -1,
+      savedAt: 1,
+    };
+    saved.cut.fingerprint = userFingerprint(inputFor(db), 3)!;
+    // Rows move (a late result settles), so the slow path must find the fit again.
+    await appendRows(db, 's', [toolResult('late', 'done')]);
+    const located = locate(inputFor(db), cacheSlot<CutCache>('test.cuts'), saved);
+    assert.ok(located !== undefined);
+    const opener = db.prepare('SELECT row_class FROM transcript WHERE seq = ?').pluck().get(located.openerSeq);
+    assert.equal(opener, 'image_fit', 'the tail opens on the fit notice (moved one seq on), not after it');
+    assert.equal(located.openerSeq, fitSeq + 1);
+  });
+});
+
+describe('tail sizing', () => {
+  test('a pinned prompt that takes half the window does not make every turn compact', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 12);
+    const summarizer = new RecordingSummarizer();
+    const setup = setupFor({ window: WINDOW, summarizer });
+    const cache = new KernelCache();
+    const instructions = 'Follow the house rules. '.repeat(700); // ~4,200 tokens
+    let compactions = 0;
+    for (let i = 12; i < 24; i++) {
+      const out = await prepareRequest(setup, argsFor(db, 's', { cache, instructions }));
+      if (out.compacted) compactions += 1;
+      assert.ok(out.observation.estimated_input_tokens <= WINDOW, 'every request fits');
+      await appendRows(db, 's', [user(`request ${i}: small change ${i}`), assistant(`done ${i}`)]);
+    }
+    assert.ok(compactions >= 1 && compactions <= 6, `compacted ${compactions} of 12 turns`);
+  });
+});
+
+async function sessionWithTurnsInto(db: Db, turns: number): Promise<void> {
+  for (let i = 0; i < turns; i++) await appendRows(db, 's', turn(i));
+}
+
+function inputFor(db: Db) {
+  const a = argsFor(db, 's');
+  return {
+    db,
+    session: a.session,
+    head: a.head,
+    window: { window: WINDOW, source: 'config' as const, triggerPercent: 80, tailPercent: 25, ratio: 1 },
+    pinnedTokens: 0,
+    target: plainTarget('s'),
+    cache: new KernelCache(),
+  };
+}
