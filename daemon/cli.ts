@@ -57,6 +57,8 @@ async function main(argv: string[]): Promise<void> {
     if (verb.startsWith('/')) {
       const r = await client.call('command', { session, line: [verb, ...rest].join(' ') });
       print(r.result, r.text);
+      // A /compact that compacted nothing is a failed command for scripts; the text says why.
+      if (r.command === 'compact' && (r.result as { compacted?: boolean }).compacted === false) process.exitCode = 1;
     } else if (verb === 'status') {
       const s = await client.call('daemon.status', {});
       const errors = s.config_errors.map((e) => `\nconfig error in ${e.file}: ${e.message}`).join('');

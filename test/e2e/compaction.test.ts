@@ -2,9 +2,11 @@
 // daemon's summarize requests, then every compaction method (/compact, /context, /extensions,
 // /reload, usage, dry runs) and the configuration files as an operator edits them.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import type { AlbedoClient } from '../../protocol/client.ts';
 import type { ParamsIn, Result } from '../../protocol/methods.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
@@ -13,6 +15,7 @@ import { pngBytes } from '../storage/factories.ts';
 import { failsWith, startDaemon, tempHome, type DaemonHandle } from './harness.ts';
 
 const WINDOW = 6000;
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const INSTRUCTIONS = 'You are a careful coding agent working in /repo.';
 const TOOLS = [{ name: 'read_file', description: 'Read a file', input_schema: { type: 'object', properties: { path: { type: 'string' } } } }];
 
@@ -189,6 +192,19 @@ describe('compaction over the socket', () => {
     const ctx = await client.call('context', { session });
     assert.equal(ctx.observation.last_compaction?.forced, true);
     assert.equal(ctx.observation.provider_input_tokens, null, 'a manual compaction has only an estimate');
+  });
+
+  test('albedo /compact exits 1 with the reason when nothing was compacted', async () => {
+    const session = 'cli-nothing';
+    await client.call('session.open', { session });
+    await client.call('transcript.append', { session, rows: [{ kind: 'user', content: [{ type: 'text', text: 'hello' }] }] });
+    const run = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'daemon/cli.ts'), '--session', session, '/compact'], {
+      cwd: root,
+      env: { ...process.env, ALBEDO_HOME: d.home, ALBEDO_SOCKET: d.socket },
+      encoding: 'utf8',
+    });
+    assert.equal(run.status, 1, run.stderr);
+    assert.match(run.stdout, /not compacted: cannot compact further without splitting the newest exchange/);
   });
 
   test('/compact <strategy> makes it the session strategy first; an unavailable one is refused', async () => {
