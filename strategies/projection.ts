@@ -182,6 +182,45 @@ function cappedContent(content: ReadonlyArray<TextPart | ImagePart>, seq: number
   return out;
 }
 
+/**
+ * A tool call's arguments with their long strings capped, so a call that wrote a large file
+ * does not carry the file into every later request (the row keeps the real arguments). When
+ * the arguments estimate above the cap, every string leaf gets an equal share of it — shares a
+ * short string does not use go to the longer ones — and a leaf over its share is capped like a
+ * tool output. Keys (`__proto__` included) and their order are kept; pure and deterministic.
+ */
+function cappedArguments(args: Record<string, unknown>, seq: number, target: ProjectionTarget): Record<string, unknown> {
+  const cap = target.maxOutputTokens;
+  if (cap === null || textTokens(JSON.stringify(args)) <= cap) return args;
+  const sizes: number[] = [];
+  const walk = (v: unknown): void => {
+    if (typeof v === 'string') sizes.push(textTokens(JSON.stringify(v)));
+    else if (Array.isArray(v)) v.forEach(walk);
+    else if (typeof v === 'object' && v !== null) Object.values(v).forEach(walk);
+  };
+  walk(args);
+  // Water-filling: the largest share `c` with sum(min(size, c)) within the cap.
+  sizes.sort((a, b) => a - b);
+  let budget = cap;
+  let share = 0;
+  for (let i = 0; i < sizes.length; i++) {
+    const even = Math.floor(budget / (sizes.length - i));
+    if (sizes[i]! > even) {
+      share = even;
+      break;
+    }
+    budget -= sizes[i]!;
+    share = sizes[i]!;
+  }
+  const shrink = (v: unknown): unknown => {
+    if (typeof v === 'string') return textTokens(JSON.stringify(v)) > share ? capText(v, share, target.session, seq) : v;
+    if (Array.isArray(v)) return v.map(shrink);
+    if (typeof v === 'object' && v !== null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, shrink(x)]));
+    return v;
+  };
+  return shrink(args) as Record<string, unknown>;
+}
+
 /** A tool result that answers no call in the request goes out as a user's text, never a result. */
 function orphanInputs(body: ToolResultBody, seq: number, target: ProjectionTarget): PlainInput[] {
   const header = `[${body.is_error ? 'error ' : ''}result of tool call ${body.call_id}, which has no matching call]`;
@@ -208,10 +247,15 @@ export function rowInputs(row: StoredRow, target: ProjectionTarget): PlainInput[
     case 'assistant': {
       const content: OutPart[] = [];
       for (const p of body.content) {
-        if (p.type !== 'reasoning') {
-          content.push(p);
+        if (p.type === 'tool_call') {
+          content.push({ ...p, arguments: cappedArguments(p.arguments, row.seq, target) });
           continue;
         }
+        if (p.type === 'text') {
+          content.push(target.maxOutputTokens === null ? p : { type: 'text', text: capText(p.text, target.maxOutputTokens, target.session, row.seq) });
+          continue;
+        }
+        // Reasoning is never capped: a signed thinking block must go back exactly as written.
         // Opaque reasoning only goes back where its writer can read it; readable text goes anywhere.
         const provider = p.provider ?? body.provider;
         const text = p.text !== undefined && p.text.length > 0 ? p.text : undefined;

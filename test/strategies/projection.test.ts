@@ -161,6 +161,46 @@ describe('capped outputs', () => {
   });
 });
 
+describe('capped tool-call arguments and assistant text', () => {
+  const call = (args: Record<string, unknown>, textPart = 'writing the file'): StoredRow =>
+    row({ kind: 'assistant', content: [{ type: 'text', text: textPart }, { type: 'tool_call', id: 'w1', name: 'write_file', arguments: args }] });
+
+  test('a call that wrote a large file goes out with its long strings capped, keys and short values kept', () => {
+    const file = Array.from({ length: 4000 }, (_, i) => `line ${i} of the generated module`).join('\n');
+    const args = JSON.parse(`{"path": "src/big.ts", "__proto__": "kept", "content": ${JSON.stringify(file)}, "meta": {"notes": ${JSON.stringify(file)}}}`) as Record<string, unknown>;
+    const r = call(args);
+    const target = capped(800);
+    const out = rowInputs(r, target)[0]!.content.find((p) => p.type === 'tool_call')!;
+    assert.ok(out.type === 'tool_call');
+    assert.deepEqual(Object.keys(out.arguments), ['path', '__proto__', 'content', 'meta'], 'every key, in order');
+    assert.equal(out.arguments.path, 'src/big.ts');
+    assert.equal(Object.getOwnPropertyDescriptor(out.arguments, '__proto__')?.value, 'kept');
+    const content = out.arguments.content as string;
+    assert.match(content, /^line 0 of the generated module\n/);
+    assert.match(content, /\[… \d+ characters omitted; transcript_read \{"session": "sess-1", "from_seq": \d+, "to_seq": \d+\} returns all of it\]/);
+    assert.match(content, /line 3999 of the generated module$/);
+    assert.ok(rowTokens(r, target) < 800 + 100, `the call estimates ${rowTokens(r, target)}`);
+    assert.equal((r.body as { content: Array<{ arguments?: { content?: string } }> }).content[1]!.arguments!.content, file, 'the row keeps everything');
+    assert.deepEqual(rowInputs(r, target), rowInputs(structuredClone(r), target), 'same row, same bytes');
+  });
+
+  test('arguments and text under the cap, and an uncapped target, are untouched', () => {
+    const r = call({ path: 'a.ts', content: 'x'.repeat(2000) }, 'y'.repeat(5000));
+    assert.deepEqual(rowInputs(r, plainTarget('s'))[0]!.content, (r.body as { content: unknown[] }).content);
+    const small = call({ path: 'a.ts' });
+    assert.deepEqual(rowInputs(small, capped(800))[0]!.content, (small.body as { content: unknown[] }).content);
+  });
+
+  test("a long assistant text is capped like a tool output; reasoning is never touched", () => {
+    const thinking = 'z'.repeat(20_000);
+    const r = row({ kind: 'assistant', content: [{ type: 'reasoning', provider: 'anthropic', text: thinking, encrypted: 'sig' }, { type: 'text', text: 'w'.repeat(20_000) }] });
+    const [input] = rowInputs(r, { ...capped(500), provider: 'anthropic' });
+    const parts = input!.content;
+    assert.ok(parts[0]!.type === 'reasoning' && parts[0]!.text === thinking);
+    assert.ok(parts[1]!.type === 'text' && parts[1]!.text.length < 2100 && parts[1]!.text.includes('characters omitted'));
+  });
+});
+
 describe('every call answered', () => {
   test('a call with no result gets a synthetic error result before the next user input', () => {
     const out = forModel([userRow('go'), callRow('c1'), userRow('stop that')], plainTarget('s'));
