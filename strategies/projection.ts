@@ -300,6 +300,39 @@ export function rowTokens(row: StoredRow, target: ProjectionTarget): number {
   return inputsTokens(rowInputs(row, target), target.maxImageEdgePx);
 }
 
+/** Smallest share of the output cap a result of a turn with many calls is held to, in tokens. */
+const MIN_RESULT_SHARE = 128;
+
+/**
+ * The target a result of a turn with `calls` tool calls is projected for: the turn's results
+ * share the output cap, so one exchange (a turn with its results, the smallest piece a cut can
+ * keep) is bounded however many calls ran in parallel. Depends only on the call row, which
+ * never changes, so the bytes stay stable.
+ */
+function resultTarget(target: ProjectionTarget, calls: number): ProjectionTarget {
+  const cap = target.maxOutputTokens;
+  if (cap === null || calls <= 1) return target;
+  return { ...target, maxOutputTokens: Math.max(Math.min(cap, MIN_RESULT_SHARE), Math.floor(cap / calls)) };
+}
+
+/**
+ * Per-row estimates for rows in transcript order, agreeing with what `forModel` emits for them
+ * (a result is sized with its turn's share of the output cap). Rows it was not built over are
+ * sized on their own.
+ */
+export function tokenCounter(rows: readonly StoredRow[], target: ProjectionTarget): (row: StoredRow) => number {
+  const sizes = new Map<StoredRow, number>();
+  let calls = 0;
+  for (const row of rows) {
+    const b = row.body;
+    if (b.kind === 'assistant') calls = b.content.filter((p) => p.type === 'tool_call').length;
+    else if (b.kind === 'user') calls = 0;
+    const t = b.kind === 'tool_result' && b.orphan !== true ? resultTarget(target, calls) : target;
+    sizes.set(row, rowTokens(row, t));
+  }
+  return (row) => sizes.get(row) ?? rowTokens(row, target);
+}
+
 /**
  * Projects rows in order, so that every call in the request is answered and every result
  * follows its call.
@@ -316,7 +349,7 @@ export function rowTokens(row: StoredRow, target: ProjectionTarget): number {
  */
 export function forModel(rows: readonly StoredRow[], target: ProjectionTarget): PlainInput[] {
   const out: PlainInput[] = [];
-  let turn: { open: string[]; anchor: number; lastTool: PlainInput | undefined } | undefined;
+  let turn: { open: string[]; calls: number; anchor: number; lastTool: PlainInput | undefined } | undefined;
   const emit = (input: PlainInput): PlainInput => {
     const last = out[out.length - 1];
     if (last !== undefined && last.role === 'tool' && input.role === 'tool') {
@@ -345,7 +378,7 @@ export function forModel(rows: readonly StoredRow[], target: ProjectionTarget): 
         continue;
       }
       turn.open.splice(at, 1);
-      for (const input of rowInputs(row, target)) {
+      for (const input of rowInputs(row, resultTarget(target, turn.calls))) {
         const holder = emit(input);
         if (input.role === 'tool') turn.lastTool = holder;
       }
@@ -354,7 +387,7 @@ export function forModel(rows: readonly StoredRow[], target: ProjectionTarget): 
     for (const input of rowInputs(row, target)) emit(input);
     if (body.kind === 'assistant') {
       const calls = body.content.flatMap((p) => (p.type === 'tool_call' ? [p.id] : []));
-      turn = { open: calls, anchor: out.length, lastTool: undefined };
+      turn = { open: calls, calls: calls.length, anchor: out.length, lastTool: undefined };
     }
   }
   closeTurn();

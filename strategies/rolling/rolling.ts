@@ -15,7 +15,7 @@ import { summaryPrompt, SUMMARIZER_SYSTEM } from '../harness/summarizer-prompt.t
 import { summaryText } from '../harness/summary-text.ts';
 import { chunkUnits, groupUnits, opensExchange, opensUnit } from '../harness/units.ts';
 import { isDue, roomUnderTrigger, tailBudget } from '../harness/window.ts';
-import { forModel, rowTokens } from '../projection.ts';
+import { forModel, tokenCounter } from '../projection.ts';
 import { locateItemCut, resolveState } from './state.ts';
 
 /** User messages quoted in the recap, and characters kept of each. */
@@ -133,7 +133,7 @@ interface Eviction {
 function selectEviction(input: StrategyInput, forced: boolean): Eviction {
   const resolved = resolveState(input);
   const rows = tailRows(input, resolved.located);
-  const tokens = (r: StoredRow) => rowTokens(r, input.target);
+  const tokens = tokenCounter(rows, input.target);
   const historyTokens = rows.reduce((n, r) => n + tokens(r), 0);
   const basis = input.window.window ?? historyTokens;
   const cap = summaryCap(basis);
@@ -189,7 +189,7 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   // Fold the eviction in order, chunk by chunk, carrying the summary along. Chunks break
   // between units or exchanges, never inside an exchange. A local summarizer never waits on
   // I/O, so each chunk gives the event loop a turn.
-  const groups = groupUnits(cut.evicted, (r) => opensUnit(r) || opensExchange(r), (r) => rowTokens(r, input.target));
+  const groups = groupUnits(cut.evicted, (r) => opensUnit(r) || opensExchange(r), tokenCounter(cut.evicted, input.target));
   for (const chunk of chunkUnits(groups, chunkCap(basis))) {
     await yieldToEventLoop();
     const prompt = summaryPrompt({

@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import type { OutPart, PlainInput } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { inputsTokens, textTokens } from '../../strategies/estimate.ts';
-import { forModel, inlineImages, plainTarget, rowInputs, rowTokens, type ProjectionTarget } from '../../strategies/projection.ts';
+import { forModel, inlineImages, plainTarget, tokenCounter, rowInputs, rowTokens, type ProjectionTarget } from '../../strategies/projection.ts';
 
 let seq = 0;
 function row(body: StoredRow['body'], row_class: StoredRow['row_class'] = 'other'): StoredRow {
@@ -158,6 +158,26 @@ describe('capped outputs', () => {
     assert.ok(rowTokens(r, target) < 1100, `capped row estimates ${rowTokens(r, target)}`);
     assert.ok(rowTokens(r, plainTarget('sess-1')) > 30_000);
     assert.equal(rowTokens(call, target) + rowTokens(r, target), inputsTokens(forModel([call, r], target)));
+  });
+});
+
+describe('results of one turn share the output cap', () => {
+  test('a turn with four parallel calls sends each result within a quarter of the cap, and the counter agrees', () => {
+    const call = row({ kind: 'assistant', content: ['a', 'b', 'c', 'd'].map((id) => ({ type: 'tool_call' as const, id, name: 'grep', arguments: { q: id } })) });
+    const results = ['a', 'b', 'c', 'd'].map((id) => resultRow(id, [text(lines(3000))]));
+    const rows = [call, ...results];
+    const target = capped(1000);
+    const out = forModel(rows, target);
+    const tool = out.find((i) => i.role === 'tool')!;
+    const resultTokens = inputsTokens([tool]);
+    assert.ok(resultTokens <= 1000 + 100, `the turn's results together estimate ${resultTokens}`);
+    const count = tokenCounter(rows, target);
+    // Sizing sees what the request carries; each merged result adds only its own input overhead.
+    const counted = rows.reduce((n, r) => n + count(r), 0);
+    assert.ok(counted >= inputsTokens(out) && counted <= inputsTokens(out) + 3 * 12, `${counted} vs ${inputsTokens(out)}`);
+    // A single call keeps the whole cap.
+    const one = forModel([callRow('a'), resultRow('a', [text(lines(3000))])], target);
+    assert.ok(inputsTokens([one.find((i) => i.role === 'tool')!]) > 900);
   });
 });
 
