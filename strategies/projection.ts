@@ -4,7 +4,7 @@
 import type { OutPart, PlainInput } from '../protocol/prepared.ts';
 import type { ImagePart, StoredRow, TextPart } from '../protocol/rows.ts';
 import { ELIDED_IMAGE_TEXT, imageMarker } from '../storage/row-text.ts';
-import { inputsTokens, textTokens } from './estimate.ts';
+import { inputsTokens, partTokens, textTokens } from './estimate.ts';
 
 /**
  * Where a prepared request goes, as far as projection and the strategies need to know. Built
@@ -183,6 +183,22 @@ function cappedContent(content: ReadonlyArray<TextPart | ImagePart>, seq: number
 }
 
 /**
+ * The largest per-item share `c` with sum(min(size, c)) within `cap` (water-filling: what a
+ * small item does not use goes to the larger ones), or null when everything fits as it is.
+ */
+function fairShare(sizes: readonly number[], cap: number | null): number | null {
+  if (cap === null || sizes.reduce((n, x) => n + x, 0) <= cap) return null;
+  const sorted = [...sizes].sort((a, b) => a - b);
+  let budget = cap;
+  for (let i = 0; i < sorted.length; i++) {
+    const even = Math.floor(budget / (sorted.length - i));
+    if (sorted[i]! > even) return even;
+    budget -= sorted[i]!;
+  }
+  return cap;
+}
+
+/**
  * A tool call's arguments with their long strings capped, so a call that wrote a large file
  * does not carry the file into every later request (the row keeps the real arguments). When
  * the arguments estimate above the cap, every string leaf gets an equal share of it — shares a
@@ -199,19 +215,7 @@ function cappedArguments(args: Record<string, unknown>, seq: number, target: Pro
     else if (typeof v === 'object' && v !== null) Object.values(v).forEach(walk);
   };
   walk(args);
-  // Water-filling: the largest share `c` with sum(min(size, c)) within the cap.
-  sizes.sort((a, b) => a - b);
-  let budget = cap;
-  let share = 0;
-  for (let i = 0; i < sizes.length; i++) {
-    const even = Math.floor(budget / (sizes.length - i));
-    if (sizes[i]! > even) {
-      share = even;
-      break;
-    }
-    budget -= sizes[i]!;
-    share = sizes[i]!;
-  }
+  const share = fairShare(sizes, cap) ?? cap;
   const shrink = (v: unknown): unknown => {
     if (typeof v === 'string') return textTokens(JSON.stringify(v)) > share ? capText(v, share, target.session, seq) : v;
     if (Array.isArray(v)) return v.map(shrink);
@@ -245,23 +249,30 @@ export function rowInputs(row: StoredRow, target: ProjectionTarget): PlainInput[
       return [{ role: 'user', content }];
     }
     case 'assistant': {
-      const content: OutPart[] = [];
+      // Everything the turn wrote that is only history — its text, its calls' arguments, and
+      // reasoning text going where its signature cannot — shares the row's output cap. Reasoning
+      // sent with its signature goes back exactly as written.
+      const parts: OutPart[] = [];
       for (const p of body.content) {
-        if (p.type === 'tool_call') {
-          content.push({ ...p, arguments: cappedArguments(p.arguments, row.seq, target) });
+        if (p.type !== 'reasoning') {
+          parts.push(p);
           continue;
         }
-        if (p.type === 'text') {
-          content.push(target.maxOutputTokens === null ? p : { type: 'text', text: capText(p.text, target.maxOutputTokens, target.session, row.seq) });
-          continue;
-        }
-        // Reasoning is never capped: a signed thinking block must go back exactly as written.
         // Opaque reasoning only goes back where its writer can read it; readable text goes anywhere.
         const provider = p.provider ?? body.provider;
         const text = p.text !== undefined && p.text.length > 0 ? p.text : undefined;
-        if (p.encrypted !== undefined && encryptedGoesTo(provider, body.model, target)) content.push({ type: 'reasoning', text, encrypted: p.encrypted, provider });
-        else if (text !== undefined) content.push({ type: 'reasoning', text });
+        if (p.encrypted !== undefined && encryptedGoesTo(provider, body.model, target)) parts.push({ type: 'reasoning', text, encrypted: p.encrypted, provider });
+        else if (text !== undefined) parts.push({ type: 'reasoning', text });
       }
+      const cappable = (p: OutPart): boolean => p.type === 'text' || p.type === 'tool_call' || (p.type === 'reasoning' && p.encrypted === undefined);
+      const share = fairShare(parts.filter(cappable).map((p) => partTokens(p)), target.maxOutputTokens);
+      const content = share === null ? parts : parts.map((p): OutPart => {
+        if (!cappable(p) || partTokens(p) <= share) return p;
+        const part = { ...target, maxOutputTokens: share };
+        if (p.type === 'tool_call') return { ...p, arguments: cappedArguments(p.arguments, row.seq, part) };
+        if (p.type === 'text') return { type: 'text', text: capText(p.text, share, target.session, row.seq) };
+        return p.type === 'reasoning' ? { type: 'reasoning', text: capText(p.text ?? '', share, target.session, row.seq) } : p;
+      });
       return content.length === 0 ? [] : [{ role: 'assistant', content }];
     }
     case 'tool_result': {

@@ -211,6 +211,25 @@ describe('capped tool-call arguments and assistant text', () => {
     assert.deepEqual(rowInputs(small, capped(800))[0]!.content, (small.body as { content: unknown[] }).content);
   });
 
+  test("an assistant row's text, calls and unsigned reasoning share one cap; signed reasoning is exact", () => {
+    const big = 'q'.repeat(20_000);
+    const r = row({
+      kind: 'assistant',
+      content: [
+        { type: 'reasoning', provider: 'anthropic', text: big, encrypted: 'sig' },
+        { type: 'text', text: big },
+        { type: 'tool_call', id: 'w1', name: 'write_file', arguments: { path: 'a.ts', content: big } },
+      ],
+    });
+    const own = rowInputs(r, { ...capped(900), provider: 'anthropic' })[0]!;
+    assert.ok(own.content[0]!.type === 'reasoning' && own.content[0]!.text === big, 'signed reasoning goes back exactly');
+    const rest = inputsTokens([{ role: 'assistant', content: own.content.slice(1) }]);
+    assert.ok(rest <= 900 + 40, `text and call together estimate ${rest}`);
+    // For another provider the signature is dropped, and the readable text becomes history to cap.
+    const other = rowInputs(r, { ...capped(900), provider: 'openai' })[0]!;
+    assert.ok(inputsTokens([other]) <= 900 + 60, `the whole row estimates ${inputsTokens([other])}`);
+  });
+
   test("a long assistant text is capped like a tool output; reasoning is never touched", () => {
     const thinking = 'z'.repeat(20_000);
     const r = row({ kind: 'assistant', content: [{ type: 'reasoning', provider: 'anthropic', text: thinking, encrypted: 'sig' }, { type: 'text', text: 'w'.repeat(20_000) }] });
