@@ -96,6 +96,12 @@ export function roomUnderTrigger(info: WindowInfo, fixed: number): number | null
   return Math.floor((info.window * info.triggerPercent) / 100 / info.ratio) - fixed;
 }
 
+/** Estimated tokens left under the whole window once `fixed` tokens are paid; null when unknown. */
+export function roomUnderWindow(info: WindowInfo, fixed: number): number | null {
+  if (info.window === null) return null;
+  return Math.floor(info.window / info.ratio) - fixed;
+}
+
 /**
  * The output cap every projection applies: the configured size, else a tenth of the window,
  * else none. Uses the raw window, not the ratio, so the bytes of a capped row never change

@@ -14,7 +14,7 @@ import { cacheSlot } from '../harness/kernel-cache.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from '../harness/summarizer-prompt.ts';
 import { summaryText } from '../harness/summary-text.ts';
 import { chunkUnits, groupUnits, opensExchange, opensUnit } from '../harness/units.ts';
-import { isDue, roomUnderTrigger, tailBudget } from '../harness/window.ts';
+import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
 import { forModel, tokenCounter } from '../projection.ts';
 import { locateItemCut, resolveState } from './state.ts';
 
@@ -25,9 +25,12 @@ export const RECAP_CHARS = 400;
 export const SUMMARY_HEADER = 'Summary of the earlier part of this conversation, which no longer fits the context window:';
 export const RECAP_HEADER = 'The most recent of those earlier user messages, quoted:';
 
+/** The shortest summary a compaction asks for, in tokens. */
+export const MIN_SUMMARY_TOKENS = 128;
+
 /** Summary output cap in tokens: a tenth of the window, within [128, 2048]. */
 export function summaryCap(window: number): number {
-  return Math.min(2048, Math.max(128, Math.floor(window / 10)));
+  return Math.min(2048, Math.max(MIN_SUMMARY_TOKENS, Math.floor(window / 10)));
 }
 
 /** Largest eviction chunk per summarizer call, in estimated tokens. */
@@ -48,8 +51,11 @@ type Recap = { input: PlainInput; seqs: number[]; tokens: number } | undefined;
 
 const RECAP = cacheSlot<{ key: string; recap: Recap }>('rolling.recap');
 
-/** An upper bound on the recap's estimated tokens, for sizing a tail before the recap exists. */
-export const RECAP_BOUND = textTokens(RECAP_HEADER) + PER_INPUT_TOKENS + RECAP_MESSAGES * (RECAP_CHARS + 8);
+/**
+ * The recap's estimated tokens when its quotes are plain ASCII, for sizing a tail before the
+ * cut (and so the recap) is known; the window check after planning uses the real recap.
+ */
+export const RECAP_TYPICAL = textTokens(RECAP_HEADER) + PER_INPUT_TOKENS + RECAP_MESSAGES * (Math.ceil(RECAP_CHARS / 4) + 8);
 
 /**
  * The recap quotes the last user messages before the cut's opener, so it changes only with the
@@ -137,7 +143,7 @@ function selectEviction(input: StrategyInput, forced: boolean): Eviction {
   const historyTokens = rows.reduce((n, r) => n + tokens(r), 0);
   const basis = input.window.window ?? historyTokens;
   const cap = summaryCap(basis);
-  const fixed = input.pinnedTokens + cap + PER_INPUT_TOKENS + textTokens(SUMMARY_HEADER) + RECAP_BOUND;
+  const fixed = input.pinnedTokens + cap + PER_INPUT_TOKENS + textTokens(SUMMARY_HEADER) + RECAP_TYPICAL;
   const room = roomUnderTrigger(input.window, fixed);
   let budget = tailBudget(input.window, historyTokens, forced);
   if (room !== null) budget = Math.min(budget, Math.max(0, Math.floor(room / 2)));
@@ -146,7 +152,12 @@ function selectEviction(input: StrategyInput, forced: boolean): Eviction {
     budget,
     settles: (tail) => input.window.window === null || !isDue(fixed + tail, input.window),
   });
-  return { located: resolved.located, previous: resolved.state, plan, cap, basis };
+  // A newest exchange too large to leave the summary its usual cap under the whole window (a
+  // long signed thinking block, say) gets a shorter summary instead, down to the minimum.
+  const recap = plan === undefined ? undefined : recapInput(input, plan.hints.openerSeq);
+  const left = plan === undefined ? null : roomUnderWindow(input.window, input.pinnedTokens + PER_INPUT_TOKENS + textTokens(SUMMARY_HEADER) + (recap?.tokens ?? 0) + plan.tailTokens);
+  const fitted = left === null ? cap : Math.max(MIN_SUMMARY_TOKENS, Math.min(cap, left));
+  return { located: resolved.located, previous: resolved.state, plan, cap: fitted, basis };
 }
 
 function plan(input: StrategyInput, projection: Projection, forced: boolean): CompactPlan {

@@ -190,6 +190,26 @@ describe('tail sizing', () => {
   });
 });
 
+describe('a newest exchange the provider needs whole', () => {
+  test('a long signed thinking block in the newest exchange gets a shorter summary, so the request still fits', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 30);
+    const thinking = 'weighing the options for the parser rewrite; '.repeat(360); // ~4,000 tokens, signed
+    await appendRows(db, 's', [
+      user('now rewrite the parser'),
+      { kind: 'assistant', provider: 'anthropic', content: [{ type: 'reasoning', provider: 'anthropic', text: thinking, encrypted: 'sig-1' }, { type: 'tool_call', id: 'p1', name: 'read_file', arguments: { path: 'src/parser.ts' } }] },
+      toolResult('p1', 'export function parse() {}'),
+    ]);
+    const summarizer = new RecordingSummarizer();
+    const window = 4700; // its usual summary cap is a tenth: 470 tokens
+    const out = await prepareRequest(setupFor({ window, summarizer }), { ...argsFor(db, 's'), provider: 'anthropic' });
+    assert.equal(out.compacted, true, out.observation.failure ?? '');
+    assert.ok(JSON.stringify(out.inputs).includes('sig-1'), 'the signed block goes back whole');
+    assert.ok(out.observation.estimated_input_tokens <= window, `fits: ${out.observation.estimated_input_tokens}`);
+    assert.ok(summarizer.calls.every((c) => c.maxOutputTokens < 470), `the summary was asked shorter than its usual 470: ${summarizer.calls.map((c) => c.maxOutputTokens).join(',')}`);
+  });
+});
+
 async function sessionWithTurnsInto(db: Db, turns: number): Promise<void> {
   for (let i = 0; i < turns; i++) await appendRows(db, 's', turn(i));
 }
