@@ -151,9 +151,13 @@ function observe(
     failure: extra.failure,
     auto_failures: failures,
     latched: failures >= LATCH_LIMIT,
-    notes: [...f.problems, ...p.notes, ...extra.notes],
+    notes: [...f.problems, ...p.notes, ...extra.notes, ...(overWindow(p.estimate, f.input.window) ? [overWindowNote(p, f.input)] : [])],
     config_errors: setup.configErrors,
   };
+}
+
+function overWindowNote(p: Projection, input: StrategyInput): string {
+  return `the request (~${calibrated(p.estimate, input.window)} tokens as the provider counts them) is larger than the ${input.window.window ?? 0}-token window: what is left cannot be cut without splitting the newest exchange`;
 }
 
 function describe(err: unknown): string {

@@ -187,8 +187,9 @@ describe('rolling', () => {
     assert.equal(out.compacted, true);
     assert.equal(out.observation.due, true);
     assert.equal(summarizer.calls.length, 1);
-    // The oversized unit is whole at the end of the request.
+    // The oversized unit is whole at the end of the request, and /context says it does not fit.
     assert.match(texts(out.inputs).at(-1)!, /^huge x+$/);
+    assert.ok(out.observation.notes.some((n) => /larger than the 8000-token window/.test(n)), JSON.stringify(out.observation.notes));
   });
 
   test('nothing to evict is said plainly, never reported as a compaction, and does not latch', async (t) => {
