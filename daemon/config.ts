@@ -11,53 +11,7 @@ import { loadCatalog, ModelsFile, type Catalog } from '../strategies/catalog/mod
 import type { Registry } from '../strategies/extensions/catalog.ts';
 import { SummarizerConfig } from '../strategies/summarizer/types.ts';
 import { resolve, validateSelection } from '../strategies/extensions/selection.ts';
-
-const Percent = z.number().int().min(1).max(100);
-/** Tokens; optional everywhere: without it the catalog's window for the current model is used. */
-const WindowTokens = z.number().int().positive().optional();
-
-const MaxToolOutput = z.number().int().min(64).optional();
-
-const tailBelowTrigger = (s: { triggerPercent: number; tailPercent: number }) => s.tailPercent < s.triggerPercent;
-const tailBelowTriggerIssue = { message: 'tailPercent must be below triggerPercent', path: ['tailPercent'] };
-
-/** Shared by `rolling` and `lcm`: percentages are of the context window (tokens). */
-const WindowSection = z
-  .strictObject({
-    contextWindowTokens: WindowTokens,
-    /** Compact when the estimated request reaches this share of the window. */
-    triggerPercent: Percent.default(80),
-    /** Share of the window the verbatim tail keeps. */
-    tailPercent: Percent.default(25),
-    /** Tokens; a larger tool output goes into requests as head and tail (default: 10% of the window). */
-    maxToolOutputTokens: MaxToolOutput,
-  })
-  .refine(tailBelowTrigger, tailBelowTriggerIssue);
-
-const SnapcompactSection = z
-  .strictObject({
-    contextWindowTokens: WindowTokens,
-    triggerPercent: Percent.default(80),
-    tailPercent: Percent.default(10),
-    maxToolOutputTokens: MaxToolOutput,
-    /** Share of the window the frame archive may take, at the cost of one full frame each. */
-    archivePercent: Percent.default(20),
-    /** Frames; replaces the provider image caps when set. */
-    maxFrames: z.number().int().positive().optional(),
-    /** Left over from when snapcompact had its own switch; accepted and dropped. */
-    enabled: z.unknown().optional(),
-  })
-  .refine(tailBelowTrigger, tailBelowTriggerIssue)
-  .refine((s) => s.tailPercent + s.archivePercent < s.triggerPercent, {
-    message: 'tailPercent + archivePercent must be below triggerPercent',
-    path: ['archivePercent'],
-  })
-  .transform(({ enabled: _legacy, ...rest }) => rest);
-
-const NotesSection = z.strictObject({
-  /** Tokens the notes may use. */
-  budgetTokens: z.number().int().positive().default(2000),
-});
+import { EXTENSION_SETTINGS } from '../strategies/index.ts';
 
 const SelectionSection = z.strictObject({
   enable: z.array(z.string().min(1)).default([]),
@@ -72,12 +26,16 @@ const SelectionSection = z.strictObject({
  */
 export const ExtensionsFile = z.strictObject({
   extensions: SelectionSection.prefault({}),
-  rolling: WindowSection.prefault({}),
-  lcm: WindowSection.prefault({}),
-  snapcompact: SnapcompactSection.prefault({}),
-  notes: NotesSection.prefault({}),
+  ...extensionSections(),
   summarizer: SummarizerConfig.optional(),
 });
+
+/** One section per registered extension (strategies/index.ts), each defaulted when absent. */
+function extensionSections(): { [K in keyof typeof EXTENSION_SETTINGS]: z.ZodPrefault<(typeof EXTENSION_SETTINGS)[K]> } {
+  const out: Record<string, z.ZodType> = {};
+  for (const [name, schema] of Object.entries(EXTENSION_SETTINGS) as Array<[string, z.ZodType]>) out[name] = schema.prefault({});
+  return out as { [K in keyof typeof EXTENSION_SETTINGS]: z.ZodPrefault<(typeof EXTENSION_SETTINGS)[K]> };
+}
 export type ExtensionsFileParsed = z.output<typeof ExtensionsFile>;
 
 export type ParseOutcome<T> = { ok: true; value: T } | { ok: false; message: string; issues?: z.core.$ZodIssue[] };

@@ -8,7 +8,9 @@ import { BUILTIN_REGISTRY, type Registry } from '../strategies/extensions/catalo
 import { applySelection, globalChoices, resolve, type Choice, type Resolution, type SelectionChange } from '../strategies/extensions/selection.ts';
 import { enabledMemoryTools, toolSpec } from '../strategies/extensions/tools.ts';
 import type { WindowSettings } from '../strategies/harness/window.ts';
-import { STRATEGIES } from '../strategies/index.ts';
+import type { Strategy } from '../strategies/contract.ts';
+import { foldPluginsFor } from '../strategies/harness/prior.ts';
+import { FOLD_PLUGINS, LAYERS, STRATEGIES } from '../strategies/index.ts';
 import type { EngineSetup } from '../strategies/prepare.ts';
 import { createSummarizer } from '../strategies/summarizer/index.ts';
 import { SummarizerConfig } from '../strategies/summarizer/types.ts';
@@ -42,11 +44,14 @@ export function chooseStrategy(db: Db, config: ConfigSnapshot, sid: number, stra
   return selectForSession(db, config, sid, { enable: [strategy] });
 }
 
-function settingsFor(config: ConfigSnapshot, strategy: string | null): WindowSettings {
-  const ext = config.extensions;
-  if (strategy === 'lcm') return ext.lcm;
-  if (strategy === 'snapcompact') return ext.snapcompact;
-  return ext.rolling;
+/**
+ * The strategy's section of extensions.json, already parsed by the schema it registered (every
+ * strategy's settings carry the window fields). Without a strategy, rolling's window applies to
+ * the uncompacted requests' trigger.
+ */
+function settingsFor(config: ConfigSnapshot, strategy: Strategy | null): WindowSettings {
+  const sections: Readonly<Record<string, unknown>> = config.extensions;
+  return (strategy === null ? config.extensions.rolling : sections[strategy.name]) as WindowSettings;
 }
 
 function extensionContext(resolution: Resolution): string {
@@ -96,12 +101,14 @@ export function engineSetup(args: {
   const summarizerConfig = args.config.extensions.summarizer ?? SummarizerConfig.parse({});
   return {
     strategy,
-    settings: settingsFor(args.config, resolution.strategy),
+    settings: settingsFor(args.config, strategy),
     modelId: args.modelId,
     model: args.modelId === null ? undefined : args.config.models.lookup(args.modelId),
     extensionContext: extensionContext(resolution),
     extensionTools: enabledMemoryTools(resolution.enabled).map(toolSpec),
     summarizer: createSummarizer(summarizerConfig, { env: args.env ?? process.env, clientCall }),
     configErrors: args.configErrors,
+    layers: resolution.enabled.flatMap((name) => LAYERS[name] ?? []),
+    folds: foldPluginsFor(resolution.enabled, FOLD_PLUGINS, resolution.strategy),
   };
 }

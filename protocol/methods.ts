@@ -2,7 +2,7 @@
 // is written down. The daemon parses params with these; the typed client derives its types
 // from them. Methods added by later features join this table.
 import { z } from 'zod';
-import { Observation, PlainInput, ToolSpec } from './prepared.ts';
+import { CompactPlan, Observation, PlainInput, ToolSpec } from './prepared.ts';
 import { JsonObject, RowIn, StoredRow } from './rows.ts';
 
 /** Protocol version spoken by this build; `initialize` refuses others. */
@@ -258,16 +258,7 @@ export const methods = {
       /** Why nothing was compacted, when nothing was. */
       reason: z.string().nullable(),
       /** For dry runs: what would be evicted and the estimated result. */
-      plan: z
-        .object({
-          evict_rows: z.number().int().nonnegative(),
-          evict_from_seq: z.number().int().nullable(),
-          evict_to_seq: z.number().int().nullable(),
-          tail_rows: z.number().int().nonnegative(),
-          estimated_tokens_before: z.number().int().nonnegative(),
-          estimated_tokens_after: z.number().int().nonnegative(),
-        })
-        .nullable(),
+      plan: CompactPlan.nullable(),
       observation: Observation,
     }),
   },

@@ -77,6 +77,19 @@ export const CompactionRecord = z.object({
 });
 export type CompactionRecord = z.infer<typeof CompactionRecord>;
 
+/** What a compaction would do now (the dry run of `/compact`), computed without a model call or a write. */
+export const CompactPlan = z.object({
+  /** Rows that would leave the verbatim tail, and their seq range. */
+  evict_rows: z.number().int().nonnegative(),
+  evict_from_seq: z.number().int().nullable(),
+  evict_to_seq: z.number().int().nullable(),
+  tail_rows: z.number().int().nonnegative(),
+  /** Estimated request size now, and after (the new summary taken at its output cap). */
+  estimated_tokens_before: z.number().int().nonnegative(),
+  estimated_tokens_after: z.number().int().nonnegative(),
+});
+export type CompactPlan = z.infer<typeof CompactPlan>;
+
 export const Observation = z.object({
   session: z.string(),
   /** The strategy that prepared the request; null on a host with none installed. */

@@ -1,24 +1,32 @@
-// The contract every compaction strategy implements, and what the engine hands it. A strategy
-// is two functions over data: `project` reads saved state and history and returns a request
-// (never writing, never calling a model); `compact` writes new saved state after a summary.
-import type { PlainInput, Section } from '../protocol/prepared.ts';
+// The contract of the compaction engine: what a strategy, a layer and a fold plugin implement,
+// and what the engine hands them. A strategy is two functions over data — `project` reads
+// saved state and history and returns a request (never writing, never calling a model);
+// `compact` writes new saved state after a summary — plus optional hooks. docs/compaction.md
+// walks through a strategy and a layer built on it.
+import type { z } from 'zod';
+import type { CompactPlan, PlainInput, Section } from '../protocol/prepared.ts';
+import type { StoredRow } from '../protocol/rows.ts';
 import type { Db } from '../storage/db.ts';
-import type { Summarizer } from './summarizer/types.ts';
-import type { WindowInfo } from './harness/window.ts';
-import type { ProjectionTarget } from './projection.ts';
 import type { KernelCache } from './harness/kernel-cache.ts';
+import type { WindowInfo, WindowSettings } from './harness/window.ts';
+import type { ProjectionTarget } from './projection.ts';
+import type { Summarizer } from './summarizer/types.ts';
 
-/** What every strategy call knows about the request being prepared. */
+/** What every strategy, layer and fold plugin call knows about the request being prepared. */
 export interface StrategyInput {
   db: Db;
   session: { sid: number; name: string };
   /** The append boundary this preparation reads up to (inclusive seq). */
   head: number;
+  /** The window, trigger, tail and token ratio this request is judged by. */
   window: WindowInfo;
   /** Estimated tokens of the system prompt and tool schemas. */
   pinnedTokens: number;
+  /** Where the request goes: provider, model, image limits, output cap. */
   target: ProjectionTarget;
-  /** Per-kernel memory for derived positions; never the source of truth. */
+  /** The enabled fold plugins the active strategy reads through `prior` (harness/prior.ts). */
+  folds: readonly FoldPlugin[];
+  /** Per-kernel memory for derived values; never the source of truth. */
   cache: KernelCache;
 }
 
@@ -29,7 +37,7 @@ export interface Projection {
   sections: Section[];
   /** Estimated tokens of the whole request, pinned prompt included. */
   estimate: number;
-  /** The estimate reached the trigger of a known window. */
+  /** The request reached the trigger of a known window (as the provider counts it). */
   due: boolean;
   /** Things /context should say (e.g. saved state ignored because history changed). */
   notes: string[];
@@ -55,32 +63,82 @@ export interface CompactOutcome {
   evictedRows: number;
 }
 
-/** What a compaction would do now, computed without a model call or a write. */
-export interface CompactPlan {
-  /** Rows that would leave the verbatim tail, and their seq range. */
-  evictRows: number;
-  evictFromSeq: number | null;
-  evictToSeq: number | null;
-  tailRows: number;
-  /** Estimated request size now, and after (the new summary taken at its output cap). */
-  estimateBefore: number;
-  estimateAfter: number;
-  /** Why nothing would be evicted, when nothing would. */
+/** A dry run: what a compaction would do now, and why it would do nothing when it would not. */
+export interface DryRun {
+  plan: CompactPlan;
   reason: string | null;
 }
 
 export interface Strategy {
   readonly name: string;
+  /** Its section of extensions.json; every strategy's settings carry the window fields. */
+  readonly settings: z.ZodType<WindowSettings>;
   project(input: StrategyInput): Projection;
-  /** The dry run of `compact`: reads only. */
-  plan(input: StrategyInput, projection: Projection, forced: boolean): CompactPlan;
-  /** Runs only when the projection is due or the caller forces it. */
+  /** Runs only when the projection is due or the caller forces it; writes only on success. */
   compact(input: StrategyInput, projection: Projection, opts: CompactOptions): Promise<CompactOutcome>;
+  /** The dry run of `compact`, derived from the same choice; reads only. Absent: no dry run. */
+  plan?(input: StrategyInput, projection: Projection, forced: boolean): DryRun;
   /**
-   * Optional one-time upkeep when a kernel adopts the session (e.g. rewriting an old state
-   * format). May write; never called from project.
+   * Work too long for one event-loop slice (decoding a long history, verifying a cut), done
+   * with yields before `project` so that `project` finds it cached. Reads only.
+   */
+  warm?(input: StrategyInput): Promise<void>;
+  /**
+   * One-time upkeep when a kernel adopts the session (e.g. rewriting an old state format).
+   * May write; never called from project or from read-only calls such as /context.
    */
   adopt?(input: StrategyInput): void;
+  /**
+   * Called inside the fork transaction for every strategy of the build: copy what of this
+   * strategy's saved state the branch may keep, with `seqs` mapping parent seq -> branch seq.
+   */
+  fork?(db: Db, from: { sid: number }, to: { sid: number }, seqs: ReadonlyMap<number, number>): void;
+}
+
+/** What a layer adds in front of the strategy's history, and what /context should say. */
+export interface LayerView {
+  inputs: PlainInput[];
+  sections: Section[];
+  notes: string[];
+}
+
+/**
+ * A layer runs over whichever strategy is active (notes is the first). Its `compact` runs on
+ * the request a compaction just produced — `before` is what that compaction started from — and
+ * its `project` on every other request. A layer that throws never fails the turn: the engine
+ * reports it in the observation and sends the strategy's request without the layer's part.
+ */
+export interface Layer {
+  readonly name: string;
+  project(input: StrategyInput, request: Projection): LayerView;
+  compact(input: StrategyInput, before: Projection, after: Projection, opts: CompactOptions): Promise<LayerView>;
+}
+
+/** A stored fold another extension kept: text standing for a range of source rows. */
+export interface Fold {
+  /** The extension that stored it. */
+  source: string;
+  text: string;
+  /** The source rows it covers (inclusive seqs). */
+  firstSeq: number;
+  lastSeq: number;
+}
+
+/** History with the folds other extensions stored in front: `rest` is what they do not cover. */
+export interface Prior {
+  folds: Fold[];
+  rest: readonly StoredRow[];
+}
+
+/**
+ * Registered by a memory extension that stores folds (lcm-memory, snapcompact-memory), so that
+ * another strategy reads them without importing their owner. `owner` is the strategy whose
+ * saved state the plugin reads; that strategy reads its own state and skips the plugin.
+ */
+export interface FoldPlugin {
+  readonly name: string;
+  readonly owner: string;
+  prior(input: StrategyInput, history: readonly StoredRow[]): Prior;
 }
 
 export function nothingCompacted(reason: string): CompactOutcome {

@@ -8,7 +8,7 @@ import type { Db } from '../storage/db.ts';
 import { autoFailures, lastCompaction, logCompaction, setAutoFailures } from '../storage/engine-log.ts';
 import { tokenRatio } from '../storage/token-ratios.ts';
 import type { ModelEntry } from './catalog/models.ts';
-import type { CompactOutcome, CompactPlan, Projection, Strategy, StrategyInput } from './contract.ts';
+import type { CompactOptions, CompactOutcome, DryRun, FoldPlugin, Layer, LayerView, Projection, Strategy, StrategyInput } from './contract.ts';
 import { inputsTokens, pinnedTokens, textTokens } from './estimate.ts';
 import { historyRows } from './harness/history-rows.ts';
 import { cacheSlot, type KernelCache } from './harness/kernel-cache.ts';
@@ -32,6 +32,12 @@ export interface EngineSetup {
   extensionTools: ToolSpec[];
   summarizer: Summarizer;
   configErrors: Array<{ file: string; message: string }>;
+  /** Enabled layers, in the order they run (notes first). */
+  layers: readonly Layer[];
+  /** Enabled fold plugins the strategy reads through `prior` (its own excluded). */
+  folds: readonly FoldPlugin[];
+  /** Told once of every layer that threw (the daemon logs it); the turn goes on without it. */
+  onLayerError?: (layer: string, err: unknown) => void;
 }
 
 export interface PrepareArgs {
@@ -99,6 +105,7 @@ function frame(setup: EngineSetup, args: PrepareArgs): Frame {
     window,
     pinnedTokens: pinned,
     target: targetOf(setup, args, toolOutputCap(setup.settings, window)),
+    folds: setup.folds,
     cache: args.cache,
   };
   const systemSection: Section = {
@@ -120,6 +127,56 @@ function uncompacted(input: StrategyInput): Projection {
 
 function project(setup: EngineSetup, input: StrategyInput): Projection {
   return setup.strategy === null ? uncompacted(input) : setup.strategy.project(input);
+}
+
+/**
+ * The strategy's request with each layer's part in front, in layer order. `views` holds what a
+ * layer's `compact` just produced; every other layer projects. A layer that throws is left out
+ * and said in the notes. The trigger is the strategy's: layers never make a request due.
+ */
+function layered(setup: EngineSetup, input: StrategyInput, p: Projection, views: ReadonlyMap<string, LayerView> = new Map()): Projection {
+  if (setup.layers.length === 0) return p;
+  const inputs: PlainInput[] = [];
+  const sections: Section[] = [];
+  const notes: string[] = [];
+  for (const layer of setup.layers) {
+    let view = views.get(layer.name);
+    if (view === undefined) {
+      try {
+        view = layer.project(input, p);
+      } catch (err) {
+        setup.onLayerError?.(layer.name, err);
+        notes.push(`layer ${layer.name} failed and was left out of this request: ${describe(err)}`);
+        continue;
+      }
+    }
+    inputs.push(...view.inputs);
+    sections.push(...view.sections);
+    notes.push(...view.notes);
+  }
+  return {
+    inputs: [...inputs, ...p.inputs],
+    sections: [...sections, ...p.sections],
+    estimate: p.estimate + inputsTokens(inputs, input.target.maxImageEdgePx),
+    due: p.due,
+    notes: [...p.notes, ...notes],
+  };
+}
+
+/** Each layer's `compact` on the request a compaction produced; a failure keeps its old view. */
+async function compactLayers(setup: EngineSetup, input: StrategyInput, before: Projection, after: Projection, opts: CompactOptions): Promise<{ views: Map<string, LayerView>; notes: string[] }> {
+  const views = new Map<string, LayerView>();
+  const notes: string[] = [];
+  for (const layer of setup.layers) {
+    try {
+      views.set(layer.name, await layer.compact(input, before, after, opts));
+    } catch (err) {
+      if (opts.signal?.aborted === true) throw err;
+      setup.onLayerError?.(layer.name, err);
+      notes.push(`layer ${layer.name} could not update after this compaction and keeps its previous state: ${describe(err)}`);
+    }
+  }
+  return { views, notes };
 }
 
 function observe(
@@ -217,6 +274,7 @@ function deferral(pace: Pace, p: Projection, input: StrategyInput): string | nul
 export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Promise<Prepared> {
   const now = args.now ?? Date.now;
   const f = frame(setup, args);
+  await setup.strategy?.warm?.(f.input);
   const first = project(setup, f.input);
   const sid = args.session.sid;
   const latched = autoFailures(args.db, sid) >= LATCH_LIMIT;
@@ -228,15 +286,17 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     observePace(pace, first.estimate, false);
     const failure = first.due && latched ? `automatic compaction is paused after ${LATCH_LIMIT} consecutive failures; run /compact to retry` : waits === null ? null : pace.reason;
     const notes = waits === null ? [] : [waits];
-    return { system: f.system, tools: f.tools, inputs: first.inputs, compacted: false, reason: null, observation: observe(setup, f, first, { compacted: false, failure, db: args.db, notes }) };
+    const sent = layered(setup, f.input, first);
+    return { system: f.system, tools: f.tools, inputs: sent.inputs, compacted: false, reason: null, observation: observe(setup, f, sent, { compacted: false, failure, db: args.db, notes }) };
   }
 
   if (args.force) setAutoFailures(args.db, sid, 0);
   const started = now();
   let outcome: CompactOutcome;
   let error: string | null = null;
+  const opts: CompactOptions = { forced: args.force, focus: args.focus, summarizer: setup.summarizer, signal: args.signal };
   try {
-    outcome = await strategy.compact(f.input, first, { forced: args.force, focus: args.focus, summarizer: setup.summarizer, signal: args.signal });
+    outcome = await strategy.compact(f.input, first, opts);
   } catch (err) {
     if (args.signal?.aborted === true) throw err;
     error = describe(err);
@@ -272,28 +332,38 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
       else if (!args.force) setAutoFailures(args.db, sid, autoFailures(args.db, sid) + 1);
     })();
   }
+  // Layers follow the strategy: after a committed compaction they compact too, otherwise they
+  // project as on any other request.
+  const layers = outcome.compacted ? await compactLayers(setup, f.input, first, second, opts) : { views: new Map<string, LayerView>(), notes: [] };
+  const sent = layered(setup, f.input, second, layers.views);
   return {
     system: f.system,
     tools: f.tools,
-    inputs: second.inputs,
+    inputs: sent.inputs,
     compacted: outcome.compacted,
     reason,
-    observation: observe(setup, f, second, { compacted: outcome.compacted, failure: reason, db: args.db, notes: [] }),
+    observation: observe(setup, f, sent, { compacted: outcome.compacted, failure: reason, db: args.db, notes: layers.notes }),
   };
 }
 
-/** What `/compact` would do now, without a model call or a write. */
-export function planCompaction(setup: EngineSetup, args: PrepareArgs): { plan: CompactPlan | null; observation: Observation } {
+/** What `/compact` would do now, without a model call or a write; null when the strategy has no dry run. */
+export function planCompaction(setup: EngineSetup, args: PrepareArgs): { dryRun: DryRun | null; observation: Observation } {
   const f = frame(setup, args);
   const p = project(setup, f.input);
-  const plan = setup.strategy === null ? null : setup.strategy.plan(f.input, p, true);
-  return { plan, observation: observe(setup, f, p, { compacted: false, failure: null, db: args.db, notes: [] }) };
+  const dryRun = setup.strategy?.plan?.(f.input, p, true) ?? null;
+  return { dryRun, observation: observe(setup, f, layered(setup, f.input, p), { compacted: false, failure: null, db: args.db, notes: [] }) };
 }
 
 /** The read-only projection, for /context before any request was prepared. */
 export function inspectRequest(setup: EngineSetup, args: PrepareArgs): Observation {
   const f = frame(setup, args);
-  return observe(setup, f, project(setup, f.input), { compacted: false, failure: null, db: args.db, notes: [] });
+  return observe(setup, f, layered(setup, f.input, project(setup, f.input)), { compacted: false, failure: null, db: args.db, notes: [] });
+}
+
+/** Long reads the strategy can do with yields before a preparation, so `project` stays within a slice. */
+export async function warmRequest(setup: EngineSetup, args: PrepareArgs): Promise<void> {
+  if (setup.strategy?.warm === undefined) return;
+  await setup.strategy.warm(frame(setup, args).input);
 }
 
 /** One-time upkeep of the strategy's saved state when a kernel adopts the session. */

@@ -10,7 +10,7 @@ import { requireSession } from '../../storage/sessions.ts';
 import { learnTokenRatio } from '../../storage/token-ratios.ts';
 import { inlineImages } from '../../strategies/projection.ts';
 import type { Summarizer } from '../../strategies/summarizer/types.ts';
-import { adoptSession, inspectRequest, planCompaction, prepareRequest, type EngineSetup, type PrepareArgs } from '../../strategies/prepare.ts';
+import { adoptSession, inspectRequest, planCompaction, prepareRequest, warmRequest, type EngineSetup, type PrepareArgs } from '../../strategies/prepare.ts';
 import type { CallContext, Handler } from '../context.ts';
 import { renderObservation } from '../context-text.ts';
 import { chooseStrategy, engineSetup, summarizerNote } from '../engine.ts';
@@ -125,24 +125,10 @@ export const compact: Handler<'compact'> = (params, ctx) =>
     if (params.strategy !== undefined && !params.dry_run) chooseStrategy(db, ctx.daemon.config(), s.sid, params.strategy);
     const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { force: true, focus: params.focus });
     if (params.dry_run) {
-      const { plan, observation } = planCompaction(f.setup, f.args);
-      return {
-        compacted: false,
-        strategy: f.setup.strategy?.name ?? null,
-        reason: plan?.reason ?? (plan === null ? 'no compaction strategy is enabled' : null),
-        plan:
-          plan === null
-            ? null
-            : {
-                evict_rows: plan.evictRows,
-                evict_from_seq: plan.evictFromSeq,
-                evict_to_seq: plan.evictToSeq,
-                tail_rows: plan.tailRows,
-                estimated_tokens_before: plan.estimateBefore,
-                estimated_tokens_after: plan.estimateAfter,
-              },
-        observation,
-      };
+      await warmRequest(f.setup, f.args);
+      const { dryRun, observation } = planCompaction(f.setup, f.args);
+      const reason = f.setup.strategy === null ? 'no compaction strategy is enabled' : dryRun === null ? `${f.setup.strategy.name} has no dry run` : dryRun.reason;
+      return { compacted: false, strategy: f.setup.strategy?.name ?? null, reason, plan: dryRun?.plan ?? null, observation };
     }
     const prepared = await prepareRequest(f.setup, f.args);
     // A manual compaction sends no provider request: its snapshot only has the estimate.
@@ -151,7 +137,7 @@ export const compact: Handler<'compact'> = (params, ctx) =>
   });
 
 export const context: Handler<'context'> = (params, ctx) =>
-  ctx.daemon.kernels.run(params.session, (kernel) => {
+  ctx.daemon.kernels.run(params.session, async (kernel) => {
     const { db } = ctx.daemon;
     const s = requireSession(db, params.session);
     const latest = latestPrepared(db, s.sid);
@@ -160,6 +146,7 @@ export const context: Handler<'context'> = (params, ctx) =>
       observation = { ...latest.observation, config_errors: ctx.daemon.configProblems() };
     } else {
       const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { force: false, focus: undefined, readOnly: true });
+      await warmRequest(f.setup, f.args);
       observation = inspectRequest(f.setup, f.args);
     }
     return { observation, text: params.format === 'text' ? renderObservation(observation) : null };

@@ -161,6 +161,14 @@ function cutAt(input: StrategyInput, opener: number, isUser: boolean): LocatedCu
   return { cut, openerSeq: opener, resumeSeq: opener, withinUnit: false, notes: [] };
 }
 
+/**
+ * The whole-unit cut that opens on `row`, with its counts and fingerprint computed from the
+ * transcript (reads every user input before it); undefined when `row` opens no unit.
+ */
+export function locateAt(input: StrategyInput, row: StoredRow): LocatedCut | undefined {
+  return opensUnit(row) ? cutAt(input, row.seq, row.row_class === 'user') : undefined;
+}
+
 /** Rows of the opener's unit after the opener, in exchanges, up to `want` complete ones plus the next. */
 function unitExchanges(input: StrategyInput, openerSeq: number, want: number): Unit<StoredRow>[] {
   const rows: StoredRow[] = [];

@@ -4,6 +4,7 @@
 // rows' images) make the cache start over. Every strategy's verbatim tail reads through here.
 import type { StoredRow } from '../../protocol/rows.ts';
 import { foldSources } from '../../storage/conversation.ts';
+import { SLICE_MS, yieldToEventLoop } from '../../storage/db.ts';
 import { sessionRewrites } from '../../storage/user-rows.ts';
 import type { StrategyInput } from '../contract.ts';
 import type { LocatedCut } from './cut.ts';
@@ -23,6 +24,21 @@ function read(input: StrategyInput, from: number, to: number): StoredRow[] {
   const rows: StoredRow[] = [];
   if (from > to) return rows;
   for (const page of foldSources(input.db, input.session.name, from, to, { boundary: to })) rows.push(...page);
+  return rows;
+}
+
+/** `read` in pages, giving the event loop a turn whenever a slice's time is used up. */
+async function readYielding(input: StrategyInput, from: number, to: number): Promise<StoredRow[]> {
+  const rows: StoredRow[] = [];
+  if (from > to) return rows;
+  let started = performance.now();
+  for (const page of foldSources(input.db, input.session.name, from, to, { boundary: to })) {
+    rows.push(...page);
+    if (performance.now() - started >= SLICE_MS) {
+      await yieldToEventLoop();
+      started = performance.now();
+    }
+  }
   return rows;
 }
 
@@ -46,6 +62,20 @@ export function historyRows(input: StrategyInput, from: number): readonly Stored
   const rows = read(input, start, input.head);
   input.cache.set(ROWS, { from: start, head: input.head, rewrites, rows });
   return rows;
+}
+
+/**
+ * Fills the cache `tailRows` reads, in slices: a first preparation after a restart may decode
+ * a long history, which must not stall the event loop. Rows already cached are not re-read.
+ */
+export async function warmTailRows(input: StrategyInput, located: LocatedCut): Promise<void> {
+  const start = Math.max(1, located.resumeSeq);
+  const rewrites = sessionRewrites(input.db, input.session.sid);
+  const cached = input.cache.get(ROWS);
+  if (cached !== undefined && cached.from === start && cached.rewrites === rewrites && cached.head <= input.head) return;
+  const rows = await readYielding(input, start, input.head);
+  // Only trust what was read if nothing moved while reading.
+  if (sessionRewrites(input.db, input.session.sid) === rewrites) input.cache.set(ROWS, { from: start, head: input.head, rewrites, rows });
 }
 
 /**

@@ -6,16 +6,18 @@ import type { StoredRow } from '../../protocol/rows.ts';
 import { yieldToEventLoop } from '../../storage/db.ts';
 import { saveRollingState } from '../../storage/rolling-state.ts';
 import { sessionRewrites, userRowsBefore } from '../../storage/user-rows.ts';
-import { nothingCompacted, type CompactOptions, type CompactPlan, type CompactOutcome, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
+import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Fold, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
 import { inputsTokens, PER_INPUT_TOKENS, textTokens } from '../estimate.ts';
-import { planCut, type CutPlan, type LocatedCut } from '../harness/cut.ts';
-import { tailRows } from '../harness/history-rows.ts';
+import { locateAt, planCut, type CutPlan, type LocatedCut } from '../harness/cut.ts';
+import { tailRows, warmTailRows } from '../harness/history-rows.ts';
+import { foldText, prior } from '../harness/prior.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from '../harness/summarizer-prompt.ts';
 import { summaryText } from '../harness/summary-text.ts';
 import { chunkUnits, groupUnits, opensExchange, opensUnit } from '../harness/units.ts';
 import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
 import { forModel, tokenCounter } from '../projection.ts';
+import { RollingSettings } from './settings.ts';
 import { locateItemCut, resolveState } from './state.ts';
 
 /** User messages quoted in the recap, and characters kept of each. */
@@ -87,8 +89,11 @@ function describeCut(located: LocatedCut): string {
   return located.withinUnit ? `${users} and the first ${located.cut.exchanges ?? 0} exchange(s) after it` : users;
 }
 
-/** The request for a summary (if any), the located cut and the verbatim rows after it. */
-function build(input: StrategyInput, saved: Saved | undefined, located: LocatedCut, rows: readonly StoredRow[], notes: string[]): Projection {
+/**
+ * The request for a summary (if any), the located cut, other extensions' stored folds over the
+ * rows after it, and the verbatim rows they do not cover.
+ */
+function build(input: StrategyInput, saved: Saved | undefined, located: LocatedCut, rows: readonly StoredRow[], notes: string[], folds: readonly Fold[] = []): Projection {
   const inputs: PlainInput[] = [];
   const sections: Section[] = [];
   if (saved !== undefined) {
@@ -105,6 +110,12 @@ function build(input: StrategyInput, saved: Saved | undefined, located: LocatedC
       sections.push({ name: 'recap', source: `user rows ${recap.seqs.map((s) => `#${s}`).join(', ')}`, estimated_tokens: recap.tokens });
     }
   }
+  if (folds.length > 0) {
+    const foldInputs: PlainInput[] = folds.map((f) => ({ role: 'user', content: [{ type: 'text', text: foldText(f) }] }));
+    inputs.push(...foldInputs);
+    const sources = [...new Set(folds.map((f) => f.source))].join(', ');
+    sections.push({ name: 'folds', source: `${folds.length} stored fold(s) from ${sources} over rows #${folds[0]!.firstSeq}-#${folds[folds.length - 1]!.lastSeq}`, estimated_tokens: inputsTokens(foldInputs) });
+  }
   const tail = forModel(rows, input.target);
   inputs.push(...tail);
   if (rows.length > 0) {
@@ -117,7 +128,13 @@ function build(input: StrategyInput, saved: Saved | undefined, located: LocatedC
 
 function project(input: StrategyInput): Projection {
   const resolved = resolveState(input);
-  return build(input, resolved.state, resolved.located, tailRows(input, resolved.located), resolved.notes);
+  const { folds, rest } = prior(input, tailRows(input, resolved.located));
+  return build(input, resolved.state, resolved.located, rest, resolved.notes, folds);
+}
+
+/** Decodes the tail with yields, so that `project` reads it from the kernel cache. */
+async function warm(input: StrategyInput): Promise<void> {
+  await warmTailRows(input, resolveState(input).located);
 }
 
 const NOTHING_TO_EVICT = 'cannot compact further without splitting the newest exchange';
@@ -125,6 +142,8 @@ const NOTHING_TO_EVICT = 'cannot compact further without splitting the newest ex
 interface Eviction {
   located: LocatedCut;
   previous: Saved | undefined;
+  /** Other extensions' folds over the rows after the cut: they leave the request with any eviction. */
+  folds: Fold[];
   plan: CutPlan | undefined;
   /** Tokens the summary may take, and the window size it is judged by. */
   cap: number;
@@ -134,47 +153,52 @@ interface Eviction {
 /**
  * What a compaction would evict now. The tail keeps tailPercent of the window, but never more
  * than half the room the trigger leaves after the pinned prompt, the summary and the recap, so
- * a large pinned prompt does not make every turn compact again.
+ * a large pinned prompt does not make every turn compact again. Stored folds in front of the
+ * rows are folded into the summary whenever anything is; the cut is then planned over the rows
+ * they leave, which start at a unit opener.
  */
 function selectEviction(input: StrategyInput, forced: boolean): Eviction {
   const resolved = resolveState(input);
-  const rows = tailRows(input, resolved.located);
-  const tokens = tokenCounter(rows, input.target);
-  const historyTokens = rows.reduce((n, r) => n + tokens(r), 0);
+  const { folds, rest } = prior(input, tailRows(input, resolved.located));
+  const from = folds.length === 0 || rest.length === 0 ? resolved.located : (locateAt(input, rest[0]!) ?? resolved.located);
+  const tokens = tokenCounter(rest, input.target);
+  const historyTokens = rest.reduce((n, r) => n + tokens(r), 0);
   const basis = input.window.window ?? historyTokens;
   const cap = summaryCap(basis);
   const fixed = input.pinnedTokens + cap + PER_INPUT_TOKENS + textTokens(SUMMARY_HEADER) + RECAP_TYPICAL;
   const room = roomUnderTrigger(input.window, fixed);
   let budget = tailBudget(input.window, historyTokens, forced);
   if (room !== null) budget = Math.min(budget, Math.max(0, Math.floor(room / 2)));
-  const plan = planCut(input, resolved.located, rows, {
+  let plan = planCut(input, from, rest, {
     tokens,
     budget,
     settles: (tail) => input.window.window === null || !isDue(fixed + tail, input.window),
   });
+  // Folds alone are worth folding into the summary: the cut moves to where they end.
+  if (plan === undefined && folds.length > 0 && from !== resolved.located) {
+    plan = { evicted: [], tail: [...rest], tailTokens: historyTokens, cut: from.cut, hints: { openerSeq: from.openerSeq, resumeSeq: from.resumeSeq }, withinUnit: false };
+  }
   // A newest exchange too large to leave the summary its usual cap under the whole window (a
   // long signed thinking block, say) gets a shorter summary instead, down to the minimum.
   const recap = plan === undefined ? undefined : recapInput(input, plan.hints.openerSeq);
   const left = plan === undefined ? null : roomUnderWindow(input.window, input.pinnedTokens + PER_INPUT_TOKENS + textTokens(SUMMARY_HEADER) + (recap?.tokens ?? 0) + plan.tailTokens);
   const fitted = left === null ? cap : Math.max(MIN_SUMMARY_TOKENS, Math.min(cap, left));
-  return { located: resolved.located, previous: resolved.state, plan, cap: fitted, basis };
+  return { located: resolved.located, previous: resolved.state, folds, plan, cap: fitted, basis };
 }
 
-function plan(input: StrategyInput, projection: Projection, forced: boolean): CompactPlan {
+function plan(input: StrategyInput, projection: Projection, forced: boolean): DryRun {
   const { located, plan: cut, cap } = selectEviction(input, forced);
-  if (cut === undefined) {
-    const tailRowsNow = tailRows(input, located).length;
-    return { evictRows: 0, evictFromSeq: null, evictToSeq: null, tailRows: tailRowsNow, estimateBefore: projection.estimate, estimateAfter: projection.estimate, reason: NOTHING_TO_EVICT };
-  }
-  const after = build(input, { summary: 'x'.repeat(cap * 4), backend: null }, locatedAfter(cut), cut.tail, []);
+  const after = cut === undefined ? projection : build(input, { summary: 'x'.repeat(cap * 4), backend: null }, locatedAfter(cut), cut.tail, []);
   return {
-    evictRows: cut.evicted.length,
-    evictFromSeq: cut.evicted[0]?.seq ?? null,
-    evictToSeq: cut.evicted[cut.evicted.length - 1]?.seq ?? null,
-    tailRows: cut.tail.length,
-    estimateBefore: projection.estimate,
-    estimateAfter: after.estimate,
-    reason: after.estimate >= projection.estimate ? worthless(projection.estimate, after.estimate) : null,
+    plan: {
+      evict_rows: cut?.evicted.length ?? 0,
+      evict_from_seq: cut?.evicted[0]?.seq ?? null,
+      evict_to_seq: cut?.evicted[cut.evicted.length - 1]?.seq ?? null,
+      tail_rows: cut?.tail.length ?? prior(input, tailRows(input, located)).rest.length,
+      estimated_tokens_before: projection.estimate,
+      estimated_tokens_after: after.estimate,
+    },
+    reason: cut === undefined ? NOTHING_TO_EVICT : after.estimate >= projection.estimate ? worthless(projection.estimate, after.estimate) : null,
   };
 }
 
@@ -187,7 +211,7 @@ function worthless(before: number, after: number): string {
 }
 
 async function compact(input: StrategyInput, projection: Projection, opts: CompactOptions): Promise<CompactOutcome> {
-  const { previous, plan: cut, cap, basis } = selectEviction(input, opts.forced);
+  const { previous, folds, plan: cut, cap, basis } = selectEviction(input, opts.forced);
   if (cut === undefined) return nothingCompacted(NOTHING_TO_EVICT);
   // Sized with the summary at its cap: when even that is no smaller, no model call is made.
   const bound = build(input, { summary: 'x'.repeat(cap * 4), backend: null }, locatedAfter(cut), cut.tail, []);
@@ -201,11 +225,13 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   // between units or exchanges, never inside an exchange. A local summarizer never waits on
   // I/O, so each chunk gives the event loop a turn.
   const groups = groupUnits(cut.evicted, (r) => opensUnit(r) || opensExchange(r), tokenCounter(cut.evicted, input.target));
-  for (const chunk of chunkUnits(groups, chunkCap(basis))) {
+  // Stored folds are the oldest part of the eviction and go first, as the text they already are.
+  const transcripts = [...(folds.length === 0 ? [] : [folds.map(foldText).join('\n\n')]), ...chunkUnits(groups, chunkCap(basis)).map((chunk) => summaryText(chunk.flatMap((u) => u.items)))];
+  for (const transcript of transcripts) {
     await yieldToEventLoop();
     const prompt = summaryPrompt({
       previousSummary: summary,
-      transcript: summaryText(chunk.flatMap((u) => u.items)),
+      transcript,
       focus: opts.focus,
       maxOutputTokens: cap,
       what: 'a running summary of the conversation',
@@ -247,4 +273,4 @@ function adopt(input: StrategyInput): void {
   });
 }
 
-export const rolling: Strategy = { name: 'rolling', project, plan, compact, adopt };
+export const rolling: Strategy = { name: 'rolling', settings: RollingSettings, project, plan, compact, warm, adopt };

@@ -222,6 +222,7 @@ function inputFor(db: Db) {
     head: a.head,
     window: { window: WINDOW, source: 'config' as const, triggerPercent: 80, tailPercent: 25, ratio: 1 },
     pinnedTokens: 0,
+    folds: [],
     target: plainTarget('s'),
     cache: new KernelCache(),
   };

@@ -9,7 +9,7 @@ import { snapshot } from '../../storage/conversation.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
 import type { PrepareArgs, EngineSetup } from '../../strategies/prepare.ts';
-import type { Strategy } from '../../strategies/contract.ts';
+import type { FoldPlugin, Layer, Strategy } from '../../strategies/contract.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
 import type { Summarizer, SummaryRequest, SummaryResult } from '../../strategies/summarizer/types.ts';
 import { assistant, toolResult, user } from '../storage/factories.ts';
@@ -34,7 +34,7 @@ export class RecordingSummarizer implements Summarizer {
   }
 }
 
-export function setupFor(opts: { window?: number; trigger?: number; tail?: number; maxToolOutput?: number; summarizer?: Summarizer; strategy?: Strategy | null }): EngineSetup {
+export function setupFor(opts: { window?: number; trigger?: number; tail?: number; maxToolOutput?: number; summarizer?: Summarizer; strategy?: Strategy | null; layers?: Layer[]; folds?: FoldPlugin[] }): EngineSetup {
   return {
     strategy: opts.strategy === undefined ? rolling : opts.strategy,
     settings: { contextWindowTokens: opts.window, triggerPercent: opts.trigger ?? 80, tailPercent: opts.tail ?? 25, maxToolOutputTokens: opts.maxToolOutput },
@@ -44,6 +44,8 @@ export function setupFor(opts: { window?: number; trigger?: number; tail?: numbe
     extensionTools: [],
     summarizer: opts.summarizer ?? new RecordingSummarizer(),
     configErrors: [],
+    layers: opts.layers ?? [],
+    folds: opts.folds ?? [],
   };
 }
 

@@ -19,6 +19,7 @@ function inputFor(db: Db, cache: KernelCache): StrategyInput {
     head: a.head,
     window: { window: 100_000, source: 'config', triggerPercent: 80, tailPercent: 25, ratio: 1 },
     pinnedTokens: 0,
+    folds: [],
     target: plainTarget('s'),
     cache,
   };

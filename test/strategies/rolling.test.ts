@@ -321,10 +321,12 @@ describe('rolling', () => {
     await sessionWithTurns(db, 's', 40);
     const summarizer = new RecordingSummarizer();
     const setup = setupFor({ window: 8000, summarizer });
-    const { plan } = planCompaction(setup, argsFor(db, 's'));
-    assert.ok(plan !== null && plan.evictRows > 0 && plan.tailRows > 0);
-    assert.equal(plan.evictRows + plan.tailRows, 160);
-    assert.ok(plan.estimateAfter < plan.estimateBefore);
+    const { dryRun } = planCompaction(setup, argsFor(db, 's'));
+    assert.ok(dryRun !== null && dryRun.reason === null);
+    const { plan } = dryRun;
+    assert.ok(plan.evict_rows > 0 && plan.tail_rows > 0);
+    assert.equal(plan.evict_rows + plan.tail_rows, 160);
+    assert.ok(plan.estimated_tokens_after < plan.estimated_tokens_before);
     assert.equal(summarizer.calls.length, 0);
     assert.equal(loadRollingState(db, argsFor(db, 's').session.sid), undefined);
   });
