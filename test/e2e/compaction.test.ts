@@ -207,13 +207,24 @@ describe('compaction over the socket', () => {
     assert.match(run.stdout, /not compacted: cannot compact further without splitting the newest exchange/);
   });
 
-  test('/compact <strategy> makes it the session strategy first; an unavailable one is refused', async () => {
+  test('/compact <strategy> makes it the session strategy first, even when already active by default; its dry run stores nothing and refuses what the real run refuses', async () => {
     const session = 'switch';
     await client.call('session.open', { session });
     await client.call('transcript.append', { session, rows: await scriptedTurn(0, await pngBytes(10, 10)) });
+    const chosenBy = async () => (await client.call('extensions.list', { session })).extensions.find((e) => e.name === 'rolling')!.chosen_by;
+    assert.equal(await chosenBy(), 'default');
+    // The dry run plans with the named strategy but stores no choice; it refuses what the real run refuses.
+    const dry = await client.call('compact', { session, strategy: 'rolling', dry_run: true });
+    assert.equal(dry.strategy, 'rolling');
+    assert.equal(await chosenBy(), 'default', 'a dry run stores no choice');
+    await failsWith(client.call('compact', { session, strategy: 'lcm', dry_run: true }), 'unknown_extension');
+    await failsWith(client.call('compact', { session, strategy: 'notes', dry_run: true }), 'unknown_strategy');
+    await failsWith(client.call('compact', { session, strategy: 'nope', dry_run: true }), 'unknown_strategy');
+    // Already the resolved strategy, yet only by default: /compact rolling makes it the session's own.
     const r = await client.call('compact', { session, strategy: 'rolling' });
     assert.equal(r.strategy, 'rolling');
     assert.match(r.reason ?? '', /nothing worth evicting yet/);
+    assert.equal(await chosenBy(), 'session');
     await failsWith(client.call('command', { session, line: '/compact lcm' }), 'unknown_extension');
     await failsWith(client.call('compact', { session, strategy: 'notes' }), 'unknown_strategy');
   });
