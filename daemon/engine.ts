@@ -122,7 +122,8 @@ export function engineSetup(args: {
     strategy,
     settings: settingsFor(args.config, resolution.strategy),
     modelId: args.modelId,
-    model: args.modelId === null ? undefined : args.config.models.lookup(args.modelId),
+    // With the `models` extension off the catalog is not consulted: no window, modalities or provider from it.
+    model: args.modelId === null || !resolution.enabled.includes('models') ? undefined : args.config.models.lookup(args.modelId),
     extensionContext: extensionContext(resolution),
     extensionTools: enabledMemoryTools(resolution.enabled).map(toolSpec),
     summarizer: createSummarizer(summarizerConfig, { env: args.env ?? process.env, clientCall }),

@@ -314,3 +314,51 @@ describe('compaction over the socket', () => {
     assert.ok(inlineImage.type === 'image' && inlineImage.data === png.toString('base64'));
   });
 });
+
+describe('the models extension over the socket', () => {
+  let d: DaemonHandle;
+  let client: AlbedoClient;
+  before(async () => {
+    d = await startDaemon(); // no extensions.json: every window comes from the catalog
+    client = await d.connect();
+  });
+  after(async () => {
+    await d.stop();
+  });
+
+  /** What one prepare for `model` took from the catalog: window, provider (signed reasoning kept), modalities (live images). */
+  async function seen(session: string, model: string) {
+    const p = await client.call('prepare', { session, model, instructions: INSTRUCTIONS, tools: TOOLS });
+    const parts = p.inputs.flatMap((i) => i.content);
+    return {
+      window: p.observation.window,
+      source: p.observation.window_source,
+      signed: parts.some((c) => c.type === 'reasoning' && c.encrypted !== undefined),
+      images: parts.some((c) => c.type === 'image'),
+    };
+  }
+
+  async function sessionWithImage(session: string): Promise<void> {
+    await client.call('session.open', { session });
+    // Turn 7 carries an image in its tool result and anthropic's signed reasoning.
+    await client.call('transcript.append', { session, rows: await scriptedTurn(7, await pngBytes(10, 10)) });
+  }
+
+  test('disabled for a session or globally, the catalog gives no window, provider or modalities', async () => {
+    await sessionWithImage('catalog');
+    assert.deepEqual(await seen('catalog', 'claude-sonnet-4-5'), { window: 200000, source: 'catalog', signed: true, images: true });
+    assert.deepEqual(await seen('catalog', 'deepseek-chat'), { window: 65536, source: 'catalog', signed: false, images: false });
+
+    await sessionWithImage('no-catalog');
+    await client.call('extensions.select', { session: 'no-catalog', disable: ['models'] });
+    // Unknown window (automatic compaction off), no provider for signed reasoning, images assumed readable.
+    const off = { window: null, source: 'unknown', signed: false, images: true };
+    assert.deepEqual(await seen('no-catalog', 'claude-sonnet-4-5'), off);
+    assert.deepEqual(await seen('no-catalog', 'deepseek-chat'), off);
+    assert.match((await client.call('context', { session: 'no-catalog', format: 'text' })).text ?? '', /context window unknown.*automatic compaction is off/);
+    assert.equal((await seen('catalog', 'claude-sonnet-4-5')).source, 'catalog', 'other sessions keep the catalog');
+
+    await client.call('extensions.select', { disable: ['models'] });
+    assert.deepEqual(await seen('catalog', 'claude-sonnet-4-5'), off);
+  });
+});
