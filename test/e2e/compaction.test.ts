@@ -6,13 +6,14 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { fileURLToPath } from 'node:url';
 import type { AlbedoClient } from '../../protocol/client.ts';
 import type { ParamsIn, Result } from '../../protocol/methods.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
 import { assertCallsPaired } from '../strategies/engine-fixtures.ts';
 import { pngBytes } from '../storage/factories.ts';
-import { failsWith, startDaemon, tempHome, type DaemonHandle } from './harness.ts';
+import { allRows, failsWith, startDaemon, tempHome, type DaemonHandle } from './harness.ts';
 
 const WINDOW = 6000;
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -227,6 +228,44 @@ describe('compaction over the socket', () => {
     assert.equal(await chosenBy(), 'session');
     await failsWith(client.call('command', { session, line: '/compact lcm' }), 'unknown_extension');
     await failsWith(client.call('compact', { session, strategy: 'notes' }), 'unknown_strategy');
+  });
+
+  test('/context and a dry run leave an old item-count rolling state byte-identical; the first prepare adopts it', async () => {
+    const session = 'legacy-cut';
+    await client.call('session.open', { session });
+    for (let i = 0; i < 8; i++) {
+      await client.call('transcript.append', {
+        session,
+        rows: [
+          { kind: 'user', content: [{ type: 'text', text: `question ${i}` }] },
+          { kind: 'assistant', content: [{ type: 'text', text: `answer ${i}` }] },
+        ],
+      });
+    }
+    // The format before user counts: 8 projected items (four user/assistant pairs) before the fifth user message.
+    const fifthUser = (await allRows(client, session)).filter((r) => r.row_class === 'user')[4]!.seq;
+    const db = new Database(path.join(d.home, 'albedo.db'));
+    db.pragma('busy_timeout = 5000');
+    try {
+      const sid = (db.prepare('SELECT sid FROM sessions WHERE name = ?').get(session) as { sid: number }).sid;
+      db.prepare('INSERT INTO rolling_state (sid, summary, cut, cut_seq, backend, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(
+        sid, 'questions 0-3 answered', JSON.stringify({ items: 8 }), fifthUser, 'extractive', 1,
+      );
+      const stored = () => JSON.stringify(db.prepare('SELECT * FROM rolling_state WHERE sid = ?').get(sid));
+      const saved = stored();
+
+      const ctx = await client.call('context', { session });
+      assert.match(ctx.observation.sections.find((s) => s.name === 'summary')?.source ?? '', /4 user message/, 'the old state is read');
+      assert.equal(stored(), saved, '/context writes nothing');
+      await client.call('compact', { session, dry_run: true });
+      assert.equal(stored(), saved, 'a dry run writes nothing');
+
+      await prepare(session);
+      const cut = JSON.parse((db.prepare('SELECT cut FROM rolling_state WHERE sid = ?').get(sid) as { cut: string }).cut) as Record<string, unknown>;
+      assert.deepEqual([cut['format'], cut['users']], [2, 4], 'the first prepare upgrades the cut');
+    } finally {
+      db.close();
+    }
   });
 
   test('/extensions lists and selects per session; the last strategy cannot be disabled', async () => {
