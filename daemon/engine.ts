@@ -25,23 +25,45 @@ export function resolveExtensions(db: Db, config: ConfigSnapshot, sid: number | 
   return resolve(registry, globalChoices(config.extensions.extensions), session);
 }
 
-/** Applies an /extensions change to one session and stores its new choice list. */
-export function selectForSession(db: Db, config: ConfigSnapshot, sid: number, change: SelectionChange, at = Date.now()): Resolution {
+/** The session's choice list after an /extensions change, checked but not stored. */
+function choicesAfter(db: Db, config: ConfigSnapshot, sid: number, change: SelectionChange, at: number): Choice[] {
   const current = resolveExtensions(db, config, sid);
   const existing = sessionChoices(db, sid).map((c) => ({ ...c, scope: 'session' as const }));
-  const next = applySelection(registry, current, existing, change, at);
+  return applySelection(registry, current, existing, change, at);
+}
+
+/** Applies an /extensions change to one session and stores its new choice list. */
+export function selectForSession(db: Db, config: ConfigSnapshot, sid: number, change: SelectionChange, at = Date.now()): Resolution {
+  const next = choicesAfter(db, config, sid, change, at);
   saveSessionChoices(db, sid, next.map((c) => ({ name: c.name, enabled: c.enabled, at: c.at })));
   return resolveExtensions(db, config, sid);
 }
 
-/** Makes `strategy` the session's own, as `/extensions enable <strategy>` would. */
-export function chooseStrategy(db: Db, config: ConfigSnapshot, sid: number, strategy: string): Resolution {
+function requireStrategy(strategy: string): void {
   const def = registry.get(strategy);
   if (def === undefined || def.kind !== 'strategy') {
     throw new AlbedoError('unknown_strategy', `"${strategy}" is not a compaction strategy (known: ${registry.strategies.map((s) => s.name).join(', ')})`, { strategy });
   }
-  if (resolveExtensions(db, config, sid).strategy === strategy) return resolveExtensions(db, config, sid);
+}
+
+/**
+ * Makes `strategy` the session's own, as `/extensions enable <strategy>` would — also when it
+ * is already the resolved one, so a strategy that is only the default becomes a session choice
+ * a later default change cannot displace.
+ */
+export function chooseStrategy(db: Db, config: ConfigSnapshot, sid: number, strategy: string): Resolution {
+  requireStrategy(strategy);
   return selectForSession(db, config, sid, { enable: [strategy] });
+}
+
+/**
+ * The resolution `chooseStrategy` would leave, refused the same way, with nothing stored:
+ * what a `/compact <strategy>` dry run plans with.
+ */
+export function previewStrategy(db: Db, config: ConfigSnapshot, sid: number, strategy: string, at = Date.now()): Resolution {
+  requireStrategy(strategy);
+  const session = choicesAfter(db, config, sid, { enable: [strategy] }, at);
+  return resolve(registry, globalChoices(config.extensions.extensions), session);
 }
 
 /**
@@ -88,9 +110,11 @@ export function engineSetup(args: {
   modelId: string | null;
   /** The connection asked for `client` summaries; undefined when none answers summarize. */
   conn: ConnectionState | undefined;
+  /** Extensions to set up with instead of the session's stored ones (a dry run's previewStrategy). */
+  resolution?: Resolution;
   env?: NodeJS.ProcessEnv;
 }): EngineSetup {
-  const resolution = resolveExtensions(args.db, args.config, args.sid);
+  const resolution = args.resolution ?? resolveExtensions(args.db, args.config, args.sid);
   const strategy = resolution.strategy === null ? null : (STRATEGIES[resolution.strategy] ?? null);
   const conn = args.conn;
   const peer = conn?.peer;
@@ -103,7 +127,8 @@ export function engineSetup(args: {
     strategy,
     settings: settingsFor(args.config, strategy),
     modelId: args.modelId,
-    model: args.modelId === null ? undefined : args.config.models.lookup(args.modelId),
+    // With the `models` extension off the catalog is not consulted: no window, modalities or provider from it.
+    model: args.modelId === null || !resolution.enabled.includes('models') ? undefined : args.config.models.lookup(args.modelId),
     extensionContext: extensionContext(resolution),
     extensionTools: enabledMemoryTools(resolution.enabled).map(toolSpec),
     summarizer: createSummarizer(summarizerConfig, { env: args.env ?? process.env, clientCall }),

@@ -8,12 +8,13 @@ import { lastPrompt, latestPrepared, reportUsage, savePrepared } from '../../sto
 import { getPayload } from '../../storage/payloads.ts';
 import { requireSession } from '../../storage/sessions.ts';
 import { learnTokenRatio } from '../../storage/token-ratios.ts';
+import type { Resolution } from '../../strategies/extensions/selection.ts';
 import { inlineImages } from '../../strategies/projection.ts';
 import type { Summarizer } from '../../strategies/summarizer/types.ts';
 import { adoptSession, inspectRequest, planCompaction, prepareRequest, warmRequest, type EngineSetup, type PrepareArgs } from '../../strategies/prepare.ts';
 import type { CallContext, Handler } from '../context.ts';
 import { renderObservation } from '../context-text.ts';
-import { chooseStrategy, engineSetup, summarizerNote } from '../engine.ts';
+import { chooseStrategy, engineSetup, previewStrategy, summarizerNote } from '../engine.ts';
 import type { Kernel } from '../kernels.ts';
 
 interface Frame {
@@ -30,7 +31,15 @@ function frameFor(
   kernel: Kernel,
   session: string,
   prompt: { model: string | null; instructions: string; tools: PrepareArgs['tools'] },
-  opts: { force: boolean; focus: string | undefined; provider?: string | undefined; upstream?: PrepareArgs['upstream']; readOnly?: boolean },
+  opts: {
+    force: boolean;
+    focus: string | undefined;
+    provider?: string | undefined;
+    upstream?: PrepareArgs['upstream'];
+    readOnly?: boolean;
+    /** Plan with these extensions instead of the session's stored ones. */
+    resolution?: Resolution;
+  },
 ): Frame {
   const { db } = ctx.daemon;
   const s = requireSession(db, session);
@@ -38,7 +47,7 @@ function frameFor(
   // Client summaries go to the session's agent connection when the caller (a CLI) cannot write them.
   const via = ctx.daemon.summarizeRoutes.route(session, ctx.conn);
   const config = ctx.daemon.config();
-  const chosen = engineSetup({ db, config, configErrors: ctx.daemon.configProblems(), sid: s.sid, modelId: prompt.model, conn: via });
+  const chosen = engineSetup({ db, config, configErrors: ctx.daemon.configProblems(), sid: s.sid, modelId: prompt.model, conn: via, resolution: opts.resolution });
   let calls = 0;
   const inner = chosen.summarizer;
   const summarizer: Summarizer = {
@@ -122,8 +131,14 @@ export const compact: Handler<'compact'> = (params, ctx) =>
   ctx.daemon.kernels.run(params.session, async (kernel) => {
     const { db } = ctx.daemon;
     const s = requireSession(db, params.session);
-    if (params.strategy !== undefined && !params.dry_run) chooseStrategy(db, ctx.daemon.config(), s.sid, params.strategy);
-    const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { force: true, focus: params.focus });
+    const config = ctx.daemon.config();
+    // A dry run plans with the named strategy as if chosen, storing nothing; the real run chooses it first.
+    let resolution: Resolution | undefined;
+    if (params.strategy !== undefined) {
+      if (params.dry_run) resolution = previewStrategy(db, config, s.sid, params.strategy);
+      else chooseStrategy(db, config, s.sid, params.strategy);
+    }
+    const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { force: true, focus: params.focus, readOnly: params.dry_run, resolution });
     if (params.dry_run) {
       await warmRequest(f.setup, f.args);
       const { dryRun, observation } = planCompaction(f.setup, f.args);

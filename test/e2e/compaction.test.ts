@@ -6,13 +6,14 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { fileURLToPath } from 'node:url';
 import type { AlbedoClient } from '../../protocol/client.ts';
 import type { ParamsIn, Result } from '../../protocol/methods.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
 import { assertCallsPaired } from '../strategies/engine-fixtures.ts';
 import { pngBytes } from '../storage/factories.ts';
-import { failsWith, startDaemon, tempHome, type DaemonHandle } from './harness.ts';
+import { allRows, failsWith, startDaemon, tempHome, type DaemonHandle } from './harness.ts';
 
 const WINDOW = 6000;
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -207,15 +208,64 @@ describe('compaction over the socket', () => {
     assert.match(run.stdout, /not compacted: cannot compact further without splitting the newest exchange/);
   });
 
-  test('/compact <strategy> makes it the session strategy first; an unavailable one is refused', async () => {
+  test('/compact <strategy> makes it the session strategy first, even when already active by default; its dry run stores nothing and refuses what the real run refuses', async () => {
     const session = 'switch';
     await client.call('session.open', { session });
     await client.call('transcript.append', { session, rows: await scriptedTurn(0, await pngBytes(10, 10)) });
+    const chosenBy = async () => (await client.call('extensions.list', { session })).extensions.find((e) => e.name === 'rolling')!.chosen_by;
+    assert.equal(await chosenBy(), 'default');
+    // The dry run plans with the named strategy but stores no choice; it refuses what the real run refuses.
+    const dry = await client.call('compact', { session, strategy: 'rolling', dry_run: true });
+    assert.equal(dry.strategy, 'rolling');
+    assert.equal(await chosenBy(), 'default', 'a dry run stores no choice');
+    await failsWith(client.call('compact', { session, strategy: 'lcm', dry_run: true }), 'unknown_extension');
+    await failsWith(client.call('compact', { session, strategy: 'notes', dry_run: true }), 'unknown_strategy');
+    await failsWith(client.call('compact', { session, strategy: 'nope', dry_run: true }), 'unknown_strategy');
+    // Already the resolved strategy, yet only by default: /compact rolling makes it the session's own.
     const r = await client.call('compact', { session, strategy: 'rolling' });
     assert.equal(r.strategy, 'rolling');
     assert.match(r.reason ?? '', /nothing worth evicting yet/);
+    assert.equal(await chosenBy(), 'session');
     await failsWith(client.call('command', { session, line: '/compact lcm' }), 'unknown_extension');
     await failsWith(client.call('compact', { session, strategy: 'notes' }), 'unknown_strategy');
+  });
+
+  test('/context and a dry run leave an old item-count rolling state byte-identical; the first prepare adopts it', async () => {
+    const session = 'legacy-cut';
+    await client.call('session.open', { session });
+    for (let i = 0; i < 8; i++) {
+      await client.call('transcript.append', {
+        session,
+        rows: [
+          { kind: 'user', content: [{ type: 'text', text: `question ${i}` }] },
+          { kind: 'assistant', content: [{ type: 'text', text: `answer ${i}` }] },
+        ],
+      });
+    }
+    // The format before user counts: 8 projected items (four user/assistant pairs) before the fifth user message.
+    const fifthUser = (await allRows(client, session)).filter((r) => r.row_class === 'user')[4]!.seq;
+    const db = new Database(path.join(d.home, 'albedo.db'));
+    db.pragma('busy_timeout = 5000');
+    try {
+      const sid = (db.prepare('SELECT sid FROM sessions WHERE name = ?').get(session) as { sid: number }).sid;
+      db.prepare('INSERT INTO rolling_state (sid, summary, cut, cut_seq, backend, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(
+        sid, 'questions 0-3 answered', JSON.stringify({ items: 8 }), fifthUser, 'extractive', 1,
+      );
+      const stored = () => JSON.stringify(db.prepare('SELECT * FROM rolling_state WHERE sid = ?').get(sid));
+      const saved = stored();
+
+      const ctx = await client.call('context', { session });
+      assert.match(ctx.observation.sections.find((s) => s.name === 'summary')?.source ?? '', /4 user message/, 'the old state is read');
+      assert.equal(stored(), saved, '/context writes nothing');
+      await client.call('compact', { session, dry_run: true });
+      assert.equal(stored(), saved, 'a dry run writes nothing');
+
+      await prepare(session);
+      const cut = JSON.parse((db.prepare('SELECT cut FROM rolling_state WHERE sid = ?').get(sid) as { cut: string }).cut) as Record<string, unknown>;
+      assert.deepEqual([cut['format'], cut['users']], [2, 4], 'the first prepare upgrades the cut');
+    } finally {
+      db.close();
+    }
   });
 
   test('/extensions lists and selects per session; the last strategy cannot be disabled', async () => {
@@ -301,5 +351,53 @@ describe('compaction over the socket', () => {
     const inlineImage = inline.inputs[0]!.content[1]!;
     assert.ok(refImage.type === 'image' && refImage.data === undefined && refImage.width === 64);
     assert.ok(inlineImage.type === 'image' && inlineImage.data === png.toString('base64'));
+  });
+});
+
+describe('the models extension over the socket', () => {
+  let d: DaemonHandle;
+  let client: AlbedoClient;
+  before(async () => {
+    d = await startDaemon(); // no extensions.json: every window comes from the catalog
+    client = await d.connect();
+  });
+  after(async () => {
+    await d.stop();
+  });
+
+  /** What one prepare for `model` took from the catalog: window, provider (signed reasoning kept), modalities (live images). */
+  async function seen(session: string, model: string) {
+    const p = await client.call('prepare', { session, model, instructions: INSTRUCTIONS, tools: TOOLS });
+    const parts = p.inputs.flatMap((i) => i.content);
+    return {
+      window: p.observation.window,
+      source: p.observation.window_source,
+      signed: parts.some((c) => c.type === 'reasoning' && c.encrypted !== undefined),
+      images: parts.some((c) => c.type === 'image'),
+    };
+  }
+
+  async function sessionWithImage(session: string): Promise<void> {
+    await client.call('session.open', { session });
+    // Turn 7 carries an image in its tool result and anthropic's signed reasoning.
+    await client.call('transcript.append', { session, rows: await scriptedTurn(7, await pngBytes(10, 10)) });
+  }
+
+  test('disabled for a session or globally, the catalog gives no window, provider or modalities', async () => {
+    await sessionWithImage('catalog');
+    assert.deepEqual(await seen('catalog', 'claude-sonnet-4-5'), { window: 200000, source: 'catalog', signed: true, images: true });
+    assert.deepEqual(await seen('catalog', 'deepseek-chat'), { window: 65536, source: 'catalog', signed: false, images: false });
+
+    await sessionWithImage('no-catalog');
+    await client.call('extensions.select', { session: 'no-catalog', disable: ['models'] });
+    // Unknown window (automatic compaction off), no provider for signed reasoning, images assumed readable.
+    const off = { window: null, source: 'unknown', signed: false, images: true };
+    assert.deepEqual(await seen('no-catalog', 'claude-sonnet-4-5'), off);
+    assert.deepEqual(await seen('no-catalog', 'deepseek-chat'), off);
+    assert.match((await client.call('context', { session: 'no-catalog', format: 'text' })).text ?? '', /context window unknown.*automatic compaction is off/);
+    assert.equal((await seen('catalog', 'claude-sonnet-4-5')).source, 'catalog', 'other sessions keep the catalog');
+
+    await client.call('extensions.select', { disable: ['models'] });
+    assert.deepEqual(await seen('catalog', 'claude-sonnet-4-5'), off);
   });
 });
