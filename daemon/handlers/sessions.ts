@@ -3,6 +3,8 @@
 import { inheritEngineState } from '../../storage/engine-log.ts';
 import { deleteSession, findSession, listSessions, openSession, requireSession } from '../../storage/sessions.ts';
 import { forkSession, returnFromExcursion } from '../../storage/transcript.ts';
+import { forkStrategyState } from '../../strategies/fork-state.ts';
+import { STRATEGIES } from '../../strategies/index.ts';
 import type { Handler } from '../context.ts';
 
 export const sessionOpen: Handler<'session.open'> = (params, { daemon }) => {
@@ -23,9 +25,10 @@ export const sessionDelete: Handler<'session.delete'> = (params, { daemon }) =>
   });
 
 /**
- * The branch inherits the parent's extension choices and last prompt in the same transaction
- * as the copy of its rows (forkSession's own transaction nests as a savepoint), so no branch
- * is ever visible with rows but without its strategy.
+ * The branch inherits the parent's extension choices and last prompt, and each strategy copies
+ * what of its state the branch keeps, in the same transaction as the copy of its rows
+ * (forkSession's own transaction nests as a savepoint), so no branch is ever visible with rows
+ * but without its strategy.
  */
 export const sessionFork: Handler<'session.fork'> = (params, { daemon }) =>
   daemon.kernels.run(params.session, () => {
@@ -36,7 +39,9 @@ export const sessionFork: Handler<'session.fork'> = (params, { daemon }) =>
         branch: params.branch,
         excursion: params.excursion,
       });
-      inheritEngineState(db, requireSession(db, params.session).sid, done.sid);
+      const parent = requireSession(db, params.session).sid;
+      inheritEngineState(db, parent, done.sid);
+      forkStrategyState(db, { sid: parent }, { sid: done.sid }, Object.values(STRATEGIES));
       return done;
     })();
     daemon.scheduleIndexing();
