@@ -163,7 +163,7 @@ export class Daemon implements DaemonServices {
     if (this.indexing !== undefined) clearImmediate(this.indexing);
     this.indexing = undefined;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
-    const drained = Promise.all([...this.connections].map((c) => c.peer?.whenIdle())).then(() => this.kernels.idle());
+    const drained = Promise.all([...this.connections].map((c) => c.peer?.whenIdle() ?? Promise.resolve())).then(() => this.kernels.idle());
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), this.settings.shutdownGraceMs);

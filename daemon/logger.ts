@@ -7,7 +7,7 @@ export type { Logger };
 export interface LoggerHandle {
   log: Logger;
   /** Writes out buffered lines; call before exit. */
-  flush(): Promise<void>;
+  flush: () => Promise<void>;
 }
 
 export function createLogger(file: string, env: NodeJS.ProcessEnv = process.env): LoggerHandle {

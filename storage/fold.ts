@@ -1,6 +1,7 @@
 // The one case fold of literal search, shared by the search code and the trigram index (which
 // indexes folded text through the albedo_fold SQL function, registered on every writer).
 
+// eslint-disable-next-line no-control-regex -- the ASCII range starts at NUL on purpose
 const ASCII = /^[\x00-\x7f]*$/;
 
 /**

@@ -39,6 +39,7 @@ function countingTables(): { bmp: Uint8Array; plane1: Uint8Array } {
   return tables;
 }
 
+// eslint-disable-next-line no-control-regex -- the ASCII range starts at NUL on purpose
 const NON_ASCII_RUNS = /[^\x00-\x7f]+/g;
 
 /**
@@ -69,6 +70,7 @@ function countSimple(text: string, from: number, to: number): number {
   return n;
 }
 
+// eslint-disable-next-line no-control-regex -- the ASCII range starts at NUL on purpose
 const ASCII = /^[\x00-\x7f]*$/;
 
 /** CR LF pairs that start in text[from, to - 1). */

@@ -84,7 +84,7 @@ export async function buildDataset(dir: string, size: number, corpus: Corpus, op
 
   // The schedule: every batch gets a virtual time in [0, 1); batches run in time order.
   const plan: Array<{ t: number; who: number; count: number }> = [];
-  for (let done = 0, j = 0; done < size; j++, done += BUILD_BATCH) plan.push({ t: done / size, who: -1, count: Math.min(BUILD_BATCH, size - done) });
+  for (let done = 0; done < size; done += BUILD_BATCH) plan.push({ t: done / size, who: -1, count: Math.min(BUILD_BATCH, size - done) });
   sides.forEach((_, k) => {
     for (let done = 0; done < sideRows; done += BUILD_BATCH) {
       plan.push({ t: (done + ((k + 0.5) / sideCount) * Math.min(BUILD_BATCH, sideRows)) / sideRows, who: k, count: Math.min(BUILD_BATCH, sideRows - done) });

@@ -119,7 +119,7 @@ export function importClaudeCode(text: string): ImportedTranscript {
           const c = b.content;
           const parts = typeof c === 'string' ? [textPart(c)] : Array.isArray(c) ? contentParts(c, skips, 'tool_result') : [];
           const row: ResultRow = { kind: 'tool_result', key: keys.make(`cc:r:${uuid}:${b.tool_use_id}`), call_id: b.tool_use_id, is_error: b.is_error === true, content: parts };
-          const g = group as Group | null;
+          const g = group;
           if (g !== null && g.calls.has(b.tool_use_id)) g.results.push(row);
           else {
             flush();

@@ -20,7 +20,7 @@ function userParts(content: unknown, skips: Skips): Array<TextPart | ImagePartIn
 
 /** What pi puts in the model's context for a `!command` the user ran. */
 function bashText(m: Json): string {
-  const parts = [`Ran \`${String(m.command ?? '')}\``];
+  const parts = [`Ran \`${typeof m.command === 'string' ? m.command : ''}\``];
   const output = typeof m.output === 'string' ? m.output : '';
   parts.push(output === '' ? '(no output)' : `\`\`\`\n${output}\n\`\`\``);
   if (m.cancelled === true) parts.push('(command cancelled)');

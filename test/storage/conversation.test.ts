@@ -129,7 +129,7 @@ test('rowsAfter pages a session and says where the next page starts', async (t) 
   const p1 = rowsAfter(db, 'a', 0, 2);
   assert.deepEqual(p1.rows.map((r) => r.seq), seqs.slice(0, 2));
   assert.equal(p1.next_after, seqs[1]);
-  const p2 = rowsAfter(db, 'a', p1.next_after!, 3);
+  const p2 = rowsAfter(db, 'a', p1.next_after, 3);
   assert.deepEqual(p2.rows.map((r) => r.seq), seqs.slice(2));
   assert.equal(p2.next_after, null, 'a page that reaches the end has no next');
   assert.deepEqual(rowsAfter(db, 'a', seqs[4]!, 10), { rows: [], next_after: null });
@@ -287,8 +287,8 @@ test('fits of another session do not apply; an elided image stays marked elided'
   const r2 = await withImage('elided', C);
   fit(A, B, other.sid);
   fit(C, D);
-  const body = JSON.parse(db.prepare('SELECT body FROM transcript WHERE seq = ?').pluck().get(r2) as string);
-  body.content[1].elided = true;
+  const body = JSON.parse(db.prepare('SELECT body FROM transcript WHERE seq = ?').pluck().get(r2) as string) as { content: Array<{ elided?: boolean }> };
+  body.content[1]!.elided = true;
   db.prepare('UPDATE transcript SET body = ? WHERE seq = ?').run(JSON.stringify(body), r2);
   const rows = [...foldSources(db, 's', r1, r2)].flat();
   assert.deepEqual(imagesByLabel(rows), { mine: [A], elided: [D] });

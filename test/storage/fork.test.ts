@@ -14,7 +14,7 @@ function fails(code: DomainCodeName, details: Record<string, unknown> = {}) {
 }
 
 function bodyOf(db: Db, seq: number): { kind: string; body?: Record<string, unknown> } {
-  return JSON.parse(db.prepare('SELECT body FROM transcript WHERE seq = ?').pluck().get(seq) as string);
+  return JSON.parse(db.prepare('SELECT body FROM transcript WHERE seq = ?').pluck().get(seq) as string) as { kind: string; body?: Record<string, unknown> };
 }
 
 test('a fork copies the parent rows with new seqs, same contents and keys, and maps them', async (t) => {
@@ -49,7 +49,7 @@ test('a fork copies the parent rows with new seqs, same contents and keys, and m
   assert.equal(count(db, 'SELECT count(*) FROM payload_refs'), 2);
   assert.equal(count(db, 'SELECT count(*) FROM tool_calls WHERE sid = ?', f.sid), 1);
   const again = await appendRows(db, 'b', [toolResult('c1', 'again')]);
-  assert.equal(JSON.parse(rowsOf(db, 'b').at(-1)!.body).orphan, true, "the copied call's result was copied as its answer");
+  assert.equal((JSON.parse(rowsOf(db, 'b').at(-1)!.body) as { orphan?: boolean }).orphan, true, "the copied call's result was copied as its answer");
   assert.equal(again.moved, undefined);
   const retry = await appendRows(db, 'b', [user('hi', { key: 'k1', images: [imageIn(png, 'image/png')] })]);
   assert.deepEqual(retry.seqs, [branch[0]!.seq]);

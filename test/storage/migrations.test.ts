@@ -100,7 +100,7 @@ test('migration 6 upgrades a version-5 database with rows and calls, linking eac
   const branch = await appendRows(db, 'b', [toolResult('c1', 'again'), toolResult('c2', 'out 2 in the branch')]);
   assert.deepEqual(branch.seqs, [12, 11]);
   assert.equal(orphanResults(db, 2), 1);
-  assert.deepEqual(rowsOf(db, 'b').map((r) => [r.seq, r.text, JSON.parse(r.body).orphan ?? false]), [
+  assert.deepEqual(rowsOf(db, 'b').map((r) => [r.seq, r.text, (JSON.parse(r.body) as { orphan?: boolean }).orphan ?? false]), [
     [6, 'fix it', false],
     [7, 'two calls\n→ bash({"cmd":"c1"})\n→ bash({"cmd":"c2"})', false],
     [8, 'out 1', false],

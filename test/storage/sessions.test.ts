@@ -74,9 +74,9 @@ test('deleting a session removes its rows and the payloads only it used, keeps s
   const own = await pngBytes(5, 5);
   const ra = await appendRows(db, 'a', [user('x', { images: [imageIn(shared, 'image/png'), imageIn(own, 'image/png')] })]);
   await appendRows(db, 'b', [user('y', { images: [imageIn(shared, 'image/png')] })]);
-  const [sharedHash, ownHash] = (JSON.parse(
-    db.prepare('SELECT body FROM transcript WHERE seq = ?').pluck().get(ra.seqs[0]) as string,
-  ).content as Array<{ hash?: string }>)
+  const [sharedHash, ownHash] = (
+    JSON.parse(db.prepare('SELECT body FROM transcript WHERE seq = ?').pluck().get(ra.seqs[0]) as string) as { content: Array<{ hash?: string }> }
+  ).content
     .filter((p) => p.hash)
     .map((p) => p.hash as string);
   forkSession(db, 'a', { branch: 'a-child' });

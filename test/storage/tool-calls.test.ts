@@ -31,7 +31,7 @@ function calls(db: Db, sid: number): Array<[string, number, number | null]> {
 }
 
 function bodyAt(db: Db, seq: number): Record<string, unknown> {
-  return JSON.parse(db.prepare('SELECT body FROM transcript WHERE seq = ?').pluck().get(seq) as string);
+  return JSON.parse(db.prepare('SELECT body FROM transcript WHERE seq = ?').pluck().get(seq) as string) as Record<string, unknown>;
 }
 
 test('an id is used again once its call has its result, and the next result settles beside the new call', async (t) => {
@@ -128,7 +128,7 @@ test('a result with no open call is stored as an orphan beside its siblings, lin
   assert.equal(r.moved, undefined);
   const rows = rowsOf(db, 's');
   assert.deepEqual(
-    rows.map((x) => [x.kind, x.call_id, JSON.parse(x.body).orphan ?? null]),
+    rows.map((x) => [x.kind, x.call_id, (JSON.parse(x.body) as { orphan?: boolean }).orphan ?? null]),
     [
       ['user', null, null],
       ['assistant', null, null],

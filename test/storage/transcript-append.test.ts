@@ -19,8 +19,8 @@ function texts(db: Db, session: string): string[] {
 }
 
 function hashOf(db: Db, seq: number): string {
-  const body = JSON.parse(db.prepare('SELECT body FROM transcript WHERE seq = ?').pluck().get(seq) as string);
-  return (body.content as Array<{ type: string; hash?: string }>).find((p) => p.type === 'image')!.hash!;
+  const body = JSON.parse(db.prepare('SELECT body FROM transcript WHERE seq = ?').pluck().get(seq) as string) as { content: Array<{ type: string; hash?: string }> };
+  return body.content.find((p) => p.type === 'image')!.hash!;
 }
 
 function open(db: Db, ...names: string[]): void {
@@ -273,7 +273,7 @@ test('an image can be sent again by hash; an unknown hash fails the batch', asyn
   const r = await appendRows(db, 's', [user('upload', { images: [imageIn(png, 'image/png')] })]);
   const hash = hashOf(db, r.seqs[0]!);
   const byRef = await appendRows(db, 's', [user('again', { images: [{ type: 'image', hash }] })]);
-  const body = JSON.parse(db.prepare('SELECT body FROM transcript WHERE seq = ?').pluck().get(byRef.seqs[0]) as string);
+  const body = JSON.parse(db.prepare('SELECT body FROM transcript WHERE seq = ?').pluck().get(byRef.seqs[0]) as string) as { content: unknown[] };
   assert.deepEqual(body.content[1], { type: 'image', hash, media_type: 'image/png', width: 3, height: 2 });
   assert.equal(count(db, 'SELECT count(*) FROM payload_refs WHERE hash = ?', hash), 2);
   await assert.rejects(

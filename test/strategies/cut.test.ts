@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { PlainInput } from '../../protocol/prepared.ts';
-import type { RowIn } from '../../protocol/rows.ts';
+import type { ImagePart, RowIn, TextPart } from '../../protocol/rows.ts';
 import type { Db } from '../../storage/db.ts';
 import { loadRollingState, type RollingState } from '../../storage/rolling-state.ts';
 import { openSession } from '../../storage/sessions.ts';
@@ -149,8 +149,9 @@ describe('saved cuts that no longer fit', () => {
     await appendRows(db, 's', [user('second request'), assistant('ok')]);
     const small = await pngBytes(20, 20);
     const [fitted] = (await appendRows(db, 's', [user('fit source', { images: [imageIn(small, 'image/png')] })])).seqs;
-    const to = JSON.parse(db.prepare('SELECT body FROM transcript WHERE seq = ?').pluck().get(fitted) as string).content[1];
-    const from = JSON.parse(db.prepare("SELECT body FROM transcript WHERE sid = ? AND row_class = 'user' ORDER BY seq LIMIT 1").pluck().get(sid) as string).content[1];
+    type UserBody = { content: [TextPart, ImagePart] };
+    const [, to] = (JSON.parse(db.prepare('SELECT body FROM transcript WHERE seq = ?').pluck().get(fitted) as string) as UserBody).content;
+    const [, from] = (JSON.parse(db.prepare("SELECT body FROM transcript WHERE sid = ? AND row_class = 'user' ORDER BY seq LIMIT 1").pluck().get(sid) as string) as UserBody).content;
     const fitSeq = appendNotice(db, sid, { notice: 'image_fit', from_hash: from.hash, to, reason: 'test' });
     await appendRows(db, 's', [assistant('after the fit')]);
     // A cut before the fit notice: 3 user inputs before it, then the first fit after the last of them.
