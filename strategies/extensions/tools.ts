@@ -47,7 +47,7 @@ const specs = new Map<MemoryTool, ToolSpec>();
 export function toolSpec(t: MemoryTool): ToolSpec {
   let spec = specs.get(t);
   if (spec === undefined) {
-    spec = { name: t.name, description: t.description, input_schema: z.toJSONSchema(t.args, { io: 'input' }) as Record<string, unknown> };
+    spec = { name: t.name, description: t.description, input_schema: z.toJSONSchema(t.args, { io: 'input' }) };
     specs.set(t, spec);
   }
   return spec;

@@ -1,7 +1,6 @@
 // rolling's view of its saved state against the current transcript: where the saved cut falls
 // (through the shared cut module, cached per kernel), or that it no longer matches, or that
 // this build cannot read it. Read-only.
-import type { StoredRow } from '../../protocol/rows.ts';
 import { foldSources } from '../../storage/conversation.ts';
 import { loadRollingState, type ItemCut, type RollingState } from '../../storage/rolling-state.ts';
 import { sessionRewrites, userRowsAfter } from '../../storage/user-rows.ts';
@@ -32,7 +31,7 @@ export function locateItemCut(input: StrategyInput, cut: ItemCut): LocatedCut | 
   let users = 0;
   let lastRole: string | undefined;
   for (const page of foldSources(input.db, input.session.name, 1, input.head, { boundary: input.head })) {
-    for (const row of page as StoredRow[]) {
+    for (const row of page) {
       if (row.row_class === 'user' && items === cut.items) {
         const texts = userRowsAfter(input.db, input.session.sid, 0, users).map((r) => r.text);
         const saved = { format: 2 as const, users, fingerprint: extendFingerprint(EMPTY_FINGERPRINT, texts) };
