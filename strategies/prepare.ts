@@ -7,6 +7,7 @@ import type { CompactionRecord, Observation, PlainInput, Section, ToolSpec } fro
 import type { Db } from '../storage/db.ts';
 import { autoFailures, lastCompaction, logCompaction, setAutoFailures } from '../storage/engine-log.ts';
 import { tokenRatio } from '../storage/token-ratios.ts';
+import { orphanResults } from '../storage/transcript.ts';
 import type { ModelEntry } from './catalog/models.ts';
 import type { CompactOptions, CompactOutcome, DryRun, FoldPlugin, Layer, LayerView, Projection, Strategy, StrategyInput } from './contract.ts';
 import { inputsTokens, pinnedTokens, textTokens } from './estimate.ts';
@@ -82,13 +83,17 @@ interface Frame {
 }
 
 /** Where this request goes: the client's word first, then its upstream's, then the catalog's. */
-function targetOf(setup: EngineSetup, args: PrepareArgs, maxOutputTokens: number | null): ProjectionTarget {
+export function targetOf(setup: Pick<EngineSetup, 'model' | 'modelId'>, args: Pick<PrepareArgs, 'session' | 'provider' | 'upstream'>, maxOutputTokens: number | null): ProjectionTarget {
+  const up = args.upstream;
   return {
     session: args.session.name,
-    provider: args.provider ?? args.upstream?.provider ?? setup.model?.provider,
+    provider: args.provider ?? up?.provider ?? setup.model?.provider,
     model: setup.modelId ?? undefined,
     readsImages: setup.model === undefined || (setup.model.input as readonly string[]).includes('image'),
-    maxImageEdgePx: args.upstream?.max_image_edge_px ?? setup.model?.max_image_edge_px,
+    maxImageEdgePx: up?.max_image_edge_px ?? setup.model?.max_image_edge_px,
+    maxImages: up?.max_images ?? setup.model?.max_images_per_request,
+    maxImageBytes: up?.max_image_bytes,
+    uploadsImages: up?.uploads_images ?? false,
     maxOutputTokens,
   };
 }
@@ -208,9 +213,15 @@ function observe(
     failure: extra.failure,
     auto_failures: failures,
     latched: failures >= LATCH_LIMIT,
-    notes: [...f.problems, ...p.notes, ...extra.notes, ...(overWindow(p.estimate, f.input.window) ? [overWindowNote(p, f.input)] : [])],
+    notes: [...f.problems, ...p.notes, ...extra.notes, ...(overWindow(p.estimate, f.input.window) ? [overWindowNote(p, f.input)] : []), ...orphanNote(extra.db, f.input.session.sid)],
     config_errors: setup.configErrors,
   };
+}
+
+/** Results whose call id matched no open call are stored and sent as text; /context says how many. */
+function orphanNote(db: Db, sid: number): string[] {
+  const n = orphanResults(db, sid);
+  return n === 0 ? [] : [`${n} tool result(s) in this session answer no open call; they are kept and sent as text`];
 }
 
 function overWindowNote(p: Projection, input: StrategyInput): string {

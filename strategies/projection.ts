@@ -22,6 +22,12 @@ export interface ProjectionTarget {
   readsImages: boolean;
   /** Longest image edge the provider keeps before downsizing, in pixels; undefined: none known. */
   maxImageEdgePx: number | undefined;
+  /** Images one request may carry; undefined: no limit known. */
+  maxImages: number | undefined;
+  /** Largest image the upstream accepts, in bytes; undefined: no limit known. */
+  maxImageBytes: number | undefined;
+  /** The upstream uploads images through a files API rather than inline request bytes. */
+  uploadsImages: boolean;
   /**
    * A tool output (or user paste) estimated above this many tokens goes into the request as its
    * head and tail with a transcript_read pointer between; null: no cap.
@@ -31,7 +37,17 @@ export interface ProjectionTarget {
 
 /** A target with nothing known but the session: no caps, images readable. */
 export function plainTarget(session: string): ProjectionTarget {
-  return { session, provider: undefined, model: undefined, readsImages: true, maxImageEdgePx: undefined, maxOutputTokens: null };
+  return {
+    session,
+    provider: undefined,
+    model: undefined,
+    readsImages: true,
+    maxImageEdgePx: undefined,
+    maxImages: undefined,
+    maxImageBytes: undefined,
+    uploadsImages: false,
+    maxOutputTokens: null,
+  };
 }
 
 type ResultPart = Extract<OutPart, { type: 'tool_result' }>['content'][number];

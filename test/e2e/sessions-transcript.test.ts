@@ -340,6 +340,12 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       assert.deepEqual(grep.matches.map((m) => m.seq), [orphan.seq], 'orphan text is searchable');
       const read = await c.call('transcript_read', { session: 'reuse', from_seq: orphan.seq, to_seq: orphan.seq });
       assert.equal(read.text, `#${orphan.seq} tool_result call_bash\nzebra-orphan output`);
+      // The model sees it as text, never as a result, and /context flags it.
+      const sent = await c.call('prepare', { session: 'reuse', model: 'claude-sonnet-4-5' });
+      assert.ok(sent.inputs.some((i) => i.role === 'user' && i.content.some((p) => p.type === 'text' && p.text.includes('[result of tool call call_bash, which has no matching call]\nzebra-orphan output'))));
+      assert.ok(!sent.inputs.some((i) => i.content.some((p) => p.type === 'tool_result' && p.content.some((q) => q.type === 'text' && q.text.includes('zebra-orphan')))));
+      const ctx = await c.call('context', { session: 'reuse', format: 'text' });
+      assert.match(ctx.text ?? '', /1 tool result\(s\) in this session answer no open call/);
 
       // Reusing an id whose call is still running is refused, and nothing of that batch is kept.
       await c.call('transcript.append', { session: 'reuse', rows: [assistant('start a long run', ['call_bash'])] });

@@ -12,7 +12,7 @@ import { historyRows, warmTailRows } from '../../strategies/harness/history-rows
 import { startCut } from '../../strategies/harness/cut.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 import { foldPluginsFor } from '../../strategies/harness/prior.ts';
-import { inspectRequest, prepareRequest } from '../../strategies/prepare.ts';
+import { inspectRequest, prepareRequest, targetOf } from '../../strategies/prepare.ts';
 import { plainTarget } from '../../strategies/projection.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
@@ -163,5 +163,30 @@ describe('forks and warming', () => {
     assert.equal(warmed.length, 20_000);
     assert.equal(historyRows(input, 1), warmed, 'project reads the warmed rows, not the database');
     assert.deepEqual(warmed, historyRows({ ...input, cache: new KernelCache() }, 1));
+  });
+});
+
+describe('the target', () => {
+  const model = { id: 'claude-sonnet-4-5', provider: 'anthropic', context_window: 200_000, input: ['text', 'image'] as const, max_image_edge_px: 1568, max_images_per_request: 100 };
+  const session = { sid: 1, name: 's' };
+
+  test('the client\'s provider and its upstream\'s limits win over the catalog; the catalog fills the rest', () => {
+    const fromCatalog = targetOf({ model: { ...model, input: ['text', 'image'] }, modelId: model.id }, { session }, 20_000);
+    assert.deepEqual(
+      { provider: fromCatalog.provider, edge: fromCatalog.maxImageEdgePx, images: fromCatalog.maxImages, bytes: fromCatalog.maxImageBytes, uploads: fromCatalog.uploadsImages, reads: fromCatalog.readsImages },
+      { provider: 'anthropic', edge: 1568, images: 100, bytes: undefined, uploads: false, reads: true },
+    );
+    const declared = targetOf(
+      { model: { ...model, input: ['text', 'image'] }, modelId: model.id },
+      { session, provider: 'amazon-bedrock', upstream: { max_images: 20, max_image_edge_px: 1000, max_image_bytes: 5_000_000, uploads_images: true } },
+      20_000,
+    );
+    assert.deepEqual(
+      { provider: declared.provider, edge: declared.maxImageEdgePx, images: declared.maxImages, bytes: declared.maxImageBytes, uploads: declared.uploadsImages },
+      { provider: 'amazon-bedrock', edge: 1000, images: 20, bytes: 5_000_000, uploads: true },
+    );
+    const blind = targetOf({ model: { ...model, input: ['text'] }, modelId: 'text-only' }, { session }, null);
+    assert.equal(blind.readsImages, false);
+    assert.equal(targetOf({ model: undefined, modelId: 'unknown' }, { session }, null).readsImages, true, 'an uncatalogued model is taken to read images');
   });
 });

@@ -78,6 +78,26 @@ describe('cuts between exchanges', () => {
     assert.equal(texts(fresh.inputs), texts(again.inputs));
   });
 
+  test('an exchange-level cut survives a provider change, and a rewritten prompt resets it', async (t) => {
+    const db = tempDb(t);
+    await autonomousSession(db, 40);
+    const setup = setupFor({ window: WINDOW });
+    const out = await prepareRequest(setup, { ...argsFor(db, 's'), provider: 'anthropic' });
+    assert.equal(out.compacted, true);
+    const summary = (o: { sections: Array<{ name: string; source: string }> }) => o.sections.find((s) => s.name === 'summary')?.source;
+    const other = inspectRequest(setup, { ...argsFor(db, 's'), provider: 'openai' });
+    assert.equal(summary(other), summary(out.observation));
+    assert.match(summary(other) ?? '', /and the first \d+ exchange\(s\) after it/);
+    // An evicted exchange is rewritten: that part of the cut no longer matches, and the tail
+    // starts again at the unit (the summary is kept; nothing is lost).
+    const sid = argsFor(db, 's').session.sid;
+    db.prepare("UPDATE transcript SET body = json_set(body, '$.content[0].text', 'rewritten') WHERE seq = (SELECT min(seq) FROM transcript WHERE sid = ? AND kind = 'assistant')").run(sid);
+    db.prepare('UPDATE sessions SET rewrites = rewrites + 1 WHERE sid = ?').run(sid);
+    const reset = inspectRequest(setup, argsFor(db, 's'));
+    assert.ok(reset.notes.some((n) => /changed; the tail starts again at that unit/.test(n)), JSON.stringify(reset.notes));
+    assert.match(reset.sections.find((s) => s.name === 'tail')!.source, /^rows #1-/);
+  });
+
   test('whole units are cut whenever they suffice', async (t) => {
     const db = tempDb(t);
     await sessionWithTurns(db, 's', 40);
