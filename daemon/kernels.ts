@@ -3,14 +3,12 @@
 // unloaded least-recently-used first; unloading loses nothing, because state lives in SQLite.
 import { KernelCache } from '../strategies/harness/kernel-cache.ts';
 
-/** In-memory state of one loaded session. Strategies hang their caches off `state`. */
+/** In-memory state of one loaded session. Strategies and handlers keep their caches in `cache`. */
 export interface Kernel {
   session: string;
   /** Milliseconds since the epoch when the kernel was loaded. */
   loadedAt: number;
-  /** Per-feature flags (e.g. which strategies were adopted), dropped with the kernel. */
-  state: Map<string, unknown>;
-  /** The strategies' typed caches of derived values, dropped with the kernel. */
+  /** Typed caches of derived values (strategies' and the handlers'), dropped with the kernel. */
   cache: KernelCache;
 }
 
@@ -68,7 +66,7 @@ export class SessionKernels {
       this.slots.set(session, slot);
       return slot;
     }
-    slot = { kernel: { session, loadedAt: Date.now(), state: new Map(), cache: new KernelCache() }, tail: Promise.resolve(), pending: 0 };
+    slot = { kernel: { session, loadedAt: Date.now(), cache: new KernelCache() }, tail: Promise.resolve(), pending: 0 };
     this.slots.set(session, slot);
     this.evictIdle();
     return slot;

@@ -16,6 +16,7 @@ import type { CallContext, Handler } from '../context.ts';
 import { renderObservation } from '../context-text.ts';
 import { chooseStrategy, engineSetup, previewStrategy, summarizerNote } from '../engine.ts';
 import type { Kernel } from '../kernels.ts';
+import { cacheSlot } from '../../strategies/harness/kernel-cache.ts';
 
 interface Frame {
   setup: EngineSetup;
@@ -24,6 +25,9 @@ interface Frame {
   summarizerNote: string | null;
   summarized: () => boolean;
 }
+
+/** Strategies whose one-time adoption already ran in this kernel. */
+const ADOPTED = cacheSlot<Set<string>>('compaction.adopted');
 
 /** Everything one preparation needs, with the kernel's one-time adoption done first. */
 function frameFor(
@@ -73,10 +77,11 @@ function frameFor(
     upstream: opts.upstream,
   };
   // Adoption may write (it upgrades old state formats): never on a read-only call like /context.
-  const adoptedKey = `adopted:${setup.strategy?.name ?? ''}`;
-  if (opts.readOnly !== true && !kernel.state.has(adoptedKey)) {
+  const adopted = kernel.cache.getOrSet(ADOPTED, () => new Set<string>());
+  const name = setup.strategy?.name ?? '';
+  if (opts.readOnly !== true && !adopted.has(name)) {
     adoptSession(setup, args);
-    kernel.state.set(adoptedKey, true);
+    adopted.add(name);
   }
   return { setup, args, summarizerNote: summarizerNote(config, via, ctx.conn), summarized: () => calls > 0 };
 }
