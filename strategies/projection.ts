@@ -65,6 +65,14 @@ const ENCRYPTED_REASONING_SCOPE: ReadonlyMap<string, 'provider' | 'model'> = new
   ['openai', 'model'],
 ]);
 
+/**
+ * Providers that reject a tool-use turn whose signed reasoning is missing (Anthropic's extended
+ * thinking), so their blobs always go back whole. Elsewhere (OpenAI's `encrypted_content`) a
+ * missing item only costs the model that reasoning: a blob larger than the output cap is left
+ * out, so that one turn's reasoning cannot keep a request over the window.
+ */
+const REASONING_REQUIRED = new Set(['anthropic']);
+
 /** What a call with no result yet gets in the request, so that every call is answered. */
 const NO_RESULT_TEXT = '[no result: the tool has not returned, or its run was interrupted]';
 
@@ -277,7 +285,8 @@ export function rowInputs(row: StoredRow, target: ProjectionTarget): PlainInput[
         // Opaque reasoning only goes back where its writer can read it; readable text goes anywhere.
         const provider = p.provider ?? body.provider;
         const text = p.text !== undefined && p.text.length > 0 ? p.text : undefined;
-        if (p.encrypted !== undefined && encryptedGoesTo(provider, body.model, target)) parts.push({ type: 'reasoning', text, encrypted: p.encrypted, provider });
+        const carried = p.encrypted !== undefined && encryptedGoesTo(provider, body.model, target) && (REASONING_REQUIRED.has(provider ?? '') || target.maxOutputTokens === null || textTokens(p.encrypted) <= target.maxOutputTokens);
+        if (carried) parts.push({ type: 'reasoning', text, encrypted: p.encrypted, provider });
         else if (text !== undefined) parts.push({ type: 'reasoning', text });
       }
       const cappable = (p: OutPart): boolean => p.type === 'text' || p.type === 'tool_call' || (p.type === 'reasoning' && p.encrypted === undefined);

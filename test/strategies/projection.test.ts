@@ -230,6 +230,19 @@ describe('capped tool-call arguments and assistant text', () => {
     assert.ok(inputsTokens([other]) <= 900 + 60, `the whole row estimates ${inputsTokens([other])}`);
   });
 
+  test('an OpenAI reasoning blob over the output cap is left out (its summary stays); a signed Anthropic block never is', () => {
+    const blob = 'E'.repeat(60_000);
+    const openai = row({ kind: 'assistant', provider: 'openai', model: 'gpt-5-codex', content: [{ type: 'reasoning', provider: 'openai', text: 'plan: patch the config', encrypted: blob }, { type: 'text', text: 'patching' }] });
+    const target = { ...capped(800), provider: 'openai', model: 'gpt-5-codex' };
+    const [out] = rowInputs(openai, target);
+    assert.deepEqual(out!.content[0], { type: 'reasoning', text: 'plan: patch the config' });
+    assert.ok(rowInputs(openai, { ...target, maxOutputTokens: null })[0]!.content.some((p) => p.type === 'reasoning' && p.encrypted === blob), 'without a cap it goes back');
+    const small = row({ kind: 'assistant', provider: 'openai', model: 'gpt-5-codex', content: [{ type: 'reasoning', provider: 'openai', encrypted: 'short-blob' }] });
+    assert.ok(rowInputs(small, target)[0]!.content.some((p) => p.type === 'reasoning' && p.encrypted === 'short-blob'), 'a blob under the cap goes back');
+    const anthropic = row({ kind: 'assistant', content: [{ type: 'reasoning', provider: 'anthropic', text: 't', encrypted: blob }] });
+    assert.ok(rowInputs(anthropic, { ...capped(800), provider: 'anthropic' })[0]!.content.some((p) => p.type === 'reasoning' && p.encrypted === blob));
+  });
+
   test("a long assistant text is capped like a tool output; reasoning is never touched", () => {
     const thinking = 'z'.repeat(20_000);
     const r = row({ kind: 'assistant', content: [{ type: 'reasoning', provider: 'anthropic', text: thinking, encrypted: 'sig' }, { type: 'text', text: 'w'.repeat(20_000) }] });
