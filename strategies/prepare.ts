@@ -15,7 +15,7 @@ import { historyRows } from './harness/history-rows.ts';
 import { cacheSlot, type KernelCache } from './harness/kernel-cache.ts';
 import { calibrated, isDue, overWindow, resolveWindow, toolOutputCap, validateWindow, type WindowSettings } from './harness/window.ts';
 import { forModel, type ProjectionTarget } from './projection.ts';
-import type { Summarizer } from './summarizer/types.ts';
+import type { Summarizer, SummaryRequest } from './summarizer/types.ts';
 
 /** Consecutive failed automatic compactions after which automatic tries stop. */
 export const LATCH_LIMIT = 3;
@@ -276,6 +276,23 @@ function deferral(pace: Pace, p: Projection, input: StrategyInput): string | nul
   return `automatic compaction waits: the request grew ~${Math.max(0, grown)} tokens since the last compaction, less than a typical turn (~${turn})`;
 }
 
+/** A summarizer that counts the estimated tokens of every request it forwards and every answer. */
+function meteredSummarizer(inner: Summarizer): Summarizer & { tokensIn: number; tokensOut: number } {
+  const m = {
+    backend: inner.backend,
+    model: inner.model,
+    tokensIn: 0,
+    tokensOut: 0,
+    async summarize(req: SummaryRequest) {
+      m.tokensIn += textTokens(req.system) + textTokens(req.prompt);
+      const result = await inner.summarize(req);
+      m.tokensOut += result.outputTokens;
+      return result;
+    },
+  };
+  return m;
+}
+
 /**
  * Project, compact when due (and not latched or deferred) or forced, and project again. Real
  * failures (the summarizer threw: error, timeout, invalid answer) land in the compaction log and
@@ -305,13 +322,15 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   const started = now();
   let outcome: CompactOutcome;
   let error: string | null = null;
-  const opts: CompactOptions = { forced: args.force, focus: args.focus, summarizer: setup.summarizer, signal: args.signal };
+  const metered = meteredSummarizer(setup.summarizer);
+  const opts: CompactOptions = { forced: args.force, focus: args.focus, summarizer: metered, signal: args.signal };
   try {
     outcome = await strategy.compact(f.input, first, opts);
   } catch (err) {
     if (args.signal?.aborted === true) throw err;
     error = describe(err);
-    outcome = { compacted: false, reason: error, backend: setup.summarizer.backend, summarizerTokensIn: 0, summarizerTokensOut: 0, evictedRows: 0 };
+    // What was sent before the failure still cost tokens: the log says how many.
+    outcome = { compacted: false, reason: error, backend: setup.summarizer.backend, summarizerTokensIn: metered.tokensIn, summarizerTokensOut: metered.tokensOut, evictedRows: 0 };
   }
   const second = outcome.compacted ? project(setup, f.input) : first;
   observePace(pace, second.estimate, outcome.compacted);

@@ -155,6 +155,7 @@ describe('rolling', () => {
     assert.equal(out.observation.estimated_input_tokens, projected.estimated_input_tokens);
     assert.equal(out.observation.auto_failures, 1);
     assert.equal(out.observation.last_compaction?.ok, false);
+    assert.ok((out.observation.last_compaction?.summarizer_tokens_in ?? 0) > 100, 'the prompt that was sent is counted');
   });
 
   test('after three failed automatic compactions it stops trying until a forced compaction', async (t) => {
