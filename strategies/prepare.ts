@@ -4,7 +4,7 @@
 // the caller hands in the resolved strategy, settings, model and summarizer.
 import type { Upstream } from '../protocol/methods.ts';
 import type { CompactionRecord, Observation, PlainInput, Section, ToolSpec } from '../protocol/prepared.ts';
-import type { Db } from '../storage/db.ts';
+import { type Db, yieldToEventLoop } from '../storage/db.ts';
 import { autoFailures, lastCompaction, logCompaction, setAutoFailures } from '../storage/engine-log.ts';
 import { tokenRatio } from '../storage/token-ratios.ts';
 import { orphanResults } from '../storage/transcript.ts';
@@ -322,6 +322,9 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   const started = now();
   let outcome: CompactOutcome;
   let error: string | null = null;
+  // The projection above and the compaction's planning are each one synchronous stretch: the
+  // event loop gets a turn between them.
+  await yieldToEventLoop();
   const metered = meteredSummarizer(setup.summarizer);
   const opts: CompactOptions = { forced: args.force, focus: args.focus, summarizer: metered, signal: args.signal };
   try {

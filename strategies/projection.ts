@@ -4,6 +4,7 @@
 import type { OutPart, PlainInput } from '../protocol/prepared.ts';
 import type { ImagePart, StoredRow, TextPart } from '../protocol/rows.ts';
 import { ELIDED_IMAGE_TEXT, imageMarker } from '../storage/row-text.ts';
+import { SLICE_MS, yieldToEventLoop } from '../storage/db.ts';
 import { inputsTokens, partTokens, textTokens } from './estimate.ts';
 
 /**
@@ -354,19 +355,44 @@ function resultTarget(target: ProjectionTarget, calls: number): ProjectionTarget
 /**
  * Per-row estimates for rows in transcript order, agreeing with what `forModel` emits for them
  * (a result is sized with its turn's share of the output cap). Rows it was not built over are
- * sized on their own.
+ * sized on their own. `memo` keeps sizes across calls for the same row objects and target
+ * (see `targetKey`); `tokenCounterYielding` fills it in slices.
  */
-export function tokenCounter(rows: readonly StoredRow[], target: ProjectionTarget): (row: StoredRow) => number {
-  const sizes = new Map<StoredRow, number>();
+export function tokenCounter(rows: readonly StoredRow[], target: ProjectionTarget, memo = new WeakMap<StoredRow, number>()): (row: StoredRow) => number {
   let calls = 0;
+  for (const row of rows) sizeInto(memo, row, target, (calls = callsBefore(row, calls)));
+  return (row) => memo.get(row) ?? rowTokens(row, target);
+}
+
+/** `tokenCounter` for a long history: gives the event loop a turn whenever a slice is used up. */
+export async function tokenCounterYielding(rows: readonly StoredRow[], target: ProjectionTarget, memo: WeakMap<StoredRow, number>): Promise<void> {
+  let calls = 0;
+  let started = performance.now();
   for (const row of rows) {
-    const b = row.body;
-    if (b.kind === 'assistant') calls = b.content.filter((p) => p.type === 'tool_call').length;
-    else if (b.kind === 'user') calls = 0;
-    const t = b.kind === 'tool_result' && b.orphan !== true ? resultTarget(target, calls) : target;
-    sizes.set(row, rowTokens(row, t));
+    sizeInto(memo, row, target, (calls = callsBefore(row, calls)));
+    if (performance.now() - started >= SLICE_MS) {
+      await yieldToEventLoop();
+      started = performance.now();
+    }
   }
-  return (row) => sizes.get(row) ?? rowTokens(row, target);
+}
+
+/** What a row's size depends on besides the row: a memo is valid for one key only. */
+export function targetKey(t: ProjectionTarget): string {
+  return JSON.stringify([t.session, t.provider, t.model, t.readsImages, t.maxImageEdgePx, t.maxOutputTokens]);
+}
+
+/** Calls of the turn a row belongs to: its own if it is an assistant row, else the turn's so far. */
+function callsBefore(row: StoredRow, calls: number): number {
+  const b = row.body;
+  if (b.kind === 'assistant') return b.content.filter((p) => p.type === 'tool_call').length;
+  return b.kind === 'user' ? 0 : calls;
+}
+
+function sizeInto(memo: WeakMap<StoredRow, number>, row: StoredRow, target: ProjectionTarget, calls: number): void {
+  if (memo.has(row)) return;
+  const b = row.body;
+  memo.set(row, rowTokens(row, b.kind === 'tool_result' && b.orphan !== true ? resultTarget(target, calls) : target));
 }
 
 /**

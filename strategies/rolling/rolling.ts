@@ -1,6 +1,7 @@
 // rolling: the request is the system prompt, one running summary of everything evicted so
 // far, a short verbatim recap of the latest evicted user requests, and the untouched tail.
-// A compaction folds the oldest whole units past the tail budget into a new summary.
+// A compaction folds what the shared cut module evicts (whole units, or the older exchanges
+// of an oversized newest unit) into a new summary; where the cut falls is harness/cut.ts.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { yieldToEventLoop } from '../../storage/db.ts';
@@ -16,7 +17,7 @@ import { summaryPrompt, SUMMARIZER_SYSTEM } from '../harness/summarizer-prompt.t
 import { summaryText } from '../harness/summary-text.ts';
 import { chunkUnits, groupUnits, opensExchange, opensUnit } from '../harness/units.ts';
 import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
-import { forModel, tokenCounter } from '../projection.ts';
+import { forModel, targetKey, tokenCounter, tokenCounterYielding } from '../projection.ts';
 import { RollingSettings } from './settings.ts';
 import { locateItemCut, resolveState } from './state.ts';
 
@@ -132,9 +133,26 @@ function project(input: StrategyInput): Projection {
   return build(input, resolved.state, resolved.located, rest, resolved.notes, folds);
 }
 
-/** Decodes the tail with yields, so that `project` reads it from the kernel cache. */
+/** Row sizes for the current target, kept per kernel while the target stays the same. */
+const SIZES = cacheSlot<{ key: string; memo: WeakMap<StoredRow, number> }>('rolling.sizes');
+
+function sizesFor(input: StrategyInput): WeakMap<StoredRow, number> {
+  const key = targetKey(input.target);
+  const cached = input.cache.get(SIZES);
+  if (cached?.key === key) return cached.memo;
+  const memo = new WeakMap<StoredRow, number>();
+  input.cache.set(SIZES, { key, memo });
+  return memo;
+}
+
+/**
+ * Decodes the tail and sizes its rows with yields, so that neither `project` nor a compaction
+ * decodes or sizes a long history in one stretch of the event loop.
+ */
 async function warm(input: StrategyInput): Promise<void> {
-  await warmTailRows(input, resolveState(input).located);
+  const located = resolveState(input).located;
+  await warmTailRows(input, located);
+  await tokenCounterYielding(prior(input, tailRows(input, located)).rest, input.target, sizesFor(input));
 }
 
 const NOTHING_TO_EVICT = 'cannot compact further without splitting the newest exchange';
@@ -145,6 +163,8 @@ interface Eviction {
   /** Other extensions' folds over the rows after the cut: they leave the request with any eviction. */
   folds: Fold[];
   plan: CutPlan | undefined;
+  /** The row sizes the plan was made with. */
+  tokens: (row: StoredRow) => number;
   /** Tokens the summary may take, and the window size it is judged by. */
   cap: number;
   basis: number;
@@ -161,7 +181,7 @@ function selectEviction(input: StrategyInput, forced: boolean): Eviction {
   const resolved = resolveState(input);
   const { folds, rest } = prior(input, tailRows(input, resolved.located));
   const from = folds.length === 0 || rest.length === 0 ? resolved.located : (locateAt(input, rest[0]!) ?? resolved.located);
-  const tokens = tokenCounter(rest, input.target);
+  const tokens = tokenCounter(rest, input.target, sizesFor(input));
   const historyTokens = rest.reduce((n, r) => n + tokens(r), 0);
   const basis = input.window.window ?? historyTokens;
   const cap = summaryCap(basis);
@@ -183,7 +203,7 @@ function selectEviction(input: StrategyInput, forced: boolean): Eviction {
   const recap = plan === undefined ? undefined : recapInput(input, plan.hints.openerSeq);
   const left = plan === undefined ? null : roomUnderWindow(input.window, input.pinnedTokens + PER_INPUT_TOKENS + textTokens(SUMMARY_HEADER) + (recap?.tokens ?? 0) + plan.tailTokens);
   const fitted = left === null ? cap : Math.max(MIN_SUMMARY_TOKENS, Math.min(cap, left));
-  return { located: resolved.located, previous: resolved.state, folds, plan, cap: fitted, basis };
+  return { located: resolved.located, previous: resolved.state, folds, plan, tokens, cap: fitted, basis };
 }
 
 function plan(input: StrategyInput, projection: Projection, forced: boolean): DryRun {
@@ -211,7 +231,7 @@ function worthless(before: number, after: number): string {
 }
 
 async function compact(input: StrategyInput, projection: Projection, opts: CompactOptions): Promise<CompactOutcome> {
-  const { previous, folds, plan: cut, cap, basis } = selectEviction(input, opts.forced);
+  const { previous, folds, plan: cut, tokens, cap, basis } = selectEviction(input, opts.forced);
   if (cut === undefined) return nothingCompacted(NOTHING_TO_EVICT);
   // Sized with the summary at its cap: when even that is no smaller, no model call is made.
   const bound = build(input, { summary: 'x'.repeat(cap * 4), backend: null }, locatedAfter(cut), cut.tail, []);
@@ -224,7 +244,7 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   // Fold the eviction in order, chunk by chunk, carrying the summary along. Chunks break
   // between units or exchanges, never inside an exchange. A local summarizer never waits on
   // I/O, so each chunk gives the event loop a turn.
-  const groups = groupUnits(cut.evicted, (r) => opensUnit(r) || opensExchange(r), tokenCounter(cut.evicted, input.target));
+  const groups = groupUnits(cut.evicted, (r) => opensUnit(r) || opensExchange(r), tokens);
   // Stored folds are the oldest part of the eviction and go first, as the text they already are.
   const transcripts = [...(folds.length === 0 ? [] : [folds.map(foldText).join('\n\n')]), ...chunkUnits(groups, chunkCap(basis)).map((chunk) => summaryText(chunk.flatMap((u) => u.items)))];
   for (const transcript of transcripts) {
