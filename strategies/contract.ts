@@ -52,8 +52,14 @@ export interface CompactOptions {
 }
 
 export interface CompactOutcome {
-  /** New state was written. */
+  /** New state is ready: `commit` writes it. */
   compacted: boolean;
+  /**
+   * Writes the new state (synchronously). The engine calls it inside the transaction that logs
+   * the compaction, and only if nothing the compaction read has moved since it started; a
+   * strategy never writes its state from `compact` itself.
+   */
+  commit?: () => void;
   /** Why nothing was written, when nothing was. */
   reason: string | null;
   backend: string | null;
@@ -74,7 +80,7 @@ export interface Strategy {
   /** Its section of extensions.json; every strategy's settings carry the window fields. */
   readonly settings: z.ZodType<WindowSettings>;
   project(input: StrategyInput): Projection;
-  /** Runs only when the projection is due or the caller forces it; writes only on success. */
+  /** Runs only when the projection is due or the caller forces it; writes nothing itself (see `commit`). */
   compact(input: StrategyInput, projection: Projection, opts: CompactOptions): Promise<CompactOutcome>;
   /** The dry run of `compact`, derived from the same choice; reads only. Absent: no dry run. */
   plan?(input: StrategyInput, projection: Projection, forced: boolean): DryRun;

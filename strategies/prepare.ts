@@ -3,11 +3,12 @@
 // if it is still due. Also the dry run and the failure latch bookkeeping. No daemon imports:
 // the caller hands in the resolved strategy, settings, model and summarizer.
 import type { Upstream } from '../protocol/methods.ts';
-import type { CompactionRecord, Observation, PlainInput, Section, ToolSpec } from '../protocol/prepared.ts';
+import type { Observation, PlainInput, Section, ToolSpec } from '../protocol/prepared.ts';
 import { type Db, yieldToEventLoop } from '../storage/db.ts';
 import { autoFailures, lastCompaction, logCompaction, setAutoFailures } from '../storage/engine-log.ts';
 import { tokenRatio } from '../storage/token-ratios.ts';
 import { orphanResults } from '../storage/transcript.ts';
+import { sessionRewrites } from '../storage/user-rows.ts';
 import type { ModelEntry } from './catalog/models.ts';
 import type { CompactOptions, CompactOutcome, DryRun, FoldPlugin, Layer, LayerView, Projection, Strategy, StrategyInput } from './contract.ts';
 import { inputsTokens, pinnedTokens, textTokens } from './estimate.ts';
@@ -320,6 +321,7 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
 
   if (args.force) setAutoFailures(args.db, sid, 0);
   const started = now();
+  const rewritesAtStart = sessionRewrites(args.db, sid);
   let outcome: CompactOutcome;
   let error: string | null = null;
   // The projection above and the compaction's planning are each one synchronous stretch: the
@@ -335,17 +337,23 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     // What was sent before the failure still cost tokens: the log says how many.
     outcome = { compacted: false, reason: error, backend: setup.summarizer.backend, summarizerTokensIn: metered.tokensIn, summarizerTokensOut: metered.tokensOut, evictedRows: 0 };
   }
-  const second = outcome.compacted ? project(setup, f.input) : first;
-  observePace(pace, second.estimate, outcome.compacted);
-  const reason = outcome.compacted ? null : (error ?? outcome.reason);
-  if (error === null) {
-    pace.baseline = outcome.compacted ? second.estimate : first.estimate;
-    pace.reason = reason;
-  }
-  // Only what happened goes into the log: a success, or a real failure. "Nothing worth
-  // evicting" is an observation, so /context keeps showing the last compaction that did.
-  if (outcome.compacted || error !== null) {
-    const record: CompactionRecord = {
+  // One transaction commits the new state and logs the attempt, and only if nothing the
+  // compaction read has moved meanwhile (a settle rewrites rows and bumps the counter; appends
+  // only add rows after the head it read): otherwise the summary is discarded, as if it had
+  // found nothing worth evicting, and the next preparation tries again.
+  let second = first;
+  args.db.transaction(() => {
+    if (outcome.compacted && sessionRewrites(args.db, sid) !== rewritesAtStart) {
+      outcome = { ...outcome, compacted: false, reason: 'the history moved while the summary was written (a late tool result settled); the summary was discarded' };
+    }
+    if (outcome.compacted) {
+      outcome.commit?.();
+      second = project(setup, f.input);
+    }
+    // Only what happened goes into the log: a success, or a real failure. "Nothing worth
+    // evicting" is an observation, so /context keeps showing the last compaction that did.
+    if (!outcome.compacted && error === null) return;
+    logCompaction(args.db, sid, {
       at: started,
       strategy: strategy.name,
       forced: args.force,
@@ -358,12 +366,15 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
       tokens_after: second.estimate,
       evicted_rows: outcome.evictedRows,
       error,
-    };
-    args.db.transaction(() => {
-      logCompaction(args.db, sid, record);
-      if (outcome.compacted) setAutoFailures(args.db, sid, 0);
-      else if (!args.force) setAutoFailures(args.db, sid, autoFailures(args.db, sid) + 1);
-    })();
+    });
+    if (outcome.compacted) setAutoFailures(args.db, sid, 0);
+    else if (!args.force) setAutoFailures(args.db, sid, autoFailures(args.db, sid) + 1);
+  })();
+  observePace(pace, second.estimate, outcome.compacted);
+  const reason = outcome.compacted ? null : (error ?? outcome.reason);
+  if (error === null) {
+    pace.baseline = outcome.compacted ? second.estimate : first.estimate;
+    pace.reason = reason;
   }
   // Layers follow the strategy: after a committed compaction they compact too, otherwise they
   // project as on any other request.

@@ -274,8 +274,8 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   if (after.estimate >= projection.estimate) {
     return { ...nothingCompacted(worthless(projection.estimate, after.estimate)), backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut };
   }
-  saveRollingState(input.db, input.session.sid, { summary, cut: cut.cut, hints: cut.hints, backend });
-  return { compacted: true, reason: null, backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut, evictedRows: cut.evicted.length };
+  const commit = (): void => saveRollingState(input.db, input.session.sid, { summary, cut: cut.cut, hints: cut.hints, backend });
+  return { compacted: true, commit, reason: null, backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut, evictedRows: cut.evicted.length };
 }
 
 /** Rewrites a state saved in the item-count format as a user cut, once, when it still fits. */

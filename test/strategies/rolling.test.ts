@@ -158,6 +158,32 @@ describe('rolling', () => {
     assert.ok((out.observation.last_compaction?.summarizer_tokens_in ?? 0) > 100, 'the prompt that was sent is counted');
   });
 
+  test('rows that move while the summary is written void the compaction: nothing is committed, nothing latches', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 5);
+    await appendRows(db, 's', [assistant('starting a slow build', ['slow']), user('typed while it ran')]);
+    for (let i = 5; i < 40; i++) await appendRows(db, 's', turn(i));
+    let settled = false;
+    const summarizer = {
+      backend: 'client' as const,
+      model: 'test',
+      async summarize() {
+        // The late result arrives while the model is writing: it settles beside its call.
+        if (!settled) await appendRows(db, 's', [toolResult('slow', 'build finished')]);
+        settled = true;
+        return { text: 'summary', backend: 'client' as const, model: 'test', outputTokens: 2 };
+      },
+    };
+    const setup = setupFor({ window: 8000, summarizer });
+    const out = await prepareRequest(setup, argsFor(db, 's'));
+    assert.equal(out.compacted, false);
+    assert.match(out.observation.failure ?? '', /history moved while the summary was written/);
+    assert.equal(loadRollingState(db, argsFor(db, 's').session.sid), undefined, 'nothing committed');
+    assert.equal(out.observation.auto_failures, 0);
+    const again = await prepareRequest(setup, argsFor(db, 's', { force: true }));
+    assert.equal(again.compacted, true, 'the next attempt, on the settled history, commits');
+  });
+
   test('after three failed automatic compactions it stops trying until a forced compaction', async (t) => {
     const db = tempDb(t);
     await sessionWithTurns(db, 's', 40);
