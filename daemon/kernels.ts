@@ -1,6 +1,7 @@
 // Session kernels: the in-memory side of each loaded session. Work on one session runs one
 // task at a time, in arrival order; different sessions run concurrently. Idle kernels are
 // unloaded least-recently-used first; unloading loses nothing, because state lives in SQLite.
+// A session has at most one queue at any time: a slot leaves the map only once it is idle.
 import { KernelCache } from '../strategies/harness/kernel-cache.ts';
 
 /** In-memory state of one loaded session. Strategies and handlers keep their caches in `cache`. */
@@ -17,6 +18,12 @@ interface Slot {
   /** Tail of the session's task queue. */
   tail: Promise<unknown>;
   pending: number;
+  /** Set by forget while tasks are queued: the slot is dropped as soon as its queue drains. */
+  forgotten: boolean;
+}
+
+function freshKernel(session: string): Kernel {
+  return { session, loadedAt: Date.now(), cache: new KernelCache() };
 }
 
 export class SessionKernels {
@@ -46,9 +53,22 @@ export class SessionKernels {
     return result;
   }
 
-  /** Drops a session's kernel (after delete); its queued tasks still finish. */
+  /**
+   * Drops a session's kernel (after delete). An idle slot goes at once. A busy one (forget is
+   * usually called from one of its own tasks) keeps its queue, so a task for the same session
+   * arriving now still waits for every earlier one; it gets a fresh kernel, and the slot is
+   * dropped when its queue drains unless such a task took it up again. Deleting the slot while
+   * tasks wait on it would let a new request start a second queue and run beside the old one.
+   */
   forget(session: string): void {
-    this.slots.delete(session);
+    const slot = this.slots.get(session);
+    if (slot === undefined) return;
+    if (slot.pending === 0) {
+      this.slots.delete(session);
+      return;
+    }
+    slot.kernel = freshKernel(session);
+    slot.forgotten = true;
   }
 
   /** Resolves when every queued task of every session has settled. */
@@ -61,12 +81,13 @@ export class SessionKernels {
   private slotFor(session: string): Slot {
     let slot = this.slots.get(session);
     if (slot) {
+      slot.forgotten = false;
       // Refresh recency: Map iteration order is insertion order.
       this.slots.delete(session);
       this.slots.set(session, slot);
       return slot;
     }
-    slot = { kernel: { session, loadedAt: Date.now(), cache: new KernelCache() }, tail: Promise.resolve(), pending: 0 };
+    slot = { kernel: freshKernel(session), tail: Promise.resolve(), pending: 0, forgotten: false };
     this.slots.set(session, slot);
     this.evictIdle();
     return slot;
@@ -74,7 +95,9 @@ export class SessionKernels {
 
   private settled(session: string, slot: Slot): void {
     slot.pending -= 1;
-    if (slot.pending === 0 && this.slots.get(session) === slot) this.evictIdle();
+    if (slot.pending !== 0 || this.slots.get(session) !== slot) return;
+    if (slot.forgotten) this.slots.delete(session);
+    else this.evictIdle();
   }
 
   /** Unloads the least recently used idle kernels while more than `maxLoaded` are loaded. */

@@ -2,7 +2,7 @@
 // observation `/context` shows. Source references never leave the daemon; a client maps
 // these inputs onto its provider's wire format itself.
 import { z } from 'zod';
-import { JsonObject } from './rows.ts';
+import { JsonObject, StoredJsonObject } from './rows.ts';
 
 export const OutTextPart = z.object({ type: z.literal('text'), text: z.string() });
 export const OutImagePart = z.object({
@@ -48,6 +48,8 @@ export const ToolSpec = z.strictObject({
   input_schema: JsonObject.default({}),
 });
 export type ToolSpec = z.infer<typeof ToolSpec>;
+/** A tool spec as stored with a session's last prompt: its schema reads depth-clamped. */
+export const StoredToolSpec = ToolSpec.extend({ input_schema: StoredJsonObject.default({}) });
 
 export const Section = z.object({
   /** system | summary | recap | tail | notes | folds ... in request order. */

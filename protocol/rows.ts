@@ -2,6 +2,7 @@
 // schemas are the single source of the row types; storage re-parses its JSON columns with the
 // stored variants so a corrupt row is reported instead of trusted.
 import { z } from 'zod';
+import { MAX_JSON_DEPTH, clampJsonDepth, tooDeepPath } from './json-depth.ts';
 
 /** Longest client row key, in UTF-16 code units. */
 export const MAX_KEY_LENGTH = 200;
@@ -10,10 +11,27 @@ export const MAX_KEY_LENGTH = 200;
  * A JSON object passed through as parsed. z.record rebuilds objects by assignment, which turns
  * an own "__proto__" key into a prototype and silently drops it; this keeps every key.
  */
-export const JsonObject = z.custom<Record<string, unknown>>(
+const AnyJsonObject = z.custom<Record<string, unknown>>(
   (v) => typeof v === 'object' && v !== null && !Array.isArray(v),
   'expected a JSON object',
 );
+
+/**
+ * A JSON object from a client, nesting at most MAX_JSON_DEPTH levels (checked iteratively): a
+ * deeper one is refused with the path of its first over-deep member, before anything walks it.
+ */
+export const JsonObject = AnyJsonObject.superRefine((v, ctx) => {
+  const path = tooDeepPath(v, MAX_JSON_DEPTH);
+  if (path !== null) {
+    ctx.addIssue({ code: 'custom', path, message: `nested deeper than ${MAX_JSON_DEPTH} levels (the limit is ${MAX_JSON_DEPTH})` });
+  }
+});
+
+/**
+ * A stored JSON object. Rows written before the depth bound may nest deeper; such a value reads
+ * with its over-deep parts as a marker (see clampJsonDepth), so no reader or renderer meets it.
+ */
+export const StoredJsonObject = AnyJsonObject.transform((v) => clampJsonDepth(v));
 
 export const TextPart = z.strictObject({ type: z.literal('text'), text: z.string() });
 
@@ -55,6 +73,8 @@ export const ToolCallPart = z.strictObject({
   name: z.string().min(1).max(200),
   arguments: JsonObject,
 });
+/** A tool call as stored: its arguments read depth-clamped (see StoredJsonObject). */
+const StoredToolCallPart = ToolCallPart.extend({ arguments: StoredJsonObject });
 
 export const UserOrigin = z.enum(['user', 'notes', 'mail']);
 export type UserOrigin = z.infer<typeof UserOrigin>;
@@ -139,7 +159,7 @@ export const StoredAssistantBody = z.strictObject({
   kind: z.literal('assistant'),
   provider: z.string().optional(),
   model: z.string().optional(),
-  content: z.array(z.union([TextPart, ReasoningPart, ToolCallPart])),
+  content: z.array(z.union([TextPart, ReasoningPart, StoredToolCallPart])),
 });
 export const StoredToolResultBody = z.strictObject({
   kind: z.literal('tool_result'),

@@ -1,7 +1,7 @@
 // The engine's bookkeeping per session: prepared requests with their observations and the
 // provider's usage, the compaction log, the failure latch counter, /extensions choices and the
 // last prompt, and what of it a fork inherits. Rolling's state and the transcript live elsewhere.
-import { Observation, CompactionRecord, ToolSpec } from '../protocol/prepared.ts';
+import { Observation, CompactionRecord, StoredToolSpec, type ToolSpec } from '../protocol/prepared.ts';
 import { z } from 'zod';
 import { AlbedoError } from '../protocol/errors.ts';
 import { perDb, type Db } from './db.ts';
@@ -206,7 +206,7 @@ export function lastPrompt(db: Db, sid: number): { model: string | null; instruc
   return {
     model: r?.last_model ?? null,
     instructions: r?.last_instructions ?? '',
-    tools: r?.last_tools == null ? [] : z.array(ToolSpec).parse(JSON.parse(r.last_tools)),
+    tools: r?.last_tools == null ? [] : z.array(StoredToolSpec).parse(JSON.parse(r.last_tools)),
   };
 }
 

@@ -1,5 +1,6 @@
 // The plain text of a stored row: what search matches and what transcript reads render.
 // Images appear as a short marker (never their bytes); encrypted reasoning is left out.
+import { stringifyJson } from '../protocol/json-depth.ts';
 import type { StoredBody } from '../protocol/rows.ts';
 
 /** What stands in for an image whose payload compaction elided, in row text and in requests. */
@@ -20,8 +21,9 @@ export const IMAGE_MARKER_PATTERN = new RegExp(
   'g',
 );
 
+/** Arguments as JSON; parts nested past the depth limit (only rows stored before it) read as a marker. */
 function jsonArgs(args: Record<string, unknown>): string {
-  return JSON.stringify(args);
+  return stringifyJson(args);
 }
 
 /** Text of a row body, lines joined with "\n". Deterministic: stored and re-derivable. */

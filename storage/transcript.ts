@@ -3,6 +3,7 @@
 // one transaction. Reads, snapshots and search live in conversation.ts, transcript-read.ts, search*.ts.
 import { randomUUID } from 'node:crypto';
 import { AlbedoError } from '../protocol/errors.ts';
+import { MAX_JSON_DEPTH, tooDeepPath } from '../protocol/json-depth.ts';
 import type { ImagePart, ImagePartIn, Notice, RowClass, RowIn, StoredBody, TextPart } from '../protocol/rows.ts';
 import { type Db, perDb } from './db.ts';
 import { DEFAULT_MAX_IMAGE_BYTES, hasPayload, prepareImage, putPayload, type PreparedImage } from './payloads.ts';
@@ -243,6 +244,8 @@ function sameBody(stored: string, fresh: string): boolean {
   if (!stored.includes('"elided"') && !stored.includes('"orphan"')) return false;
   const parsed = JSON.parse(stored) as Record<string, unknown>;
   if (parsed.kind === 'tool_result') delete parsed.orphan;
+  // A stored body nested past the depth bound (written before it) is never a fresh row's.
+  if (tooDeepPath(parsed, MAX_JSON_DEPTH + 4) !== null) return false;
   const unmarked = JSON.stringify(parsed, (_k, v: unknown) => {
     if (typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'image' && 'elided' in v) {
       const { elided: _elided, ...rest } = v as Record<string, unknown>;

@@ -1,6 +1,7 @@
 // Local, byte-based size estimates in tokens. Never provider accounting: the numbers only
 // decide when to compact and how much tail fits. Images are sized from their dimensions, so
 // base64 length can never inflate (or deflate) an estimate.
+import { stringifyJson } from '../protocol/json-depth.ts';
 import type { OutPart, PlainInput, ToolSpec } from '../protocol/prepared.ts';
 
 /** Fixed overhead per input (role, separators), in tokens. */
@@ -45,7 +46,7 @@ export function partTokens(part: OutPart, maxImageEdgePx?: number): number {
     case 'image':
       return imageTokens(part.width, part.height, maxImageEdgePx);
     case 'tool_call':
-      return textTokens(part.name) + textTokens(JSON.stringify(part.arguments));
+      return textTokens(part.name) + textTokens(stringifyJson(part.arguments));
     case 'tool_result':
       return textTokens(part.call_id) + part.content.reduce((n, p) => n + partTokens(p, maxImageEdgePx), 0);
     case 'reasoning':
@@ -64,7 +65,7 @@ export function inputsTokens(inputs: readonly PlainInput[], maxImageEdgePx?: num
 /** What every request pays before any history: the system prompt and the tool schemas. */
 export function pinnedTokens(system: string, tools: readonly ToolSpec[]): number {
   let n = textTokens(system);
-  for (const t of tools) n += textTokens(t.name) + textTokens(t.description) + textTokens(JSON.stringify(t.input_schema));
+  for (const t of tools) n += textTokens(t.name) + textTokens(t.description) + textTokens(stringifyJson(t.input_schema));
   return n;
 }
 

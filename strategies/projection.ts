@@ -1,6 +1,7 @@
 // Provider projection: durable rows -> provider-neutral plain inputs for one target model.
 // Every rule that makes stored rows sendable is written here once for all strategies (merging,
 // caps, answering calls, orphans, unreadable images, reasoning routing); choosing rows is theirs.
+import { clampJsonDepth } from '../protocol/json-depth.ts';
 import type { OutPart, PlainInput } from '../protocol/prepared.ts';
 import type { ImagePart, StoredRow, TextPart } from '../protocol/rows.ts';
 import { ELIDED_IMAGE_TEXT, imageMarker } from '../storage/row-text.ts';
@@ -232,6 +233,8 @@ function fairShare(sizes: readonly number[], cap: number | null): number | null 
  */
 function cappedArguments(args: Record<string, unknown>, seq: number, target: ProjectionTarget): Record<string, unknown> {
   const cap = target.maxOutputTokens;
+  // The walks below recurse: over-deep parts (rows stored before the depth bound) become a marker first.
+  args = clampJsonDepth(args);
   if (cap === null || textTokens(JSON.stringify(args)) <= cap) return args;
   const sizes: number[] = [];
   const walk = (v: unknown): void => {

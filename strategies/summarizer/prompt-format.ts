@@ -1,6 +1,7 @@
 // The plain-text layout of a summary prompt, written and read in one place: tagged sections
 // (previous summary, focus, transcript, instructions) and the line markers of a transcript.
 // Which rows become transcript lines, and how they are capped, is the harness's business.
+import { stringifyJson } from '../../protocol/json-depth.ts';
 
 /** Section tags, in the order buildSummaryPrompt writes them. */
 export const SECTION_TAGS = ['previous-summary', 'focus', 'transcript', 'instructions'] as const;
@@ -144,10 +145,10 @@ export function userLine(text: string, origin = 'user'): string {
 export function aiLine(text: string): string {
   return `${LINE_MARKERS.ai}: ${text}`;
 }
-/** `→ name(k = v, ...)` with JSON values. */
+/** `→ name(k = v, ...)` with JSON values (parts nested past the depth limit as a marker). */
 export function callLine(name: string, args: Record<string, unknown>): string {
   const inner = Object.entries(args)
-    .map(([k, v]) => `${k} = ${JSON.stringify(v) ?? 'undefined'}`)
+    .map(([k, v]) => `${k} = ${stringifyJson(v) ?? 'undefined'}`)
     .join(', ');
   return `${LINE_MARKERS.call}${name}(${inner})`;
 }

@@ -312,6 +312,40 @@ describe('bad input against the default limits', { timeout: 180_000 }, () => {
       });
     });
 
+    // Issue 11, defect 3: 100k levels crashed the append with -32603, ~4,100 levels were stored
+    // and broke the session for good. JSON.stringify cannot build such lines, so they are spelled out.
+    test('tool call arguments and a tool schema nested past 64 levels get -32602 naming the path and the limit', async () => {
+      const deep = (levels: number): string => `${'{"a":'.repeat(levels - 1)}{"leaf":1}${'}'.repeat(levels - 1)}`;
+      const request = (id: string, method: string, params: string): string =>
+        `{"jsonrpc":"2.0","id":"${id}","method":"${method}","params":${params}}\n`;
+      const cases: Array<[string, string, string, string]> = [];
+      for (const levels of [65, 100, 100_000]) {
+        const rows = `[{"kind":"assistant","content":[{"type":"tool_call","id":"deep-${levels}","name":"set","arguments":${deep(levels)}}]}]`;
+        cases.push([`append-${levels}`, 'transcript.append', `{"session":"${SEED}","rows":${rows}}`, 'rows.0.content.0.arguments']);
+      }
+      const tools = `[{"name":"deep","input_schema":${deep(100_000)}}]`;
+      cases.push(['prepare-deep', 'prepare', `{"session":"${SEED}","model":"claude-sonnet-4-5","tools":${tools}}`, 'tools.0.input_schema']);
+      await unchanged(async () => {
+        for (const [id, method, params, at] of cases) {
+          raw.write(request(id, method, params));
+          const reply = await next(raw);
+          assert.equal(reply.id, id);
+          assert.equal(reply.error?.code, RpcCode.InvalidParams, `${id}: ${JSON.stringify(reply.error)}`);
+          const [path] = issuePaths(reply.error);
+          // The path reaches the first member past the limit: 64 keys below the value's root.
+          assert.equal(path, `${at}${'.a'.repeat(64)}`, id);
+          assert.match(reply.error?.message ?? '', /nested deeper than 64 levels/);
+        }
+        await stillServes(raw, 'after-deep');
+      });
+      // At the limit itself the row is taken (in a session of its own, outside the snapshot).
+      await c.call('session.open', { session: 'deep-ok' });
+      const atLimit = `{"session":"deep-ok","rows":[{"kind":"assistant","content":[{"type":"tool_call","id":"ok","name":"set","arguments":${deep(64)}}]}]}`;
+      raw.write(request('at-limit', 'transcript.append', atLimit));
+      assert.equal((await next(raw)).error, undefined);
+      assert.ok(!d.stderr().includes('RangeError'), 'no stack overflow reached the log');
+    });
+
     test(
       'a tool call argument named __proto__ is stored as sent, not silently dropped',
       async () => {

@@ -1,0 +1,60 @@
+// Session kernels in-process: forget (after session.delete) never lets a session have two
+// queues at once. Issue 11, defect 12: forget deleted the slot while tasks waited on it, so the
+// next request for the same session started a second queue and ran beside the first.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { SessionKernels, type Kernel } from '../../daemon/kernels.ts';
+
+function gate(): { open: () => void; opened: Promise<void> } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { open, opened };
+}
+
+test('a task for a forgotten session that is still busy waits for the tasks before it', async () => {
+  const kernels = new SessionKernels();
+  const order: string[] = [];
+  const release = gate();
+  const kernelsSeen: Kernel[] = [];
+  const first = kernels.run('s', async (k) => {
+    kernelsSeen.push(k);
+    order.push('first start');
+    // As session.delete does: forget from inside the session's own task.
+    kernels.forget('s');
+    await release.opened;
+    order.push('first end');
+  });
+  const queued = kernels.run('s', () => void order.push('queued'));
+  await new Promise((resolve) => setImmediate(resolve));
+  const later = kernels.run('s', (k) => {
+    kernelsSeen.push(k);
+    order.push('later');
+  });
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(order, ['first start'], 'nothing runs beside the busy task');
+  release.open();
+  await Promise.all([first, queued, later]);
+  assert.deepEqual(order, ['first start', 'first end', 'queued', 'later']);
+  assert.notEqual(kernelsSeen[1], kernelsSeen[0], 'a task after forget gets a fresh kernel');
+  assert.equal(kernels.loaded, 1, 'taken up again after forget, the session stays loaded');
+});
+
+test('a forgotten busy slot is dropped once its queue drains; an idle one at once', async () => {
+  const kernels = new SessionKernels();
+  const release = gate();
+  const busy = kernels.run('s', async () => {
+    kernels.forget('s');
+    await release.opened;
+  });
+  assert.equal(kernels.loaded, 1);
+  release.open();
+  await busy;
+  await kernels.idle();
+  assert.equal(kernels.loaded, 0);
+
+  await kernels.run('t', () => undefined);
+  assert.equal(kernels.loaded, 1);
+  kernels.forget('t');
+  assert.equal(kernels.loaded, 0);
+  kernels.forget('never-loaded');
+});
