@@ -1,0 +1,65 @@
+// Command-line flags of `npm run stress`: --only, --quick, --seed, --json, --tmp. Unknown flags
+// are errors. The counts each part runs with are chosen in the parts from `quick`.
+import os from 'node:os';
+
+export const PARTS = ['crash', 'fuzz', 'load', 'slow-reader', 'half-close', 'startup', 'summarizer'] as const;
+export type Part = (typeof PARTS)[number];
+
+export interface StressArgs {
+  quick: boolean;
+  only: Part[];
+  /** Seed of every PRNG of the run; printed so a run can be repeated. */
+  seed: number;
+  json: string;
+  tmp: string;
+}
+
+const USAGE = `usage: npm run stress -- [--quick] [--only ${PARTS.join(',')}] [--seed N] [--json out.json] [--tmp DIR]`;
+
+export function parseArgs(argv: readonly string[]): StressArgs {
+  let quick = false;
+  let only: Part[] = [...PARTS];
+  let seed = Math.floor(Math.random() * 2 ** 31);
+  let json = '.bench/stress.json';
+  let tmp = os.tmpdir();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const [flag, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
+    const value = (): string => {
+      const v = inline ?? argv[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value\n${USAGE}`);
+      return v;
+    };
+    switch (flag) {
+      case '--quick':
+        quick = true;
+        break;
+      case '--only': {
+        const names = value().split(',').filter((s) => s !== '');
+        for (const n of names) if (!(PARTS as readonly string[]).includes(n)) throw new Error(`unknown part "${n}" (known: ${PARTS.join(', ')})`);
+        only = PARTS.filter((p) => names.includes(p));
+        break;
+      }
+      case '--seed': {
+        const n = Number(value());
+        if (!Number.isSafeInteger(n) || n < 0) throw new Error(`--seed takes a non-negative integer\n${USAGE}`);
+        seed = n;
+        break;
+      }
+      case '--json':
+        json = value();
+        break;
+      case '--tmp':
+        tmp = value();
+        break;
+      case '--help':
+      case '-h':
+        console.log(USAGE);
+        process.exit(0);
+        break;
+      default:
+        throw new Error(`unknown flag "${a}"\n${USAGE}`);
+    }
+  }
+  return { quick, only, seed, json, tmp };
+}
