@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import { DEFAULT_MAX_LINE_BYTES } from '../protocol/framing.ts';
+import { AlbedoError } from '../protocol/errors.ts';
 import { RpcPeer } from '../protocol/rpc-peer.ts';
 import { openDb, type Db } from '../storage/db.ts';
 import { DEFAULT_MAX_IMAGE_BYTES } from '../storage/payloads.ts';
@@ -69,7 +70,8 @@ export class Daemon implements DaemonServices {
   ) {
     this.db = openDb(paths.db);
     this.search = new SearchWorker(paths.db);
-    this.server = net.createServer((socket) => this.accept(socket));
+    // Half-open: a client that ends its writes still gets the replies to what it sent.
+    this.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));
     this.configStore = new ConfigStore({
       extensionsPath: paths.extensions,
       modelsPath: paths.models,
@@ -172,7 +174,8 @@ export class Daemon implements DaemonServices {
       this.log.warn({ connections: this.connections.size }, 'shutdown grace ran out; cancelling in-flight requests');
     }
     clearTimeout(timer);
-    for (const c of this.connections) c.peer?.dispose('daemon shutting down');
+    const cutOff = new AlbedoError('shutting_down', 'albedod is shutting down; the request was cut off before it finished');
+    for (const c of this.connections) c.peer?.dispose('daemon shutting down', { answerWith: cutOff });
     await this.kernels.idle();
     await closed;
     await this.configStore.close();
@@ -235,9 +238,16 @@ export class Daemon implements DaemonServices {
     conn.peer = new RpcPeer(socket, {
       maxLineBytes: this.settings.maxLineBytes,
       maxInFlight: this.settings.maxInFlight,
-      onRequest: (method, params, rctx) => this.dispatch(method, params, { daemon: this, conn, signal: rctx.signal }),
-      onNotification: (method) => {
-        if (method !== '$/cancelRequest') this.log.debug({ conn: conn.id, method }, 'ignored notification');
+      onRequest: async (method, params, rctx) => {
+        // Once stopping, nothing new starts: what the grace period lets finish is what was running.
+        if (this.state !== 'running') throw new AlbedoError('shutting_down', 'albedod is shutting down');
+        return this.dispatch(method, params, { daemon: this, conn, signal: rctx.signal });
+      },
+      // No reply tells anyone a notification failed, so the log does, once. Unexpected failures
+      // were logged with their stack by the dispatcher, which answers them as internal_error.
+      onNotificationError: (error, method) => {
+        if (error.data?.code === 'internal_error') return;
+        this.log.warn({ conn: conn.id, method, code: error.data?.code ?? error.code }, `notification failed: ${error.message}`);
       },
       onInternalError: (err, method) => this.log.error({ err, conn: conn.id, method }, 'connection error'),
       onClose: () => {

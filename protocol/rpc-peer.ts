@@ -1,12 +1,14 @@
 // A symmetric JSON-RPC 2.0 endpoint over one duplex stream: validates and dispatches incoming
-// requests (bounded in flight, cancellable through `$/cancelRequest`), sends our own requests and
-// matches their responses. What a method means is left to the onRequest handler.
+// requests and notifications (bounded in flight, cancellable through `$/cancelRequest`), sends
+// our own requests and matches their responses. What a method means is left to the onRequest
+// handler.
 import type { Duplex } from 'node:stream';
-import { DomainCode, RpcCode, toWireError, type WireError } from './errors.ts';
+import { DomainCode, RpcCode, toWireError, type AlbedoError, type WireError } from './errors.ts';
 import { DEFAULT_MAX_LINE_BYTES, LineDecoder } from './framing.ts';
 
 export interface RequestContext {
-  id: string | number;
+  /** The request's id; undefined for a notification, whose outcome nobody is told. */
+  id: string | number | undefined;
   /** Aborted when the other side sends `$/cancelRequest` for this id, or the peer is disposed. */
   signal: AbortSignal;
   peer: RpcPeer;
@@ -14,10 +16,18 @@ export interface RequestContext {
 export type RequestHandler = (method: string, params: unknown, ctx: RequestContext) => Promise<unknown>;
 
 export interface RpcPeerOptions {
-  /** Answers incoming requests; throw AlbedoError / RpcError for deliberate failures. */
+  /**
+   * Answers incoming requests, and runs incoming notifications (all but `$/cancelRequest`, which
+   * the peer handles itself) exactly like requests, only without a reply. Throw AlbedoError /
+   * RpcError for deliberate failures.
+   */
   onRequest: RequestHandler;
-  /** Incoming notifications other than `$/cancelRequest`, which the peer handles itself. */
-  onNotification?: (method: string, params: unknown) => void;
+  /**
+   * A notification failed on purpose (what a reply would have carried, had there been one).
+   * Called once per failure; not for cancellations, and not for internal errors, which go to
+   * onInternalError as for requests.
+   */
+  onNotificationError?: (error: WireError, method: string) => void;
   /** Logging hook for failures that were not deliberate (handler bugs, unencodable results). */
   onInternalError?: (err: unknown, method: string | undefined) => void;
   /** Called once, when the stream has closed. */
@@ -45,7 +55,12 @@ export class RpcRemoteError extends Error {
   }
 }
 
-export type PeerState = 'open' | 'closing' | 'closed';
+/**
+ * open: reading and writing. draining: the other side ended its writes (a half-close); what was
+ * read still runs and its replies go out, then the peer disposes itself. closing: disposed; the
+ * queued output is flushed, then our side ends. closed: the stream has closed.
+ */
+export type PeerState = 'open' | 'draining' | 'closing' | 'closed';
 type Id = string | number;
 type Msg = Record<string, unknown>;
 
@@ -59,10 +74,19 @@ interface Outgoing {
 }
 
 const isObject = (v: unknown): v is Msg => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isId = (v: unknown): v is Id => typeof v === 'string' || typeof v === 'number';
+/**
+ * A usable id: a string, or a number that JSON.stringify gives back as it was parsed. Past 2^53
+ * (`12345678901234567890` parses as ...7000), non-finite (`1e400` parses as Infinity, written as
+ * null), fractional or -0, the echo could differ from what was sent, so such ids are refused.
+ */
+const isId = (v: unknown): v is Id =>
+  typeof v === 'string' || (typeof v === 'number' && Number.isSafeInteger(v) && !Object.is(v, -0));
 
 function errorLine(id: Id | null, error: WireError): string {
   return JSON.stringify({ jsonrpc: '2.0', id, error });
+}
+function parseError(): string {
+  return errorLine(null, { code: RpcCode.ParseError, message: 'parse error', data: { code: 'parse_error' } });
 }
 function invalidRequest(id: Id | null, message: string): string {
   return errorLine(id, { code: RpcCode.InvalidRequest, message, data: { code: 'invalid_request' } });
@@ -75,6 +99,10 @@ export class RpcPeer {
   private readonly maxQueued: number;
   /** Incoming requests not yet answered (running or waiting for a slot), by id. */
   private readonly incoming = new Map<Id, AbortController>();
+  /** Incoming notifications running or waiting for a slot (they have no id to key them by). */
+  private readonly notifications = new Set<AbortController>();
+  /** Lines read whose handling (and reply, if one is due) is not done yet. */
+  private unfinishedLines = 0;
   private running = 0;
   private readonly slotWaiters: Array<() => void> = [];
   private readonly idleWaiters: Array<() => void> = [];
@@ -82,6 +110,11 @@ export class RpcPeer {
   private nextId = 1;
   /** The other side said our line was too long: the reason to give pending requests at close. */
   private remoteFailure: RpcRemoteError | undefined;
+  /**
+   * Set by dispose({ answerWith }): requests it cuts off are answered with this error instead of
+   * getting no reply, and our side ends only once they have been.
+   */
+  private cutOff: WireError | undefined;
   private readonly writeQueue: string[] = [];
   private waitingDrain = false;
   private closeTimer: NodeJS.Timeout | undefined;
@@ -96,6 +129,7 @@ export class RpcPeer {
     this.decoder = new LineDecoder({
       maxLineBytes: limit,
       onLine: (line) => this.onLine(line),
+      onInvalidUtf8: () => this.send(parseError()),
       onOverflow: () => {
         if (this._state !== 'open') return;
         this.send(
@@ -111,7 +145,7 @@ export class RpcPeer {
     stream.on('data', (chunk: Buffer | string) => {
       if (this._state === 'open') this.decoder.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
     });
-    stream.on('end', () => this.dispose('stream ended'));
+    stream.on('end', () => this.onEnd());
     stream.on('error', (err) => this.dispose(`stream error: ${err.message}`));
     stream.on('close', () => {
       this.dispose('stream closed');
@@ -125,9 +159,9 @@ export class RpcPeer {
     return this._state;
   }
 
-  /** Resolves once no incoming request is running or waiting to run. */
+  /** Resolves once no incoming request or notification is running or waiting to run. */
   whenIdle(): Promise<void> {
-    if (this.incoming.size === 0) return Promise.resolve();
+    if (this.unfinishedLines === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -175,13 +209,20 @@ export class RpcPeer {
   }
 
   /**
-   * Idempotent. Aborts every incoming request's signal (their late answers are dropped), rejects
-   * every outgoing request, flushes what was already queued, then ends the stream.
+   * Idempotent. Tells the other side to cancel our requests still waiting for an answer and
+   * rejects them, aborts every incoming request's signal, flushes what was already queued, then
+   * ends the stream. An aborted request's late answer is dropped, unless `answerWith` is given:
+   * then every request this cuts off is answered with that error (one that finishes anyway is
+   * answered with its result), and the stream ends once they all have been.
    */
-  dispose(reason = 'disposed'): void {
-    if (this._state !== 'open') return;
+  dispose(reason = 'disposed', opts: { answerWith?: AlbedoError } = {}): void {
+    if (this._state === 'closing' || this._state === 'closed') return;
+    for (const id of this.outgoing.keys()) this.notify(CANCEL_METHOD, { id });
+    if (opts.answerWith !== undefined) this.cutOff = toWireError(opts.answerWith).wire;
     this._state = 'closing';
-    for (const ac of this.incoming.values()) ac.abort(new Error(`connection closing: ${reason}`));
+    const abort = new Error(`connection closing: ${reason}`);
+    for (const ac of this.incoming.values()) ac.abort(abort);
+    for (const ac of this.notifications) ac.abort(abort);
     const failure = this.remoteFailure ?? new Error(`connection closed before a response arrived (${reason})`);
     for (const pending of [...this.outgoing.values()]) pending.reject(failure);
     for (const wake of this.slotWaiters.splice(0)) wake();
@@ -191,11 +232,32 @@ export class RpcPeer {
     this.closeTimer.unref();
   }
 
+  /**
+   * The other side ended its writes. With a half-open stream we can still answer: what was read
+   * runs to the end and its replies go out, then we close (`printf ... | socat` and `nc -N`
+   * clients work this way). Our own requests can no longer be answered and are rejected. A
+   * stream that is not half-open has ended its writable side with the readable one: dispose.
+   */
+  private onEnd(): void {
+    if (this._state !== 'open') return;
+    if (!this.stream.allowHalfOpen || this.stream.writableEnded) {
+      this.dispose('stream ended');
+      return;
+    }
+    this._state = 'draining';
+    const failure = new Error('connection closed before a response arrived (the other side ended its writes)');
+    for (const pending of [...this.outgoing.values()]) pending.reject(failure);
+    if (this.unfinishedLines === 0) this.dispose('stream ended');
+  }
+
   // ---- writing ----
 
-  /** Queues one encoded message (no newline); dropped once the peer is no longer open. */
+  /**
+   * Queues one encoded message (no newline). Dropped once the peer is closing, except the replies
+   * to requests cut off by dispose({ answerWith }).
+   */
   private send(line: string): void {
-    if (this._state !== 'open') return;
+    if (this._state !== 'open' && this._state !== 'draining' && this.cutOff === undefined) return;
     this.writeQueue.push(line + '\n');
     this.flush();
   }
@@ -212,7 +274,10 @@ export class RpcPeer {
         });
       }
     }
-    if (this._state === 'closing' && !this.waitingDrain && this.writeQueue.length === 0) this.stream.end();
+    const repliesDue = this.cutOff !== undefined && this.unfinishedLines > 0;
+    if (this._state === 'closing' && !this.waitingDrain && this.writeQueue.length === 0 && !repliesDue && !this.stream.writableEnded) {
+      this.stream.end();
+    }
   }
 
   // ---- reading ----
@@ -223,19 +288,34 @@ export class RpcPeer {
     try {
       value = JSON.parse(line);
     } catch {
-      this.send(errorLine(null, { code: RpcCode.ParseError, message: 'parse error', data: { code: 'parse_error' } }));
+      this.send(parseError());
       return;
     }
+    let handled: Promise<string | undefined>;
     if (!Array.isArray(value)) {
-      void this.onMessage(value).then((reply) => reply !== undefined && this.send(reply));
+      handled = this.onMessage(value);
     } else if (value.length === 0) {
-      this.send(invalidRequest(null, 'empty batch'));
+      handled = Promise.resolve(invalidRequest(null, 'empty batch'));
     } else {
-      void Promise.all(value.map((m) => this.onMessage(m))).then((replies) => {
+      handled = Promise.all(value.map((m) => this.onMessage(m))).then((replies) => {
         const present = replies.filter((r): r is string => r !== undefined);
-        if (present.length > 0) this.send(`[${present.join(',')}]`);
+        return present.length > 0 ? `[${present.join(',')}]` : undefined;
       });
     }
+    this.unfinishedLines++;
+    void handled.then((reply) => {
+      if (reply !== undefined) this.send(reply);
+      this.lineFinished();
+    });
+  }
+
+  /** One line is handled and its reply queued: wake idle waiters, finish a drain or a cut-off. */
+  private lineFinished(): void {
+    this.unfinishedLines--;
+    if (this.unfinishedLines > 0) return;
+    for (const wake of this.idleWaiters.splice(0)) wake();
+    if (this._state === 'draining') this.dispose('stream ended');
+    else if (this._state === 'closing') this.flush();
   }
 
   /** Handles one message; resolves to the encoded reply, or undefined when none is due. Never rejects. */
@@ -250,36 +330,27 @@ export class RpcPeer {
     }
     const { method, params } = m;
     if (typeof method !== 'string') return invalidRequest(id, 'method must be a string');
-    if ('id' in m && id === null) return invalidRequest(null, 'request id must be a string or a number');
+    if ('id' in m && id === null) return invalidRequest(null, 'request id must be a string or a safe integer');
     if (params !== undefined && (typeof params !== 'object' || params === null)) {
       return invalidRequest(id, 'params must be an object or an array');
     }
-    if (id === null) {
-      this.onNotification(method, params);
+    if (id !== null && this.incoming.has(id)) return invalidRequest(id, `request id ${JSON.stringify(id)} is already in flight`);
+    if (id === null && method === CANCEL_METHOD) {
+      const target = isObject(params) ? params.id : undefined;
+      if (isId(target)) this.incoming.get(target)?.abort(new Error('request cancelled'));
       return undefined;
     }
-    if (this.incoming.has(id)) return invalidRequest(id, `request id ${JSON.stringify(id)} is already in flight`);
     if (this.queueIsFull()) {
-      return errorLine(id, {
+      const busy: WireError = {
         code: DomainCode.busy,
         message: 'too many requests are waiting on this connection while it awaits an answer from you; retry later',
         data: { code: 'busy', in_flight: this.running, queued: this.slotWaiters.length },
-      });
+      };
+      if (id !== null) return errorLine(id, busy);
+      this.opts.onNotificationError?.(busy, method);
+      return undefined;
     }
-    return this.runRequest(id, method, params);
-  }
-
-  private onNotification(method: string, params: unknown): void {
-    if (method === CANCEL_METHOD) {
-      const id = isObject(params) ? params.id : undefined;
-      if (isId(id)) this.incoming.get(id)?.abort(new Error('request cancelled'));
-      return;
-    }
-    try {
-      this.opts.onNotification?.(method, params);
-    } catch (err) {
-      this.opts.onInternalError?.(err, method);
-    }
+    return id === null ? this.runNotification(method, params) : this.runRequest(id, method, params);
   }
 
   private onResponse(id: Id | null, m: Msg): void {
@@ -304,19 +375,40 @@ export class RpcPeer {
     const ac = new AbortController();
     this.incoming.set(id, ac);
     try {
-      await this.acquireSlot();
-      try {
-        if (ac.signal.aborted) throw ac.signal.reason;
-        const result = await this.opts.onRequest(method, params, { id, signal: ac.signal, peer: this });
-        return this.encodeResult(id, method, result);
-      } catch (err) {
-        return this.encodeError(id, method, err, ac.signal.aborted);
-      } finally {
-        this.releaseSlot();
-      }
+      const result = await this.invoke(method, params, { id, signal: ac.signal, peer: this });
+      return this.encodeResult(id, method, result);
+    } catch (err) {
+      return this.encodeError(id, method, err, ac.signal.aborted);
     } finally {
       this.incoming.delete(id);
-      if (this.incoming.size === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+    }
+  }
+
+  /** Runs a notification like a request; its failure is reported, since no reply can carry it. */
+  private async runNotification(method: string, params: unknown): Promise<undefined> {
+    const ac = new AbortController();
+    this.notifications.add(ac);
+    try {
+      await this.invoke(method, params, { id: undefined, signal: ac.signal, peer: this });
+    } catch (err) {
+      if (ac.signal.aborted) return undefined;
+      const { wire, internal } = toWireError(err);
+      if (internal) this.opts.onInternalError?.(err, method);
+      else this.opts.onNotificationError?.(wire, method);
+    } finally {
+      this.notifications.delete(ac);
+    }
+    return undefined;
+  }
+
+  /** Calls the handler inside an in-flight slot; a request aborted while it waited never starts. */
+  private async invoke(method: string, params: unknown, ctx: RequestContext): Promise<unknown> {
+    await this.acquireSlot();
+    try {
+      if (ctx.signal.aborted) throw ctx.signal.reason;
+      return await this.opts.onRequest(method, params, ctx);
+    } finally {
+      this.releaseSlot();
     }
   }
 
@@ -328,8 +420,9 @@ export class RpcPeer {
     }
   }
 
-  private encodeError(id: Id, method: string, err: unknown, cancelled: boolean): string {
-    if (cancelled) {
+  private encodeError(id: Id, method: string, err: unknown, aborted: boolean): string {
+    if (aborted && this.cutOff !== undefined) return errorLine(id, this.cutOff);
+    if (aborted) {
       const data = { code: 'request_cancelled' };
       return errorLine(id, { code: RpcCode.RequestCancelled, message: 'request cancelled', data });
     }
@@ -341,13 +434,12 @@ export class RpcPeer {
   // ---- in-flight bound ----
 
   private acquireSlot(): Promise<void> {
-    if (this.running < this.maxInFlight || this._state !== 'open') {
+    if (this.running < this.maxInFlight || this._state === 'closing' || this._state === 'closed') {
       this.takeSlot();
       return Promise.resolve();
     }
     return new Promise((resolve) => this.slotWaiters.push(() => (this.takeSlot(), resolve())));
   }
-
   private takeSlot(): void {
     this.running++;
     this.updateReading();
