@@ -52,6 +52,8 @@ export class Daemon implements DaemonServices {
   private state: State = 'starting';
   private readonly server: net.Server;
   private readonly connections = new Set<ConnectionState>();
+  /** Sockets accepted before the state is `running`, served once it is (see start). */
+  private readonly early: net.Socket[] = [];
   private nextConnectionId = 1;
   private indexing: NodeJS.Immediate | undefined;
   /** Rows per indexing turn, adapted to INDEX_SLICE_MS. */
@@ -86,19 +88,25 @@ export class Daemon implements DaemonServices {
     this.configStore.load();
   }
 
-  /** Opens the database and listens. The caller must hold the home lock. */
+  /**
+   * Opens the database and listens. The caller must hold the home lock. Listening comes last, so
+   * a client that connects as soon as the socket appears finds a daemon ready to serve; a
+   * connection accepted before the state turns `running` is held, not reset, and served then.
+   */
   static async start(paths: HomePaths, log: Logger, settings: Partial<DaemonSettings> = {}): Promise<Daemon> {
     const daemon = new Daemon(paths, log, { ...DEFAULT_SETTINGS, ...settings });
     try {
-      await daemon.listen();
       await daemon.configStore.watch();
+      await daemon.listen();
     } catch (err) {
+      for (const socket of daemon.early.splice(0)) socket.destroy();
       await daemon.configStore.close();
       await daemon.search.close();
       daemon.db.close();
       throw err;
     }
     daemon.state = 'running';
+    for (const socket of daemon.early.splice(0)) daemon.accept(socket);
     daemon.scheduleIndexing();
     log.info({ home: paths.home, socket: paths.socket, version: daemon.version }, 'albedod listening');
     return daemon;
@@ -223,6 +231,10 @@ export class Daemon implements DaemonServices {
   }
 
   private accept(socket: net.Socket): void {
+    if (this.state === 'starting') {
+      this.early.push(socket); // unread until served: a socket does not flow before it is read
+      return;
+    }
     if (this.state !== 'running') {
       socket.destroy();
       return;

@@ -6,10 +6,10 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { RpcCode } from '../../protocol/errors.ts';
+import { DomainCode, RpcCode } from '../../protocol/errors.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { imageIn, pngBytes, user } from '../storage/factories.ts';
-import { allRows, rawConnection, startDaemon, type DaemonHandle } from './harness.ts';
+import { allRows, failsWith, rawConnection, spawnDaemon, startDaemon, tempHome, type DaemonHandle } from './harness.ts';
 
 interface WireReply {
   jsonrpc: '2.0';
@@ -111,4 +111,78 @@ describe('transport against the real daemon', () => {
     );
     assert.deepEqual((replies[5]?.result as { rows: StoredRow[] }).rows.map(text), ['image 0', 'image 1', 'image 2']);
   });
+
+  // issue 11, defect 7: a request still running when the grace period ran out got a closed socket.
+  test('a request cut off by shutdown is answered with shutting_down, a new one is refused with it', async () => {
+    const home = tempHome();
+    // A client summarizer that never answers keeps the compaction, and so the prepare, in flight.
+    fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify({ rolling: { contextWindowTokens: 2000 }, summarizer: { provider: 'client' } }));
+    const d = await start({ home, env: { ALBEDO_SHUTDOWN_GRACE_MS: '300' } });
+    let asked!: () => void;
+    const summarizing = new Promise<void>((resolve) => (asked = resolve));
+    const c = await d.connect({ summarize: () => (asked(), new Promise(() => undefined)) });
+    await c.call('session.open', { session: 'cut' });
+    const rows = Array.from({ length: 40 }, (_, i) => [
+      { kind: 'user' as const, content: [{ type: 'text' as const, text: `step ${i}: change src/file${i}.ts `.repeat(4) }] },
+      { kind: 'assistant' as const, content: [{ type: 'text' as const, text: `changed src/file${i}.ts `.repeat(4) }] },
+    ]).flat();
+    await c.call('transcript.append', { session: 'cut', rows });
+    const pending = c.call('prepare', { session: 'cut', model: 'm', instructions: 'work' });
+    await summarizing;
+    d.proc.kill('SIGTERM');
+    const log = path.join(home, 'albedod.log');
+    while (!(fs.existsSync(log) && fs.readFileSync(log, 'utf8').includes('albedod stopping'))) await new Promise((r) => setTimeout(r, 10));
+    await failsWith(c.call('session.list', {}), 'shutting_down', DomainCode.shutting_down);
+    await failsWith(pending, 'shutting_down', DomainCode.shutting_down);
+    assert.equal(await new Promise((resolve) => d.proc.once('exit', resolve)), 0);
+  });
+});
+
+// issue 11, defect 1: connections made as soon as the socket appeared were reset until the
+// daemon was `running` (2-8 per start, in the first 15-60 ms).
+test('connections made as soon as the socket appears are served, none is reset', async () => {
+  const home = tempHome();
+  const socketPath = path.join(home, 'albedod.sock');
+  const p = spawnDaemon(home);
+  try {
+    const outcomes: Array<Promise<string>> = [];
+    /** Connects once; resolves 'refused' when there is no socket yet, else what became of initialize. */
+    const attempt = (): Promise<string> =>
+      new Promise((resolve) => {
+        const s = net.createConnection(socketPath);
+        let connected = false;
+        let got = '';
+        s.on('error', (err: NodeJS.ErrnoException) => resolve(connected ? `error ${err.code}` : 'refused'));
+        s.on('close', () => resolve(connected ? 'closed without a reply' : 'refused'));
+        s.on('connect', () => {
+          connected = true;
+          s.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocol: 1, client: { name: 'race', version: '1' } } })}\n`);
+        });
+        s.setEncoding('utf8').on('data', (d: string) => {
+          got += d;
+          if (got.includes('\n')) {
+            const reply = JSON.parse(got.slice(0, got.indexOf('\n'))) as WireReply;
+            resolve(reply.error === undefined ? 'served' : `error ${reply.error.data?.code}`);
+            s.destroy();
+          }
+        });
+      });
+    let first = 'refused';
+    for (let i = 0; i < 5000 && first === 'refused'; i++) {
+      assert.equal(p.proc.exitCode, null, p.stderr());
+      first = await attempt();
+      if (first === 'refused') {
+        // The socket is there: connect many at once, the moment it is.
+        if (fs.existsSync(socketPath)) for (let k = 0; k < 40; k++) outcomes.push(attempt());
+        else await new Promise((r) => setTimeout(r, 2));
+      }
+    }
+    for (let k = 0; k < 40; k++) outcomes.push(attempt());
+    const all = [first, ...(await Promise.all(outcomes))].filter((o) => o !== 'refused');
+    assert.ok(all.length >= 41);
+    assert.deepEqual(all.filter((o) => o !== 'served'), [], 'some early connections were not served');
+  } finally {
+    p.proc.kill('SIGKILL');
+    await p.exited;
+  }
 });
