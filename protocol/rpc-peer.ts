@@ -41,7 +41,20 @@ export interface RpcPeerOptions {
    * answer); past it new requests are refused with `busy`. Default maxInFlight.
    */
   maxQueued?: number;
+  /**
+   * Bytes of output queued for the other side (ours and the stream's) past which reading pauses,
+   * so a side that sends requests but never reads the replies cannot grow our memory. Default
+   * DEFAULT_MAX_QUEUED_OUTPUT_BYTES.
+   */
+  maxQueuedOutputBytes?: number;
+  /** How long output may stay over maxQueuedOutputBytes before the connection is closed (ms). Default 30000. */
+  slowReaderGraceMs?: number;
+  /** Called once when a connection is closed for staying over maxQueuedOutputBytes. */
+  onSlowReader?: (queuedBytes: number) => void;
 }
+
+/** Default bound on queued output per peer, in bytes. */
+export const DEFAULT_MAX_QUEUED_OUTPUT_BYTES = 16 * 1024 * 1024;
 
 /** An error response received from the other side. */
 export class RpcRemoteError extends Error {
@@ -116,6 +129,11 @@ export class RpcPeer {
    */
   private cutOff: WireError | undefined;
   private readonly writeQueue: string[] = [];
+  /** UTF-8 bytes of the lines in writeQueue. */
+  private writeQueueBytes = 0;
+  private readonly maxQueuedOutputBytes: number;
+  /** Runs while output is over maxQueuedOutputBytes; closes the connection when it fires. */
+  private slowReaderTimer: NodeJS.Timeout | undefined;
   private waitingDrain = false;
   private closeTimer: NodeJS.Timeout | undefined;
 
@@ -125,6 +143,9 @@ export class RpcPeer {
   ) {
     this.maxInFlight = Math.max(1, opts.maxInFlight ?? 64);
     this.maxQueued = Math.max(1, opts.maxQueued ?? this.maxInFlight);
+    // Never below the stream's own buffer: past that a write returns false, so a 'drain' comes
+    // to re-check the bound and resume reading.
+    this.maxQueuedOutputBytes = Math.max(stream.writableHighWaterMark, opts.maxQueuedOutputBytes ?? DEFAULT_MAX_QUEUED_OUTPUT_BYTES);
     const limit = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
     this.decoder = new LineDecoder({
       maxLineBytes: limit,
@@ -151,12 +172,18 @@ export class RpcPeer {
       this.dispose('stream closed');
       this._state = 'closed';
       clearTimeout(this.closeTimer);
+      clearTimeout(this.slowReaderTimer);
       this.opts.onClose?.();
     });
   }
 
   get state(): PeerState {
     return this._state;
+  }
+
+  /** Output not yet taken by the other side: our queue plus the stream's buffer, in bytes. */
+  get queuedOutputBytes(): number {
+    return this.writeQueueBytes + this.stream.writableLength;
   }
 
   /** Resolves once no incoming request or notification is running or waiting to run. */
@@ -259,6 +286,7 @@ export class RpcPeer {
   private send(line: string): void {
     if (this._state !== 'open' && this._state !== 'draining' && this.cutOff === undefined) return;
     this.writeQueue.push(line + '\n');
+    this.writeQueueBytes += Buffer.byteLength(line) + 1;
     this.flush();
   }
 
@@ -266,6 +294,7 @@ export class RpcPeer {
     if (this.stream.destroyed) return;
     while (!this.waitingDrain && this.writeQueue.length > 0) {
       const line = this.writeQueue.shift() as string;
+      this.writeQueueBytes -= Buffer.byteLength(line);
       if (!this.stream.write(line)) {
         this.waitingDrain = true;
         this.stream.once('drain', () => {
@@ -274,6 +303,7 @@ export class RpcPeer {
         });
       }
     }
+    this.watchOutput();
     const repliesDue = this.cutOff !== undefined && this.unfinishedLines > 0;
     if (this._state === 'closing' && !this.waitingDrain && this.writeQueue.length === 0 && !repliesDue && !this.stream.writableEnded) {
       this.stream.end();
@@ -465,12 +495,36 @@ export class RpcPeer {
   }
 
   /**
-   * Reading pauses while every slot is taken, except while our own requests await answers:
-   * those arrive on this stream, and a handler may be the one waiting for them.
+   * The output bound. Replies pile up when the other side sends requests and never reads the
+   * answers (the socket buffer fills, then ours). Past maxQueuedOutputBytes reading pauses, so
+   * no new requests make more replies; if the output stays over the bound for the grace period,
+   * the other side is not reading at all and the connection is closed (onSlowReader).
+   */
+  private watchOutput(): void {
+    const over = this.queuedOutputBytes > this.maxQueuedOutputBytes;
+    if (over && this.slowReaderTimer === undefined && this._state !== 'closed') {
+      this.slowReaderTimer = setTimeout(() => {
+        this.slowReaderTimer = undefined;
+        if (this.queuedOutputBytes <= this.maxQueuedOutputBytes) return;
+        this.opts.onSlowReader?.(this.queuedOutputBytes);
+        this.stream.destroy();
+      }, this.opts.slowReaderGraceMs ?? 30_000);
+      this.slowReaderTimer.unref();
+    } else if (!over && this.slowReaderTimer !== undefined) {
+      clearTimeout(this.slowReaderTimer);
+      this.slowReaderTimer = undefined;
+    }
+    this.updateReading();
+  }
+
+  /**
+   * Reading pauses while every slot is taken or output is over its bound, except while our own
+   * requests await answers: those arrive on this stream, and a handler may be the one waiting
+   * for them (then only the slow-reader grace period bounds the output).
    */
   private updateReading(): void {
     if (this._state !== 'open') return;
-    const hold = this.running >= this.maxInFlight && this.outgoing.size === 0;
+    const hold = (this.running >= this.maxInFlight || this.queuedOutputBytes > this.maxQueuedOutputBytes) && this.outgoing.size === 0;
     if (hold && !this.stream.isPaused()) this.stream.pause();
     else if (!hold && this.stream.isPaused()) this.stream.resume();
   }

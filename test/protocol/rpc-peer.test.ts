@@ -576,3 +576,39 @@ test('a numeric id that would not come back as sent gets -32600 with id null; sa
   assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: -9007199254740991, result: [2] });
   assert.equal(srv.started.n, 0);
 });
+
+// issue 11, defect 6: 1,500 unread replies of ~300 KB took RSS from ~155 MB to 690-890 MB.
+test('past maxQueuedOutputBytes of unread replies, reading pauses; it resumes once the other side reads', async (t) => {
+  const bound = 256 * 1024;
+  const srv = await startServer(t, { maxInFlight: 1000, maxQueuedOutputBytes: bound });
+  const c = await rawConnect(t, srv.sock);
+  c.socket.pause(); // a client that sends and does not read
+  const payload = 'p'.repeat(64 * 1024);
+  const count = 200; // ~13 MB of replies: far more than the socket buffers and the bound together
+  c.send(Array.from({ length: count }, (_, i) => line(req(i, 'echo', [payload]))).join(''));
+  for (let i = 0; i < 1000 && srv.sockets[0] === undefined; i++) await new Promise((r) => setImmediate(r));
+  const server = srv.sockets[0];
+  assert.ok(server);
+  const peer = srv.peers[0];
+  assert.ok(peer);
+  await once(server, 'pause');
+  assert.ok(peer.queuedOutputBytes > bound);
+  assert.ok(peer.queuedOutputBytes < bound + 2 * (payload.length + 1024), `queued ${peer.queuedOutputBytes} bytes`);
+  c.socket.resume();
+  const ids: unknown[] = [];
+  for (let i = 0; i < count; i++) ids.push((await c.reply()).id);
+  assert.deepEqual(ids, Array.from({ length: count }, (_, i) => i));
+  assert.equal(server.isPaused(), false);
+});
+
+test('a connection whose output stays over the bound for the grace period is closed and reported', async (t) => {
+  const reported: number[] = [];
+  const srv = await startServer(t, { maxQueuedOutputBytes: 64 * 1024, slowReaderGraceMs: 50, onSlowReader: (n) => reported.push(n) });
+  const c = await rawConnect(t, srv.sock);
+  c.socket.pause();
+  const payload = 'q'.repeat(64 * 1024);
+  c.send(Array.from({ length: 100 }, (_, i) => line(req(i, 'echo', [payload]))).join(''));
+  await c.closed.catch(() => undefined); // closed, or our write met the closed socket first
+  assert.equal(reported.length, 1);
+  assert.ok((reported[0] ?? 0) > 64 * 1024);
+});
