@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { DEFAULT_MAX_LINE_BYTES } from '../protocol/framing.ts';
 import { AlbedoError } from '../protocol/errors.ts';
+import { PartialLineBudget } from '../protocol/line-budget.ts';
 import { RpcPeer } from '../protocol/rpc-peer.ts';
 import { openDb, type Db } from '../storage/db.ts';
 import { DEFAULT_MAX_IMAGE_BYTES } from '../storage/payloads.ts';
@@ -60,6 +61,8 @@ export class Daemon implements DaemonServices {
   private indexBatch = 64;
   private stopped: Promise<void> | undefined;
   private readonly dispatch = createDispatcher(handlers);
+  /** All connections' unfinished lines together: room for two of the longest line. */
+  private readonly partialLines: PartialLineBudget;
   private readonly configStore: ConfigStore;
   readonly search: SearchWorker;
   /** Called once the daemon has stopped on its own (daemon.shutdown). */
@@ -72,6 +75,7 @@ export class Daemon implements DaemonServices {
   ) {
     this.db = openDb(paths.db);
     this.search = new SearchWorker(paths.db);
+    this.partialLines = new PartialLineBudget(2 * settings.maxLineBytes);
     // Half-open: a client that ends its writes still gets the replies to what it sent.
     this.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));
     this.configStore = new ConfigStore({
@@ -250,6 +254,7 @@ export class Daemon implements DaemonServices {
     conn.peer = new RpcPeer(socket, {
       maxLineBytes: this.settings.maxLineBytes,
       maxInFlight: this.settings.maxInFlight,
+      partialLineBudget: this.partialLines,
       onRequest: async (method, params, rctx) => {
         // Once stopping, nothing new starts: what the grace period lets finish is what was running.
         if (this.state !== 'running') throw new AlbedoError('shutting_down', 'albedod is shutting down');

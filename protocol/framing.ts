@@ -45,6 +45,18 @@ export class LineDecoder {
     this.maxLineBytes = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
   }
 
+  /** Bytes of the partial line held so far (0 between lines and while discarding). */
+  get bufferedBytes(): number {
+    return this.length;
+  }
+
+  /** Drops the partial line held so far; the next byte starts a new line. */
+  clear(): void {
+    this.parts = [];
+    this.length = 0;
+    this.discarding = false;
+  }
+
   push(chunk: Buffer): void {
     let start = 0;
     while (start < chunk.length) {

@@ -5,6 +5,7 @@
 import type { Duplex } from 'node:stream';
 import { DomainCode, RpcCode, toWireError, type AlbedoError, type WireError } from './errors.ts';
 import { DEFAULT_MAX_LINE_BYTES, LineDecoder } from './framing.ts';
+import type { PartialLineBudget } from './line-budget.ts';
 
 export interface RequestContext {
   /** The request's id; undefined for a notification, whose outcome nobody is told. */
@@ -51,6 +52,11 @@ export interface RpcPeerOptions {
   slowReaderGraceMs?: number;
   /** Called once when a connection is closed for staying over maxQueuedOutputBytes. */
   onSlowReader?: (queuedBytes: number) => void;
+  /**
+   * Shared with other peers: a bound on all their partial lines together. A chunk that would take
+   * it over gets message_too_large (data.scope "all_connections") and this connection is closed.
+   */
+  partialLineBudget?: PartialLineBudget;
 }
 
 /** Default bound on queued output per peer, in bytes. */
@@ -135,6 +141,8 @@ export class RpcPeer {
   /** Runs while output is over maxQueuedOutputBytes; closes the connection when it fires. */
   private slowReaderTimer: NodeJS.Timeout | undefined;
   private waitingDrain = false;
+  /** Our share of opts.partialLineBudget, in bytes. */
+  private partialShare = 0;
   private closeTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -164,13 +172,16 @@ export class RpcPeer {
       },
     });
     stream.on('data', (chunk: Buffer | string) => {
-      if (this._state === 'open') this.decoder.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+      if (this._state !== 'open') return;
+      this.decoder.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+      this.accountPartialLine();
     });
     stream.on('end', () => this.onEnd());
     stream.on('error', (err) => this.dispose(`stream error: ${err.message}`));
     stream.on('close', () => {
       this.dispose('stream closed');
       this._state = 'closed';
+      this.accountPartialLine();
       clearTimeout(this.closeTimer);
       clearTimeout(this.slowReaderTimer);
       this.opts.onClose?.();
@@ -337,6 +348,29 @@ export class RpcPeer {
       if (reply !== undefined) this.send(reply);
       this.lineFinished();
     });
+  }
+
+  /** Keeps our share of the shared partial-line budget equal to what the decoder holds. */
+  private accountPartialLine(): void {
+    const budget = this.opts.partialLineBudget;
+    if (budget === undefined) return;
+    if (this._state !== 'open') this.decoder.clear();
+    const held = this.decoder.bufferedBytes;
+    if (budget.update(this.partialShare, held)) {
+      this.partialShare = held;
+      return;
+    }
+    this.decoder.clear();
+    budget.update(this.partialShare, 0);
+    this.partialShare = 0;
+    this.send(
+      errorLine(null, {
+        code: DomainCode.message_too_large,
+        message: `unfinished messages on all connections together exceed ${budget.maxBytes} bytes`,
+        data: { code: 'message_too_large', limit_bytes: budget.maxBytes, scope: 'all_connections' },
+      }),
+    );
+    this.dispose('partial-line budget exceeded');
   }
 
   /** One line is handled and its reply queued: wake idle waiters, finish a drain or a cut-off. */

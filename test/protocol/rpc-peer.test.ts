@@ -10,6 +10,7 @@ import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { AlbedoError, DomainCode, RpcCode, rpcError } from '../../protocol/errors.ts';
 import { LineDecoder } from '../../protocol/framing.ts';
+import { PartialLineBudget } from '../../protocol/line-budget.ts';
 import { RpcPeer, RpcRemoteError, type RequestHandler, type RpcPeerOptions } from '../../protocol/rpc-peer.ts';
 
 interface Reply {
@@ -611,4 +612,30 @@ test('a connection whose output stays over the bound for the grace period is clo
   await c.closed.catch(() => undefined); // closed, or our write met the closed socket first
   assert.equal(reported.length, 1);
   assert.ok((reported[0] ?? 0) > 64 * 1024);
+});
+
+// issue 11, defect 6: 4 x 32 MiB partial lines on four connections held +122 MB.
+test('a chunk that takes all connections\' partial lines over the shared budget closes that connection only', async (t) => {
+  const budget = new PartialLineBudget(100 * 1024);
+  const srv = await startServer(t, { partialLineBudget: budget });
+  const a = await rawConnect(t, srv.sock);
+  const b = await rawConnect(t, srv.sock);
+  const head = '{"jsonrpc":"2.0","id":1,"method":"echo","params":["';
+  a.send(head + 'a'.repeat(60 * 1024));
+  for (let i = 0; i < 10_000 && budget.heldBytes < 60 * 1024; i++) await new Promise((r) => setImmediate(r));
+  assert.ok(budget.heldBytes >= 60 * 1024);
+  b.send(head + 'b'.repeat(60 * 1024));
+  assert.deepEqual(await b.reply(), {
+    jsonrpc: '2.0',
+    id: null,
+    error: {
+      code: DomainCode.message_too_large,
+      message: `unfinished messages on all connections together exceed ${100 * 1024} bytes`,
+      data: { code: 'message_too_large', limit_bytes: 100 * 1024, scope: 'all_connections' },
+    },
+  });
+  await b.closed;
+  a.send('"]}\n');
+  assert.equal(((await a.reply()).result as string[])[0]?.length, 60 * 1024);
+  assert.equal(budget.heldBytes, 0);
 });
