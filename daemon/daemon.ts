@@ -44,6 +44,9 @@ export function packageVersion(): string {
 
 type State = 'starting' | 'running' | 'stopping' | 'stopped';
 
+/** The error listener of a connection held during start-up; the peer brings its own. */
+const ignoreWhileHeld = (): void => undefined;
+
 export class Daemon implements DaemonServices {
   readonly version = packageVersion();
   readonly db: Db;
@@ -110,7 +113,10 @@ export class Daemon implements DaemonServices {
       throw err;
     }
     daemon.state = 'running';
-    for (const socket of daemon.early.splice(0)) daemon.accept(socket);
+    for (const socket of daemon.early.splice(0)) {
+      socket.off('error', ignoreWhileHeld);
+      if (!socket.destroyed) daemon.accept(socket);
+    }
     daemon.scheduleIndexing();
     log.info({ home: paths.home, socket: paths.socket, version: daemon.version }, 'albedod listening');
     return daemon;
@@ -236,7 +242,10 @@ export class Daemon implements DaemonServices {
 
   private accept(socket: net.Socket): void {
     if (this.state === 'starting') {
-      this.early.push(socket); // unread until served: a socket does not flow before it is read
+      // Unread until served (a socket does not flow before it is read); a reset meanwhile must
+      // not become an uncaught error.
+      socket.on('error', ignoreWhileHeld);
+      this.early.push(socket);
       return;
     }
     if (this.state !== 'running') {
