@@ -4,6 +4,8 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import { DEFAULT_MAX_LINE_BYTES } from '../protocol/framing.ts';
+import { AlbedoError } from '../protocol/errors.ts';
+import { PartialLineBudget } from '../protocol/line-budget.ts';
 import { RpcPeer } from '../protocol/rpc-peer.ts';
 import { openDb, type Db } from '../storage/db.ts';
 import { DEFAULT_MAX_IMAGE_BYTES } from '../storage/payloads.ts';
@@ -42,6 +44,9 @@ export function packageVersion(): string {
 
 type State = 'starting' | 'running' | 'stopping' | 'stopped';
 
+/** The error listener of a connection held during start-up; the peer brings its own. */
+const ignoreWhileHeld = (): void => undefined;
+
 export class Daemon implements DaemonServices {
   readonly version = packageVersion();
   readonly db: Db;
@@ -51,12 +56,16 @@ export class Daemon implements DaemonServices {
   private state: State = 'starting';
   private readonly server: net.Server;
   private readonly connections = new Set<ConnectionState>();
+  /** Sockets accepted before the state is `running`, served once it is (see start). */
+  private readonly early: net.Socket[] = [];
   private nextConnectionId = 1;
   private indexing: NodeJS.Immediate | undefined;
   /** Rows per indexing turn, adapted to INDEX_SLICE_MS. */
   private indexBatch = 64;
   private stopped: Promise<void> | undefined;
   private readonly dispatch = createDispatcher(handlers);
+  /** All connections' unfinished lines together: room for two of the longest line. */
+  private readonly partialLines: PartialLineBudget;
   private readonly configStore: ConfigStore;
   readonly search: SearchWorker;
   /** Called once the daemon has stopped on its own (daemon.shutdown). */
@@ -69,7 +78,9 @@ export class Daemon implements DaemonServices {
   ) {
     this.db = openDb(paths.db);
     this.search = new SearchWorker(paths.db);
-    this.server = net.createServer((socket) => this.accept(socket));
+    this.partialLines = new PartialLineBudget(2 * settings.maxLineBytes);
+    // Half-open: a client that ends its writes still gets the replies to what it sent.
+    this.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));
     this.configStore = new ConfigStore({
       extensionsPath: paths.extensions,
       modelsPath: paths.models,
@@ -84,19 +95,28 @@ export class Daemon implements DaemonServices {
     this.configStore.load();
   }
 
-  /** Opens the database and listens. The caller must hold the home lock. */
+  /**
+   * Opens the database and listens. The caller must hold the home lock. Listening comes last, so
+   * a client that connects as soon as the socket appears finds a daemon ready to serve; a
+   * connection accepted before the state turns `running` is held, not reset, and served then.
+   */
   static async start(paths: HomePaths, log: Logger, settings: Partial<DaemonSettings> = {}): Promise<Daemon> {
     const daemon = new Daemon(paths, log, { ...DEFAULT_SETTINGS, ...settings });
     try {
-      await daemon.listen();
       await daemon.configStore.watch();
+      await daemon.listen();
     } catch (err) {
+      for (const socket of daemon.early.splice(0)) socket.destroy();
       await daemon.configStore.close();
       await daemon.search.close();
       daemon.db.close();
       throw err;
     }
     daemon.state = 'running';
+    for (const socket of daemon.early.splice(0)) {
+      socket.off('error', ignoreWhileHeld);
+      if (!socket.destroyed) daemon.accept(socket);
+    }
     daemon.scheduleIndexing();
     log.info({ home: paths.home, socket: paths.socket, version: daemon.version }, 'albedod listening');
     return daemon;
@@ -172,7 +192,8 @@ export class Daemon implements DaemonServices {
       this.log.warn({ connections: this.connections.size }, 'shutdown grace ran out; cancelling in-flight requests');
     }
     clearTimeout(timer);
-    for (const c of this.connections) c.peer?.dispose('daemon shutting down');
+    const cutOff = new AlbedoError('shutting_down', 'albedod is shutting down; the request was cut off before it finished');
+    for (const c of this.connections) c.peer?.dispose('daemon shutting down', { answerWith: cutOff });
     await this.kernels.idle();
     await closed;
     await this.configStore.close();
@@ -220,6 +241,13 @@ export class Daemon implements DaemonServices {
   }
 
   private accept(socket: net.Socket): void {
+    if (this.state === 'starting') {
+      // Unread until served (a socket does not flow before it is read); a reset meanwhile must
+      // not become an uncaught error.
+      socket.on('error', ignoreWhileHeld);
+      this.early.push(socket);
+      return;
+    }
     if (this.state !== 'running') {
       socket.destroy();
       return;
@@ -235,11 +263,21 @@ export class Daemon implements DaemonServices {
     conn.peer = new RpcPeer(socket, {
       maxLineBytes: this.settings.maxLineBytes,
       maxInFlight: this.settings.maxInFlight,
-      onRequest: (method, params, rctx) => this.dispatch(method, params, { daemon: this, conn, signal: rctx.signal }),
-      onNotification: (method) => {
-        if (method !== '$/cancelRequest') this.log.debug({ conn: conn.id, method }, 'ignored notification');
+      partialLineBudget: this.partialLines,
+      onRequest: async (method, params, rctx) => {
+        // Once stopping, nothing new starts: what the grace period lets finish is what was running.
+        if (this.state !== 'running') throw new AlbedoError('shutting_down', 'albedod is shutting down');
+        return this.dispatch(method, params, { daemon: this, conn, signal: rctx.signal });
+      },
+      // No reply tells anyone a notification failed, so the log does, once. Unexpected failures
+      // were logged with their stack by the dispatcher, which answers them as internal_error.
+      onNotificationError: (error, method) => {
+        if (error.data?.code === 'internal_error') return;
+        this.log.warn({ conn: conn.id, method, code: error.data?.code ?? error.code }, `notification failed: ${error.message}`);
       },
       onInternalError: (err, method) => this.log.error({ err, conn: conn.id, method }, 'connection error'),
+      onSlowReader: (queuedBytes) =>
+        this.log.warn({ conn: conn.id, queued_bytes: queuedBytes }, 'closed a connection that stopped reading its replies'),
       onClose: () => {
         this.connections.delete(conn);
         this.summarizeRoutes.forgetConnection(conn);

@@ -1,6 +1,7 @@
 // NDJSON framing: splits a byte stream into UTF-8 lines with a per-line byte cap (writing a line
-// is JSON.stringify plus "\n"). It knows nothing of JSON-RPC; parsing lines and answering an overflow
-// are the peer's job (rpc-peer.ts).
+// is JSON.stringify plus "\n"), and refuses lines that are not valid UTF-8. It knows nothing of
+// JSON-RPC; parsing lines and answering an overflow or a bad line are the peer's job (rpc-peer.ts).
+import { isUtf8 } from 'node:buffer';
 
 /** Default cap on one line, in bytes (the "\n" is not counted; a "\r" before it is). */
 export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
@@ -9,10 +10,15 @@ const NEWLINE = 0x0a;
 const CR = 0x0d;
 
 export interface LineDecoderOptions {
-  /** Called with each complete line, decoded as UTF-8, without "\n" or a trailing "\r". */
+  /** Called with each complete valid UTF-8 line, decoded, without "\n" or a trailing "\r". */
   onLine: (line: string) => void;
   /** Called once per line whose bytes exceed the cap, as soon as they do; that line is dropped. */
   onOverflow: (bytesSeen: number) => void;
+  /**
+   * Called once per complete line that is not valid UTF-8; that line is dropped. Decoding it
+   * anyway would replace the bad bytes with U+FFFD and hand on text the sender never wrote.
+   */
+  onInvalidUtf8: () => void;
   /** Cap on one line, in bytes. Default DEFAULT_MAX_LINE_BYTES. */
   maxLineBytes?: number;
 }
@@ -26,6 +32,7 @@ export class LineDecoder {
   readonly maxLineBytes: number;
   private readonly onLine: (line: string) => void;
   private readonly onOverflow: (bytesSeen: number) => void;
+  private readonly onInvalidUtf8: () => void;
   private parts: Buffer[] = [];
   private length = 0;
   /** True while dropping the rest of an over-long line, up to its newline. */
@@ -34,7 +41,20 @@ export class LineDecoder {
   constructor(opts: LineDecoderOptions) {
     this.onLine = opts.onLine;
     this.onOverflow = opts.onOverflow;
+    this.onInvalidUtf8 = opts.onInvalidUtf8;
     this.maxLineBytes = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+  }
+
+  /** Bytes of the partial line held so far (0 between lines and while discarding). */
+  get bufferedBytes(): number {
+    return this.length;
+  }
+
+  /** Drops the partial line held so far; the next byte starts a new line. */
+  clear(): void {
+    this.parts = [];
+    this.length = 0;
+    this.discarding = false;
   }
 
   push(chunk: Buffer): void {
@@ -68,6 +88,8 @@ export class LineDecoder {
     this.parts = [];
     this.length = 0;
     const stop = line.length > 0 && line[line.length - 1] === CR ? line.length - 1 : line.length;
-    this.onLine(line.toString('utf8', 0, stop));
+    // Checked on the whole line, never per chunk: a character may be split across chunks.
+    if (!isUtf8(line.subarray(0, stop))) this.onInvalidUtf8();
+    else this.onLine(line.toString('utf8', 0, stop));
   }
 }

@@ -1,12 +1,15 @@
 // A symmetric JSON-RPC 2.0 endpoint over one duplex stream: validates and dispatches incoming
-// requests (bounded in flight, cancellable through `$/cancelRequest`), sends our own requests and
-// matches their responses. What a method means is left to the onRequest handler.
+// requests and notifications (bounded in flight, cancellable through `$/cancelRequest`), sends
+// our own requests and matches their responses. What a method means is left to the onRequest
+// handler.
 import type { Duplex } from 'node:stream';
-import { DomainCode, RpcCode, toWireError, type WireError } from './errors.ts';
+import { DomainCode, RpcCode, toWireError, type AlbedoError, type WireError } from './errors.ts';
 import { DEFAULT_MAX_LINE_BYTES, LineDecoder } from './framing.ts';
+import type { PartialLineBudget } from './line-budget.ts';
 
 export interface RequestContext {
-  id: string | number;
+  /** The request's id; undefined for a notification, whose outcome nobody is told. */
+  id: string | number | undefined;
   /** Aborted when the other side sends `$/cancelRequest` for this id, or the peer is disposed. */
   signal: AbortSignal;
   peer: RpcPeer;
@@ -14,10 +17,18 @@ export interface RequestContext {
 export type RequestHandler = (method: string, params: unknown, ctx: RequestContext) => Promise<unknown>;
 
 export interface RpcPeerOptions {
-  /** Answers incoming requests; throw AlbedoError / RpcError for deliberate failures. */
+  /**
+   * Answers incoming requests, and runs incoming notifications (all but `$/cancelRequest`, which
+   * the peer handles itself) exactly like requests, only without a reply. Throw AlbedoError /
+   * RpcError for deliberate failures.
+   */
   onRequest: RequestHandler;
-  /** Incoming notifications other than `$/cancelRequest`, which the peer handles itself. */
-  onNotification?: (method: string, params: unknown) => void;
+  /**
+   * A notification failed on purpose (what a reply would have carried, had there been one).
+   * Called once per failure; not for cancellations, and not for internal errors, which go to
+   * onInternalError as for requests.
+   */
+  onNotificationError?: (error: WireError, method: string) => void;
   /** Logging hook for failures that were not deliberate (handler bugs, unencodable results). */
   onInternalError?: (err: unknown, method: string | undefined) => void;
   /** Called once, when the stream has closed. */
@@ -31,7 +42,25 @@ export interface RpcPeerOptions {
    * answer); past it new requests are refused with `busy`. Default maxInFlight.
    */
   maxQueued?: number;
+  /**
+   * Bytes of output queued for the other side (ours and the stream's) past which reading pauses,
+   * so a side that sends requests but never reads the replies cannot grow our memory. Default
+   * DEFAULT_MAX_QUEUED_OUTPUT_BYTES.
+   */
+  maxQueuedOutputBytes?: number;
+  /** How long output may stay over maxQueuedOutputBytes before the connection is closed (ms). Default 30000. */
+  slowReaderGraceMs?: number;
+  /** Called once when a connection is closed for staying over maxQueuedOutputBytes. */
+  onSlowReader?: (queuedBytes: number) => void;
+  /**
+   * Shared with other peers: a bound on all their partial lines together. A chunk that would take
+   * it over gets message_too_large (data.scope "all_connections") and this connection is closed.
+   */
+  partialLineBudget?: PartialLineBudget;
 }
+
+/** Default bound on queued output per peer, in bytes. */
+export const DEFAULT_MAX_QUEUED_OUTPUT_BYTES = 16 * 1024 * 1024;
 
 /** An error response received from the other side. */
 export class RpcRemoteError extends Error {
@@ -45,7 +74,12 @@ export class RpcRemoteError extends Error {
   }
 }
 
-export type PeerState = 'open' | 'closing' | 'closed';
+/**
+ * open: reading and writing. draining: the other side ended its writes (a half-close); what was
+ * read still runs and its replies go out, then the peer disposes itself. closing: disposed; the
+ * queued output is flushed, then our side ends. closed: the stream has closed.
+ */
+export type PeerState = 'open' | 'draining' | 'closing' | 'closed';
 type Id = string | number;
 type Msg = Record<string, unknown>;
 
@@ -59,10 +93,19 @@ interface Outgoing {
 }
 
 const isObject = (v: unknown): v is Msg => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isId = (v: unknown): v is Id => typeof v === 'string' || typeof v === 'number';
+/**
+ * A usable id: a string, or a number that JSON.stringify gives back as it was parsed. Past 2^53
+ * (`12345678901234567890` parses as ...7000), non-finite (`1e400` parses as Infinity, written as
+ * null), fractional or -0, the echo could differ from what was sent, so such ids are refused.
+ */
+const isId = (v: unknown): v is Id =>
+  typeof v === 'string' || (typeof v === 'number' && Number.isSafeInteger(v) && !Object.is(v, -0));
 
 function errorLine(id: Id | null, error: WireError): string {
   return JSON.stringify({ jsonrpc: '2.0', id, error });
+}
+function parseError(): string {
+  return errorLine(null, { code: RpcCode.ParseError, message: 'parse error', data: { code: 'parse_error' } });
 }
 function invalidRequest(id: Id | null, message: string): string {
   return errorLine(id, { code: RpcCode.InvalidRequest, message, data: { code: 'invalid_request' } });
@@ -75,6 +118,10 @@ export class RpcPeer {
   private readonly maxQueued: number;
   /** Incoming requests not yet answered (running or waiting for a slot), by id. */
   private readonly incoming = new Map<Id, AbortController>();
+  /** Incoming notifications running or waiting for a slot (they have no id to key them by). */
+  private readonly notifications = new Set<AbortController>();
+  /** Lines read whose handling (and reply, if one is due) is not done yet. */
+  private unfinishedLines = 0;
   private running = 0;
   private readonly slotWaiters: Array<() => void> = [];
   private readonly idleWaiters: Array<() => void> = [];
@@ -82,8 +129,20 @@ export class RpcPeer {
   private nextId = 1;
   /** The other side said our line was too long: the reason to give pending requests at close. */
   private remoteFailure: RpcRemoteError | undefined;
+  /**
+   * Set by dispose({ answerWith }): requests it cuts off are answered with this error instead of
+   * getting no reply, and our side ends only once they have been.
+   */
+  private cutOff: WireError | undefined;
   private readonly writeQueue: string[] = [];
+  /** UTF-8 bytes of the lines in writeQueue. */
+  private writeQueueBytes = 0;
+  private readonly maxQueuedOutputBytes: number;
+  /** Runs while output is over maxQueuedOutputBytes; closes the connection when it fires. */
+  private slowReaderTimer: NodeJS.Timeout | undefined;
   private waitingDrain = false;
+  /** Our share of opts.partialLineBudget, in bytes. */
+  private partialShare = 0;
   private closeTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -92,10 +151,14 @@ export class RpcPeer {
   ) {
     this.maxInFlight = Math.max(1, opts.maxInFlight ?? 64);
     this.maxQueued = Math.max(1, opts.maxQueued ?? this.maxInFlight);
+    // Never below the stream's own buffer: past that a write returns false, so a 'drain' comes
+    // to re-check the bound and resume reading.
+    this.maxQueuedOutputBytes = Math.max(stream.writableHighWaterMark, opts.maxQueuedOutputBytes ?? DEFAULT_MAX_QUEUED_OUTPUT_BYTES);
     const limit = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
     this.decoder = new LineDecoder({
       maxLineBytes: limit,
       onLine: (line) => this.onLine(line),
+      onInvalidUtf8: () => this.send(parseError()),
       onOverflow: () => {
         if (this._state !== 'open') return;
         this.send(
@@ -109,14 +172,18 @@ export class RpcPeer {
       },
     });
     stream.on('data', (chunk: Buffer | string) => {
-      if (this._state === 'open') this.decoder.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+      if (this._state !== 'open') return;
+      this.decoder.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+      this.accountPartialLine();
     });
-    stream.on('end', () => this.dispose('stream ended'));
+    stream.on('end', () => this.onEnd());
     stream.on('error', (err) => this.dispose(`stream error: ${err.message}`));
     stream.on('close', () => {
       this.dispose('stream closed');
       this._state = 'closed';
+      this.accountPartialLine();
       clearTimeout(this.closeTimer);
+      clearTimeout(this.slowReaderTimer);
       this.opts.onClose?.();
     });
   }
@@ -125,9 +192,14 @@ export class RpcPeer {
     return this._state;
   }
 
-  /** Resolves once no incoming request is running or waiting to run. */
+  /** Output not yet taken by the other side: our queue plus the stream's buffer, in bytes. */
+  get queuedOutputBytes(): number {
+    return this.writeQueueBytes + this.stream.writableLength;
+  }
+
+  /** Resolves once no incoming request or notification is running or waiting to run. */
   whenIdle(): Promise<void> {
-    if (this.incoming.size === 0) return Promise.resolve();
+    if (this.unfinishedLines === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -175,13 +247,20 @@ export class RpcPeer {
   }
 
   /**
-   * Idempotent. Aborts every incoming request's signal (their late answers are dropped), rejects
-   * every outgoing request, flushes what was already queued, then ends the stream.
+   * Idempotent. Tells the other side to cancel our requests still waiting for an answer and
+   * rejects them, aborts every incoming request's signal, flushes what was already queued, then
+   * ends the stream. An aborted request's late answer is dropped, unless `answerWith` is given:
+   * then every request this cuts off is answered with that error (one that finishes anyway is
+   * answered with its result), and the stream ends once they all have been.
    */
-  dispose(reason = 'disposed'): void {
-    if (this._state !== 'open') return;
+  dispose(reason = 'disposed', opts: { answerWith?: AlbedoError } = {}): void {
+    if (this._state === 'closing' || this._state === 'closed') return;
+    for (const id of this.outgoing.keys()) this.notify(CANCEL_METHOD, { id });
+    if (opts.answerWith !== undefined) this.cutOff = toWireError(opts.answerWith).wire;
     this._state = 'closing';
-    for (const ac of this.incoming.values()) ac.abort(new Error(`connection closing: ${reason}`));
+    const abort = new Error(`connection closing: ${reason}`);
+    for (const ac of this.incoming.values()) ac.abort(abort);
+    for (const ac of this.notifications) ac.abort(abort);
     const failure = this.remoteFailure ?? new Error(`connection closed before a response arrived (${reason})`);
     for (const pending of [...this.outgoing.values()]) pending.reject(failure);
     for (const wake of this.slotWaiters.splice(0)) wake();
@@ -191,12 +270,34 @@ export class RpcPeer {
     this.closeTimer.unref();
   }
 
+  /**
+   * The other side ended its writes. With a half-open stream we can still answer: what was read
+   * runs to the end and its replies go out, then we close (`printf ... | socat` and `nc -N`
+   * clients work this way). Our own requests can no longer be answered and are rejected. A
+   * stream that is not half-open has ended its writable side with the readable one: dispose.
+   */
+  private onEnd(): void {
+    if (this._state !== 'open') return;
+    if (!this.stream.allowHalfOpen || this.stream.writableEnded) {
+      this.dispose('stream ended');
+      return;
+    }
+    this._state = 'draining';
+    const failure = new Error('connection closed before a response arrived (the other side ended its writes)');
+    for (const pending of [...this.outgoing.values()]) pending.reject(failure);
+    if (this.unfinishedLines === 0) this.dispose('stream ended');
+  }
+
   // ---- writing ----
 
-  /** Queues one encoded message (no newline); dropped once the peer is no longer open. */
+  /**
+   * Queues one encoded message (no newline). Dropped once the peer is closing, except the replies
+   * to requests cut off by dispose({ answerWith }).
+   */
   private send(line: string): void {
-    if (this._state !== 'open') return;
+    if (this._state !== 'open' && this._state !== 'draining' && this.cutOff === undefined) return;
     this.writeQueue.push(line + '\n');
+    this.writeQueueBytes += Buffer.byteLength(line) + 1;
     this.flush();
   }
 
@@ -204,6 +305,7 @@ export class RpcPeer {
     if (this.stream.destroyed) return;
     while (!this.waitingDrain && this.writeQueue.length > 0) {
       const line = this.writeQueue.shift() as string;
+      this.writeQueueBytes -= Buffer.byteLength(line);
       if (!this.stream.write(line)) {
         this.waitingDrain = true;
         this.stream.once('drain', () => {
@@ -212,7 +314,11 @@ export class RpcPeer {
         });
       }
     }
-    if (this._state === 'closing' && !this.waitingDrain && this.writeQueue.length === 0) this.stream.end();
+    this.watchOutput();
+    const repliesDue = this.cutOff !== undefined && this.unfinishedLines > 0;
+    if (this._state === 'closing' && !this.waitingDrain && this.writeQueue.length === 0 && !repliesDue && !this.stream.writableEnded) {
+      this.stream.end();
+    }
   }
 
   // ---- reading ----
@@ -223,19 +329,57 @@ export class RpcPeer {
     try {
       value = JSON.parse(line);
     } catch {
-      this.send(errorLine(null, { code: RpcCode.ParseError, message: 'parse error', data: { code: 'parse_error' } }));
+      this.send(parseError());
       return;
     }
+    let handled: Promise<string | undefined>;
     if (!Array.isArray(value)) {
-      void this.onMessage(value).then((reply) => reply !== undefined && this.send(reply));
+      handled = this.onMessage(value);
     } else if (value.length === 0) {
-      this.send(invalidRequest(null, 'empty batch'));
+      handled = Promise.resolve(invalidRequest(null, 'empty batch'));
     } else {
-      void Promise.all(value.map((m) => this.onMessage(m))).then((replies) => {
+      handled = Promise.all(value.map((m) => this.onMessage(m))).then((replies) => {
         const present = replies.filter((r): r is string => r !== undefined);
-        if (present.length > 0) this.send(`[${present.join(',')}]`);
+        return present.length > 0 ? `[${present.join(',')}]` : undefined;
       });
     }
+    this.unfinishedLines++;
+    void handled.then((reply) => {
+      if (reply !== undefined) this.send(reply);
+      this.lineFinished();
+    });
+  }
+
+  /** Keeps our share of the shared partial-line budget equal to what the decoder holds. */
+  private accountPartialLine(): void {
+    const budget = this.opts.partialLineBudget;
+    if (budget === undefined) return;
+    if (this._state !== 'open') this.decoder.clear();
+    const held = this.decoder.bufferedBytes;
+    if (budget.update(this.partialShare, held)) {
+      this.partialShare = held;
+      return;
+    }
+    this.decoder.clear();
+    budget.update(this.partialShare, 0);
+    this.partialShare = 0;
+    this.send(
+      errorLine(null, {
+        code: DomainCode.message_too_large,
+        message: `unfinished messages on all connections together exceed ${budget.maxBytes} bytes`,
+        data: { code: 'message_too_large', limit_bytes: budget.maxBytes, scope: 'all_connections' },
+      }),
+    );
+    this.dispose('partial-line budget exceeded');
+  }
+
+  /** One line is handled and its reply queued: wake idle waiters, finish a drain or a cut-off. */
+  private lineFinished(): void {
+    this.unfinishedLines--;
+    if (this.unfinishedLines > 0) return;
+    for (const wake of this.idleWaiters.splice(0)) wake();
+    if (this._state === 'draining') this.dispose('stream ended');
+    else if (this._state === 'closing') this.flush();
   }
 
   /** Handles one message; resolves to the encoded reply, or undefined when none is due. Never rejects. */
@@ -250,36 +394,27 @@ export class RpcPeer {
     }
     const { method, params } = m;
     if (typeof method !== 'string') return invalidRequest(id, 'method must be a string');
-    if ('id' in m && id === null) return invalidRequest(null, 'request id must be a string or a number');
+    if ('id' in m && id === null) return invalidRequest(null, 'request id must be a string or a safe integer');
     if (params !== undefined && (typeof params !== 'object' || params === null)) {
       return invalidRequest(id, 'params must be an object or an array');
     }
-    if (id === null) {
-      this.onNotification(method, params);
+    if (id !== null && this.incoming.has(id)) return invalidRequest(id, `request id ${JSON.stringify(id)} is already in flight`);
+    if (id === null && method === CANCEL_METHOD) {
+      const target = isObject(params) ? params.id : undefined;
+      if (isId(target)) this.incoming.get(target)?.abort(new Error('request cancelled'));
       return undefined;
     }
-    if (this.incoming.has(id)) return invalidRequest(id, `request id ${JSON.stringify(id)} is already in flight`);
     if (this.queueIsFull()) {
-      return errorLine(id, {
+      const busy: WireError = {
         code: DomainCode.busy,
         message: 'too many requests are waiting on this connection while it awaits an answer from you; retry later',
         data: { code: 'busy', in_flight: this.running, queued: this.slotWaiters.length },
-      });
+      };
+      if (id !== null) return errorLine(id, busy);
+      this.opts.onNotificationError?.(busy, method);
+      return undefined;
     }
-    return this.runRequest(id, method, params);
-  }
-
-  private onNotification(method: string, params: unknown): void {
-    if (method === CANCEL_METHOD) {
-      const id = isObject(params) ? params.id : undefined;
-      if (isId(id)) this.incoming.get(id)?.abort(new Error('request cancelled'));
-      return;
-    }
-    try {
-      this.opts.onNotification?.(method, params);
-    } catch (err) {
-      this.opts.onInternalError?.(err, method);
-    }
+    return id === null ? this.runNotification(method, params) : this.runRequest(id, method, params);
   }
 
   private onResponse(id: Id | null, m: Msg): void {
@@ -304,19 +439,40 @@ export class RpcPeer {
     const ac = new AbortController();
     this.incoming.set(id, ac);
     try {
-      await this.acquireSlot();
-      try {
-        if (ac.signal.aborted) throw ac.signal.reason;
-        const result = await this.opts.onRequest(method, params, { id, signal: ac.signal, peer: this });
-        return this.encodeResult(id, method, result);
-      } catch (err) {
-        return this.encodeError(id, method, err, ac.signal.aborted);
-      } finally {
-        this.releaseSlot();
-      }
+      const result = await this.invoke(method, params, { id, signal: ac.signal, peer: this });
+      return this.encodeResult(id, method, result);
+    } catch (err) {
+      return this.encodeError(id, method, err, ac.signal.aborted);
     } finally {
       this.incoming.delete(id);
-      if (this.incoming.size === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+    }
+  }
+
+  /** Runs a notification like a request; its failure is reported, since no reply can carry it. */
+  private async runNotification(method: string, params: unknown): Promise<undefined> {
+    const ac = new AbortController();
+    this.notifications.add(ac);
+    try {
+      await this.invoke(method, params, { id: undefined, signal: ac.signal, peer: this });
+    } catch (err) {
+      if (ac.signal.aborted) return undefined;
+      const { wire, internal } = toWireError(err);
+      if (internal) this.opts.onInternalError?.(err, method);
+      else this.opts.onNotificationError?.(wire, method);
+    } finally {
+      this.notifications.delete(ac);
+    }
+    return undefined;
+  }
+
+  /** Calls the handler inside an in-flight slot; a request aborted while it waited never starts. */
+  private async invoke(method: string, params: unknown, ctx: RequestContext): Promise<unknown> {
+    await this.acquireSlot();
+    try {
+      if (ctx.signal.aborted) throw ctx.signal.reason;
+      return await this.opts.onRequest(method, params, ctx);
+    } finally {
+      this.releaseSlot();
     }
   }
 
@@ -328,8 +484,9 @@ export class RpcPeer {
     }
   }
 
-  private encodeError(id: Id, method: string, err: unknown, cancelled: boolean): string {
-    if (cancelled) {
+  private encodeError(id: Id, method: string, err: unknown, aborted: boolean): string {
+    if (aborted && this.cutOff !== undefined) return errorLine(id, this.cutOff);
+    if (aborted) {
       const data = { code: 'request_cancelled' };
       return errorLine(id, { code: RpcCode.RequestCancelled, message: 'request cancelled', data });
     }
@@ -341,13 +498,12 @@ export class RpcPeer {
   // ---- in-flight bound ----
 
   private acquireSlot(): Promise<void> {
-    if (this.running < this.maxInFlight || this._state !== 'open') {
+    if (this.running < this.maxInFlight || this._state === 'closing' || this._state === 'closed') {
       this.takeSlot();
       return Promise.resolve();
     }
     return new Promise((resolve) => this.slotWaiters.push(() => (this.takeSlot(), resolve())));
   }
-
   private takeSlot(): void {
     this.running++;
     this.updateReading();
@@ -373,12 +529,36 @@ export class RpcPeer {
   }
 
   /**
-   * Reading pauses while every slot is taken, except while our own requests await answers:
-   * those arrive on this stream, and a handler may be the one waiting for them.
+   * The output bound. Replies pile up when the other side sends requests and never reads the
+   * answers (the socket buffer fills, then ours). Past maxQueuedOutputBytes reading pauses, so
+   * no new requests make more replies; if the output stays over the bound for the grace period,
+   * the other side is not reading at all and the connection is closed (onSlowReader).
+   */
+  private watchOutput(): void {
+    const over = this.queuedOutputBytes > this.maxQueuedOutputBytes;
+    if (over && this.slowReaderTimer === undefined && this._state !== 'closed') {
+      this.slowReaderTimer = setTimeout(() => {
+        this.slowReaderTimer = undefined;
+        if (this.queuedOutputBytes <= this.maxQueuedOutputBytes) return;
+        this.opts.onSlowReader?.(this.queuedOutputBytes);
+        this.stream.destroy();
+      }, this.opts.slowReaderGraceMs ?? 30_000);
+      this.slowReaderTimer.unref();
+    } else if (!over && this.slowReaderTimer !== undefined) {
+      clearTimeout(this.slowReaderTimer);
+      this.slowReaderTimer = undefined;
+    }
+    this.updateReading();
+  }
+
+  /**
+   * Reading pauses while every slot is taken or output is over its bound, except while our own
+   * requests await answers: those arrive on this stream, and a handler may be the one waiting
+   * for them (then only the slow-reader grace period bounds the output).
    */
   private updateReading(): void {
     if (this._state !== 'open') return;
-    const hold = this.running >= this.maxInFlight && this.outgoing.size === 0;
+    const hold = (this.running >= this.maxInFlight || this.queuedOutputBytes > this.maxQueuedOutputBytes) && this.outgoing.size === 0;
     if (hold && !this.stream.isPaused()) this.stream.pause();
     else if (!hold && this.stream.isPaused()) this.stream.resume();
   }

@@ -7,14 +7,32 @@ import { DEFAULT_MAX_LINE_BYTES, LineDecoder } from '../../protocol/framing.ts';
 function decoder(maxLineBytes?: number) {
   const lines: string[] = [];
   const overflows: number[] = [];
-  const d = new LineDecoder({ maxLineBytes, onLine: (l) => lines.push(l), onOverflow: (n) => overflows.push(n) });
-  return { d, lines, overflows };
+  const invalid = { n: 0 };
+  const d = new LineDecoder({
+    maxLineBytes,
+    onLine: (l) => lines.push(l),
+    onOverflow: (n) => overflows.push(n),
+    onInvalidUtf8: () => invalid.n++,
+  });
+  return { d, lines, overflows, invalid };
 }
 
 /** Feeds `bytes` in chunks of `size` bytes. */
 function feed(d: LineDecoder, bytes: Buffer, size: number): void {
   for (let i = 0; i < bytes.length; i += size) d.push(bytes.subarray(i, i + size));
 }
+
+// issue 11, defect 2: `c3 28 ff` inside a string was decoded with U+FFFD and stored altered.
+test('a line that is not valid UTF-8 is reported and dropped, its neighbours come through', () => {
+  const { d, lines, invalid } = decoder();
+  const bad = Buffer.concat([Buffer.from('{"text":"bad'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from(' end"}')]);
+  // A truncated character at the end of a line, and an overlong encoding of "/", are invalid too.
+  const truncated = Buffer.concat([Buffer.from('"x'), Buffer.from([0xe2, 0x82])]);
+  const overlong = Buffer.from([0x22, 0xc0, 0xaf, 0x22]);
+  feed(d, Buffer.concat([Buffer.from('ok1\n'), bad, Buffer.from('\r\n'), truncated, Buffer.from('\n'), overlong, Buffer.from('\nok2 €\n')]), 3);
+  assert.deepEqual(lines, ['ok1', 'ok2 €']);
+  assert.equal(invalid.n, 3);
+});
 
 test('several messages in one chunk come out as separate lines, in order', () => {
   const { d, lines } = decoder();

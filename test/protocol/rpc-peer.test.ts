@@ -10,6 +10,7 @@ import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { AlbedoError, DomainCode, RpcCode, rpcError } from '../../protocol/errors.ts';
 import { LineDecoder } from '../../protocol/framing.ts';
+import { PartialLineBudget } from '../../protocol/line-budget.ts';
 import { RpcPeer, RpcRemoteError, type RequestHandler, type RpcPeerOptions } from '../../protocol/rpc-peer.ts';
 
 interface Reply {
@@ -51,12 +52,21 @@ async function startServer(t: TestContext, opts: Partial<RpcPeerOptions> = {}) {
   const aborted = new Counter();
   const gate = new Gate();
   const internalErrors: Array<{ err: unknown; method: string | undefined }> = [];
+  const notificationErrors: Array<{ code: number; method: string }> = [];
   const notifications: string[] = [];
   const noted = new Counter();
   const peers: RpcPeer[] = [];
   const sockets: net.Socket[] = [];
-  const onRequest: RequestHandler = async (method, params, { signal, peer }) => {
+  const onRequest: RequestHandler = async (method, params, { id, signal, peer }) => {
+    if (id === undefined) {
+      notifications.push(method);
+      noted.inc();
+    }
     switch (method) {
+      case 'note':
+        return undefined;
+      case 'explode':
+        throw new Error('notification handler failed');
       case 'ask':
         // Answers with what the other side answers to our own request (a reverse request).
         started.inc();
@@ -82,16 +92,13 @@ async function startServer(t: TestContext, opts: Partial<RpcPeerOptions> = {}) {
         throw rpcError(RpcCode.MethodNotFound, 'method_not_found', `method not found: ${method}`);
     }
   };
-  const server = net.createServer((socket) => {
+  // Half-open, as the daemon's server is: a client's end of writes still gets its replies.
+  const server = net.createServer({ allowHalfOpen: true }, (socket) => {
     sockets.push(socket);
     peers.push(
       new RpcPeer(socket, {
         onRequest,
-        onNotification: (method) => {
-          notifications.push(method);
-          noted.inc();
-          if (method === 'explode') throw new Error('notification handler failed');
-        },
+        onNotificationError: (error, method) => notificationErrors.push({ code: error.code, method }),
         onInternalError: (err, method) => internalErrors.push({ err, method }),
         ...opts,
       }),
@@ -105,7 +112,7 @@ async function startServer(t: TestContext, opts: Partial<RpcPeerOptions> = {}) {
     await new Promise((resolve) => server.close(resolve));
     fs.rmSync(dir, { recursive: true, force: true });
   });
-  return { sock, started, aborted, gate, internalErrors, notifications, noted, peers, sockets };
+  return { sock, started, aborted, gate, internalErrors, notificationErrors, notifications, noted, peers, sockets };
 }
 
 /** A client that writes raw bytes and reads the replies as parsed lines. */
@@ -121,6 +128,7 @@ async function rawConnect(t: TestContext, sock: string) {
       events.emit('line');
     },
     onOverflow: () => assert.fail('reply too long'),
+    onInvalidUtf8: () => assert.fail('reply not UTF-8'),
   });
   socket.on('data', (chunk: Buffer) => decoder.push(chunk));
   const closed = once(socket, 'close');
@@ -340,10 +348,10 @@ test('a request whose line is too long for the other side rejects with message_t
 test('past maxInFlight, a request is not started and reading pauses until a handler finishes', async (t) => {
   const srv = await startServer(t, { maxInFlight: 2 });
   const c = await rawConnect(t, srv.sock);
-  // One write: the trailing notification proves the third request was read before we look.
-  c.send([req(1, 'gated'), req(2, 'gated'), req(3, 'gated'), { jsonrpc: '2.0', method: 'note' }].map(line).join(''));
+  // One write: the answer to the trailing invalid request proves the third request was read.
+  c.send([req(1, 'gated'), req(2, 'gated'), req(3, 'gated'), { jsonrpc: '2.0', id: 'marker', method: 7 }].map(line).join(''));
   await srv.started.reach(2);
-  await srv.noted.reach(1);
+  assert.equal((await c.reply()).id, 'marker');
   const peer = srv.peers[0];
   assert.ok(peer);
   assert.equal(srv.started.n, 2);
@@ -365,12 +373,11 @@ test('while a handler awaits a reverse request, requests past maxQueued are refu
   const question = (await c.next()) as { id: number; method: string };
   assert.equal(question.method, 'question');
   // The only slot is taken by the handler awaiting our answer, so reading must go on.
-  c.send([req(2, 'echo', [2]), req(3, 'echo', [3]), req(4, 'echo', [4]), req(5, 'echo', [5]), { jsonrpc: '2.0', method: 'note' }].map(line).join(''));
-  await srv.noted.reach(1);
-  const early = await Promise.race([c.reply(), new Promise<'none'>((r) => setTimeout(() => r('none'), 1000))]);
-  assert.notEqual(early, 'none', 'the requests past the bound were queued instead of refused');
-  const refused = [early as Reply, await c.reply()];
-  assert.deepEqual(refused.map((r) => r.id), [4, 5]);
+  // The trailing invalid request is answered at once: had 4 and 5 been queued, it would come first.
+  c.send([req(2, 'echo', [2]), req(3, 'echo', [3]), req(4, 'echo', [4]), req(5, 'echo', [5]), { jsonrpc: '2.0', id: 'marker', method: 7 }].map(line).join(''));
+  const refused = [await c.reply(), await c.reply()];
+  assert.deepEqual(refused.map((r) => r.id), [4, 5], 'the requests past the bound were queued instead of refused');
+  assert.equal((await c.reply()).id, 'marker');
   for (const r of refused) {
     assert.equal(r.error?.code, DomainCode.busy);
     assert.deepEqual(r.error?.data, { code: 'busy', in_flight: 1, queued: 2 });
@@ -434,4 +441,201 @@ test('dispose rejects pending outgoing requests, is idempotent, and the other si
   await srv.peers[0]?.whenIdle();
   await closed;
   assert.equal(client.state, 'closed');
+});
+
+// issue 11, defect 2: the bytes `c3 28 ff` inside a string were decoded with U+FFFD and stored.
+test('a line that is not valid UTF-8 gets -32700 and reaches no handler; the connection stays usable', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  const bad = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"method":"echo","params":{"text":"bad'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from(' end"}}\n')]);
+  c.socket.write(bad);
+  assert.deepEqual(await c.reply(), {
+    jsonrpc: '2.0',
+    id: null,
+    error: { code: RpcCode.ParseError, message: 'parse error', data: { code: 'parse_error' } },
+  });
+  c.send(line(req(2, 'echo', ['fine €'])));
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 2, result: ['fine €'] });
+  assert.equal(srv.started.n, 0);
+});
+
+// issue 11, defect 4: a notification was handed to a hook that ignored it, so nothing ran.
+test('a notification runs like a request, in a slot, with no reply; a failure is reported once with its method', async (t) => {
+  const srv = await startServer(t, { maxInFlight: 1 });
+  const c = await rawConnect(t, srv.sock);
+  // One write; the answer to the trailing invalid request proves the lines before it were read.
+  c.send(line({ jsonrpc: '2.0', method: 'gated' }) + line(req(1, 'echo', ['behind'])) + line({ jsonrpc: '2.0', id: 'marker', method: 7 }));
+  assert.equal((await c.reply()).id, 'marker', 'the notification was not answered');
+  await srv.started.reach(1);
+  const peer = srv.peers[0];
+  assert.ok(peer);
+  let idle = false;
+  void peer.whenIdle().then(() => (idle = true));
+  assert.equal(srv.sockets[0]?.isPaused(), true, 'the notification holds the only slot');
+  assert.equal(idle, false);
+  srv.gate.releaseOne();
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 1, result: ['behind'] });
+  await peer.whenIdle();
+  assert.equal(idle, true, 'whenIdle waited for the notification');
+
+  c.send(line({ jsonrpc: '2.0', method: 'domain', params: {} }));
+  c.send(line({ jsonrpc: '2.0', method: 'boom' }));
+  c.send(line({ jsonrpc: '2.0', method: 'no.such.method' }));
+  c.send(line(req(2, 'echo', ['after'])));
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 2, result: ['after'] });
+  assert.deepEqual(srv.notifications, ['gated', 'domain', 'boom', 'no.such.method']);
+  assert.deepEqual(srv.notificationErrors, [
+    { code: DomainCode.unknown_session, method: 'domain' },
+    { code: RpcCode.MethodNotFound, method: 'no.such.method' },
+  ]);
+  assert.deepEqual(srv.internalErrors.map((e) => e.method), ['boom']);
+});
+
+// issue 11, defect 5: the stream's `end` disposed the peer and aborted what was still running.
+test('after the other side ends its writes, requests in flight finish, their replies go out, then it closes', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  c.send([req(1, 'gated'), req(2, 'echo', ['quick']), req(3, 'gated')].map(line).join(''));
+  await srv.started.reach(2);
+  c.socket.end();
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 2, result: ['quick'] });
+  const peer = srv.peers[0];
+  assert.ok(peer);
+  while (peer.state === 'open') await new Promise((r) => setImmediate(r)); // the end is seen after the data
+  assert.equal(peer.state, 'draining');
+  srv.gate.releaseAll();
+  assert.deepEqual([await c.reply(), await c.reply()], [
+    { jsonrpc: '2.0', id: 1, result: 'done' },
+    { jsonrpc: '2.0', id: 3, result: 'done' },
+  ]);
+  await c.closed;
+  assert.equal(srv.aborted.n, 0);
+});
+
+test('a half-closed connection rejects our own requests at once: their answers can never arrive', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  c.send(line(req(1, 'ask', { q: 'ok?' })));
+  const question = (await c.next()) as { method: string };
+  assert.equal(question.method, 'question');
+  c.socket.end();
+  const r = await c.reply();
+  assert.equal(r.id, 1);
+  assert.equal(r.error?.code, RpcCode.InternalError, 'the handler saw its reverse request fail');
+  await c.closed;
+});
+
+// issue 11, defect 7: requests cut off by shutdown got a closed socket and no reply.
+test('dispose with answerWith answers every request it cuts off with that error, a finished one with its result', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  c.send(line(req(1, 'slow')) + line(req(2, 'gated')) + line([req(3, 'slow'), req(4, 'echo', [4])]));
+  await srv.started.reach(3);
+  const peer = srv.peers[0];
+  assert.ok(peer);
+  peer.dispose('daemon shutting down', { answerWith: new AlbedoError('shutting_down', 'albedod is shutting down') });
+  const cutOff = { code: DomainCode.shutting_down, message: 'albedod is shutting down', data: { code: 'shutting_down' } };
+  const first = [await c.next(), await c.next()];
+  assert.deepEqual(
+    first.sort((a, b) => (Array.isArray(a) ? 1 : 0) - (Array.isArray(b) ? 1 : 0)),
+    [
+      { jsonrpc: '2.0', id: 1, error: cutOff },
+      [
+        { jsonrpc: '2.0', id: 3, error: cutOff },
+        { jsonrpc: '2.0', id: 4, result: [4] },
+      ],
+    ],
+  );
+  srv.gate.releaseAll(); // this one ignores its signal and finishes: its true outcome goes out
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 2, result: 'done' });
+  await c.closed;
+});
+
+test('dispose without answerWith still drops the late answers and ends at once', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  c.send(line(req(1, 'slow')));
+  await srv.started.reach(1);
+  srv.peers[0]?.dispose('gone');
+  await c.closed;
+  await srv.aborted.reach(1);
+});
+
+// issue 11, defect 11: `12345678901234567890` came back as 12345678901234567000, `1e400` as null.
+test('a numeric id that would not come back as sent gets -32600 with id null; safe integers are echoed', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  for (const id of ['12345678901234567890', '1e400', '-1e400', '9007199254740992', '1.5', '-0']) {
+    c.send(`{"jsonrpc":"2.0","id":${id},"method":"echo","params":[1]}\n`);
+    const r = await c.reply();
+    assert.equal(r.id, null, id);
+    assert.equal(r.error?.code, RpcCode.InvalidRequest, id);
+    assert.match(r.error?.message ?? '', /safe integer/);
+  }
+  c.send('{"jsonrpc":"2.0","id":9007199254740991,"method":"echo","params":[1]}\n{"jsonrpc":"2.0","id":-9007199254740991,"method":"echo","params":[2]}\n');
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 9007199254740991, result: [1] });
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: -9007199254740991, result: [2] });
+  assert.equal(srv.started.n, 0);
+});
+
+// issue 11, defect 6: 1,500 unread replies of ~300 KB took RSS from ~155 MB to 690-890 MB.
+test('past maxQueuedOutputBytes of unread replies, reading pauses; it resumes once the other side reads', async (t) => {
+  const bound = 256 * 1024;
+  const srv = await startServer(t, { maxInFlight: 1000, maxQueuedOutputBytes: bound });
+  const c = await rawConnect(t, srv.sock);
+  c.socket.pause(); // a client that sends and does not read
+  const payload = 'p'.repeat(64 * 1024);
+  const count = 200; // ~13 MB of replies: far more than the socket buffers and the bound together
+  c.send(Array.from({ length: count }, (_, i) => line(req(i, 'echo', [payload]))).join(''));
+  for (let i = 0; i < 1000 && srv.sockets[0] === undefined; i++) await new Promise((r) => setImmediate(r));
+  const server = srv.sockets[0];
+  assert.ok(server);
+  const peer = srv.peers[0];
+  assert.ok(peer);
+  await once(server, 'pause');
+  assert.ok(peer.queuedOutputBytes > bound);
+  assert.ok(peer.queuedOutputBytes < bound + 2 * (payload.length + 1024), `queued ${peer.queuedOutputBytes} bytes`);
+  c.socket.resume();
+  const ids: unknown[] = [];
+  for (let i = 0; i < count; i++) ids.push((await c.reply()).id);
+  assert.deepEqual(ids, Array.from({ length: count }, (_, i) => i));
+  assert.equal(server.isPaused(), false);
+});
+
+test('a connection whose output stays over the bound for the grace period is closed and reported', async (t) => {
+  const reported: number[] = [];
+  const srv = await startServer(t, { maxQueuedOutputBytes: 64 * 1024, slowReaderGraceMs: 50, onSlowReader: (n) => reported.push(n) });
+  const c = await rawConnect(t, srv.sock);
+  c.socket.pause();
+  const payload = 'q'.repeat(64 * 1024);
+  c.send(Array.from({ length: 100 }, (_, i) => line(req(i, 'echo', [payload]))).join(''));
+  await c.closed.catch(() => undefined); // closed, or our write met the closed socket first
+  assert.equal(reported.length, 1);
+  assert.ok((reported[0] ?? 0) > 64 * 1024);
+});
+
+// issue 11, defect 6: 4 x 32 MiB partial lines on four connections held +122 MB.
+test('a chunk that takes all connections\' partial lines over the shared budget closes that connection only', async (t) => {
+  const budget = new PartialLineBudget(100 * 1024);
+  const srv = await startServer(t, { partialLineBudget: budget });
+  const a = await rawConnect(t, srv.sock);
+  const b = await rawConnect(t, srv.sock);
+  const head = '{"jsonrpc":"2.0","id":1,"method":"echo","params":["';
+  a.send(head + 'a'.repeat(60 * 1024));
+  for (let i = 0; i < 10_000 && budget.heldBytes < 60 * 1024; i++) await new Promise((r) => setImmediate(r));
+  assert.ok(budget.heldBytes >= 60 * 1024);
+  b.send(head + 'b'.repeat(60 * 1024));
+  assert.deepEqual(await b.reply(), {
+    jsonrpc: '2.0',
+    id: null,
+    error: {
+      code: DomainCode.message_too_large,
+      message: `unfinished messages on all connections together exceed ${100 * 1024} bytes`,
+      data: { code: 'message_too_large', limit_bytes: 100 * 1024, scope: 'all_connections' },
+    },
+  });
+  await b.closed;
+  a.send('"]}\n');
+  assert.equal(((await a.reply()).result as string[])[0]?.length, 60 * 1024);
+  assert.equal(budget.heldBytes, 0);
 });
