@@ -231,18 +231,19 @@ export async function fuzzPart(tmp: string, prng: Prng, quick: boolean, log: (s:
   await Promise.all(Array.from({ length: CONNECTIONS }, (_, w) => worker(w)));
 
   // A valid append sent as a notification (no id): JSON-RPC says it runs, only unanswered.
+  await client.call('session.open', { session: 'fuzz-notification' });
   const notif = await RawConn.connect(d.socket);
   await notif.initialize();
   notif.send({ jsonrpc: '2.0', method: 'transcript.append', params: { session: 'fuzz-notification', rows: [{ kind: 'user', content: [{ type: 'text', text: 'sent without an id' }] }] } });
   notif.send({ jsonrpc: '2.0', id: 'after', method: 'daemon.status' });
   await notif.reply('after', REPLY_MS);
-  notif.destroy();
+  // The notification runs beside the status request: give it a bounded moment to land.
   let notificationStored = false;
-  try {
+  for (let i = 0; i < 50 && !notificationStored; i++) {
     notificationStored = (await client.call('transcript.rows', { session: 'fuzz-notification' })).rows.length === 1;
-  } catch {
-    notificationStored = false;
+    if (!notificationStored) await new Promise((r) => setTimeout(r, 20));
   }
+  notif.destroy();
 
   const alive = d.alive();
   let after = '';
