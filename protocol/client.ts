@@ -5,6 +5,7 @@ import net from 'node:net';
 import type { z } from 'zod';
 import { AlbedoError, RpcCode, rpcError } from './errors.ts';
 import {
+  MAX_ROWS_LIMIT,
   methods,
   PROTOCOL_VERSION,
   reverseMethods,
@@ -13,6 +14,7 @@ import {
   type Result,
 } from './methods.ts';
 import { RpcPeer } from './rpc-peer.ts';
+import type { StoredRow } from './rows.ts';
 
 export type SummarizeParams = z.output<typeof reverseMethods.summarize.params>;
 
@@ -122,5 +124,17 @@ export class AlbedoClient {
 
   get closed(): boolean {
     return this.peer.state !== 'open';
+  }
+}
+
+/** Every row of a session, in seq order, following `next_after` page by page. */
+export async function allRows(client: AlbedoClient, session: string): Promise<StoredRow[]> {
+  const out: StoredRow[] = [];
+  let after = 0;
+  for (;;) {
+    const page = await client.call('transcript.rows', { session, after, limit: MAX_ROWS_LIMIT });
+    out.push(...page.rows);
+    if (page.next_after === null) return out;
+    after = page.next_after;
   }
 }

@@ -7,7 +7,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AlbedoClient, type ClientOptions } from '../../protocol/client.ts';
-import type { StoredRow } from '../../protocol/rows.ts';
+
+/** Every row of a session (the client's helper, re-exported for these callers). */
+export { allRows } from '../../protocol/client.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -104,17 +106,6 @@ export function rssOf(pid: number): number {
 
 export const MB = 1024 * 1024;
 
-/** Every row of a session, following next_after. */
-export async function allRows(client: AlbedoClient, session: string): Promise<StoredRow[]> {
-  const out: StoredRow[] = [];
-  let after = 0;
-  for (;;) {
-    const page = await client.call('transcript.rows', { session, after, limit: 1000 });
-    out.push(...page.rows);
-    if (page.next_after === null) return out;
-    after = page.next_after;
-  }
-}
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

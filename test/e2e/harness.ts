@@ -10,8 +10,10 @@ import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import { AlbedoClient, type ClientOptions } from '../../protocol/client.ts';
 import { DomainCode } from '../../protocol/errors.ts';
-import type { StoredRow } from '../../protocol/rows.ts';
 import { RpcRemoteError } from '../../protocol/rpc-peer.ts';
+
+/** Every row of a session (the client's helper, re-exported for these callers). */
+export { allRows } from '../../protocol/client.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -169,14 +171,3 @@ export async function failsWith(p: Promise<unknown>, dataCode: string, wireCode?
   return caught;
 }
 
-/** Every row of a session, following next_after. */
-export async function allRows(client: AlbedoClient, session: string): Promise<StoredRow[]> {
-  const out: StoredRow[] = [];
-  let after = 0;
-  for (;;) {
-    const page = await client.call('transcript.rows', { session, after, limit: 1000 });
-    out.push(...page.rows);
-    if (page.next_after === null) return out;
-    after = page.next_after;
-  }
-}
