@@ -196,7 +196,7 @@ function verify(input: StrategyInput, saved: SavedCut, savedRewrites: number | n
   if (saved.rows !== undefined && savedRewrites !== null) {
     const before = rowsBeforeCount(db, sid, opener);
     if (before > saved.rows) {
-      const late = Math.min(...newestRowsBefore(db, sid, opener, before - saved.rows));
+      const late = newestRowsBefore(db, sid, opener, before - saved.rows).reduce((a, b) => Math.min(a, b), opener);
       const back = openerAtOrBefore(db, sid, late);
       const moved = back === undefined ? { ...startCut(), openerSeq: firstSeq(db, sid) ?? 1, resumeSeq: firstSeq(db, sid) ?? 1 } : cutAt(input, back.seq, back.isUser);
       if (moved !== undefined) {
