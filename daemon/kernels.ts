@@ -1,7 +1,10 @@
-// Session kernels: the in-memory side of each loaded session. Work on one session runs one
-// task at a time, in arrival order; different sessions run concurrently. Idle kernels are
-// unloaded least-recently-used first; unloading loses nothing, because state lives in SQLite.
-// A session has at most one queue at any time: a slot leaves the map only once it is idle.
+// Session kernels: the in-memory side of each loaded session. Work on one session runs in two
+// lanes, each one task at a time in arrival order: `transcript` (appends and reads, which keep
+// the rows' order) and `engine` (prepare, compact, context, extensions), so an append never
+// waits behind a model call; `all` waits for both lanes and holds both (delete, fork).
+// Different sessions run concurrently. Idle kernels are unloaded least-recently-used first;
+// unloading loses nothing, because state lives in SQLite. A session has at most one slot at
+// any time: a slot leaves the map only once it is idle.
 import { KernelCache } from '../strategies/harness/kernel-cache.ts';
 
 /** In-memory state of one loaded session. Strategies and handlers keep their caches in `cache`. */
@@ -13,10 +16,13 @@ export interface Kernel {
   cache: KernelCache;
 }
 
+/** Which of a session's queues a task joins. */
+export type Lane = 'engine' | 'transcript' | 'all';
+
 interface Slot {
   kernel: Kernel;
-  /** Tail of the session's task queue. */
-  tail: Promise<unknown>;
+  /** Tail of each of the session's task queues. */
+  tails: { engine: Promise<unknown>; transcript: Promise<unknown> };
   pending: number;
   /** Set by forget while tasks are queued: the slot is dropped as soon as its queue drains. */
   forgotten: boolean;
@@ -39,17 +45,21 @@ export class SessionKernels {
   }
 
   /**
-   * Runs `task` after every earlier task of the same session has settled. A failing task does
-   * not poison the queue: the next one still runs.
+   * Runs `task` after every earlier task of the same session in its lane has settled (for
+   * `all`: in both lanes, and both wait for it). A failing task does not poison the queue: the
+   * next one still runs.
    */
-  run<T>(session: string, task: (kernel: Kernel) => Promise<T> | T): Promise<T> {
+  run<T>(session: string, task: (kernel: Kernel) => Promise<T> | T, lane: Lane = 'engine'): Promise<T> {
     const slot = this.slotFor(session);
     slot.pending += 1;
-    const result = slot.tail.then(() => task(slot.kernel));
-    slot.tail = result.then(
+    const before = lane === 'all' ? Promise.all([slot.tails.engine, slot.tails.transcript]) : slot.tails[lane];
+    const result = before.then(() => task(slot.kernel));
+    const done = result.then(
       () => this.settled(session, slot),
       () => this.settled(session, slot),
     );
+    if (lane !== 'transcript') slot.tails.engine = done;
+    if (lane !== 'engine') slot.tails.transcript = done;
     return result;
   }
 
@@ -74,7 +84,7 @@ export class SessionKernels {
   /** Resolves when every queued task of every session has settled. */
   async idle(): Promise<void> {
     while (this.slots.size > 0 && [...this.slots.values()].some((s) => s.pending > 0)) {
-      await Promise.all([...this.slots.values()].map((s) => s.tail));
+      await Promise.all([...this.slots.values()].flatMap((s) => [s.tails.engine, s.tails.transcript]));
     }
   }
 
@@ -87,7 +97,7 @@ export class SessionKernels {
       this.slots.set(session, slot);
       return slot;
     }
-    slot = { kernel: freshKernel(session), tail: Promise.resolve(), pending: 0, forgotten: false };
+    slot = { kernel: freshKernel(session), tails: { engine: Promise.resolve(), transcript: Promise.resolve() }, pending: 0, forgotten: false };
     this.slots.set(session, slot);
     this.evictIdle();
     return slot;

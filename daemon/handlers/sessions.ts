@@ -22,7 +22,7 @@ export const sessionDelete: Handler<'session.delete'> = (params, { daemon }) =>
     daemon.kernels.forget(params.session);
     daemon.summarizeRoutes.forgetSession(params.session);
     return { deleted };
-  });
+  }, 'all');
 
 /**
  * The branch inherits the parent's extension choices and last prompt, and each strategy copies
@@ -46,14 +46,14 @@ export const sessionFork: Handler<'session.fork'> = (params, { daemon }) =>
     })();
     daemon.scheduleIndexing();
     return { session: forked.session, rows: forked.rows, marker_seq: forked.marker_seq };
-  });
+  }, 'transcript');
 
-/** The outcome is written to the parent, so the parent's queue serializes it. */
+/** The outcome is written to the parent, so the parent's transcript lane serializes it. */
 export const sessionReturn: Handler<'session.return'> = (params, { daemon }) => {
   const parent = findSession(daemon.db, params.branch)?.parent ?? params.branch;
   return daemon.kernels.run(parent, () => {
     const done = returnFromExcursion(daemon.db, params.branch, params.outcome);
     daemon.scheduleIndexing();
     return done;
-  });
+  }, 'transcript');
 };

@@ -58,3 +58,26 @@ test('a forgotten busy slot is dropped once its queue drains; an idle one at onc
   assert.equal(kernels.loaded, 0);
   kernels.forget('never-loaded');
 });
+
+test('an append lane task never waits behind an engine task of the same session; each lane keeps its order; all waits for both', async () => {
+  const kernels = new SessionKernels();
+  const order: string[] = [];
+  const summarizer = gate();
+  const prepare = kernels.run('s', async () => {
+    order.push('prepare start');
+    await summarizer.opened; // a model call
+    order.push('prepare end');
+  });
+  const appends = [1, 2, 3].map((i) => kernels.run('s', async () => {
+    await new Promise((resolve) => setImmediate(resolve));
+    order.push(`append ${i}`);
+  }, 'transcript'));
+  const context = kernels.run('s', () => void order.push('context'));
+  const remove = kernels.run('s', () => void order.push('delete'), 'all');
+  const afterDelete = kernels.run('s', () => void order.push('append after delete'), 'transcript');
+  await Promise.all(appends);
+  assert.deepEqual(order, ['prepare start', 'append 1', 'append 2', 'append 3'], 'appends ran while the model call was out, in order');
+  summarizer.open();
+  await Promise.all([prepare, context, remove, afterDelete]);
+  assert.deepEqual(order.slice(4), ['prepare end', 'context', 'delete', 'append after delete']);
+});

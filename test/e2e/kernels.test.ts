@@ -53,6 +53,35 @@ describe('session kernels', () => {
     assert.deepEqual(order, ['read', 'grep']);
   });
 
+  test('appends and reads of a session do not wait while its compaction waits on the model', { timeout: 30_000 }, async () => {
+    let release!: () => void;
+    const answered = new Promise<void>((resolve) => (release = resolve));
+    let asked!: () => void;
+    const summarizing = new Promise<void>((resolve) => (asked = resolve));
+    const agent = await d.connect({
+      summarize: async () => {
+        asked();
+        await answered;
+        return { text: 'summary of the early rows' };
+      },
+    });
+    await agent.call('session.open', { session: 'waits' });
+    for (let i = 0; i < 20; i++) {
+      await agent.call('transcript.append', { session: 'waits', rows: [{ kind: 'user', content: [{ type: 'text', text: `request ${i} ${'y'.repeat(4000)}` }] }, { kind: 'assistant', content: [{ type: 'text', text: `done ${i}` }] }] });
+    }
+    const prepared = agent.call('prepare', { session: 'waits', model: 'claude-sonnet-4-5', force: true });
+    const first = await Promise.race([summarizing.then(() => 'asked'), prepared.then((p) => `prepared without asking: ${p.observation.failure ?? ''} ${p.observation.notes.join('; ')}`)]);
+    assert.equal(first, 'asked');
+    // The model call is out: the transcript lane still serves this session.
+    const appended = await b.call('transcript.append', { session: 'waits', rows: [{ kind: 'user', content: [{ type: 'text', text: 'typed while the summary was written' }] }] });
+    const read = await b.call('transcript.rows', { session: 'waits', after: appended.seqs[0]! - 1, limit: 5 });
+    assert.equal(read.rows.length, 1);
+    release();
+    const done = await prepared;
+    assert.equal(done.compacted, true, 'an append after the head it read does not void the summary');
+    await agent.close();
+  });
+
   test('work on one session runs in arrival order', async () => {
     await b.call('session.open', { session: 'ordered' });
     const calls = Array.from({ length: 20 }, (_, i) =>
