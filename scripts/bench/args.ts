@@ -3,6 +3,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { eachFlag, namesFrom } from '../flags.ts';
 
 /** The shared fixtures folder next to the repository (`../shared/fixtures`), read when present. */
 export const DEFAULT_FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures');
@@ -45,27 +46,17 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
   let json = '.bench/results.json';
   let fixtures = DEFAULT_FIXTURES;
   let tmp = os.tmpdir();
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const [flag, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
-    const value = (): string => {
-      const v = inline ?? argv[++i];
-      if (v === undefined) throw new Error(`${flag} needs a value\n${USAGE}`);
-      return v;
-    };
-    switch (flag) {
+  for (const { name, raw, value } of eachFlag(argv, USAGE)) {
+    switch (name) {
       case '--quick':
         quick = true;
         break;
       case '--sizes':
         sizes = value().split(',').filter((s) => s !== '').map(parseSize);
         break;
-      case '--only': {
-        const names = value().split(',').filter((s) => s !== '');
-        for (const n of names) if (!(SECTIONS as readonly string[]).includes(n)) throw new Error(`unknown section "${n}" (known: ${SECTIONS.join(', ')})`);
-        only = new Set(names as Section[]);
+      case '--only':
+        only = new Set(namesFrom(value(), SECTIONS, 'section'));
         break;
-      }
       case '--json':
         json = value();
         break;
@@ -81,7 +72,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
         process.exit(0);
         break;
       default:
-        throw new Error(`unknown flag "${a}"\n${USAGE}`);
+        throw new Error(`unknown flag "${raw}"\n${USAGE}`);
     }
   }
   return {

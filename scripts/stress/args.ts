@@ -1,6 +1,7 @@
 // Command-line flags of `npm run stress`: --only, --quick, --seed, --json, --tmp. Unknown flags
 // are errors. The counts each part runs with are chosen in the parts from `quick`.
 import os from 'node:os';
+import { eachFlag, namesFrom } from '../flags.ts';
 
 export const PARTS = ['crash', 'fuzz', 'load', 'slow-reader', 'half-close', 'startup', 'summarizer'] as const;
 export type Part = (typeof PARTS)[number];
@@ -22,21 +23,13 @@ export function parseArgs(argv: readonly string[]): StressArgs {
   let seed = Math.floor(Math.random() * 2 ** 31);
   let json = '.bench/stress.json';
   let tmp = os.tmpdir();
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const [flag, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
-    const value = (): string => {
-      const v = inline ?? argv[++i];
-      if (v === undefined) throw new Error(`${flag} needs a value\n${USAGE}`);
-      return v;
-    };
-    switch (flag) {
+  for (const { name, raw, value } of eachFlag(argv, USAGE)) {
+    switch (name) {
       case '--quick':
         quick = true;
         break;
       case '--only': {
-        const names = value().split(',').filter((s) => s !== '');
-        for (const n of names) if (!(PARTS as readonly string[]).includes(n)) throw new Error(`unknown part "${n}" (known: ${PARTS.join(', ')})`);
+        const names = namesFrom(value(), PARTS, 'part');
         only = PARTS.filter((p) => names.includes(p));
         break;
       }
@@ -58,7 +51,7 @@ export function parseArgs(argv: readonly string[]): StressArgs {
         process.exit(0);
         break;
       default:
-        throw new Error(`unknown flag "${a}"\n${USAGE}`);
+        throw new Error(`unknown flag "${raw}"\n${USAGE}`);
     }
   }
   return { quick, only, seed, json, tmp };

@@ -4,19 +4,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { after, describe, test } from 'node:test';
-import { spawnDaemon, startDaemon, tempHome, type DaemonHandle } from './harness.ts';
+import { describe, test } from 'node:test';
+import { spawnDaemon, startEach, tempHome } from './harness.ts';
 
-const running: DaemonHandle[] = [];
-after(async () => {
-  await Promise.all(running.map((d) => d.stop('SIGKILL')));
-});
-
-async function start(opts?: Parameters<typeof startDaemon>[0]): Promise<DaemonHandle> {
-  const d = await startDaemon(opts);
-  running.push(d);
-  return d;
-}
+/** Daemons this file starts; each is killed when the file's tests end. */
+const start = startEach();
 
 describe('albedod process', () => {
   test('creates a private home and a 0600 socket', async () => {

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
+import { after } from 'node:test';
 import { AlbedoClient, type ClientOptions } from '../../protocol/client.ts';
 import { DomainCode } from '../../protocol/errors.ts';
 import { RpcRemoteError } from '../../protocol/rpc-peer.ts';
@@ -78,6 +79,22 @@ export async function startDaemon(opts: StartOptions = {}): Promise<DaemonHandle
       proc.kill(signal);
       return exited;
     },
+  };
+}
+
+/**
+ * A `startDaemon` for one test file whose daemons are all killed (SIGKILL) when the file's
+ * tests end, for files that start daemons inside their tests.
+ */
+export function startEach(): (opts?: StartOptions) => Promise<DaemonHandle> {
+  const running: DaemonHandle[] = [];
+  after(async () => {
+    await Promise.all(running.map((d) => d.stop('SIGKILL')));
+  });
+  return async (opts) => {
+    const d = await startDaemon(opts);
+    running.push(d);
+    return d;
   };
 }
 

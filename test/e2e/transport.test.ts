@@ -5,11 +5,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { DomainCode, RpcCode } from '../../protocol/errors.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { imageIn, pngBytes, user } from '../storage/factories.ts';
-import { allRows, failsWith, rawConnection, spawnDaemon, startDaemon, tempHome, type DaemonHandle } from './harness.ts';
+import { allRows, failsWith, rawConnection, spawnDaemon, startEach, tempHome } from './harness.ts';
 
 interface WireReply {
   jsonrpc: '2.0';
@@ -18,16 +18,8 @@ interface WireReply {
   error?: { code: number; message: string; data?: { code: string; [k: string]: unknown } };
 }
 
-const running: DaemonHandle[] = [];
-after(async () => {
-  await Promise.all(running.map((d) => d.stop('SIGKILL')));
-});
-
-async function start(opts?: Parameters<typeof startDaemon>[0]): Promise<DaemonHandle> {
-  const d = await startDaemon(opts);
-  running.push(d);
-  return d;
-}
+/** Daemons this file starts; each is killed when the file's tests end. */
+const start = startEach();
 
 const text = (r: StoredRow | undefined) => (r?.body.kind === 'user' && r.body.content[0]?.type === 'text' ? r.body.content[0].text : undefined);
 const appendLine = (id: string | null, session: string, words: string | Buffer): Buffer => {
