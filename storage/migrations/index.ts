@@ -6,6 +6,7 @@ import { sql as m004 } from './004-rolling-rewrites.ts';
 import { sql as m005 } from './005-row-graphemes.ts';
 import { sql as m006 } from './006-reused-tool-call-ids.ts';
 import { sql as m007 } from './007-cut-hints-and-token-ratios.ts';
+import { sql as m008 } from './008-lcm-tree.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -22,4 +23,5 @@ export const migrations: readonly Migration[] = [
   { version: 5, name: 'row-graphemes', sql: m005 },
   { version: 6, name: 'reused-tool-call-ids', sql: m006 },
   { version: 7, name: 'cut-hints-and-token-ratios', sql: m007 },
+  { version: 8, name: 'lcm-tree', sql: m008 },
 ];
