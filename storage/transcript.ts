@@ -6,6 +6,7 @@ import { AlbedoError } from '../protocol/errors.ts';
 import { MAX_JSON_DEPTH, tooDeepPath } from '../protocol/json-depth.ts';
 import type { ImagePart, ImagePartIn, Notice, RowClass, RowIn, StoredBody, TextPart } from '../protocol/rows.ts';
 import { type Db, perDb } from './db.ts';
+import { followSettle } from './lcm-tree.ts';
 import { DEFAULT_MAX_IMAGE_BYTES, hasPayload, prepareImage, putPayload, type PreparedImage } from './payloads.ts';
 import { renderedGraphemesWithoutSeq } from './graphemes.ts';
 import { rowText } from './row-text.ts';
@@ -369,6 +370,8 @@ function writeBatch(
       seqs.push(seq);
       return;
     }
+    // Derived tables that name source seqs follow the moved contents in this transaction.
+    followSettle(db, cx.sid, callSeq!, dest.get(seq)!, dest);
     for (let i = 0; i < seqs.length; i++) seqs[i] = dest.get(seqs[i]!) ?? seqs[i]!;
     seqs.push(dest.get(seq)!);
     const next = new Map<number, number>();

@@ -8,6 +8,8 @@ CREATE TABLE lcm_state (
   sid INTEGER PRIMARY KEY REFERENCES sessions(sid) ON DELETE CASCADE,
   -- Last transcript seq covered by a leaf (inclusive); 0 before the first leaf.
   covered_seq INTEGER NOT NULL,
+  -- Bumped by every write to the session's tree (kernel caches of the frontier key on it).
+  version INTEGER NOT NULL,
   updated_at INTEGER NOT NULL
 ) STRICT;
 
