@@ -130,7 +130,7 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   }
   if (args.only.has('replay')) {
     log('replay ...');
-    results.replay = await benchReplay(args.fixtures, root, log);
+    results.replay = await benchReplay(args.fixtures, root, log, args.strategies);
   }
   results.total_ms = nowMs() - t0;
   results.verdicts = judge(results);

@@ -32,6 +32,7 @@ const stmts = perDb((db: Db) => ({
     'SELECT seq FROM transcript WHERE sid = ? AND seq < ? ORDER BY created_at DESC, seq DESC LIMIT ?',
   ),
   firstRow: db.prepare<[number], { seq: number | null }>('SELECT min(seq) AS seq FROM transcript WHERE sid = ?'),
+  firstAfter: db.prepare<[number, number], { seq: number | null }>('SELECT min(seq) AS seq FROM transcript WHERE sid = ? AND seq > ?'),
   rewrites: db.prepare<[number], { rewrites: number }>('SELECT rewrites FROM sessions WHERE sid = ?'),
 }));
 
@@ -87,6 +88,11 @@ export function newestRowsBefore(db: Db, sid: number, seq: number, n: number): n
 /** The session's lowest seq, or undefined when it has no rows. */
 export function firstSeq(db: Db, sid: number): number | undefined {
   return stmts(db).firstRow.get(sid)?.seq ?? undefined;
+}
+
+/** The session's lowest seq above `seq`, or undefined when no row follows it. */
+export function firstSeqAfter(db: Db, sid: number, seq: number): number | undefined {
+  return stmts(db).firstAfter.get(sid, seq)?.seq ?? undefined;
 }
 
 /** How many rows of the session moved or changed in place so far (see migration 2). */

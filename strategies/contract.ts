@@ -67,6 +67,8 @@ export interface CompactOutcome {
   summarizerTokensIn: number;
   summarizerTokensOut: number;
   evictedRows: number;
+  /** What /context should say about this compaction (e.g. a limit it stopped at). */
+  notes?: string[];
 }
 
 /** A dry run: what a compaction would do now, and why it would do nothing when it would not. */

@@ -2,24 +2,25 @@
 // settings section each extension reads from extensions.json. Adding a strategy is its folder
 // plus its lines here; config validation and the engine read only these tables.
 import type { FoldPlugin, Layer, Strategy } from './contract.ts';
-import { LcmSettings } from './lcm/settings.ts';
+import { lcm } from './lcm/lcm.ts';
+import { lcmMemory } from './lcm/memory.ts';
 import { NotesSettings } from './notes/settings.ts';
 import { rolling } from './rolling/rolling.ts';
 import { SnapcompactSettings } from './snapcompact/settings.ts';
 
 /** The strategies this build runs; an extension without an entry cannot be the active strategy. */
-export const STRATEGIES: Readonly<Record<string, Strategy>> = { rolling };
+export const STRATEGIES: Readonly<Record<string, Strategy>> = { rolling, lcm };
 
 /** The layers this build runs over the active strategy, in the order they run (notes first). */
 export const LAYERS: Readonly<Record<string, Layer>> = {};
 
-/** Fold plugins by the memory extension that registers them (none in this build yet). */
-export const FOLD_PLUGINS: Readonly<Record<string, FoldPlugin>> = {};
+/** Fold plugins by the memory extension that registers them. */
+export const FOLD_PLUGINS: Readonly<Record<string, FoldPlugin>> = { 'lcm-memory': lcmMemory };
 
 /** Each extension's section of extensions.json (validated at load, defaults when absent). */
 export const EXTENSION_SETTINGS = {
   rolling: rolling.settings,
-  lcm: LcmSettings,
+  lcm: lcm.settings,
   snapcompact: SnapcompactSettings,
   notes: NotesSettings,
 } as const;

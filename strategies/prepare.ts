@@ -386,7 +386,7 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     inputs: sent.inputs,
     compacted: outcome.compacted,
     reason,
-    observation: observe(setup, f, sent, { compacted: outcome.compacted, failure: reason, db: args.db, notes: layers.notes }),
+    observation: observe(setup, f, sent, { compacted: outcome.compacted, failure: reason, db: args.db, notes: [...(outcome.notes ?? []), ...layers.notes] }),
   };
 }
 

@@ -22,13 +22,18 @@ export interface BenchArgs {
   prepareRuns: number;
   /** A transcript_read run longer than this is stopped and extrapolated (ms). */
   readBudgetMs: number;
+  /** Strategies the replay section runs each transcript under. */
+  strategies: string[];
 }
+
+/** Strategies the replay section knows how to configure. */
+export const REPLAY_STRATEGIES = ['rolling', 'lcm'] as const;
 
 export const DEFAULT_SIZES = [10_000, 100_000, 1_000_000];
 export const QUICK_SIZES = [2_000, 20_000];
 
 const USAGE = `usage: npm run bench -- [--quick] [--sizes 10000,100000,1000000] [--only append,read,grep,prepare,compact,replay]
-                        [--json out.json] [--fixtures DIR] [--tmp DIR]`;
+                        [--json out.json] [--fixtures DIR] [--tmp DIR] [--strategies rolling,lcm]`;
 
 function parseSize(s: string): number {
   const m = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(s.trim());
@@ -46,6 +51,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
   let json = '.bench/results.json';
   let fixtures = DEFAULT_FIXTURES;
   let tmp = os.tmpdir();
+  let strategies: string[] = [...REPLAY_STRATEGIES];
   for (const { name, raw, value } of eachFlag(argv, USAGE)) {
     switch (name) {
       case '--quick':
@@ -66,6 +72,9 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
       case '--tmp':
         tmp = value();
         break;
+      case '--strategies':
+        strategies = namesFrom(value(), REPLAY_STRATEGIES, 'strategy');
+        break;
       case '--help':
       case '-h':
         console.log(USAGE);
@@ -84,5 +93,6 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     tmp,
     prepareRuns: quick ? 15 : 41,
     readBudgetMs: quick ? 1_000 : 30_000,
+    strategies,
   };
 }

@@ -12,6 +12,7 @@ const MEASURED_RATIO = 1.3;
 
 export interface ReplayRun {
   transcript: string;
+  strategy: string;
   format: string;
   model: string | null;
   window: number;
@@ -47,7 +48,12 @@ function label(dir: string, file: string): string {
   return path.relative(dir, file).replace(/([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '$1…');
 }
 
-export async function benchReplay(dir: string, tmp: string, log: (s: string) => void): Promise<ReplayResult> {
+/** The extensions.json a replay daemon runs a strategy with, at a window. */
+export function replayExtensions(strategy: string, window: number): Record<string, unknown> {
+  return { [strategy]: { contextWindowTokens: window }, extensions: { enable: [strategy] } };
+}
+
+export async function benchReplay(dir: string, tmp: string, log: (s: string) => void, strategies: readonly string[] = ['rolling']): Promise<ReplayResult> {
   const result: ReplayResult = { fixtures: dir, note: null, measured_ratio: MEASURED_RATIO, runs: [], import_errors: [] };
   if (!fs.existsSync(dir)) {
     result.note = `${dir} not found; the replay section needs the real transcripts and was skipped`;
@@ -71,13 +77,13 @@ export async function benchReplay(dir: string, tmp: string, log: (s: string) => 
       continue;
     }
     const c = rowCounts(imported.rows);
-    for (const window of REPLAY_WINDOWS) {
-      const d = await startReplayDaemon({ window, tmp });
+    for (const strategy of strategies) for (const window of REPLAY_WINDOWS) {
+      const d = await startReplayDaemon({ window, tmp, extensions: replayExtensions(strategy, window) });
       try {
         const { records: _records, ...stats } = await replayTranscript(d.client, 'replay', imported, { window, measuredRatio: MEASURED_RATIO });
-        result.runs.push({ transcript: name, format: imported.format, model: imported.model ?? null, window, stats });
+        result.runs.push({ transcript: name, strategy, format: imported.format, model: imported.model ?? null, window, stats });
         log(
-          `replay ${name} @${window}: ${c.rows} rows, ${stats.prepares} prepares, ${stats.over_window} over the window, largest ${stats.max_calibrated_ratio.toFixed(2)}x, ${(stats.wall_ms / 1000).toFixed(1)} s`,
+          `replay ${name} ${strategy} @${window}: ${c.rows} rows, ${stats.prepares} prepares, ${stats.over_window} over the window, largest ${stats.max_calibrated_ratio.toFixed(2)}x, ${(stats.wall_ms / 1000).toFixed(1)} s`,
         );
       } finally {
         await d.stop();
@@ -94,21 +100,21 @@ function fmtWindow(w: number): string {
 /** The replay table in markdown, and the acceptance targets summed over every run. */
 export function renderReplay(r: ReplayResult): string {
   const out: string[] = [];
-  out.push(`\nreplay: real transcripts turn by turn into the daemon (rolling, extractive summarizer; usage.report = ${r.measured_ratio} x estimate)`);
+  out.push(`\nreplay: real transcripts turn by turn into the daemon (extractive summarizer; usage.report = ${r.measured_ratio} x estimate)`);
   if (r.note !== null) {
     out.push(`  ${r.note}`);
     return out.join('\n');
   }
   out.push('');
   out.push(
-    '| transcript | window | rows accepted | rejected (codes) | prepares | over window (all) | over window from first due | largest / window | compactions | failures | latched | calls without results (requests) | results without calls | prefix breaks between compactions | wall |',
+    '| transcript | strategy | window | rows accepted | rejected (codes) | prepares | over window (all) | over window from first due | largest / window | compactions | failures | latched | calls without results (requests) | results without calls | prefix breaks between compactions | wall |',
   );
-  out.push('| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  out.push('| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const run of r.runs) {
     const s = run.stats;
     const codes = Object.entries(s.rows.rejected_by_code).map(([k, v]) => `${k} ${v}`).join(', ');
     out.push(
-      `| ${run.transcript} | ${fmtWindow(run.window)} | ${s.rows.accepted}/${s.rows.total} | ${s.rows.rejected}${codes === '' ? '' : ` (${codes})`} | ${s.prepares} | ${s.over_window} | ${s.first_due === null ? 'never due' : `${s.over_window_after_due} of ${s.prepares_after_due}`} | ${s.max_calibrated_ratio.toFixed(2)}x | ${s.compactions} | ${s.failures} | ${s.latched} | ${s.calls_without_results} (${s.prepares_with_unanswered_calls}) | ${s.results_without_calls} | ${s.prefix_breaks}/${s.prefix_checks} | ${(s.wall_ms / 1000).toFixed(1)} s |`,
+      `| ${run.transcript} | ${run.strategy} | ${fmtWindow(run.window)} | ${s.rows.accepted}/${s.rows.total} | ${s.rows.rejected}${codes === '' ? '' : ` (${codes})`} | ${s.prepares} | ${s.over_window} | ${s.first_due === null ? 'never due' : `${s.over_window_after_due} of ${s.prepares_after_due}`} | ${s.max_calibrated_ratio.toFixed(2)}x | ${s.compactions} | ${s.failures} | ${s.latched} | ${s.calls_without_results} (${s.prepares_with_unanswered_calls}) | ${s.results_without_calls} | ${s.prefix_breaks}/${s.prefix_checks} | ${(s.wall_ms / 1000).toFixed(1)} s |`,
     );
   }
   for (const e of r.import_errors) out.push(`\n  import failed: ${e.transcript}: ${e.error}`);
@@ -131,6 +137,6 @@ export function judgeReplay(r: ReplayResult): Array<{ target: string; measured: 
   ];
   return checks.map(([target, ok]) => {
     const good = count(ok);
-    return { target, measured: `${good} of ${n} transcript x window runs`, pass: good === n };
+    return { target, measured: `${good} of ${n} transcript x strategy x window runs`, pass: good === n };
   });
 }

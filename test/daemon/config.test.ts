@@ -193,7 +193,7 @@ test('unknown keys, unknown extension names and unavailable extensions are file 
     [{ rollling: {} }, /rollling/],
     [{ rolling: { trigger: 80 } }, /trigger/],
     [{ extensions: { enable: ['lcmm'] } }, /unknown extension "lcmm"/],
-    [{ extensions: { enable: ['lcm'] } }, /not available in this build/],
+    [{ extensions: { enable: ['snapcompact'] } }, /not available in this build/],
     [{ extensions: { disable: ['rolling'] } }, /enable another to replace rolling/],
     [{ rolling: { triggerPercent: 20, tailPercent: 25 } }, /tailPercent/],
   ];

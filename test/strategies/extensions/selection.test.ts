@@ -41,7 +41,7 @@ function rejects(fn: () => void, code: string, pattern?: RegExp): void {
 test('with no choices a session uses rolling, and unavailable defaults stay off', () => {
   const r = resolve(BUILTIN_REGISTRY, [], []);
   assert.equal(r.strategy, 'rolling');
-  assert.deepEqual(r.enabled, ['rolling', 'snapcompact-memory', 'models']);
+  assert.deepEqual(r.enabled, ['rolling', 'lcm-memory', 'snapcompact-memory', 'models']);
   assert.equal(r.explicit.rolling, 'default');
 });
 
@@ -128,7 +128,7 @@ test('a custom registry with no strategy resolves to a null strategy', () => {
 });
 
 test('choices naming unknown or unavailable extensions are skipped when resolving', () => {
-  const r = resolve(BUILTIN_REGISTRY, [g('ghost', true)], [s('lcm', true, 1)]);
+  const r = resolve(BUILTIN_REGISTRY, [g('ghost', true)], [s('snapcompact', true, 1)]);
   assert.equal(r.strategy, 'rolling');
   assert.ok(!('ghost' in r.explicit));
 });
@@ -173,7 +173,7 @@ test('an unknown extension name is rejected', () => {
 test('enabling an extension this build lacks is rejected as not available', () => {
   const current = resolve(BUILTIN_REGISTRY, [], []);
   rejects(
-    () => validateSelection(BUILTIN_REGISTRY, current, { enable: ['lcm'] }),
+    () => validateSelection(BUILTIN_REGISTRY, current, { enable: ['snapcompact'] }),
     'unknown_extension',
     /not available in this build/,
   );

@@ -1,0 +1,98 @@
+// The shape rules of lcm's tree, apart from any storage: how a node reads in a request, how
+// evicted rows are chunked into leaves, which nodes a condensation joins, and the rule that a
+// summary must come out smaller than what it replaces (else a retry, then a pointer).
+import type { PlainInput } from '../../protocol/prepared.ts';
+import type { StoredRow } from '../../protocol/rows.ts';
+import { inputsTokens, textTokens } from '../estimate.ts';
+import { chunkUnits, groupUnits, opensExchange, opensUnit, type Unit } from '../harness/units.ts';
+import type { SummaryResult } from '../summarizer/types.ts';
+
+/** Estimated tokens of evicted rows one leaf summarizes (a larger unit is a leaf of its own). */
+export const LEAF_CHUNK_TOKENS = 6000;
+/** How many of the oldest frontier nodes one condensation joins under a new parent. */
+export const CONDENSE_FANOUT = 4;
+/** Condensation rounds one compaction may run before it reports the limit instead. */
+export const MAX_CONDENSE_ROUNDS = 16;
+/** The smallest output limit a summary is ever asked for. */
+export const MIN_NODE_TOKENS = 32;
+
+/** A node summary's output limit: a quarter of what the window leaves after the pinned prompt, within [32, 768]. */
+export function nodeCap(basis: number, pinnedTokens: number): number {
+  return Math.min(768, Math.max(MIN_NODE_TOKENS, Math.floor((basis - pinnedTokens) / 4)));
+}
+
+/** The limit a second attempt gets when the first summary was not smaller than its source. */
+export function retryCap(limit: number): number {
+  return Math.max(MIN_NODE_TOKENS, Math.floor(limit / 3));
+}
+
+export interface NodeLabel {
+  node: number;
+  firstSeq: number;
+  lastSeq: number;
+  depth: number;
+}
+
+/** The line that names a node in a request: id, rows, depth, and how to read what it stands for. */
+export function nodeHeader(n: NodeLabel): string {
+  return `[lcm node ${n.node} · rows #${n.firstSeq}-#${n.lastSeq} · depth ${n.depth} · lcm_expand {"node":${n.node}} reads the original rows]`;
+}
+
+export function nodeInput(n: NodeLabel & { summary: string }): PlainInput {
+  return { role: 'user', content: [{ type: 'text', text: `${nodeHeader(n)}\n${n.summary}` }] };
+}
+
+/** A node id no session reaches soon, for sizing a node before it has its id. */
+const SIZING_ID = 9_999_999;
+
+/** Estimated tokens of a node as a request input (for a draft, sized with a wide id). */
+export function nodeTokens(n: Omit<NodeLabel, 'node'> & { node?: number; summary: string }): number {
+  return inputsTokens([nodeInput({ ...n, node: n.node ?? SIZING_ID })]);
+}
+
+/** What a summary stands in for when the summarizer could not write one smaller than its source. */
+export function pointerSummary(firstSeq: number, lastSeq: number, what: string): string {
+  return `(not summarized: no summary came out smaller than ${what}; rows #${firstSeq}-#${lastSeq} are read back with lcm_expand)`;
+}
+
+/**
+ * Evicted rows in leaf-sized chunks, in order. Whole units are never split. The unit still in
+ * progress, whose older exchanges an exchange-level cut evicted (its opener is `partialOpener`),
+ * and rows without an opener of their own are grouped by exchange instead, so that a long
+ * autonomous turn becomes several leaves while every call stays with its results.
+ */
+export function leafChunks(rows: readonly StoredRow[], tokens: (row: StoredRow) => number, partialOpener?: number, maxTokens: number = LEAF_CHUNK_TOKENS): StoredRow[][] {
+  const groups: Unit<StoredRow>[] = [];
+  for (const unit of groupUnits(rows, opensUnit, tokens)) {
+    const head = unit.items[0]!;
+    if (opensUnit(head) && head.seq !== partialOpener) groups.push(unit);
+    else groups.push(...groupUnits(unit.items, opensExchange, tokens));
+  }
+  return chunkUnits(groups, maxTokens).map((chunk) => chunk.flatMap((u) => u.items));
+}
+
+/** The frontier positions one condensation joins: the oldest nodes, up to the fan-out. */
+export function condenseGroup(frontierLength: number): number {
+  return frontierLength < 2 ? 0 : Math.min(CONDENSE_FANOUT, frontierLength);
+}
+
+export interface Shrunk {
+  summary: string;
+  pointer: boolean;
+  backend: string | null;
+}
+
+/**
+ * One node's summary under the smaller-than-source rule: ask at `limit`; an answer not smaller
+ * than `sourceTokens` is asked again at `retryCap(limit)`; a second failure of the rule stores
+ * `pointer` instead. A summarizer error propagates (the compaction then writes nothing).
+ */
+export async function shrink(sourceTokens: number, limit: number, ask: (limit: number) => Promise<SummaryResult>, pointer: () => string): Promise<Shrunk> {
+  let backend: string | null = null;
+  for (const cap of [limit, retryCap(limit)]) {
+    const result = await ask(cap);
+    backend = result.backend;
+    if (textTokens(result.text) < sourceTokens) return { summary: result.text, pointer: false, backend };
+  }
+  return { summary: pointer(), pointer: true, backend };
+}
