@@ -17,10 +17,10 @@ import { tailRows, warmTailRows } from '../harness/history-rows.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from '../harness/summarizer-prompt.ts';
 import { summaryText } from '../harness/summary-text.ts';
-import { isDue, roomUnderTrigger, tailBudget } from '../harness/window.ts';
+import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
 import { forModel, targetKey, tokenCounter } from '../projection.ts';
 import { LcmSettings } from './settings.ts';
-import { condenseGroup, leafChunks, MAX_CONDENSE_ROUNDS, nodeCap, nodeHeader, nodeInput, nodeTokens, pointerSummary, shrink } from './tree.ts';
+import { condenseGroup, leafChunks, MAX_CONDENSE_ROUNDS, MIN_NODE_TOKENS, nodeCap, nodeHeader, nodeInput, nodeTokens, pointerSummary, shrink } from './tree.ts';
 
 /** The saved tree as a request reads it: the cursor, the frontier, and where the tail starts. */
 interface TreeView {
@@ -263,7 +263,12 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
     const first = children[0]!.firstSeq;
     const last = children[children.length - 1]!.lastSeq;
     const depth = Math.max(...children.map((n) => n.depth)) + 1;
-    const s = await shrink(sourceTokens, c.cap, (limit) => ask('one summary that replaces these summaries of consecutive parts of the conversation', childrenText(children), limit), () => pointerSummary(first, last, `its ${children.length} child summaries`));
+    // A newest exchange too large to leave the parent its usual cap under the whole window
+    // gets a shorter parent instead, down to the minimum.
+    const others = frontier.slice(children.length).reduce((t, n) => t + n.tokens, 0);
+    const left = roomUnderWindow(input.window, input.pinnedTokens + c.tailTokens + others + nodeTokens({ firstSeq: first, lastSeq: last, depth, summary: '' }));
+    const limit = left === null ? c.cap : Math.max(MIN_NODE_TOKENS, Math.min(c.cap, left));
+    const s = await shrink(sourceTokens, limit, (limit) => ask('one summary that replaces these summaries of consecutive parts of the conversation', childrenText(children), limit), () => pointerSummary(first, last, `its ${children.length} child summaries`));
     backend = s.backend ?? backend;
     const item: FrontierItem = { ref: { draft: drafts.length }, node: undefined, depth, firstSeq: first, lastSeq: last, summary: s.summary, tokens: nodeTokens({ firstSeq: first, lastSeq: last, depth, summary: s.summary }) };
     drafts.push({ depth, firstSeq: first, lastSeq: last, summary: s.summary, estimatedTokens: item.tokens, sourceTokens, pointer: s.pointer, backend: s.backend, children: children.map((n) => n.ref) });
