@@ -1,0 +1,122 @@
+// lcm over the real socket, driven as an agent CLI drives it: a client that answers the daemon's
+// summarize requests appends turns and prepares before each model call. The tree stays within
+// the window, survives a restart unchanged, forks with its session, and a switch to rolling and
+// back never summarizes a summary twice.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { AlbedoClient } from '../../protocol/client.ts';
+import type { ParamsIn, Result } from '../../protocol/methods.ts';
+import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
+import { assertCallsPaired } from '../strategies/engine-fixtures.ts';
+import { startDaemon, tempHome, type DaemonHandle } from './harness.ts';
+
+const WINDOW = 6000;
+const INSTRUCTIONS = 'You are a careful coding agent working in /repo.';
+const TOOLS = [{ name: 'read_file', description: 'Read a file', input_schema: { type: 'object', properties: { path: { type: 'string' } } } }];
+
+type Prepared = Result<'prepare'>;
+type Rows = ParamsIn<'transcript.append'>['rows'];
+
+function wire(p: Prepared): string {
+  return JSON.stringify({ system: p.system, tools: p.tools, inputs: p.inputs });
+}
+
+/** One turn with a planted fact (an identifier the model would need later). */
+function turn(i: number): Rows {
+  return [
+    { kind: 'user', key: `u${i}`, content: [{ type: 'text', text: `step ${i}: fix the failing check in src/area${i % 7}.ts` }] },
+    { kind: 'assistant', key: `a${i}`, content: [{ type: 'text', text: `Reading src/area${i % 7}.ts.` }, { type: 'tool_call', id: `call_${i}`, name: 'read_file', arguments: { path: `src/area${i % 7}.ts` } }] },
+    { kind: 'tool_result', key: `r${i}`, call_id: `call_${i}`, content: [{ type: 'text', text: `// fact-${i}: checksum 0x${(i * 7919).toString(16)}\n${'export const value = 1;\n'.repeat(6)}` }] },
+    { kind: 'assistant', key: `b${i}`, content: [{ type: 'text', text: `Fixed step ${i}.` }] },
+  ];
+}
+
+describe('lcm over the socket', () => {
+  let d: DaemonHandle;
+  let client: AlbedoClient;
+  const calls: Array<{ purpose: string; prompt: string }> = [];
+
+  async function connect(): Promise<AlbedoClient> {
+    return d.connect({
+      summarize: async (params) => {
+        calls.push(params);
+        const parts = parseSummaryPrompt(params.prompt);
+        const steps = [...parts.transcript.matchAll(/step (\d+)/g)].map((m) => m[1]);
+        return { text: `${params.purpose}: steps ${steps[0] ?? '?'}-${steps.at(-1) ?? '?'} done.` };
+      },
+    });
+  }
+
+  before(async () => {
+    const home = tempHome();
+    fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify({ lcm: { contextWindowTokens: WINDOW }, rolling: { contextWindowTokens: WINDOW }, extensions: { enable: ['lcm'] } }));
+    d = await startDaemon({ home });
+    client = await connect();
+  });
+  after(async () => {
+    await d.stop();
+  });
+
+  const prepare = (session: string) => client.call('prepare', { session, model: 'claude-sonnet-4-5', instructions: INSTRUCTIONS, tools: TOOLS });
+
+  test('a long session stays within its window on every prepare, and a restart changes nothing it sends', async () => {
+    const session = 'long';
+    await client.call('session.open', { session });
+    let compactions = 0;
+    for (let i = 0; i < 120; i++) {
+      await client.call('transcript.append', { session, rows: turn(i) });
+      if (i === 90) {
+        const beforeRestart = await prepare(session);
+        await d.stop();
+        d = await startDaemon({ home: d.home });
+        client = await connect();
+        assert.equal(wire(await prepare(session)), wire(beforeRestart), 'a restart changes nothing the next prepare sends');
+        continue;
+      }
+      const p = await prepare(session);
+      assert.equal(p.observation.strategy, 'lcm');
+      if (p.compacted) compactions += 1;
+      assert.ok(p.observation.estimated_input_tokens <= WINDOW, `turn ${i}: ~${p.observation.estimated_input_tokens} tokens`);
+      assertCallsPaired(p.inputs);
+    }
+    assert.ok(compactions >= 3, `${compactions} compactions`);
+    assert.ok(calls.every((c) => c.purpose === 'lcm'));
+    // /context names the frontier nodes, their ranges and depth, and the cursor.
+    const ctx = await client.call('command', { session, line: '/context' });
+    assert.match(ctx.text ?? '', /lcm frontier: node \d+ #\d+-#\d+ depth \d+/);
+    assert.match(ctx.text ?? '', /covered through #\d+/);
+  });
+
+  test('a fork keeps the tree of what it copied and prepares from it without a model call', async () => {
+    const before = calls.length;
+    const fork = await client.call('session.fork', { session: 'long', branch: 'long-branch' });
+    const p = await prepare(fork.session);
+    assert.match(p.inputs[0]!.content[0]!.type === 'text' ? p.inputs[0]!.content[0]!.text : '', /^\[lcm node \d+ · rows #\d+-#\d+/);
+    assert.equal(calls.length, before, 'the branch reuses the copied nodes');
+  });
+
+  test('lcm -> rolling -> lcm: rolling reads the nodes as folds, lcm never summarizes the rolling summary', async () => {
+    const session = 'switch';
+    await client.call('session.open', { session });
+    for (let i = 0; i < 40; i++) await client.call('transcript.append', { session, rows: turn(i) });
+    await prepare(session);
+    const r1 = await client.call('compact', { session, strategy: 'rolling' });
+    assert.equal(r1.strategy, 'rolling');
+    assert.equal(r1.compacted, true);
+    const viaRolling = await prepare(session);
+    assert.equal(viaRolling.observation.strategy, 'rolling');
+    const rollingCalls = calls.filter((c) => c.purpose === 'rolling');
+    assert.ok(rollingCalls.length > 0 && rollingCalls.some((c) => c.prompt.includes('[stored summary from lcm-memory')), 'rolling folded the lcm nodes');
+    for (let i = 40; i < 50; i++) await client.call('transcript.append', { session, rows: turn(i) });
+    const lcmBefore = calls.filter((c) => c.purpose === 'lcm').length;
+    const r2 = await client.call('command', { session, line: '/compact lcm' });
+    assert.equal(r2.command, 'compact');
+    const back = await prepare(session);
+    assert.equal(back.observation.strategy, 'lcm');
+    const lcmCalls = calls.filter((c) => c.purpose === 'lcm').slice(lcmBefore);
+    assert.ok(lcmCalls.length > 0);
+    assert.ok(lcmCalls.every((c) => !c.prompt.includes('rolling: steps')), 'lcm reads rows, never the rolling summary');
+  });
+});
