@@ -146,7 +146,17 @@ export interface Prior {
 export interface FoldPlugin {
   readonly name: string;
   readonly owner: string;
-  prior(input: StrategyInput, history: readonly StoredRow[]): Prior;
+  /**
+   * The folds over the reader's history and the rows they leave. `fromSeq` is where the reader's
+   * own state ends (the first row it does not summarize itself); `history` starts there, or
+   * later when the harness skipped decoding rows this plugin said it covers.
+   */
+  prior(input: StrategyInput, history: readonly StoredRow[], fromSeq: number): Prior;
+  /**
+   * The last seq the plugin's folds cover, read from its own state without decoding rows, so
+   * that a reader never decodes history a fold stands in for. Absent: the harness decodes all.
+   */
+  coveredThrough?(input: StrategyInput): number | undefined;
 }
 
 export function nothingCompacted(reason: string): CompactOutcome {

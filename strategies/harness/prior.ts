@@ -2,22 +2,49 @@
 // nodes, the snapcompact archive) through `prior`, never by importing them. Which plugins a
 // request reads is decided once here; each plugin lives with the extension that stores its folds.
 import type { StoredRow } from '../../protocol/rows.ts';
+import { firstSeqAfter, openerAtOrBefore } from '../../storage/user-rows.ts';
 import type { Fold, FoldPlugin, Prior, StrategyInput } from '../contract.ts';
+import type { LocatedCut } from './cut.ts';
+import { tailRows, warmTailRows } from './history-rows.ts';
 
 /**
  * The history with every stored fold in front, oldest first: each plugin in turn takes the
  * rows the earlier ones left and returns its folds and what it does not cover. Without plugins
  * (or folds) the history comes back as it is.
  */
-export function prior(input: StrategyInput, history: readonly StoredRow[]): Prior {
+export function prior(input: StrategyInput, history: readonly StoredRow[], fromSeq: number = history[0]?.seq ?? input.head + 1): Prior {
   const folds: Fold[] = [];
   let rest = history;
   for (const plugin of input.folds) {
-    const p = plugin.prior(input, rest);
+    const p = plugin.prior(input, rest, fromSeq);
     folds.push(...p.folds);
     rest = p.rest;
   }
   return { folds, rest };
+}
+
+/**
+ * Where a reader's verbatim rows start once the plugins' folds are taken into account: its own
+ * located cut, or — when the folds reach past it — the unit that holds the first row no fold
+ * covers (a unit the fold cursor splits stays whole, overlapping the fold). Rows before that
+ * are never decoded: the folds stand in for them.
+ */
+function readFrom(input: StrategyInput, located: LocatedCut): LocatedCut {
+  const covered = Math.max(0, ...input.folds.map((p) => p.coveredThrough?.(input) ?? 0));
+  if (covered < located.openerSeq) return located;
+  const next = firstSeqAfter(input.db, input.session.sid, covered) ?? input.head + 1;
+  const start = Math.max(located.openerSeq, openerAtOrBefore(input.db, input.session.sid, next)?.seq ?? located.openerSeq);
+  return start === located.openerSeq ? located : { ...located, openerSeq: start, resumeSeq: start, withinUnit: false, notes: [] };
+}
+
+/** `prior` over the verbatim rows after a reader's located cut, decoding only what no fold covers. */
+export function priorTail(input: StrategyInput, located: LocatedCut): Prior {
+  return prior(input, tailRows(input, readFrom(input, located)), located.openerSeq);
+}
+
+/** Fills, in slices, the row cache `priorTail` reads (see history-rows.ts `warmTailRows`). */
+export async function warmPriorTail(input: StrategyInput, located: LocatedCut): Promise<void> {
+  await warmTailRows(input, readFrom(input, located));
 }
 
 /**

@@ -10,8 +10,7 @@ import { sessionRewrites, userRowsBefore } from '../../storage/user-rows.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Fold, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
 import { inputsTokens, PER_INPUT_TOKENS, textTokens } from '../estimate.ts';
 import { locateAt, planCut, type CutPlan, type LocatedCut } from '../harness/cut.ts';
-import { tailRows, warmTailRows } from '../harness/history-rows.ts';
-import { foldText, prior } from '../harness/prior.ts';
+import { foldText, priorTail, warmPriorTail } from '../harness/prior.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from '../harness/summarizer-prompt.ts';
 import { summaryText } from '../harness/summary-text.ts';
@@ -129,7 +128,7 @@ function build(input: StrategyInput, saved: Saved | undefined, located: LocatedC
 
 function project(input: StrategyInput): Projection {
   const resolved = resolveState(input);
-  const { folds, rest } = prior(input, tailRows(input, resolved.located));
+  const { folds, rest } = priorTail(input, resolved.located);
   return build(input, resolved.state, resolved.located, rest, resolved.notes, folds);
 }
 
@@ -151,10 +150,10 @@ function sizesFor(input: StrategyInput): WeakMap<StoredRow, number> {
  */
 async function warm(input: StrategyInput): Promise<void> {
   const located = resolveState(input).located;
-  await warmTailRows(input, located);
+  await warmPriorTail(input, located);
   // A short tail is sized in a few milliseconds when a compaction needs it; only a long one is
   // worth sizing ahead, in slices.
-  const rest = prior(input, tailRows(input, located)).rest;
+  const rest = priorTail(input, located).rest;
   if (rest.length >= WARM_SIZING_ROWS) await tokenCounterYielding(rest, input.target, sizesFor(input));
 }
 
@@ -185,7 +184,7 @@ interface Eviction {
  */
 function selectEviction(input: StrategyInput, forced: boolean): Eviction {
   const resolved = resolveState(input);
-  const { folds, rest } = prior(input, tailRows(input, resolved.located));
+  const { folds, rest } = priorTail(input, resolved.located);
   const from = folds.length === 0 || rest.length === 0 ? resolved.located : (locateAt(input, rest[0]!) ?? resolved.located);
   const tokens = tokenCounter(rest, input.target, sizesFor(input));
   const historyTokens = rest.reduce((n, r) => n + tokens(r), 0);
@@ -220,7 +219,7 @@ function plan(input: StrategyInput, projection: Projection, forced: boolean): Dr
       evict_rows: cut?.evicted.length ?? 0,
       evict_from_seq: cut?.evicted[0]?.seq ?? null,
       evict_to_seq: cut?.evicted[cut.evicted.length - 1]?.seq ?? null,
-      tail_rows: cut?.tail.length ?? prior(input, tailRows(input, located)).rest.length,
+      tail_rows: cut?.tail.length ?? priorTail(input, located).rest.length,
       estimated_tokens_before: projection.estimate,
       estimated_tokens_after: after.estimate,
     },

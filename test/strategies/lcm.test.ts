@@ -272,6 +272,7 @@ describe('lcm', () => {
   test('lcm -> rolling reads the frontier as folds, never the covered rows; back to lcm never summarizes the rolling summary', async (t) => {
     const db = tempDb(t);
     await sessionWithTurns(db, 's', 40);
+    const turnBodyAt5 = JSON.parse(db.prepare<[], string>('SELECT body FROM transcript WHERE seq = 5').pluck().get()!) as unknown;
     const summarizer = new RecordingSummarizer();
     summarizer.answer = (req, n) => `${req.purpose} summary #${n}`;
     await prepareRequest(setupFor({ window: 8000, summarizer, strategy: lcm }), argsFor(db, 's'));
@@ -285,6 +286,12 @@ describe('lcm', () => {
     assert.match(folds.source, new RegExp(`${frontier.length} stored fold\\(s\\) from lcm-memory over rows #${frontier[0]!.firstSeq}-#${frontier[frontier.length - 1]!.lastSeq}`));
     const tail = viaRolling.sections.find((s) => s.name === 'tail')!;
     assert.match(tail.source, new RegExp(`^rows #${covered + 1}-`));
+    // The covered rows are never decoded: a fresh kernel of rolling projects the same request
+    // even when a covered row's body could not be read.
+    db.prepare(`UPDATE transcript SET body = '{"kind":"unreadable"}' WHERE seq = 5`).run();
+    const fresh = inspectRequest(setupFor({ window: 8000, summarizer, strategy: rolling, folds: [lcmMemory] }), argsFor(db, 's'));
+    assert.deepEqual(fresh.sections, viaRolling.sections);
+    db.prepare(`UPDATE transcript SET body = ? WHERE seq = 5`).run(JSON.stringify(turnBodyAt5));
     // More turns, compacted by rolling: it folds lcm's nodes into its summary.
     for (let i = 40; i < 70; i++) await appendRows(db, 's', turn(i));
     const r = await prepareRequest(setupFor({ window: 8000, summarizer, strategy: rolling, folds: [lcmMemory] }), argsFor(db, 's'));
