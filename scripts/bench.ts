@@ -14,6 +14,7 @@ import { buildDataset, checkpoint, fileSize, type Dataset } from './bench/datase
 import { benchGrep } from './bench/grep.ts';
 import { alternate, benchCompactionWork, measurePrepare, preparedSession, type PrepareSession } from './bench/prepare.ts';
 import { benchRead, segmenterProbe } from './bench/read.ts';
+import { benchLcmCompaction, benchLcmPrepare } from './bench/lcm-engine.ts';
 import { benchReplay } from './bench/replay.ts';
 import { judge, render, type Results, type SizeResult } from './bench/report.ts';
 import { nowMs } from './bench/timing.ts';
@@ -83,7 +84,7 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
     results.append = await benchAppend(root, corpus, { quick: args.quick });
   }
 
-  const wantsData = ['read', 'grep', 'prepare', 'compact'].some((x) => args.only.has(x as Section));
+  const wantsData = ['read', 'grep', 'prepare', 'compact', 'lcm'].some((x) => args.only.has(x as Section));
   const compactionSize = [...args.sizes].reverse().find((x) => x <= COMPACTION_ROWS) ?? args.sizes[0];
 
   // The prepare baseline stays open for the whole run: every size is timed against it in
@@ -111,6 +112,7 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
           if (args.only.has('read')) sr.read = await benchRead(ds, { budgetMs: args.readBudgetMs }, log);
           if (args.only.has('grep')) sr.grep = await benchGrep(ds, { unindexed: true }, log);
           if ((args.only.has('compact') || args.only.has('prepare')) && size === compactionSize) results.compaction = await benchCompactionWork(ds, log);
+          if (args.only.has('lcm') && size === compactionSize) results.lcm_compaction = await benchLcmCompaction(ds, log);
           if (args.only.has('prepare') && baseline !== undefined) {
             const ps = await preparedSession(ds, corpus, log);
             sr.prepare = await measurePrepare(ps, { runs: args.prepareRuns }, log);
@@ -127,6 +129,10 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
     if (baseline !== undefined) results.prepare_baseline = await measurePrepare(baseline, { runs: args.prepareRuns }, log);
   } finally {
     baseline?.ds.db.close();
+  }
+  if (args.only.has('lcm')) {
+    log('lcm prepare ...');
+    results.lcm_prepare = await benchLcmPrepare(root, log, args.prepareRuns);
   }
   if (args.only.has('replay')) {
     log('replay ...');

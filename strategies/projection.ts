@@ -76,7 +76,7 @@ const ENCRYPTED_REASONING_SCOPE: ReadonlyMap<string, 'provider' | 'model'> = new
 const REASONING_REQUIRED = new Set(['anthropic']);
 
 /** What a call with no result yet gets in the request, so that every call is answered. */
-const NO_RESULT_TEXT = '[no result: the tool has not returned, or its run was interrupted]';
+export const NO_RESULT_TEXT = '[no result: the tool has not returned, or its run was interrupted]';
 
 /** Whether encrypted reasoning written by `provider` / `model` can go to `target`. */
 function encryptedGoesTo(provider: string | undefined, model: string | undefined, target: ProjectionTarget): boolean {
@@ -361,18 +361,25 @@ function resultTarget(target: ProjectionTarget, calls: number): ProjectionTarget
  * sized on their own. `memo` keeps sizes across calls for the same row objects and target
  * (see `targetKey`); `tokenCounterYielding` fills it in slices.
  */
-export function tokenCounter(rows: readonly StoredRow[], target: ProjectionTarget, memo = new WeakMap<StoredRow, number>()): (row: StoredRow) => number {
+export function tokenCounter(rows: readonly StoredRow[], target: ProjectionTarget, memo = new WeakMap<StoredRow, number>(), inputs?: InputsMemo): (row: StoredRow) => number {
   let calls = 0;
-  for (const row of rows) sizeInto(memo, row, target, (calls = callsBefore(row, calls)));
+  for (const row of rows) sizeInto(memo, row, target, (calls = callsBefore(row, calls)), inputs);
   return (row) => memo.get(row) ?? rowTokens(row, target);
 }
 
+/**
+ * Each row's own inputs for one target (see `targetKey`), kept so that sizing and `forModel`
+ * project a row once: a long tail is projected in slices ahead of the request, then only
+ * joined. Values are shared: nothing may modify them.
+ */
+export type InputsMemo = WeakMap<StoredRow, PlainInput[]>;
+
 /** `tokenCounter` for a long history: gives the event loop a turn whenever a slice is used up. */
-export async function tokenCounterYielding(rows: readonly StoredRow[], target: ProjectionTarget, memo: WeakMap<StoredRow, number>): Promise<void> {
+export async function tokenCounterYielding(rows: readonly StoredRow[], target: ProjectionTarget, memo: WeakMap<StoredRow, number>, inputs?: InputsMemo): Promise<void> {
   let calls = 0;
   let started = performance.now();
   for (const row of rows) {
-    sizeInto(memo, row, target, (calls = callsBefore(row, calls)));
+    sizeInto(memo, row, target, (calls = callsBefore(row, calls)), inputs);
     if (performance.now() - started >= SLICE_MS) {
       await yieldToEventLoop();
       started = performance.now();
@@ -392,10 +399,17 @@ function callsBefore(row: StoredRow, calls: number): number {
   return b.kind === 'user' ? 0 : calls;
 }
 
-function sizeInto(memo: WeakMap<StoredRow, number>, row: StoredRow, target: ProjectionTarget, calls: number): void {
+function sizeInto(memo: WeakMap<StoredRow, number>, row: StoredRow, target: ProjectionTarget, calls: number, inputs: InputsMemo | undefined): void {
   if (memo.has(row)) return;
   const b = row.body;
-  memo.set(row, rowTokens(row, b.kind === 'tool_result' && b.orphan !== true ? resultTarget(target, calls) : target));
+  const t = b.kind === 'tool_result' && b.orphan !== true ? resultTarget(target, calls) : target;
+  if (inputs === undefined) {
+    memo.set(row, rowTokens(row, t));
+    return;
+  }
+  const own = inputs.get(row) ?? rowInputs(row, t);
+  inputs.set(row, own);
+  memo.set(row, inputsTokens(own, target.maxImageEdgePx));
 }
 
 /**
@@ -412,7 +426,14 @@ function sizeInto(memo: WeakMap<StoredRow, number>, row: StoredRow, target: Proj
  * assistant's. When the real result arrives storage settles it beside the call, so the
  * synthetic one is gone from the next request. Notices inside a turn do not close it.
  */
-export function forModel(rows: readonly StoredRow[], target: ProjectionTarget): PlainInput[] {
+export function forModel(rows: readonly StoredRow[], target: ProjectionTarget, memo?: InputsMemo): PlainInput[] {
+  const own = (row: StoredRow, t: ProjectionTarget): PlainInput[] => {
+    const hit = memo?.get(row);
+    if (hit !== undefined) return hit;
+    const computed = rowInputs(row, t);
+    memo?.set(row, computed);
+    return computed;
+  };
   const out: PlainInput[] = [];
   let turn: { open: string[]; calls: number; anchor: number; lastTool: PlainInput | undefined } | undefined;
   const emit = (input: PlainInput): PlainInput => {
@@ -443,13 +464,13 @@ export function forModel(rows: readonly StoredRow[], target: ProjectionTarget): 
         continue;
       }
       turn.open.splice(at, 1);
-      for (const input of rowInputs(row, resultTarget(target, turn.calls))) {
+      for (const input of own(row, resultTarget(target, turn.calls))) {
         const holder = emit(input);
         if (input.role === 'tool') turn.lastTool = holder;
       }
       continue;
     }
-    for (const input of rowInputs(row, target)) emit(input);
+    for (const input of own(row, target)) emit(input);
     if (body.kind === 'assistant') {
       const calls = body.content.flatMap((p) => (p.type === 'tool_call' ? [p.id] : []));
       turn = { open: calls, calls: calls.length, anchor: out.length, lastTool: undefined };

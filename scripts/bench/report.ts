@@ -4,6 +4,7 @@ import type { AppendResult } from './append.ts';
 import type { GrepResult } from './grep.ts';
 import type { CompactionWork, PrepareResult } from './prepare.ts';
 import type { ReadResult } from './read.ts';
+import { judgeLcm, type LcmCompaction, type LcmPrepare } from './lcm-engine.ts';
 import { judgeReplay, renderReplay, type ReplayResult } from './replay.ts';
 import { fmtBytes, fmtCount, fmtMs } from './timing.ts';
 
@@ -35,6 +36,8 @@ export interface Results {
   prepare_baseline?: PrepareResult;
   compaction?: CompactionWork;
   replay?: ReplayResult;
+  lcm_compaction?: LcmCompaction;
+  lcm_prepare?: LcmPrepare;
   segmenter_probe?: Array<{ chars: number; whole_us_per_grapheme: number; sliced_us_per_grapheme: number }>;
   verdicts: Verdict[];
   total_ms: number;
@@ -96,6 +99,7 @@ export function judge(r: Results): Verdict[] {
     });
   }
   if (r.replay !== undefined) out.push(...judgeReplay(r.replay));
+  out.push(...judgeLcm(r.lcm_compaction, r.lcm_prepare));
   return out;
 }
 

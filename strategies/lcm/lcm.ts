@@ -11,14 +11,14 @@ import { yieldToEventLoop } from '../../storage/db.ts';
 import { forkTree, frontierNodes, loadLcmState, writeTreePass, type LcmNode, type LcmState, type NodeDraft, type NodeRef } from '../../storage/lcm-tree.ts';
 import { firstSeqAfter, openerAtOrBefore, userRowsBeforeCount } from '../../storage/user-rows.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
-import { inputsTokens, textTokens } from '../estimate.ts';
+import { partTokens, textTokens } from '../estimate.ts';
 import { EMPTY_FINGERPRINT, planCut, startCut, type CutPlan, type LocatedCut } from '../harness/cut.ts';
 import { tailRows, warmTailRows } from '../harness/history-rows.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from '../harness/summarizer-prompt.ts';
 import { summaryText } from '../harness/summary-text.ts';
 import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
-import { forModel, targetKey, tokenCounter } from '../projection.ts';
+import { forModel, NO_RESULT_TEXT, targetKey, tokenCounter, tokenCounterYielding, type InputsMemo } from '../projection.ts';
 import { LcmSettings } from './settings.ts';
 import { condenseGroup, leafChunks, MAX_CONDENSE_ROUNDS, MIN_NODE_TOKENS, nodeCap, nodeHeader, nodeInput, nodeTokens, pointerSummary, shrink } from './tree.ts';
 
@@ -86,6 +86,16 @@ function describeFrontier(items: readonly FrontierItem[], coveredSeq: number): s
   return `lcm frontier: ${listed.join('; ')}; covered through #${coveredSeq}`;
 }
 
+/** Tokens of the error results `forModel` adds for calls whose result is not in the rows. */
+function syntheticTokens(inputs: readonly PlainInput[]): number {
+  let n = 0;
+  for (const input of inputs) {
+    if (input.role !== 'tool') continue;
+    for (const p of input.content) if (p.type === 'tool_result' && p.is_error && p.content.length === 1 && p.content[0]!.type === 'text' && p.content[0]!.text === NO_RESULT_TEXT) n += partTokens(p);
+  }
+  return n;
+}
+
 function build(input: StrategyInput, frontier: readonly FrontierItem[], coveredSeq: number, located: LocatedCut, rows: readonly StoredRow[], notes: string[]): Projection {
   const inputs: PlainInput[] = [];
   const sections: Section[] = [];
@@ -94,13 +104,20 @@ function build(input: StrategyInput, frontier: readonly FrontierItem[], coveredS
     inputs.push(...nodes);
     sections.push({ name: 'summary', source: describeFrontier(frontier, coveredSeq), estimated_tokens: frontier.reduce((t, n) => t + n.tokens, 0) });
   }
-  const tail = forModel(rows, input.target);
+  // The tail is sized from the per-row estimates (`warm` computes them in slices for a long
+  // tail), not by re-measuring the joined inputs: on a long uncovered history that pass alone
+  // would hold the event loop. Row estimates count a merged tool input's overhead once per
+  // row, so the sum is an upper bound of the joined inputs' estimate.
+  const memo = memoFor(input);
+  const tail = forModel(rows, input.target, memo.inputs);
+  const count = tokenCounter(rows, input.target, memo.sizes, memo.inputs);
+  const tailTokens = rows.reduce((n, r) => n + count(r), 0) + syntheticTokens(tail);
   inputs.push(...tail);
   if (rows.length > 0) {
     const range = located.withinUnit && rows.length > 1 ? `row #${rows[0]!.seq}, then rows #${rows[1]!.seq}-#${rows[rows.length - 1]!.seq}` : `rows #${rows[0]!.seq}-#${rows[rows.length - 1]!.seq}`;
-    sections.push({ name: 'tail', source: `${range} (${rows.length} rows, verbatim)`, estimated_tokens: inputsTokens(tail) });
+    sections.push({ name: 'tail', source: `${range} (${rows.length} rows, verbatim)`, estimated_tokens: tailTokens });
   }
-  const estimate = input.pinnedTokens + frontier.reduce((t, n) => t + n.tokens, 0) + inputsTokens(tail);
+  const estimate = input.pinnedTokens + frontier.reduce((t, n) => t + n.tokens, 0) + tailTokens;
   return { inputs, sections, estimate, due: isDue(estimate, input.window), notes };
 }
 
@@ -111,20 +128,33 @@ function project(input: StrategyInput): Projection {
   return build(input, view.frontier.map(storedItem), view.state?.coveredSeq ?? 0, view.located, tailRows(input, view.located), []);
 }
 
+/**
+ * Decodes and sizes the tail with yields, so that neither `project` nor a compaction decodes or
+ * sizes a long uncovered history in one stretch of the event loop.
+ */
 async function warm(input: StrategyInput): Promise<void> {
-  await warmTailRows(input, treeView(input).located);
+  const located = treeView(input).located;
+  await warmTailRows(input, located);
+  const rows = tailRows(input, located);
+  if (rows.length >= WARM_SIZING_ROWS) {
+    const memo = memoFor(input);
+    await tokenCounterYielding(rows, input.target, memo.sizes, memo.inputs);
+  }
 }
 
-/** Row sizes for the current target, kept per kernel while the target stays the same. */
-const SIZES = cacheSlot<{ key: string; memo: WeakMap<StoredRow, number> }>('lcm.sizes');
+/** Tail rows from which `warm` sizes rows ahead of a compaction (about 10 ms of work below it). */
+const WARM_SIZING_ROWS = 4000;
 
-function sizesFor(input: StrategyInput): WeakMap<StoredRow, number> {
+/** Row sizes and projected inputs for the current target, kept per kernel while it stays the same. */
+const MEMO = cacheSlot<{ key: string; sizes: WeakMap<StoredRow, number>; inputs: InputsMemo }>('lcm.rows');
+
+function memoFor(input: StrategyInput): { sizes: WeakMap<StoredRow, number>; inputs: InputsMemo } {
   const key = targetKey(input.target);
-  const cached = input.cache.get(SIZES);
-  if (cached?.key === key) return cached.memo;
-  const memo = new WeakMap<StoredRow, number>();
-  input.cache.set(SIZES, { key, memo });
-  return memo;
+  const cached = input.cache.get(MEMO);
+  if (cached?.key === key) return cached;
+  const fresh = { key, sizes: new WeakMap<StoredRow, number>(), inputs: new WeakMap<StoredRow, PlainInput[]>() };
+  input.cache.set(MEMO, fresh);
+  return fresh;
 }
 
 const NOTHING_TO_COVER = 'nothing to summarize: the tail holds only the newest exchange and the frontier is a single node';
@@ -152,7 +182,8 @@ function choose(input: StrategyInput, forced: boolean): Choice {
   const view = treeView(input);
   const coveredSeq = view.state?.coveredSeq ?? 0;
   const rows = tailRows(input, view.located);
-  const tokens = tokenCounter(rows, input.target, sizesFor(input));
+  const memo = memoFor(input);
+  const tokens = tokenCounter(rows, input.target, memo.sizes, memo.inputs);
   const historyTokens = rows.reduce((n, r) => n + tokens(r), 0);
   const frontierTokens = view.frontier.reduce((n, f) => n + f.estimatedTokens, 0);
   const cap = nodeCap(input.window.window ?? historyTokens + frontierTokens + input.pinnedTokens, input.pinnedTokens);

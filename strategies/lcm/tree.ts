@@ -56,19 +56,34 @@ export function pointerSummary(firstSeq: number, lastSeq: number, what: string):
 }
 
 /**
- * Evicted rows in leaf-sized chunks, in order. Whole units are never split. The unit still in
- * progress, whose older exchanges an exchange-level cut evicted (its opener is `partialOpener`),
- * and rows without an opener of their own are grouped by exchange instead, so that a long
- * autonomous turn becomes several leaves while every call stays with its results.
+ * Evicted rows in leaf-sized chunks, in order. Units stay together in one leaf whenever they
+ * fit one; a unit larger than a leaf (a long autonomous turn), the unit still in progress whose
+ * older exchanges an exchange-level cut evicted (its opener is `partialOpener`), and rows
+ * without an opener of their own are grouped by exchange instead, so that no summarizer call
+ * gets an unbounded transcript while every call stays with its results. An exchange larger
+ * than a leaf is a leaf of its own.
  */
 export function leafChunks(rows: readonly StoredRow[], tokens: (row: StoredRow) => number, partialOpener?: number, maxTokens: number = LEAF_CHUNK_TOKENS): StoredRow[][] {
   const groups: Unit<StoredRow>[] = [];
   for (const unit of groupUnits(rows, opensUnit, tokens)) {
     const head = unit.items[0]!;
-    if (opensUnit(head) && head.seq !== partialOpener) groups.push(unit);
-    else groups.push(...groupUnits(unit.items, opensExchange, tokens));
+    if (opensUnit(head) && head.seq !== partialOpener && unit.tokens <= maxTokens) groups.push(unit);
+    else groups.push(...exchanges(unit.items, tokens));
   }
   return chunkUnits(groups, maxTokens).map((chunk) => chunk.flatMap((u) => u.items));
+}
+
+/** A unit's rows by exchange, the rows before its first exchange (its opener) joined to that one. */
+function exchanges(items: readonly StoredRow[], tokens: (row: StoredRow) => number): Unit<StoredRow>[] {
+  let first = true;
+  return groupUnits(items, (r) => {
+    if (!opensExchange(r)) return false;
+    if (first) {
+      first = false;
+      return false;
+    }
+    return true;
+  }, tokens);
 }
 
 /** The frontier positions one condensation joins: the oldest nodes, up to the fan-out. */

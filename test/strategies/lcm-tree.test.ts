@@ -21,13 +21,17 @@ function row(kind: 'user' | 'assistant' | 'tool_result'): StoredRow {
 
 const ten = () => 10;
 
-test('leaf chunks keep whole units together, in order, and an oversized unit whole', () => {
-  const units = [[row('user'), row('assistant')], [row('user'), row('assistant'), row('tool_result'), row('assistant')], [row('user')]];
+test('leaf chunks keep whole units together, in order; a unit larger than a leaf splits between exchanges only', () => {
+  const units = [[row('user'), row('assistant')], [row('user'), row('assistant'), row('tool_result'), row('assistant'), row('tool_result')], [row('user')]];
   const rows = units.flat();
-  // 10 tokens a row, 30 a chunk: the 4-row unit is too big for any chunk and stands alone.
+  // 10 tokens a row, 30 a chunk: the 5-row unit is too big for any leaf and is split at its
+  // exchanges (the opener joins the first), never between a call and its result.
   const chunks = leafChunks(rows, ten, undefined, 30);
-  assert.deepEqual(chunks.map((c) => c.map((r) => r.seq)), [units[0]!.map((r) => r.seq), units[1]!.map((r) => r.seq), units[2]!.map((r) => r.seq)]);
+  const [u0, u1, u2] = units.map((u) => u.map((r) => r.seq));
+  assert.deepEqual(chunks.map((c) => c.map((r) => r.seq)), [u0, u1!.slice(0, 3), [...u1!.slice(3), ...u2!]]);
   assert.deepEqual(chunks.flat(), rows);
+  // With room for it, the same unit is one leaf.
+  assert.deepEqual(leafChunks(rows, ten, undefined, 50).map((c) => c.length), [2, 5, 1]);
 });
 
 test('the unit in progress is chunked by exchange, so a long turn becomes several leaves', () => {
@@ -37,8 +41,8 @@ test('the unit in progress is chunked by exchange, so a long turn becomes severa
   const chunks = leafChunks(rows, ten, opener.seq, 30);
   // The opener joins the first exchange; no exchange is split.
   assert.deepEqual(chunks.map((c) => c.map((r) => r.seq)), [[opener.seq, ...exchanges[0]!.map((r) => r.seq)], exchanges[1]!.map((r) => r.seq), exchanges[2]!.map((r) => r.seq)]);
-  // The same rows as a finished unit stay one leaf.
-  assert.equal(leafChunks(rows, ten, undefined, 30).length, 1);
+  // The same rows as a finished unit that fits a leaf stay one leaf.
+  assert.equal(leafChunks(rows, ten, undefined, 100).length, 1);
 });
 
 test('condensation joins the oldest nodes, up to four, and needs two', () => {
