@@ -8,13 +8,24 @@ import { aiLine, callLine, LINE_MARKERS, outLine, userLine } from '../summarizer
 /** Characters kept of a message, a tool result, and a tool call's arguments. */
 export const CAPS = { message: 8000, result: 1600, args: 1500 } as const;
 
+/** `limit` UTF-16 code units of `text`, one fewer rather than half of a surrogate pair. */
 function cap(text: string, limit: number): string {
   if (text.length <= limit) return text;
-  return `${text.slice(0, limit)} […${text.length - limit} more characters cut]`;
+  const code = text.charCodeAt(limit - 1);
+  const keep = code >= 0xd800 && code <= 0xdbff ? limit - 1 : limit;
+  return `${text.slice(0, keep)} […${text.length - keep} more characters cut]`;
+}
+
+export interface SummaryTextOptions {
+  /**
+   * Whether readable reasoning summaries appear, as `¶ai (thinking):` lines (default true).
+   * The summarizer reads them; snapcompact's archive leaves every reasoning item out.
+   */
+  reasoning?: boolean;
 }
 
 /** Lines for one row; empty for rows a summarizer must not read. */
-export function summaryLines(row: StoredRow): string[] {
+export function summaryLines(row: StoredRow, options: SummaryTextOptions = {}): string[] {
   const b = row.body;
   switch (b.kind) {
     case 'user': {
@@ -26,7 +37,7 @@ export function summaryLines(row: StoredRow): string[] {
       for (const p of b.content) {
         if (p.type === 'text') lines.push(aiLine(cap(p.text, CAPS.message)));
         else if (p.type === 'tool_call') lines.push(cap(callLine(p.name, p.arguments), p.name.length + 3 + CAPS.args));
-        else if (p.text !== undefined && p.text.length > 0) lines.push(`${LINE_MARKERS.ai} (thinking): ${cap(p.text, CAPS.message)}`);
+        else if (options.reasoning !== false && p.text !== undefined && p.text.length > 0) lines.push(`${LINE_MARKERS.ai} (thinking): ${cap(p.text, CAPS.message)}`);
       }
       return lines;
     }
@@ -43,8 +54,12 @@ export function summaryLines(row: StoredRow): string[] {
   }
 }
 
-export function summaryText(rows: readonly StoredRow[]): string {
+/**
+ * The rows' lines joined with "\n". A line's own line breaks are followed by two spaces, so a
+ * continuation can never pass for the start of an event (a tool output quoting `¶user:`).
+ */
+export function summaryText(rows: readonly StoredRow[], options: SummaryTextOptions = {}): string {
   const out: string[] = [];
-  for (const r of rows) for (const l of summaryLines(r)) out.push(l.replaceAll('\n', '\n  '));
+  for (const r of rows) for (const l of summaryLines(r, options)) out.push(l.replaceAll('\n', '\n  '));
   return out.join('\n');
 }
