@@ -1,0 +1,304 @@
+// The running-summary text compaction: the request is the system prompt, one running summary
+// of everything evicted so far, a short verbatim recap of the latest evicted user requests, and
+// the untouched tail. A compaction folds what the shared cut module evicts (whole units, or the
+// older exchanges of an oversized newest unit) into a new summary; where the cut falls is
+// cut.ts. It is `rolling` (strategies/rolling/) and snapcompact's fallback for a model that
+// reads no images, so both save the same state (rolling_state): a text summary written for
+// one is the other's too.
+import type { PlainInput, Section } from '../../protocol/prepared.ts';
+import type { StoredRow } from '../../protocol/rows.ts';
+import { yieldToEventLoop } from '../../storage/db.ts';
+import { saveRollingState } from '../../storage/rolling-state.ts';
+import { sessionRewrites, userRowsBefore } from '../../storage/user-rows.ts';
+import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Fold, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
+import { inputsTokens, PER_INPUT_TOKENS, textTokens } from '../estimate.ts';
+import { locateAt, planCut, type CutPlan, type LocatedCut } from './cut.ts';
+import { foldText, priorTail, warmPriorTail } from './prior.ts';
+import { cacheSlot } from './kernel-cache.ts';
+import { summaryPrompt, SUMMARIZER_SYSTEM } from './summarizer-prompt.ts';
+import { summaryText } from './summary-text.ts';
+import { chunkUnits, groupUnits, opensExchange, opensUnit } from './units.ts';
+import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from './window.ts';
+import { forModel, targetKey, tokenCounter, tokenCounterYielding } from '../projection.ts';
+import { locateItemCut, resolveState } from './running-summary-state.ts';
+
+/** User messages quoted in the recap, and characters kept of each. */
+export const RECAP_MESSAGES = 3;
+export const RECAP_CHARS = 400;
+
+export const SUMMARY_HEADER = 'Summary of the earlier part of this conversation, which no longer fits the context window:';
+export const RECAP_HEADER = 'The most recent of those earlier user messages, quoted:';
+
+/** The shortest summary a compaction asks for, in tokens. */
+export const MIN_SUMMARY_TOKENS = 128;
+
+/** Summary output cap in tokens: a tenth of the window, within [128, 2048]. */
+export function summaryCap(window: number): number {
+  return Math.min(2048, Math.max(MIN_SUMMARY_TOKENS, Math.floor(window / 10)));
+}
+
+/** Largest eviction chunk per summarizer call, in estimated tokens. */
+export function chunkCap(window: number): number {
+  return Math.max(1000, Math.floor(window / 2));
+}
+
+function clip(text: string, max: number): string {
+  const chars = [...text];
+  return chars.length <= max ? text : `${chars.slice(0, max).join('')}…`;
+}
+
+function summaryInput(summary: string): PlainInput {
+  return { role: 'user', content: [{ type: 'text', text: `${SUMMARY_HEADER}\n\n${summary}` }] };
+}
+
+type Recap = { input: PlainInput; seqs: number[]; tokens: number } | undefined;
+
+const RECAP = cacheSlot<{ key: string; recap: Recap }>('rolling.recap');
+
+/**
+ * The recap's estimated tokens when its quotes are plain ASCII, for sizing a tail before the
+ * cut (and so the recap) is known; the window check after planning uses the real recap.
+ */
+export const RECAP_TYPICAL = textTokens(RECAP_HEADER) + PER_INPUT_TOKENS + RECAP_MESSAGES * (Math.ceil(RECAP_CHARS / 4) + 8);
+
+/**
+ * The recap quotes the last user messages before the cut's opener, so it changes only with the
+ * cut (or a rewrite of those rows): it is built once per cut and kept in the kernel.
+ */
+function recapInput(input: StrategyInput, openerSeq: number): Recap {
+  if (openerSeq <= 1) return undefined;
+  const key = `${openerSeq}:${sessionRewrites(input.db, input.session.sid)}`;
+  const cached = input.cache.get(RECAP);
+  if (cached?.key === key) return cached.recap;
+  const recent = userRowsBefore(input.db, input.session.sid, openerSeq, RECAP_MESSAGES);
+  let recap: Recap;
+  if (recent.length > 0) {
+    const quoted = recent.map((r) => `> ${clip(r.text, RECAP_CHARS).replaceAll('\n', '\n> ')}`).join('\n\n');
+    const built: PlainInput = { role: 'user', content: [{ type: 'text', text: `${RECAP_HEADER}\n\n${quoted}` }] };
+    recap = { input: built, seqs: recent.map((r) => r.seq), tokens: inputsTokens([built]) };
+  }
+  input.cache.set(RECAP, { key, recap });
+  return recap;
+}
+
+interface Saved {
+  summary: string;
+  backend: string | null;
+}
+
+function describeCut(located: LocatedCut): string {
+  const users = `${located.cut.users} user message(s) before #${located.openerSeq}`;
+  return located.withinUnit ? `${users} and the first ${located.cut.exchanges ?? 0} exchange(s) after it` : users;
+}
+
+/**
+ * The request for a summary (if any), the located cut, other extensions' stored folds over the
+ * rows after it, and the verbatim rows they do not cover.
+ */
+function build(input: StrategyInput, saved: Saved | undefined, located: LocatedCut, rows: readonly StoredRow[], notes: string[], folds: readonly Fold[] = []): Projection {
+  const inputs: PlainInput[] = [];
+  const sections: Section[] = [];
+  if (saved !== undefined) {
+    const s = summaryInput(saved.summary);
+    inputs.push(s);
+    sections.push({
+      name: 'summary',
+      source: `rolling summary of ${describeCut(located)}, by ${saved.backend ?? 'unknown'}`,
+      estimated_tokens: inputsTokens([s]),
+    });
+    const recap = recapInput(input, located.openerSeq);
+    if (recap !== undefined) {
+      inputs.push(recap.input);
+      sections.push({ name: 'recap', source: `user rows ${recap.seqs.map((s) => `#${s}`).join(', ')}`, estimated_tokens: recap.tokens });
+    }
+  }
+  if (folds.length > 0) {
+    const foldInputs: PlainInput[] = folds.map((f) => ({ role: 'user', content: [{ type: 'text', text: foldText(f) }] }));
+    inputs.push(...foldInputs);
+    const sources = [...new Set(folds.map((f) => f.source))].join(', ');
+    sections.push({ name: 'folds', source: `${folds.length} stored fold(s) from ${sources} over rows #${folds[0]!.firstSeq}-#${folds[folds.length - 1]!.lastSeq}`, estimated_tokens: inputsTokens(foldInputs) });
+  }
+  const tail = forModel(rows, input.target);
+  inputs.push(...tail);
+  if (rows.length > 0) {
+    const range = located.withinUnit && rows.length > 1 ? `row #${rows[0]!.seq}, then rows #${rows[1]!.seq}-#${rows[rows.length - 1]!.seq}` : `rows #${rows[0]!.seq}-#${rows[rows.length - 1]!.seq}`;
+    sections.push({ name: 'tail', source: `${range} (${rows.length} rows, verbatim)`, estimated_tokens: inputsTokens(tail) });
+  }
+  const estimate = input.pinnedTokens + inputsTokens(inputs);
+  return { inputs, sections, estimate, due: isDue(estimate, input.window), notes };
+}
+
+function project(input: StrategyInput): Projection {
+  const resolved = resolveState(input);
+  const { folds, rest } = priorTail(input, resolved.located);
+  return build(input, resolved.state, resolved.located, rest, resolved.notes, folds);
+}
+
+/** Row sizes for the current target, kept per kernel while the target stays the same. */
+const SIZES = cacheSlot<{ key: string; memo: WeakMap<StoredRow, number> }>('rolling.sizes');
+
+function sizesFor(input: StrategyInput): WeakMap<StoredRow, number> {
+  const key = targetKey(input.target);
+  const cached = input.cache.get(SIZES);
+  if (cached?.key === key) return cached.memo;
+  const memo = new WeakMap<StoredRow, number>();
+  input.cache.set(SIZES, { key, memo });
+  return memo;
+}
+
+/**
+ * Decodes the tail and sizes its rows with yields, so that neither `project` nor a compaction
+ * decodes or sizes a long history in one stretch of the event loop.
+ */
+async function warm(input: StrategyInput): Promise<void> {
+  const located = resolveState(input).located;
+  await warmPriorTail(input, located);
+  // A short tail is sized in a few milliseconds when a compaction needs it; only a long one is
+  // worth sizing ahead, in slices.
+  const rest = priorTail(input, located).rest;
+  if (rest.length >= WARM_SIZING_ROWS) await tokenCounterYielding(rest, input.target, sizesFor(input));
+}
+
+/** Tail rows from which `warm` sizes rows ahead of a compaction (about 10 ms of work below it). */
+const WARM_SIZING_ROWS = 4000;
+
+const NOTHING_TO_EVICT = 'cannot compact further without splitting the newest exchange';
+
+interface Eviction {
+  located: LocatedCut;
+  previous: Saved | undefined;
+  /** Other extensions' folds over the rows after the cut: they leave the request with any eviction. */
+  folds: Fold[];
+  plan: CutPlan | undefined;
+  /** The row sizes the plan was made with. */
+  tokens: (row: StoredRow) => number;
+  /** Tokens the summary may take, and the window size it is judged by. */
+  cap: number;
+  basis: number;
+}
+
+/**
+ * What a compaction would evict now. The tail keeps tailPercent of the window, but never more
+ * than half the room the trigger leaves after the pinned prompt, the summary and the recap, so
+ * a large pinned prompt does not make every turn compact again. Stored folds in front of the
+ * rows are folded into the summary whenever anything is; the cut is then planned over the rows
+ * they leave, which start at a unit opener.
+ */
+function selectEviction(input: StrategyInput, forced: boolean): Eviction {
+  const resolved = resolveState(input);
+  const { folds, rest } = priorTail(input, resolved.located);
+  const from = folds.length === 0 || rest.length === 0 ? resolved.located : (locateAt(input, rest[0]!) ?? resolved.located);
+  const tokens = tokenCounter(rest, input.target, sizesFor(input));
+  const historyTokens = rest.reduce((n, r) => n + tokens(r), 0);
+  const basis = input.window.window ?? historyTokens;
+  const cap = summaryCap(basis);
+  const fixed = input.pinnedTokens + cap + PER_INPUT_TOKENS + textTokens(SUMMARY_HEADER) + RECAP_TYPICAL;
+  const room = roomUnderTrigger(input.window, fixed);
+  let budget = tailBudget(input.window, historyTokens, forced);
+  if (room !== null) budget = Math.min(budget, Math.max(0, Math.floor(room / 2)));
+  let plan = planCut(input, from, rest, {
+    tokens,
+    budget,
+    settles: (tail) => input.window.window === null || !isDue(fixed + tail, input.window),
+  });
+  // Folds alone are worth folding into the summary: the cut moves to where they end.
+  if (plan === undefined && folds.length > 0 && from !== resolved.located) {
+    plan = { evicted: [], tail: [...rest], tailTokens: historyTokens, cut: from.cut, hints: { openerSeq: from.openerSeq, resumeSeq: from.resumeSeq }, withinUnit: false };
+  }
+  // A newest exchange too large to leave the summary its usual cap under the whole window (a
+  // long signed thinking block, say) gets a shorter summary instead, down to the minimum.
+  const recap = plan === undefined ? undefined : recapInput(input, plan.hints.openerSeq);
+  const left = plan === undefined ? null : roomUnderWindow(input.window, input.pinnedTokens + PER_INPUT_TOKENS + textTokens(SUMMARY_HEADER) + (recap?.tokens ?? 0) + plan.tailTokens);
+  const fitted = left === null ? cap : Math.max(MIN_SUMMARY_TOKENS, Math.min(cap, left));
+  return { located: resolved.located, previous: resolved.state, folds, plan, tokens, cap: fitted, basis };
+}
+
+function plan(input: StrategyInput, projection: Projection, forced: boolean): DryRun {
+  const { located, plan: cut, cap } = selectEviction(input, forced);
+  const after = cut === undefined ? projection : build(input, { summary: 'x'.repeat(cap * 4), backend: null }, locatedAfter(cut), cut.tail, []);
+  return {
+    plan: {
+      evict_rows: cut?.evicted.length ?? 0,
+      evict_from_seq: cut?.evicted[0]?.seq ?? null,
+      evict_to_seq: cut?.evicted[cut.evicted.length - 1]?.seq ?? null,
+      tail_rows: cut?.tail.length ?? priorTail(input, located).rest.length,
+      estimated_tokens_before: projection.estimate,
+      estimated_tokens_after: after.estimate,
+    },
+    reason: cut === undefined ? NOTHING_TO_EVICT : after.estimate >= projection.estimate ? worthless(projection.estimate, after.estimate) : null,
+  };
+}
+
+function locatedAfter(cut: CutPlan): LocatedCut {
+  return { cut: cut.cut, openerSeq: cut.hints.openerSeq, resumeSeq: cut.hints.resumeSeq, withinUnit: cut.withinUnit, notes: [] };
+}
+
+function worthless(before: number, after: number): string {
+  return `nothing worth evicting yet: the request would not get smaller (~${before} -> ~${after} tokens)`;
+}
+
+async function compact(input: StrategyInput, projection: Projection, opts: CompactOptions): Promise<CompactOutcome> {
+  const { previous, folds, plan: cut, tokens, cap, basis } = selectEviction(input, opts.forced);
+  if (cut === undefined) return nothingCompacted(NOTHING_TO_EVICT);
+  // Sized with the summary at its cap: when even that is no smaller, no model call is made.
+  const bound = build(input, { summary: 'x'.repeat(cap * 4), backend: null }, locatedAfter(cut), cut.tail, []);
+  if (bound.estimate >= projection.estimate) return nothingCompacted(worthless(projection.estimate, bound.estimate));
+
+  let summary = previous?.summary ?? '';
+  let tokensIn = 0;
+  let tokensOut = 0;
+  let backend: string | null = null;
+  // Fold the eviction in order, chunk by chunk, carrying the summary along. Chunks break
+  // between units or exchanges, never inside an exchange. A local summarizer never waits on
+  // I/O, so each chunk gives the event loop a turn.
+  const groups = groupUnits(cut.evicted, (r) => opensUnit(r) || opensExchange(r), tokens);
+  // Stored folds are the oldest part of the eviction and go first, as the text they already are.
+  const transcripts = [...(folds.length === 0 ? [] : [folds.map(foldText).join('\n\n')]), ...chunkUnits(groups, chunkCap(basis)).map((chunk) => summaryText(chunk.flatMap((u) => u.items)))];
+  for (const transcript of transcripts) {
+    await yieldToEventLoop();
+    const prompt = summaryPrompt({
+      previousSummary: summary,
+      transcript,
+      focus: opts.focus,
+      maxOutputTokens: cap,
+      what: 'a running summary of the conversation',
+    });
+    const result = await opts.summarizer.summarize({
+      session: input.session.name,
+      purpose: 'rolling',
+      system: SUMMARIZER_SYSTEM,
+      prompt,
+      maxOutputTokens: cap,
+      signal: opts.signal,
+    });
+    summary = result.text;
+    backend = result.backend;
+    tokensIn += textTokens(SUMMARIZER_SYSTEM) + textTokens(prompt);
+    tokensOut += result.outputTokens;
+  }
+
+  const after = build(input, { summary, backend }, locatedAfter(cut), cut.tail, []);
+  if (after.estimate >= projection.estimate) {
+    return { ...nothingCompacted(worthless(projection.estimate, after.estimate)), backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut };
+  }
+  const commit = (): void => saveRollingState(input.db, input.session.sid, { summary, cut: cut.cut, hints: cut.hints, backend });
+  return { compacted: true, commit, reason: null, backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut, evictedRows: cut.evicted.length };
+}
+
+/** Rewrites a state saved in the item-count format as a user cut, once, when it still fits. */
+function adopt(input: StrategyInput): void {
+  const resolved = resolveState(input);
+  const state = resolved.state;
+  if (state === undefined || 'format' in state.cut) return;
+  const located = locateItemCut(input, state.cut);
+  if (located === undefined) return;
+  saveRollingState(input.db, input.session.sid, {
+    summary: state.summary,
+    cut: located.cut,
+    hints: { openerSeq: located.openerSeq, resumeSeq: located.resumeSeq },
+    backend: state.backend,
+  });
+}
+
+/** The strategy's functions, without a name or settings: each strategy that runs it adds its own. */
+export const runningSummary: Omit<Strategy, 'name' | 'settings'> = { project, plan, compact, warm, adopt };
