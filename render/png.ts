@@ -65,6 +65,19 @@ export function scanlineBytes(width: number): number {
 }
 
 /**
+ * The scanlines as one byte per pixel, 0 black and 255 white: what sharp takes as raw 1-channel
+ * input and gives back when it decodes the PNG. For comparing against sharp (tests, benchmark).
+ */
+export function bilevelToGray(scanlines: Uint8Array, width: number, height: number): Buffer {
+  const stride = scanlineBytes(width);
+  const out = Buffer.alloc(width * height);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) out[y * width + x] = (scanlines[y * stride + 1 + (x >> 3)]! >> (7 - (x & 7))) & 1 ? 255 : 0;
+  }
+  return out;
+}
+
+/**
  * A 1-bit grayscale PNG (bit 1 is white) from `height` scanlines of `scanlineBytes(width)`
  * bytes each, every one starting with filter byte 0.
  */

@@ -7,7 +7,7 @@ import sharp from 'sharp';
 import type { RowIn, StoredRow } from '../../protocol/rows.ts';
 import { drawFrame } from '../../render/frame.ts';
 import { layout, renderFrame, SHAPES, type Frame, type ShapeName } from '../../render/index.ts';
-import { DEFLATE_OPTIONS, scanlineBytes } from '../../render/png.ts';
+import { bilevelToGray, DEFLATE_OPTIONS } from '../../render/png.ts';
 import { DEFAULT_MAX_IMAGE_EDGE_PX, imageTokens, textTokens } from '../../strategies/estimate.ts';
 import { appendArchive } from '../../strategies/snapcompact/archive-text.ts';
 import type { Corpus } from './corpus.ts';
@@ -96,15 +96,6 @@ function archiveOf(corpus: Corpus, chars: number): { text: string; rows: number 
   return { text, rows: seq };
 }
 
-function gray(frame: Frame, scanlines: Buffer): Buffer {
-  const stride = scanlineBytes(frame.width);
-  const out = Buffer.alloc(frame.width * frame.height);
-  for (let y = 0; y < frame.height; y++) {
-    for (let x = 0; x < frame.width; x++) out[y * frame.width + x] = (scanlines[y * stride + 1 + (x >> 3)]! >> (7 - (x & 7))) & 1 ? 255 : 0;
-  }
-  return out;
-}
-
 /** sharp's 1-bit PNG of the same pixels, at our zlib level so that only the encoders differ. */
 function sharpPng(frame: Frame, pixels: Buffer): Promise<Buffer> {
   return sharp(pixels, { raw: { width: frame.width, height: frame.height, channels: 1 } }).toColourspace('b-w').png({ colours: 2, palette: false, compressionLevel: DEFLATE_OPTIONS.level }).toBuffer();
@@ -171,7 +162,7 @@ async function benchShape(shape: ShapeName, text: string, opts: { quick: boolean
   };
   for (const f of full) {
     const lines = drawFrame(f);
-    const pixels = gray(f, lines);
+    const pixels = bilevelToGray(lines, f.width, f.height);
     await turn();
     const r = await cheapest(() => renderFrame(f));
     render.push(r.cpu);
@@ -181,7 +172,7 @@ async function benchShape(shape: ShapeName, text: string, opts: { quick: boolean
     viaSharp.push((await cheapest(async () => (sharpBytes += (await sharpPng(f, pixels)).length))).cpu);
   }
   sharpBytes /= 3;
-  const same = await samePixels(renderFrame(first).png, await sharpPng(first, gray(first, drawFrame(first))));
+  const same = await samePixels(renderFrame(first).png, await sharpPng(first, bilevelToGray(drawFrame(first), first.width, first.height)));
 
   const edge = Math.max(DEFAULT_MAX_IMAGE_EDGE_PX, g.frameWidth);
   const imgTokens = imageTokens(first.width, first.height, edge);
