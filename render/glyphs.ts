@@ -34,6 +34,12 @@ const MARK = /^\p{M}$/u;
 const markFlag = new Uint8Array(0x10000);
 for (let cp = 0; cp < 0x10000; cp++) if (indexOf[cp]! >= 0 && MARK.test(String.fromCharCode(cp))) markFlag[cp] = 1;
 
+// Layout draws these whatever the text is (blank cells, newlines, missing characters), and the
+// renderer indexes rows without checking: a table without them is a build error, said at load.
+for (const cp of [0x20, 0x23ce, 0xfffd]) {
+  if (indexOf[cp]! < 0) throw new Error(`the glyph table has no U+${cp.toString(16).toUpperCase()}; rebuild it from a font that does`);
+}
+
 /** Glyph number for a code point, or -1 when the font lacks it. */
 export function glyphIndex(cp: number): number {
   return cp < 0x10000 ? indexOf[cp]! : -1;

@@ -3,24 +3,29 @@
 // the packed pixels); this adds the signature, the IHDR, IDAT and IEND chunks and their CRCs.
 //
 // Why our own writer rather than sharp: at identical decoded pixels (test/render/frame.test.ts
-// checks that) it costs less. Measured 2026-12-01 on this 2-core machine, one frame of source
-// code per shape, the two encoders interleaved 60 times, medians (the machine was shared, load
-// average 16, so absolute times are inflated; the order held in every run):
-//   Claude 1562x704:  ours 4.9 ms (4.3 ms CPU), sharp 16.5 ms (5.3 ms CPU, its threads counted)
-//   GPT 1568x1232:    ours 4.4 ms (4.5 ms CPU), sharp 8.5 ms (6.5 ms CPU)
-//   Gemini 2048x1408: ours 6.9 ms (7.0 ms CPU), sharp 15.7 ms (8.4 ms CPU)
-// with files within 1-2% of each other in size. Nearly all of our time is zlib; sharp adds a copy
-// of the bitmap as 8-bit gray into libvips, a colour-space pass and its thread hand-offs (its
-// bundled zlib-ng does not make up for that at these sizes). `npm run bench -- --only frames`
-// measures it again. Row filters other than None buy nothing on two-colour text (deflate's
-// window already finds the repeated rows) and would only cost time.
+// checks that) it costs less than half as much. `npm run bench -- --only frames`, 2026-12-01,
+// this 2-core machine (shared: load average 15-19, so the figures are CPU time, every thread
+// counted), full frames of archive text, both encoders at zlib level 4:
+//   Claude 1562x704:  ours 2.1 ms, sharp 4.2 ms, 33.2 vs 33.1 KiB
+//   GPT 1568x1232:    ours 1.9 ms, sharp 4.5 ms, 33.4 vs 33.2 KiB
+//   Gemini 2048x1408: ours 2.8 ms, sharp 6.2 ms, 47.8 vs 47.5 KiB
+// Nearly all of ours is zlib; sharp adds a copy of the bitmap as 8-bit gray into libvips, a
+// colour-space pass and hand-offs to its threads, which its faster zlib-ng does not make up.
+// Row filters other than None buy nothing on two-colour text (deflate already finds the
+// repeated rows) and would cost time.
 
-import { deflateSync } from 'node:zlib';
+import * as zlib from 'node:zlib';
 
 const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
-/** zlib settings of the IDAT stream; the benchmark's deflate floor uses the same ones. */
-export const DEFLATE_OPTIONS = { level: 6 } as const;
+/**
+ * zlib settings of the IDAT stream; the benchmark's deflate floor uses the same ones. Level 4,
+ * measured as above: zlib's default 6 made files 3-5% smaller but took 2.9-5.1 ms to deflate,
+ * so a Gemini frame came to 120 frames per CPU second (the target is 200); level 2 deflated in
+ * 1.0-1.6 ms but made files 7-11% larger than level 4, and left drawing a third of the total.
+ * Level 4 keeps every shape above 300 frames/s with drawing under a quarter of the time.
+ */
+export const DEFLATE_OPTIONS = { level: 4 } as const;
 
 const CRC_TABLE = (() => {
   const t = new Int32Array(256);
@@ -39,12 +44,18 @@ export function crc32(buf: Uint8Array, crc = 0): number {
   return ~c >>> 0;
 }
 
+/**
+ * zlib's own CRC-32 where Node has it (20.15 and later; the engines field still allows 20.9):
+ * about 6x faster than the table loop over a 35 KB IDAT, which is a tenth of a millisecond.
+ */
+const chunkCrc: (buf: Uint8Array) => number = typeof zlib.crc32 === 'function' ? (buf) => zlib.crc32(buf) : crc32;
+
 function chunk(type: string, data: Buffer): Buffer {
   const out = Buffer.alloc(12 + data.length);
   out.writeUInt32BE(data.length, 0);
   out.write(type, 4, 'latin1');
   data.copy(out, 8);
-  out.writeUInt32BE(crc32(out.subarray(4, 8 + data.length)), 8 + data.length);
+  out.writeUInt32BE(chunkCrc(out.subarray(4, 8 + data.length)), 8 + data.length);
   return out;
 }
 
@@ -54,10 +65,23 @@ export function scanlineBytes(width: number): number {
 }
 
 /**
+ * The scanlines as one byte per pixel, 0 black and 255 white: what sharp takes as raw 1-channel
+ * input and gives back when it decodes the PNG. For comparing against sharp (tests, benchmark).
+ */
+export function bilevelToGray(scanlines: Uint8Array, width: number, height: number): Buffer {
+  const stride = scanlineBytes(width);
+  const out = Buffer.alloc(width * height);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) out[y * width + x] = (scanlines[y * stride + 1 + (x >> 3)]! >> (7 - (x & 7))) & 1 ? 255 : 0;
+  }
+  return out;
+}
+
+/**
  * A 1-bit grayscale PNG (bit 1 is white) from `height` scanlines of `scanlineBytes(width)`
  * bytes each, every one starting with filter byte 0.
  */
-export function encodeBilevelPng(scanlines: Buffer, width: number, height: number): Buffer {
+export function encodeBilevelPng(scanlines: Uint8Array, width: number, height: number): Buffer {
   if (scanlines.length !== scanlineBytes(width) * height) throw new Error(`expected ${scanlineBytes(width) * height} bytes of scanlines, got ${scanlines.length}`);
   const ihdr = Buffer.alloc(13);
   ihdr.writeUInt32BE(width, 0);
@@ -65,5 +89,5 @@ export function encodeBilevelPng(scanlines: Buffer, width: number, height: numbe
   ihdr[8] = 1; // bit depth
   ihdr[9] = 0; // colour type: grayscale
   // compression, filter method and interlace stay 0: deflate, adaptive filtering, none.
-  return Buffer.concat([SIGNATURE, chunk('IHDR', ihdr), chunk('IDAT', deflateSync(scanlines, DEFLATE_OPTIONS)), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([SIGNATURE, chunk('IHDR', ihdr), chunk('IDAT', zlib.deflateSync(scanlines, DEFLATE_OPTIONS)), chunk('IEND', Buffer.alloc(0))]);
 }

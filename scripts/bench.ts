@@ -1,7 +1,8 @@
 // `npm run bench`: measures append, transcript_read, transcript_grep (vs GNU grep), prepare and
 // one compaction on databases of 10k/100k/1M rows built in a temp dir (one per size, reused by
 // every measurement of that size, deleted after), and replays the real fixture transcripts
-// turn by turn into fresh daemons (section replay). Prints tables and PASS/FAIL; writes JSON.
+// turn by turn into fresh daemons (section replay), and renders snapcompact frames (section
+// frames). Prints tables and PASS/FAIL; writes JSON.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,6 +12,7 @@ import { benchAppend } from './bench/append.ts';
 import { parseArgs, type BenchArgs, type Section } from './bench/args.ts';
 import { corpusStats, loadCorpus, type Corpus } from './bench/corpus.ts';
 import { buildDataset, checkpoint, fileSize, type Dataset } from './bench/dataset.ts';
+import { benchFrames } from './bench/frames.ts';
 import { benchGrep } from './bench/grep.ts';
 import { alternate, benchCompactionWork, measurePrepare, preparedSession, type PrepareSession } from './bench/prepare.ts';
 import { benchRead, segmenterProbe } from './bench/read.ts';
@@ -133,6 +135,10 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   if (args.only.has('lcm')) {
     log('lcm prepare ...');
     results.lcm_prepare = await benchLcmPrepare(root, log, args.prepareRuns);
+  }
+  if (args.only.has('frames')) {
+    log('frames ...');
+    results.frames = await benchFrames(corpus, { quick: args.quick }, log);
   }
   if (args.only.has('replay')) {
     log('replay ...');

@@ -2,6 +2,7 @@
 // against the issue targets (judged on the numbers of this one run), and the human tables.
 import type { AppendResult } from './append.ts';
 import type { GrepResult } from './grep.ts';
+import { judgeFrames, type FramesResult } from './frames.ts';
 import type { CompactionWork, PrepareResult } from './prepare.ts';
 import type { ReadResult } from './read.ts';
 import { judgeLcm, type LcmCompaction, type LcmPrepare } from './lcm-engine.ts';
@@ -38,6 +39,7 @@ export interface Results {
   replay?: ReplayResult;
   lcm_compaction?: LcmCompaction;
   lcm_prepare?: LcmPrepare;
+  frames?: FramesResult;
   segmenter_probe?: Array<{ chars: number; whole_us_per_grapheme: number; sliced_us_per_grapheme: number }>;
   verdicts: Verdict[];
   total_ms: number;
@@ -100,6 +102,7 @@ export function judge(r: Results): Verdict[] {
   }
   if (r.replay !== undefined) out.push(...judgeReplay(r.replay));
   out.push(...judgeLcm(r.lcm_compaction, r.lcm_prepare));
+  if (r.frames !== undefined) out.push(...judgeFrames(r.frames));
   return out;
 }
 
@@ -229,6 +232,39 @@ export function render(r: Results): string {
     );
   }
   if (r.replay !== undefined) out.push(renderReplay(r.replay));
+  if (r.frames !== undefined) {
+    const f = r.frames;
+    out.push(
+      table(
+        `frames: archive text of ${f.archive_rows} corpus rows (${f.archive_chars} chars) per shape; deflate ${f.deflate}; CPU times (the cheapest of 3 runs, median over the timed full frames; render, deflate, draw and sharp interleaved frame by frame), wall times for comparison`,
+        ['shape', 'frame px', 'cells', 'frames (timed)', 'layout all', 'frames/CPU s', 'frames/wall s', 'render+encode', 'wall', 'deflate alone', 'ratio', 'draw', 'sharp', 'sharp same px', 'PNG/frame', 'sharp PNG/frame', 'PNG/1k chars', 'chars/frame', 'img tokens (edge)', 'chars/img token', 'chars/text token', 'gain'],
+        f.shapes.map((s) => [
+          s.shape,
+          `${s.width}x${s.height}`,
+          s.cells,
+          `${s.frames} (${s.full_frames})`,
+          fmtMs(s.layout_ms),
+          Math.round(s.frames_per_s),
+          Math.round(s.frames_per_wall_s),
+          fmtMs(s.render_ms),
+          fmtMs(s.render_wall_ms),
+          fmtMs(s.deflate_ms),
+          `${s.ratio_vs_deflate.toFixed(2)}x`,
+          fmtMs(s.draw_ms),
+          fmtMs(s.sharp_ms),
+          s.same_pixels_as_sharp ? 'yes' : 'NO',
+          fmtBytes(s.png_bytes_per_frame),
+          fmtBytes(s.sharp_png_bytes_per_frame),
+          `${Math.round(s.png_bytes_per_1000_chars)} B`,
+          Math.round(s.chars_per_frame),
+          `${s.image_tokens_per_frame} (${s.estimate_edge_px})`,
+          s.chars_per_image_token.toFixed(2),
+          s.chars_per_text_token.toFixed(2),
+          `${(s.chars_per_image_token / s.chars_per_text_token).toFixed(2)}x`,
+        ]),
+      ),
+    );
+  }
   if (r.verdicts.length > 0) {
     out.push('\ntargets (this run):');
     for (const v of r.verdicts) out.push(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: ${v.measured}${v.note === undefined ? '' : `  [${v.note}]`}`);

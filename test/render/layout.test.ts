@@ -50,6 +50,10 @@ describe('layout', () => {
     assert.equal(f!.text, '日🎉\u200d👍🏽\ufe0f\u200b.', 'the frame still covers the left-out characters');
   });
 
+  test('a lone surrogate draws as U+FFFD', () => {
+    assert.equal(drawnText(layout('a\ud800b\udc00', SMALL)[0]!), 'a�b�');
+  });
+
   test('a combining mark with no precomposed form is drawn over the cell before it', () => {
     const [f] = layout('x\u0301y', SMALL);
     assert.deepEqual([...f!.cells], [0x78, 0x79]);
