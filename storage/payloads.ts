@@ -37,7 +37,8 @@ function prepare(db: Db) {
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
     ),
     gc: db.prepare<[]>(
-      'DELETE FROM payloads WHERE NOT EXISTS (SELECT 1 FROM payload_refs r WHERE r.hash = payloads.hash)',
+      `DELETE FROM payloads WHERE NOT EXISTS (SELECT 1 FROM payload_refs r WHERE r.hash = payloads.hash)
+         AND NOT EXISTS (SELECT 1 FROM snapcompact_frames f WHERE f.hash = payloads.hash)`,
     ),
     pin: db.prepare<[string, number, string, number]>(
       `INSERT INTO payload_refs (hash, pin_sid) SELECT ?, ?
@@ -138,7 +139,7 @@ export function hasPayload(db: Db, hash: string): boolean {
   return stmts(db).meta.get(hash) !== undefined;
 }
 
-/** Deletes every payload no transcript row or pin names; returns how many went. */
+/** Deletes every payload no transcript row, pin or cached snapcompact frame names; returns how many went. */
 export function collectPayloadGarbage(db: Db): number {
   return stmts(db).gc.run().changes;
 }

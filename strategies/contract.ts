@@ -20,6 +20,8 @@ export interface StrategyInput {
   head: number;
   /** The window, trigger, tail and token ratio this request is judged by. */
   window: WindowInfo;
+  /** The active strategy's section of extensions.json, as validated (its own fields included). */
+  settings: WindowSettings;
   /** Estimated tokens of the system prompt and tool schemas. */
   pinnedTokens: number;
   /** Where the request goes: provider, model, image limits, output cap. */

@@ -6,21 +6,22 @@ import { lcm } from './lcm/lcm.ts';
 import { lcmMemory } from './lcm/memory.ts';
 import { NotesSettings } from './notes/settings.ts';
 import { rolling } from './rolling/rolling.ts';
-import { SnapcompactSettings } from './snapcompact/settings.ts';
+import { snapcompactMemory } from './snapcompact/memory.ts';
+import { snapcompact } from './snapcompact/snapcompact.ts';
 
 /** The strategies this build runs; an extension without an entry cannot be the active strategy. */
-export const STRATEGIES: Readonly<Record<string, Strategy>> = { rolling, lcm };
+export const STRATEGIES: Readonly<Record<string, Strategy>> = { rolling, lcm, snapcompact };
 
 /** The layers this build runs over the active strategy, in the order they run (notes first). */
 export const LAYERS: Readonly<Record<string, Layer>> = {};
 
 /** Fold plugins by the memory extension that registers them. */
-export const FOLD_PLUGINS: Readonly<Record<string, FoldPlugin>> = { 'lcm-memory': lcmMemory };
+export const FOLD_PLUGINS: Readonly<Record<string, FoldPlugin>> = { 'lcm-memory': lcmMemory, 'snapcompact-memory': snapcompactMemory };
 
 /** Each extension's section of extensions.json (validated at load, defaults when absent). */
 export const EXTENSION_SETTINGS = {
   rolling: rolling.settings,
   lcm: lcm.settings,
-  snapcompact: SnapcompactSettings,
+  snapcompact: snapcompact.settings,
   notes: NotesSettings,
 } as const;

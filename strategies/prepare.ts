@@ -109,6 +109,7 @@ function frame(setup: EngineSetup, args: PrepareArgs): Frame {
     session: args.session,
     head: args.head,
     window,
+    settings: setup.settings,
     pinnedTokens: pinned,
     target: targetOf(setup, args, toolOutputCap(setup.settings, window)),
     folds: setup.folds,

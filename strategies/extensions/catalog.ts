@@ -41,7 +41,7 @@ export const BUILTIN_EXTENSIONS: readonly ExtensionDef[] = [
     name: 'snapcompact',
     kind: 'strategy',
     defaultEnabled: false,
-    available: false,
+    available: true,
     requires: ['snapcompact-memory'],
     description: 'evicted history archived as rendered text frames a vision model reads, then the verbatim tail',
   },
@@ -65,7 +65,6 @@ export const BUILTIN_EXTENSIONS: readonly ExtensionDef[] = [
     name: 'snapcompact-memory',
     kind: 'memory',
     defaultEnabled: true,
-    // Its transcript tools work now; the archive it reads arrives with snapcompact.
     available: true,
     requires: [],
     description: 'keeps the snapcompact archive readable after a switch and provides transcript_grep and transcript_read',

@@ -153,7 +153,7 @@ describe('forks and warming', () => {
     for (let i = 0; i < 40; i++) await appendRows(db, 's', Array.from({ length: 500 }, (_, j) => ({ kind: 'user' as const, origin: 'user' as const, content: [{ type: 'text' as const, text: `row ${i}.${j} ${'x'.repeat(200)}` }] })));
     const cache = new KernelCache();
     const a = argsFor(db, 's');
-    const input = { db, session: a.session, head: a.head, window: { window: 8000, source: 'config' as const, triggerPercent: 80, tailPercent: 25, ratio: 1 }, pinnedTokens: 0, target: plainTarget('s'), folds: [], cache };
+    const input = { db, session: a.session, head: a.head, window: { window: 8000, source: 'config' as const, triggerPercent: 80, tailPercent: 25, ratio: 1 }, settings: { triggerPercent: 80, tailPercent: 25 }, pinnedTokens: 0, target: plainTarget('s'), folds: [], cache };
     let turns = 0;
     const tick = setInterval(() => (turns += 1), 0);
     await warmTailRows(input, startCut());

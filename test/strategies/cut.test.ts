@@ -242,6 +242,7 @@ function inputFor(db: Db) {
     session: a.session,
     head: a.head,
     window: { window: WINDOW, source: 'config' as const, triggerPercent: 80, tailPercent: 25, ratio: 1 },
+    settings: { triggerPercent: 80, tailPercent: 25 },
     pinnedTokens: 0,
     folds: [],
     target: plainTarget('s'),

@@ -18,6 +18,7 @@ function inputFor(db: Db, cache: KernelCache): StrategyInput {
     session: a.session,
     head: a.head,
     window: { window: 100_000, source: 'config', triggerPercent: 80, tailPercent: 25, ratio: 1 },
+    settings: { triggerPercent: 80, tailPercent: 25 },
     pinnedTokens: 0,
     folds: [],
     target: plainTarget('s'),

@@ -1,0 +1,112 @@
+// snapcompact's saved state and its frame cache. The archive is plain text (what the frames
+// draw) with the offset where each archived row starts, saved with a user-message cut like
+// rolling's. Frames are derived: a cached frame is a payload named by its cache key, so the
+// request can refer to it by hash and `payload.get` serves its bytes.
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { type Db, perDb } from './db.ts';
+import { putPayload } from './payloads.ts';
+import { SavedCut, type CutHints } from './saved-cut.ts';
+
+/** Where each archived row starts in the archive text: [UTF-16 offset, seq], in order. */
+export const ArchiveMarks = z.array(z.tuple([z.number().int().nonnegative(), z.number().int().positive()]));
+export type ArchiveMarks = z.infer<typeof ArchiveMarks>;
+
+/** Another extension's fold the archive took over: it stays text, ahead of the frames. */
+export const KeptFold = z.strictObject({ source: z.string(), text: z.string(), firstSeq: z.number().int(), lastSeq: z.number().int() });
+export type KeptFold = z.infer<typeof KeptFold>;
+
+export interface ArchiveState {
+  text: string;
+  marks: ArchiveMarks;
+  folds: KeptFold[];
+  cut: SavedCut;
+  hints: CutHints;
+  rewrites: number | null;
+  updatedAt: number;
+}
+
+export interface CachedFrame {
+  hash: string;
+  width: number;
+  height: number;
+}
+
+interface Raw {
+  text: string;
+  marks: string;
+  folds: string;
+  cut: string;
+  cut_seq: number;
+  resume_seq: number;
+  rewrites: number | null;
+  updated_at: number;
+}
+
+/** A frame's last use is written at most this often, so that every request does not write. */
+const TOUCH_EVERY_MS = 24 * 60 * 60 * 1000;
+
+const stmts = perDb((db: Db) => ({
+  load: db.prepare<[number], Raw>('SELECT text, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at FROM snapcompact_archive WHERE sid = ?'),
+  save: db.prepare<[number, string, string, string, string, number, number, number, number]>(
+    `INSERT INTO snapcompact_archive (sid, text, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT rewrites FROM sessions WHERE sid = ?), ?)
+     ON CONFLICT (sid) DO UPDATE SET text = excluded.text, marks = excluded.marks, folds = excluded.folds, cut = excluded.cut, cut_seq = excluded.cut_seq,
+       resume_seq = excluded.resume_seq, rewrites = excluded.rewrites, updated_at = excluded.updated_at`,
+  ),
+  frame: db.prepare<[string], CachedFrame & { used_at: number }>('SELECT hash, width, height, used_at FROM snapcompact_frames WHERE key = ?'),
+  putFrame: db.prepare<[string, string, number, number, number]>(
+    'INSERT INTO snapcompact_frames (key, hash, width, height, used_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET used_at = excluded.used_at',
+  ),
+  touch: db.prepare<[number, string]>('UPDATE snapcompact_frames SET used_at = ? WHERE key = ?'),
+  prune: db.prepare<[number]>('DELETE FROM snapcompact_frames WHERE used_at < ?'),
+}));
+
+/** The saved archive, undefined without one, or why the stored one cannot be read. */
+export function loadArchive(db: Db, sid: number): ArchiveState | { unreadable: string } | undefined {
+  const raw = stmts(db).load.get(sid);
+  if (raw === undefined) return undefined;
+  let cut: unknown;
+  let marks: unknown;
+  let folds: unknown;
+  try {
+    cut = JSON.parse(raw.cut);
+    marks = JSON.parse(raw.marks);
+    folds = JSON.parse(raw.folds);
+  } catch {
+    return { unreadable: 'its cut, marks or folds are not JSON' };
+  }
+  const c = SavedCut.safeParse(cut);
+  const m = ArchiveMarks.safeParse(marks);
+  const f = z.array(KeptFold).safeParse(folds);
+  if (!c.success || !m.success || !f.success) return { unreadable: 'its cut, marks or folds have a format this build does not know' };
+  return { text: raw.text, marks: m.data, folds: f.data, cut: c.data, hints: { openerSeq: raw.cut_seq, resumeSeq: raw.resume_seq }, rewrites: raw.rewrites, updatedAt: raw.updated_at };
+}
+
+export function saveArchive(db: Db, sid: number, state: { text: string; marks: ArchiveMarks; folds: readonly KeptFold[]; cut: SavedCut; hints: CutHints }, now = Date.now()): void {
+  stmts(db).save.run(sid, state.text, JSON.stringify(state.marks), JSON.stringify(state.folds), JSON.stringify(state.cut), state.hints.openerSeq, state.hints.resumeSeq, sid, now);
+}
+
+/** A cached frame by its cache key (render/frame.ts frameKey), its use recorded at most daily. */
+export function cachedFrame(db: Db, key: string, now = Date.now()): CachedFrame | undefined {
+  const st = stmts(db);
+  const r = st.frame.get(key);
+  if (r === undefined) return undefined;
+  if (now - r.used_at > TOUCH_EVERY_MS) st.touch.run(now, key);
+  return { hash: r.hash, width: r.width, height: r.height };
+}
+
+/** Stores a rendered frame: its PNG as a payload, and the key naming it. */
+export function cacheFrame(db: Db, key: string, png: Buffer, width: number, height: number, now = Date.now()): CachedFrame {
+  const hash = createHash('sha256').update(png).digest('hex');
+  db.transaction(() => {
+    putPayload(db, hash, 'image/png', width, height, png);
+    stmts(db).putFrame.run(key, hash, width, height, now);
+  })();
+  return { hash, width, height };
+}
+
+/** Drops frames unused since `before` (ms since the epoch); their payloads go at the next collection. */
+export function pruneFrames(db: Db, before: number): number {
+  return stmts(db).prune.run(before).changes;
+}

@@ -1,0 +1,73 @@
+// snapcompact's saved archive as the strategy reads it: located against the transcript with
+// the shared cut module (the same user-message cut rolling saves), extended by evicted rows,
+// and cut into the frames a request shows within the frame budget. Read by the strategy and
+// by snapcompact-memory's fold plugin; no other strategy reads it.
+import type { StoredRow } from '../../protocol/rows.ts';
+import { loadArchive, type ArchiveMarks, type ArchiveState } from '../../storage/snapcompact-state.ts';
+import type { StrategyInput } from '../contract.ts';
+import { CutCache, locate, startCut, type LocatedCut } from '../harness/cut.ts';
+import { cacheSlot } from '../harness/kernel-cache.ts';
+import { archiveText } from './archive-text.ts';
+
+export interface ResolvedArchive {
+  state: ArchiveState | undefined;
+  located: LocatedCut;
+  notes: string[];
+}
+
+const CUTS = cacheSlot<CutCache>('snapcompact.cuts');
+
+/** The saved archive and where its cut falls now (the start of history without one). */
+export function resolveArchive(input: StrategyInput): ResolvedArchive {
+  const loaded = loadArchive(input.db, input.session.sid);
+  if (loaded === undefined) return { state: undefined, located: startCut(), notes: [] };
+  if ('unreadable' in loaded) {
+    return { state: undefined, located: startCut(), notes: [`the saved snapcompact archive cannot be read (${loaded.unreadable}); it is ignored until the next compaction replaces it`] };
+  }
+  const located = locate(input, CUTS, { cut: loaded.cut, hints: loaded.hints, rewrites: loaded.rewrites, savedAt: loaded.updatedAt });
+  if (located === undefined) {
+    return { state: undefined, located: startCut(), notes: ['the saved snapcompact archive no longer matches the transcript; it is ignored until the next compaction replaces it'] };
+  }
+  return { state: loaded, located, notes: located.notes };
+}
+
+/**
+ * The archive extended by newly evicted rows, each row's text NFC-normalized (what the frames
+ * draw) and its start recorded. Rows already archived (an exchange-level cut keeps its opener
+ * in the tail after archiving it) are not archived twice.
+ */
+export function extendArchive(text: string, marks: ArchiveMarks, rows: readonly StoredRow[]): { text: string; marks: ArchiveMarks } {
+  let out = text;
+  const outMarks: ArchiveMarks = [...marks];
+  const last = marks[marks.length - 1]?.[1] ?? 0;
+  for (const row of rows) {
+    if (row.seq <= last) continue;
+    const piece = archiveText([row]).normalize('NFC');
+    if (piece === '') continue;
+    const at = out === '' ? 0 : out.length + 1;
+    outMarks.push([at, row.seq]);
+    out = out === '' ? piece : `${out}\n${piece}`;
+  }
+  return { text: out, marks: outMarks };
+}
+
+/** The seqs of the first and last archived rows whose text starts in [from, to). */
+export function rowsIn(marks: ArchiveMarks, from: number, to: number): { first: number; last: number } | undefined {
+  // The last mark at or before `from` owns the text at `from`.
+  let lo = 0;
+  let hi = marks.length - 1;
+  let start = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (marks[mid]![0] <= from) {
+      start = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  if (start < 0) start = 0;
+  let end = start;
+  while (end + 1 < marks.length && marks[end + 1]![0] < to) end += 1;
+  const a = marks[start];
+  const b = marks[end];
+  return a === undefined || b === undefined ? undefined : { first: a[1], last: b[1] };
+}

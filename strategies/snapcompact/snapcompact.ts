@@ -1,0 +1,252 @@
+// snapcompact: evicted history is kept word for word as an archive of text, and the request
+// shows it as frames of 8x13 pixel-font text (render/) that a vision model reads, then the
+// verbatim tail. No model writes anything, so a compaction is instant and costs nothing. The
+// archive is text; frames are derived from it for each request in the target model's shape
+// and cached by content, so a model switch re-renders and unchanged leading frames keep their
+// bytes (the prompt cache keeps its prefix). A model that reads no images gets the harness's
+// running-summary text compaction instead; the archive stays saved for a later vision model.
+import type { PlainInput, Section } from '../../protocol/prepared.ts';
+import { clampGeometry, frameKey, layout, renderFrame, shapeFor, shapeNameFor, type Frame, type Geometry } from '../../render/index.ts';
+import { cacheFrame, cachedFrame, saveArchive, type ArchiveState, type KeptFold } from '../../storage/snapcompact-state.ts';
+import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
+import { imageTokens, inputsTokens } from '../estimate.ts';
+import { locateAt, planCut, type LocatedCut } from '../harness/cut.ts';
+import { cacheSlot } from '../harness/kernel-cache.ts';
+import { foldText, priorTail, warmPriorTail } from '../harness/prior.ts';
+import { runningSummary } from '../harness/running-summary.ts';
+import { isDue, roomUnderTrigger, tailBudget } from '../harness/window.ts';
+import { forModel, tokenCounter } from '../projection.ts';
+import { extendArchive, resolveArchive, rowsIn } from './archive.ts';
+import { SnapcompactSettings } from './settings.ts';
+
+/** Images a request may carry by provider, when the upstream does not say (the spec's caps). */
+const PROVIDER_IMAGE_CAPS: ReadonlyMap<string, number> = new Map([
+  ['anthropic', 90],
+  ['amazon-bedrock', 90],
+  ['openrouter', 90],
+  ['antigravity', 90],
+  ['openai', 200],
+  ['openai-codex', 200],
+  ['umans', 10],
+]);
+const UNKNOWN_PROVIDER_CAP = 5;
+/** Frames of inline base64 a request carries at most, unless the upstream uploads images. */
+export const INLINE_FRAME_CAP = 60;
+/** Frames a request carries at most, whatever else allows. */
+export const FRAME_CAP = 80;
+
+function settingsOf(input: StrategyInput) {
+  return SnapcompactSettings.parse(input.settings);
+}
+
+/** The frame shape for the target, clamped to the upstream's image edge. */
+function geometryOf(input: StrategyInput): Geometry {
+  const shape = shapeFor(input.target.provider, input.target.model);
+  return input.target.maxImageEdgePx === undefined ? shape : clampGeometry(shape, input.target.maxImageEdgePx);
+}
+
+function providerCap(provider: string | undefined): number {
+  if (provider === undefined) return UNKNOWN_PROVIDER_CAP;
+  if (provider.startsWith('google')) return 200;
+  return PROVIDER_IMAGE_CAPS.get(provider) ?? UNKNOWN_PROVIDER_CAP;
+}
+
+/**
+ * How many frames a request may show: the least of the provider's image budget (nine tenths of
+ * what the upstream declares, else the provider's cap; `maxFrames` replaces both), the inline
+ * data cap (unless images are uploaded), the hard cap, and archivePercent of the window at the
+ * cost of one full frame.
+ */
+export function frameBudget(input: StrategyInput, fullFrameTokens: number): number {
+  const s = settingsOf(input);
+  const images = s.maxFrames ?? (input.target.maxImages !== undefined ? Math.floor(input.target.maxImages * 0.9) : providerCap(input.target.provider));
+  const inline = input.target.uploadsImages ? Infinity : INLINE_FRAME_CAP;
+  const window = input.window.window === null ? Infinity : Math.floor((input.window.window * s.archivePercent) / 100 / input.window.ratio / Math.max(1, fullFrameTokens));
+  return Math.max(0, Math.min(images, inline, FRAME_CAP, window));
+}
+
+/** The frames a request shows: the first and the newest, whole frames between them dropped. */
+export function chooseFrames(count: number, budget: number): number[] {
+  if (count <= budget) return Array.from({ length: count }, (_, i) => i);
+  if (budget <= 0) return [];
+  if (budget === 1) return [count - 1];
+  return [0, ...Array.from({ length: budget - 1 }, (_, i) => count - budget + 1 + i)];
+}
+
+interface FramesView {
+  inputs: PlainInput[];
+  section: Section;
+  notes: string[];
+}
+
+const LAYOUT = cacheSlot<{ key: string; frames: Frame[] }>('snapcompact.layout');
+
+function layoutOf(input: StrategyInput, state: ArchiveState, geometry: Geometry): Frame[] {
+  const key = `${state.updatedAt}:${state.text.length}:${JSON.stringify(geometry)}`;
+  const cached = input.cache.get(LAYOUT);
+  if (cached?.key === key) return cached.frames;
+  const frames = layout(state.text, geometry);
+  input.cache.set(LAYOUT, { key, frames });
+  return frames;
+}
+
+/** Frames rendered by this kernel, for /context: how many came from the cache. */
+const RENDERS = cacheSlot<{ rendered: number; hits: number }>('snapcompact.renders');
+
+/**
+ * The archive as frame inputs, each with a caption line. A frame not in the cache is rendered
+ * and stored (a derived, content-addressed cache, not strategy state). When rendering fails,
+ * the archive is withheld from this request with a one-line note, and the turn goes on.
+ */
+function framesOf(input: StrategyInput, state: ArchiveState): FramesView {
+  const name = shapeNameFor(input.target.provider, input.target.model);
+  const counters = input.cache.getOrSet(RENDERS, () => ({ rendered: 0, hits: 0 }));
+  try {
+    const geometry = geometryOf(input);
+    const frames = layoutOf(input, state, geometry);
+    const full = frames[0] === undefined ? 0 : imageTokens(frames[0].width, frames[0].height, input.target.maxImageEdgePx);
+    const chosen = chooseFrames(frames.length, frameBudget(input, full));
+    const dropped = frames.filter((_, i) => !chosen.includes(i)).reduce((n, f) => n + f.text.length, 0);
+    const inputs: PlainInput[] = [];
+    let hits = 0;
+    for (const [k, i] of chosen.entries()) {
+      const f = frames[i]!;
+      const key = frameKey(f.geometry, f.text);
+      let image = cachedFrame(input.db, key);
+      if (image === undefined) {
+        const r = renderFrame(f);
+        image = cacheFrame(input.db, key, r.png, r.width, r.height);
+        counters.rendered += 1;
+      } else {
+        hits += 1;
+        counters.hits += 1;
+      }
+      const rows = rowsIn(state.marks, f.start, f.start + f.text.length);
+      const where = rows === undefined ? '' : ` · rows #${rows.first}-#${rows.last}`;
+      const gap = k === 0 && dropped > 0 ? ` · ${dropped} characters of older history after this frame are not shown (transcript_read reads them)` : '';
+      inputs.push({
+        role: 'user',
+        content: [
+          { type: 'text', text: `[archive frame ${i + 1} of ${frames.length}${where}${gap}]` },
+          { type: 'image', hash: image.hash, media_type: 'image/png', width: image.width, height: image.height },
+        ],
+      });
+    }
+    const shape = frames[0] === undefined ? '' : `, ${frames[0].width}x${frames[0].height} px`;
+    return {
+      inputs,
+      section: { name: 'frames', source: `snapcompact archive: ${chosen.length} of ${frames.length} frame(s), ${name} shape${shape}, ${hits} cached, ${dropped} characters dropped`, estimated_tokens: inputsTokens(inputs, input.target.maxImageEdgePx) },
+      notes: [],
+    };
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    const text = `[snapcompact archive of ${state.text.length} characters withheld from this request: its frames could not be rendered; transcript_read and transcript_grep read that history]`;
+    const inputs: PlainInput[] = [{ role: 'user', content: [{ type: 'text', text }] }];
+    return { inputs, section: { name: 'frames', source: 'snapcompact archive withheld (rendering failed)', estimated_tokens: inputsTokens(inputs) }, notes: [`snapcompact could not render its frames (${why}); the archive was left out of this request`] };
+  }
+}
+
+function keptFoldInputs(folds: readonly KeptFold[]): PlainInput[] {
+  return folds.map((f) => ({ role: 'user', content: [{ type: 'text', text: foldText(f) }] }));
+}
+
+function build(input: StrategyInput, state: ArchiveState | undefined, located: LocatedCut, notes: string[]): Projection {
+  const { folds, rest } = priorTail(input, located);
+  const inputs: PlainInput[] = [];
+  const sections: Section[] = [];
+  const allNotes = [...notes];
+  const kept = [...(state?.folds ?? []), ...folds];
+  if (kept.length > 0) {
+    const foldInputs = keptFoldInputs(kept);
+    inputs.push(...foldInputs);
+    sections.push({ name: 'folds', source: `${kept.length} stored fold(s) from ${[...new Set(kept.map((f) => f.source))].join(', ')}`, estimated_tokens: inputsTokens(foldInputs) });
+  }
+  if (state !== undefined && state.text !== '') {
+    const view = framesOf(input, state);
+    inputs.push(...view.inputs);
+    sections.push(view.section);
+    allNotes.push(...view.notes);
+  }
+  const tail = forModel(rest, input.target);
+  inputs.push(...tail);
+  if (rest.length > 0) sections.push({ name: 'tail', source: `rows #${rest[0]!.seq}-#${rest[rest.length - 1]!.seq} (${rest.length} rows, verbatim)`, estimated_tokens: inputsTokens(tail) });
+  const estimate = input.pinnedTokens + inputsTokens(inputs, input.target.maxImageEdgePx);
+  return { inputs, sections, estimate, due: isDue(estimate, input.window), notes: allNotes };
+}
+
+const TEXT_FALLBACK = 'the model reads no images: snapcompact uses the running-summary text compaction for it; the frame archive stays saved for a model that reads images';
+
+function project(input: StrategyInput): Projection {
+  if (!input.target.readsImages) {
+    const p = runningSummary.project(input);
+    return { ...p, notes: [TEXT_FALLBACK, ...p.notes] };
+  }
+  const r = resolveArchive(input);
+  return build(input, r.state, r.located, r.notes);
+}
+
+async function warm(input: StrategyInput): Promise<void> {
+  if (!input.target.readsImages) return runningSummary.warm?.(input);
+  await warmPriorTail(input, resolveArchive(input).located);
+}
+
+const NOTHING_TO_ARCHIVE = 'cannot compact further without splitting the newest exchange';
+
+/**
+ * What a compaction would archive now: the cut module's eviction over the rows other folds do
+ * not cover, with the tail kept to tailPercent of the window and never more than half of what
+ * the trigger leaves after the pinned prompt and a full archive.
+ */
+function choose(input: StrategyInput, forced: boolean) {
+  const r = resolveArchive(input);
+  const { folds, rest } = priorTail(input, r.located);
+  const from = folds.length === 0 || rest.length === 0 ? r.located : (locateAt(input, rest[0]!) ?? r.located);
+  const tokens = tokenCounter(rest, input.target);
+  const historyTokens = rest.reduce((n, row) => n + tokens(row), 0);
+  const g = geometryOf(input);
+  const full = imageTokens(g.frameWidth, g.rows * g.pitch, input.target.maxImageEdgePx);
+  const archiveTokens = frameBudget(input, full) * (full + 20);
+  const kept = [...(r.state?.folds ?? []), ...folds];
+  const fixed = input.pinnedTokens + inputsTokens(keptFoldInputs(kept)) + archiveTokens;
+  let budget = tailBudget(input.window, historyTokens, forced);
+  const room = roomUnderTrigger(input.window, fixed);
+  if (room !== null) budget = Math.min(budget, Math.max(0, Math.floor(room / 2)));
+  const plan = planCut(input, from, rest, { tokens, budget, settles: (tail) => input.window.window === null || !isDue(fixed + tail, input.window) });
+  return { r, folds, kept, plan, budget: frameBudget(input, full), fullFrameTokens: full, fixedBeforeFrames: fixed - archiveTokens };
+}
+
+function plan(input: StrategyInput, projection: Projection, forced: boolean): DryRun {
+  if (!input.target.readsImages) return runningSummary.plan!(input, projection, forced);
+  const c = choose(input, forced);
+  return {
+    plan: {
+      evict_rows: c.plan?.evicted.length ?? 0,
+      evict_from_seq: c.plan?.evicted[0]?.seq ?? null,
+      evict_to_seq: c.plan?.evicted[c.plan.evicted.length - 1]?.seq ?? null,
+      tail_rows: c.plan?.tail.length ?? 0,
+      estimated_tokens_before: projection.estimate,
+      // Frames are drawn from the archive text only at the next request; the bound is the budget.
+      estimated_tokens_after: projection.estimate,
+    },
+    reason: c.plan === undefined ? NOTHING_TO_ARCHIVE : null,
+  };
+}
+
+async function compact(input: StrategyInput, projection: Projection, opts: CompactOptions): Promise<CompactOutcome> {
+  if (!input.target.readsImages) return runningSummary.compact(input, projection, opts);
+  const c = choose(input, opts.forced);
+  if (c.plan === undefined) return nothingCompacted(NOTHING_TO_ARCHIVE);
+  const cut = c.plan;
+  const next = extendArchive(c.r.state?.text ?? '', c.r.state?.marks ?? [], cut.evicted);
+  // Sized before anything is written: the frames the new archive shows within the budget, at
+  // a full frame each, the kept folds and the tail. An archive that would not make the request
+  // smaller (a small window, where one frame outweighs the text it replaces) is not saved.
+  const frames = layout(next.text, geometryOf(input)).length;
+  const shown = Math.min(frames, c.budget);
+  const after = c.fixedBeforeFrames + shown * (c.fullFrameTokens + 20) + cut.tailTokens;
+  if (after >= projection.estimate) return nothingCompacted(`nothing worth archiving yet: the request would not get smaller (~${projection.estimate} -> ~${after} tokens)`);
+  const commit = (): void => saveArchive(input.db, input.session.sid, { text: next.text, marks: next.marks, folds: c.kept, cut: cut.cut, hints: cut.hints });
+  return { compacted: true, commit, reason: null, backend: 'snapcompact', summarizerTokensIn: 0, summarizerTokensOut: 0, evictedRows: cut.evicted.length };
+}
+
+export const snapcompact: Strategy = { name: 'snapcompact', settings: SnapcompactSettings, project, plan, compact, warm, adopt: runningSummary.adopt };

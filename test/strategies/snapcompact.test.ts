@@ -1,0 +1,176 @@
+// snapcompact through the engine against a real SQLite file: evicted history as frames of the
+// archive text (rendered for real and read back through sharp), the frame budget and its
+// dropping rule, the cache that keeps frame bytes stable, the text fallback for a model that
+// reads no images, a render failure, and the archive as text pages for another strategy.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import sharp from 'sharp';
+import type { PlainInput } from '../../protocol/prepared.ts';
+import { SHAPES } from '../../render/index.ts';
+import type { Db } from '../../storage/db.ts';
+import { getPayload } from '../../storage/payloads.ts';
+import { loadRollingState } from '../../storage/rolling-state.ts';
+import { loadArchive, type ArchiveState } from '../../storage/snapcompact-state.ts';
+import { appendRows } from '../../storage/transcript.ts';
+import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
+import { inspectRequest, prepareRequest, type EngineSetup } from '../../strategies/prepare.ts';
+import { rolling } from '../../strategies/rolling/rolling.ts';
+import { snapcompactMemory } from '../../strategies/snapcompact/memory.ts';
+import { chooseFrames, snapcompact } from '../../strategies/snapcompact/snapcompact.ts';
+import type { ModelEntry } from '../../strategies/catalog/models.ts';
+import { tempDb } from '../storage/factories.ts';
+import { canonicalText, readFrame } from '../render/read-frame.ts';
+import { argsFor, assertCallsPaired, RecordingSummarizer, sessionWithTurns, setupFor, turn } from './engine-fixtures.ts';
+
+function model(id: string, provider: string, input: ModelEntry['input'], extra: Partial<ModelEntry> = {}): ModelEntry {
+  return { id, provider, context_window: 200_000, input, ...extra };
+}
+
+function withModel(setup: EngineSetup, m: ModelEntry | undefined): EngineSetup {
+  return { ...setup, model: m, modelId: m?.id ?? setup.modelId };
+}
+
+const images = (inputs: readonly PlainInput[]) => inputs.flatMap((i) => i.content.flatMap((p) => (p.type === 'image' ? [p] : [])));
+const captions = (inputs: readonly PlainInput[]) =>
+  inputs.filter((i) => i.content.some((p) => p.type === 'image')).map((i) => (i.content[0]?.type === 'text' ? i.content[0].text : ''));
+
+function archiveOf(db: Db, sid: number): ArchiveState {
+  const a = loadArchive(db, sid);
+  assert.ok(a !== undefined && !('unreadable' in a));
+  return a;
+}
+
+const sidOf = (db: Db, name: string) => argsFor(db, name).session.sid;
+
+describe('snapcompact', () => {
+  test('at the trigger: the archive goes out as frames, then the tail, with no summarizer call', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 160);
+    const summarizer = new RecordingSummarizer();
+    const setup = withModel(setupFor({ window: 32_000, summarizer, strategy: snapcompact }), model('claude-test', 'anthropic', ['text', 'image']));
+    const out = await prepareRequest(setup, argsFor(db, 's'));
+    assert.equal(out.compacted, true);
+    assert.equal(summarizer.calls.length, 0);
+    assert.deepEqual(out.observation.sections.map((s) => s.name), ['system', 'frames', 'tail']);
+    const frames = images(out.inputs);
+    assert.ok(frames.length >= 1);
+    assert.ok(out.observation.estimated_input_tokens < 32_000 * 0.9);
+    assertCallsPaired(out.inputs);
+    // Each frame is a real PNG of the Claude shape whose cells read back as the archive text.
+    const archive = archiveOf(db, sidOf(db, 's'));
+    const first = getPayload(db, frames[0]!.hash)!;
+    const meta = await sharp(first.data).metadata();
+    assert.equal(meta.width, frames[0]!.width);
+    assert.equal(meta.height, frames[0]!.height);
+    assert.equal(frames[0]!.width, Math.floor(SHAPES.claude.frameWidth / SHAPES.claude.advance) * SHAPES.claude.advance);
+    const read = await readFrame(first.data, SHAPES.claude);
+    const columns = read.rows[0]!.length;
+    const expected = canonicalText(archive.text.replaceAll('\n', '⏎')).slice(0, columns * 3);
+    assert.equal(read.rows.slice(0, 3).join(''), expected, 'the first frame draws the start of the archive');
+    assert.match(captions(out.inputs)[0]!, /^\[archive frame 1 of \d+ · rows #1-#\d+/);
+    assert.match(archive.text, /^¶user: request 0: please fix src\/module0\.ts/);
+  });
+
+  test('frame bytes stay identical across prepares until the archive grows, and come from the cache', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 160);
+    const setup = withModel(setupFor({ window: 32_000, strategy: snapcompact }), model('claude-test', 'anthropic', ['text', 'image']));
+    const cache = new KernelCache();
+    const a = await prepareRequest(setup, argsFor(db, 's', { cache }));
+    await appendRows(db, 's', turn(160));
+    const b = await prepareRequest(setup, argsFor(db, 's', { cache }));
+    assert.equal(b.compacted, false);
+    assert.deepEqual(images(b.inputs).map((i) => i.hash), images(a.inputs).map((i) => i.hash));
+    const source = b.observation.sections.find((s) => s.name === 'frames')!.source;
+    const m = /(\d+) of \d+ frame\(s\).*, (\d+) cached/.exec(source);
+    assert.ok(m !== null && m[1] === m[2], `every frame shown came from the cache: ${source}`);
+  });
+
+  test('over the budget: the first and the newest frames stay, and the first caption says what was dropped', async (t) => {
+    assert.deepEqual(chooseFrames(3, 5), [0, 1, 2]);
+    assert.deepEqual(chooseFrames(10, 4), [0, 7, 8, 9]);
+    assert.deepEqual(chooseFrames(10, 1), [9]);
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 400, 600);
+    // Two frames at most; a large window so the trigger is the archive's, not the budget's.
+    const setup = withModel({ ...setupFor({ window: 200_000, strategy: snapcompact }), settings: { triggerPercent: 90, tailPercent: 2, archivePercent: 20, maxFrames: 2 } as EngineSetup['settings'] }, model('claude-test', 'anthropic', ['text', 'image']));
+    const out = await prepareRequest(setup, argsFor(db, 's', { force: true }));
+    assert.equal(out.compacted, true);
+    const c = captions(out.inputs);
+    assert.equal(c.length, 2);
+    const n = Number(/of (\d+)/.exec(c[0]!)![1]);
+    assert.ok(n > 2, `${n} frames in the archive`);
+    assert.match(c[0]!, /^\[archive frame 1 of \d+ .* (\d+) characters of older history after this frame are not shown/);
+    assert.match(c[1]!, new RegExp(`^\\[archive frame ${n} of ${n} `));
+  });
+
+  test('a model that reads no images gets the running-summary text compaction; back on a vision model the same frames come from the cache', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 160);
+    const summarizer = new RecordingSummarizer();
+    const base = setupFor({ window: 32_000, summarizer, strategy: snapcompact });
+    const vision = withModel(base, model('claude-test', 'anthropic', ['text', 'image']));
+    const text = withModel(base, model('text-only', 'anthropic', ['text']));
+    const a = await prepareRequest(vision, argsFor(db, 's'));
+    const before = images(a.inputs).map((i) => i.hash);
+    const sid = sidOf(db, 's');
+    for (let i = 160; i < 220; i++) await appendRows(db, 's', turn(i));
+    const b = await prepareRequest(text, argsFor(db, 's'));
+    assert.equal(images(b.inputs).length, 0);
+    assert.ok(b.observation.notes.some((n) => n.includes('reads no images')));
+    assert.equal(b.compacted, true);
+    assert.ok(summarizer.calls.length > 0, 'the text fallback summarizes');
+    assert.ok(loadRollingState(db, sid) !== undefined);
+    // The archive was not touched by the text compaction.
+    assert.equal(archiveOf(db, sid).text.length > 0, true);
+    // Back on the vision model (inspected, so nothing compacts): the same frames, from the cache.
+    const again = await prepareRequest({ ...vision, strategy: { ...snapcompact, compact: () => Promise.reject(new Error('not expected')) } }, argsFor(db, 's'));
+    assert.deepEqual(images(again.inputs).map((i) => i.hash), before);
+  });
+
+  test('an archive made under one shape re-renders in another model family\'s shape', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 160);
+    const base = setupFor({ window: 32_000, strategy: snapcompact });
+    const claude = await prepareRequest(withModel(base, model('claude-test', 'anthropic', ['text', 'image'])), argsFor(db, 's'));
+    const gpt = inspectRequest(withModel(base, model('gpt-5-test', 'openai', ['text', 'image'])), argsFor(db, 's'));
+    const cw = images(claude.inputs)[0]!;
+    assert.equal(cw.height % SHAPES.claude.pitch, 0);
+    assert.match(gpt.sections.find((s) => s.name === 'frames')!.source, /gpt shape, 1568x\d+ px/);
+  });
+
+  test('a render failure withholds the archive with a note and never fails the turn', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 160);
+    const base = setupFor({ window: 32_000, strategy: snapcompact });
+    await prepareRequest(withModel(base, model('claude-test', 'anthropic', ['text', 'image'])), argsFor(db, 's'));
+    // An image edge no geometry accepts: rendering throws inside the projection.
+    const broken = withModel(base, { ...model('claude-test', 'anthropic', ['text', 'image']), max_image_edge_px: 0 });
+    await appendRows(db, 's', turn(160));
+    const out = await prepareRequest(broken, argsFor(db, 's'));
+    assert.equal(images(out.inputs).length, 0);
+    assert.ok(out.inputs.some((i) => i.content.some((p) => p.type === 'text' && /archive of \d+ characters withheld/.test(p.text))));
+    assert.ok(out.observation.notes.some((n) => n.includes('could not render its frames')));
+  });
+
+  test('after a switch to rolling the archive arrives as text pages standing in for exactly its rows', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 160);
+    const base = setupFor({ window: 32_000, strategy: snapcompact });
+    await prepareRequest(withModel(base, model('claude-test', 'anthropic', ['text', 'image'])), argsFor(db, 's'));
+    const sid = sidOf(db, 's');
+    const archive = archiveOf(db, sid);
+    const out = await prepareRequest({ ...setupFor({ window: 200_000, strategy: rolling, folds: [snapcompactMemory] }) }, argsFor(db, 's'));
+    const folds = out.observation.sections.find((s) => s.name === 'folds');
+    assert.ok(folds !== undefined, out.observation.sections.map((s) => s.name).join());
+    assert.match(folds.source, /stored fold\(s\) from snapcompact-memory over rows #1-#\d+/);
+    const tail = out.observation.sections.find((s) => s.name === 'tail')!;
+    assert.match(tail.source, new RegExp(`^rows #${archive.hints.openerSeq}-`));
+    // The pages together are the archive text, in order, each numbered.
+    const pages = out.inputs.flatMap((i) => i.content.flatMap((p) => (p.type === 'text' && p.text.includes('snapcompact archive page') ? [p.text] : [])));
+    assert.ok(pages.length > 1);
+    pages.forEach((p, k) => assert.match(p, new RegExp(`snapcompact archive page ${k + 1} of ${pages.length};`)));
+    const joined = pages.map((p) => p.slice(p.indexOf(']\n', p.indexOf('archive page')) + 2)).join('\n');
+    assert.equal(joined, archive.text);
+  });
+});
