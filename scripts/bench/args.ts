@@ -27,13 +27,13 @@ export interface BenchArgs {
 }
 
 /** Strategies the replay section knows how to configure. */
-export const REPLAY_STRATEGIES = ['rolling', 'lcm'] as const;
+export const REPLAY_STRATEGIES = ['rolling', 'lcm', 'snapcompact'] as const;
 
 export const DEFAULT_SIZES = [10_000, 100_000, 1_000_000];
 export const QUICK_SIZES = [2_000, 20_000];
 
 const USAGE = `usage: npm run bench -- [--quick] [--sizes 10000,100000,1000000] [--only append,read,grep,prepare,compact,replay,lcm,frames]
-                        [--json out.json] [--fixtures DIR] [--tmp DIR] [--strategies rolling,lcm]`;
+                        [--json out.json] [--fixtures DIR] [--tmp DIR] [--strategies rolling,lcm,snapcompact]`;
 
 function parseSize(s: string): number {
   const m = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(s.trim());
