@@ -133,7 +133,10 @@ export function engineSetup(args: {
     extensionTools: enabledMemoryTools(resolution.enabled).map(toolSpec),
     summarizer: createSummarizer(summarizerConfig, { env: args.env ?? process.env, clientCall }),
     configErrors: args.configErrors,
-    layers: resolution.enabled.flatMap((name) => LAYERS[name] ?? []),
+    layers: resolution.enabled.flatMap((name) => {
+      const make = LAYERS[name];
+      return make === undefined ? [] : [make((args.config.extensions as Readonly<Record<string, unknown>>)[name])];
+    }),
     folds: foldPluginsFor(resolution.enabled, FOLD_PLUGINS, resolution.strategy),
   };
 }

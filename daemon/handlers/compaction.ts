@@ -36,6 +36,8 @@ function frameFor(
   session: string,
   prompt: { model: string | null; instructions: string; tools: PrepareArgs['tools'] },
   opts: {
+    /** The RPC method the frame serves, for the log. */
+    method: string;
     force: boolean;
     focus: string | undefined;
     provider?: string | undefined;
@@ -62,7 +64,11 @@ function frameFor(
       return inner.summarize(req);
     },
   };
-  const setup: EngineSetup = { ...chosen, summarizer };
+  // A layer that fails never fails the turn (the observation says so); the log says it once.
+  const onLayerError = (layer: string, err: unknown): void => {
+    ctx.daemon.log.warn({ err, session, method: opts.method, layer }, `layer ${layer} failed; the request went out without its update`);
+  };
+  const setup: EngineSetup = { ...chosen, summarizer, onLayerError };
   const args: PrepareArgs = {
     db,
     session: { sid: s.sid, name: s.name },
@@ -106,7 +112,7 @@ export const prepare: Handler<'prepare'> = (params, ctx) =>
   ctx.daemon.kernels.run(params.session, async (kernel) => {
     const prompt = { model: params.model, instructions: params.instructions, tools: params.tools };
     ctx.daemon.summarizeRoutes.notePrepare(params.session, ctx.conn);
-    const f = frameFor(ctx, kernel, params.session, prompt, { force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream });
+    const f = frameFor(ctx, kernel, params.session, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream });
     const prepared = await prepareRequest(f.setup, f.args);
     const observation = record(ctx, f, prepared.observation, prompt);
     if (prepared.compacted) ctx.daemon.log.info({ session: params.session, method: 'prepare', tokens: observation.last_compaction }, 'compacted');
@@ -143,7 +149,7 @@ export const compact: Handler<'compact'> = (params, ctx) =>
       if (params.dry_run) resolution = previewStrategy(db, config, s.sid, params.strategy);
       else chooseStrategy(db, config, s.sid, params.strategy);
     }
-    const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { force: true, focus: params.focus, readOnly: params.dry_run, resolution });
+    const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { method: 'compact', force: true, focus: params.focus, readOnly: params.dry_run, resolution });
     if (params.dry_run) {
       await warmRequest(f.setup, f.args);
       const { dryRun, observation } = planCompaction(f.setup, f.args);
@@ -165,7 +171,7 @@ export const context: Handler<'context'> = (params, ctx) =>
     if (latest !== undefined) {
       observation = { ...latest.observation, config_errors: ctx.daemon.configProblems() };
     } else {
-      const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { force: false, focus: undefined, readOnly: true });
+      const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { method: 'context', force: false, focus: undefined, readOnly: true });
       await warmRequest(f.setup, f.args);
       observation = inspectRequest(f.setup, f.args);
     }

@@ -4,6 +4,7 @@
 import type { StoredRow } from '../../protocol/rows.ts';
 import { imageMarker } from '../../storage/row-text.ts';
 import { aiLine, callLine, LINE_MARKERS, outLine, userLine } from '../summarizer/prompt-format.ts';
+import { chunkUnits, groupUnits, opensExchange, opensUnit } from './units.ts';
 
 /** Characters kept of a message, a tool result, and a tool call's arguments. */
 export const CAPS = { message: 8000, result: 1600, args: 1500 } as const;
@@ -47,4 +48,14 @@ export function summaryText(rows: readonly StoredRow[]): string {
   const out: string[] = [];
   for (const r of rows) for (const l of summaryLines(r)) out.push(l.replaceAll('\n', '\n  '));
   return out.join('\n');
+}
+
+/**
+ * Rows in order as summarizer transcripts of at most `maxTokens` estimated tokens each (by
+ * `tokens`, the request's sizes), broken between units or exchanges, never inside an exchange;
+ * an exchange larger than that goes alone.
+ */
+export function summaryChunks(rows: readonly StoredRow[], tokens: (row: StoredRow) => number, maxTokens: number): string[] {
+  const groups = groupUnits(rows, (r) => opensUnit(r) || opensExchange(r), tokens);
+  return chunkUnits(groups, maxTokens).map((chunk) => summaryText(chunk.flatMap((u) => u.items)));
 }
