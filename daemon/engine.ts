@@ -76,7 +76,8 @@ function settingsFor(config: ConfigSnapshot, strategy: Strategy | null): WindowS
   return (strategy === null ? config.extensions.rolling : sections[strategy.name]) as WindowSettings;
 }
 
-function extensionContext(resolution: Resolution): string {
+/** The block the enabled extensions add to the system prompt: one line per extension that acts on the session. */
+export function extensionContext(resolution: Resolution): string {
   const lines: string[] = [];
   for (const name of resolution.enabled) {
     const def = registry.get(name);
