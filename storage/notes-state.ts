@@ -2,9 +2,8 @@
 // they cover history up to, the backend that wrote them, and why the last rewrite failed (if
 // it did). The cut is stored as JSON and re-parsed with zod on every read; what it means and
 // how it is found again is strategies/harness/cut.ts.
-import { z } from 'zod';
 import { type Db, perDb } from './db.ts';
-import { SavedCut, type CutHints } from './saved-cut.ts';
+import { readCut, SavedCut, type CutHints } from './saved-cut.ts';
 
 export interface NotesState {
   text: string;
@@ -58,17 +57,11 @@ const stmts = perDb((db: Db) => ({
 export function loadNotes(db: Db, sid: number): NotesState | UnreadableNotes | undefined {
   const raw = stmts(db).load.get(sid);
   if (raw === undefined) return undefined;
-  let json: unknown;
-  try {
-    json = JSON.parse(raw.cut);
-  } catch {
-    return { unreadable: 'its cut is not JSON' };
-  }
-  const cut = SavedCut.safeParse(json);
-  if (!cut.success) return { unreadable: `its cut has a format this build does not know (${z.prettifyError(cut.error).split('\n')[0] ?? ''})` };
+  const read = readCut(raw.cut, SavedCut);
+  if ('unreadable' in read) return read;
   return {
     text: raw.text,
-    cut: cut.data,
+    cut: read.cut,
     hints: { openerSeq: raw.cut_seq, resumeSeq: raw.resume_seq },
     backend: raw.backend,
     rewrites: raw.rewrites,

@@ -61,14 +61,13 @@ describe('notes over the socket', () => {
 
   const prepare = (session: string): Promise<Prepared> => client.call('prepare', { session, model: 'claude-sonnet-4-5', instructions: INSTRUCTIONS });
 
-  /** Appends turns from `from` on, preparing after each, until a request compacts; returns it. */
+  /** Appends 45 turns from `from` on (more than the trigger of the window) and prepares: that request compacts. */
   async function untilCompacted(session: string, from: number): Promise<{ p: Prepared; next: number }> {
-    for (let i = from; i < from + 60; i++) {
-      await client.call('transcript.append', { session, rows: stepTurn(i) });
-      const p = await prepare(session);
-      if (p.compacted) return { p, next: i + 1 };
-    }
-    throw new Error('no compaction in 60 turns');
+    const rows = Array.from({ length: 45 }, (_, i) => stepTurn(from + i)).flat();
+    await client.call('transcript.append', { session, rows });
+    const p = await prepare(session);
+    assert.equal(p.compacted, true, `~${p.observation.estimated_input_tokens} tokens`);
+    return { p, next: from + 45 };
   }
 
   test('the first compaction writes the notes; every later request starts with them, byte for byte until the next compaction', async () => {
@@ -152,10 +151,8 @@ describe('the extractive backend keeps planted identifiers in the notes', () => 
   /** One session with an identifier in each of its first 20 turns; returns how many the notes keep and their size. */
   async function kept(session: string): Promise<{ count: number; tokens: number }> {
     await client.call('session.open', { session });
-    for (let i = 0; i < 90; i++) {
-      const extra = i < planted.length ? `; the fixture id is ${planted[i]}` : '';
-      await client.call('transcript.append', { session, rows: stepTurn(i, extra) });
-    }
+    const rows = Array.from({ length: 90 }, (_, i) => stepTurn(i, i < planted.length ? `; the fixture id is ${planted[i]}` : '')).flat();
+    await client.call('transcript.append', { session, rows });
     const p = await client.call('prepare', { session, model: 'm', instructions: INSTRUCTIONS });
     assert.equal(p.compacted, true);
     const rest = JSON.stringify(p.inputs.slice(1));

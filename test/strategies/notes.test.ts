@@ -69,15 +69,21 @@ function rowsOfSession(db: Db, session: string): StoredRow[] {
   return out;
 }
 
+/** A session of 40 turns prepared once over rolling with the notes layer, so it compacted. */
+async function compactedSession(t: Parameters<typeof tempDb>[0]) {
+  const db = tempDb(t);
+  await sessionWithTurns(db, 's', 40);
+  const summarizer = notesSummarizer();
+  const setup = setupFor({ window: 8000, summarizer, layers: [layer] });
+  const cache = new KernelCache();
+  const out = await prepareRequest(setup, argsFor(db, 's', { cache }));
+  assert.equal(out.compacted, true);
+  return { db, summarizer, setup, cache, out, sid: argsFor(db, 's').session.sid };
+}
+
 describe('notes', () => {
   test('the first compaction writes the notes from exactly what it evicted; later requests start with them, byte for byte', async (t) => {
-    const db = tempDb(t);
-    await sessionWithTurns(db, 's', 40);
-    const summarizer = notesSummarizer();
-    const setup = setupFor({ window: 8000, summarizer, layers: [layer] });
-    const cache = new KernelCache();
-    const out = await prepareRequest(setup, argsFor(db, 's', { cache }));
-    assert.equal(out.compacted, true);
+    const { db, summarizer, setup, cache, out, sid } = await compactedSession(t);
 
     const calls = summarizer.calls.filter((c) => c.purpose === 'notes');
     assert.ok(calls.length >= 2, `the eviction went in ${calls.length} chunk(s)`);
@@ -102,7 +108,6 @@ describe('notes', () => {
     assert.deepEqual(out.observation.sections.map((s) => s.name), ['system', 'notes', 'summary', 'recap', 'tail']);
     const section = out.observation.sections[1]!;
     assert.match(section.source, /by client \(budget 300 tokens\)/);
-    const sid = argsFor(db, 's').session.sid;
     assert.equal(notesOf(db, sid).hints.openerSeq, tailStart(out.observation.sections), 'the notes cover history up to the tail');
 
     // A turn without a compaction: the same notes, the same bytes in front.
@@ -126,13 +131,7 @@ describe('notes', () => {
   });
 
   test('the next compaction sends only history after the notes\' cut, with the notes so far', async (t) => {
-    const db = tempDb(t);
-    await sessionWithTurns(db, 's', 40);
-    const summarizer = notesSummarizer();
-    const setup = setupFor({ window: 8000, summarizer, layers: [layer] });
-    const cache = new KernelCache();
-    await prepareRequest(setup, argsFor(db, 's', { cache }));
-    const sid = argsFor(db, 's').session.sid;
+    const { db, summarizer, setup, cache, sid } = await compactedSession(t);
     const first = notesOf(db, sid);
     const n = summarizer.calls.length;
     for (let i = 40; i < 80; i++) await appendRows(db, 's', turn(i));
