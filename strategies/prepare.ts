@@ -354,15 +354,15 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   let second = first;
   // The frame the request goes out in: after a compaction a pinned system prompt is rebuilt,
   // since the prefix changes anyway.
-  let g = f;
+  let out = f;
   args.db.transaction(() => {
     if (outcome.compacted && sessionRewrites(args.db, sid) !== rewritesAtStart) {
       outcome = { ...outcome, compacted: false, reason: 'the history moved while the summary was written (a late tool result settled); the summary was discarded' };
     }
     if (outcome.compacted) {
       outcome.commit?.();
-      if (f.context !== setup.extensionContext) g = frame(setup, args, setup.extensionContext);
-      second = project(setup, g.input);
+      if (f.context !== setup.extensionContext) out = frame(setup, args, setup.extensionContext);
+      second = project(setup, out.input);
     }
     // Only what happened goes into the log: a success, or a real failure. "Nothing worth
     // evicting" is an observation, so /context keeps showing the last compaction that did.
@@ -392,16 +392,16 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   }
   // Layers follow the strategy: after a committed compaction they compact too, otherwise they
   // project as on any other request.
-  const layers = outcome.compacted ? await compactLayers(setup, g.input, first, second, opts) : { views: new Map<string, LayerView>(), notes: [] };
-  const sent = layered(setup, g.input, second, layers.views);
+  const layers = outcome.compacted ? await compactLayers(setup, out.input, first, second, opts) : { views: new Map<string, LayerView>(), notes: [] };
+  const sent = layered(setup, out.input, second, layers.views);
   return {
-    system: g.system,
-    tools: g.tools,
+    system: out.system,
+    tools: out.tools,
     inputs: sent.inputs,
     compacted: outcome.compacted,
     reason,
-    observation: observe(setup, g, sent, { compacted: outcome.compacted, failure: reason, db: args.db, notes: layers.notes }),
-    extensionContext: g.context,
+    observation: observe(setup, out, sent, { compacted: outcome.compacted, failure: reason, db: args.db, notes: layers.notes }),
+    extensionContext: out.context,
   };
 }
 

@@ -39,6 +39,9 @@ export function summaryLines(row: StoredRow): string[] {
       const n = b.body;
       if (n.notice === 'excursion') return [`${LINE_MARKERS.note}: excursion started on branch ${n.branch}`];
       if (n.notice === 'excursion_return') return [`${LINE_MARKERS.note}: excursion ${n.branch} returned: ${cap(n.outcome, CAPS.message)}`];
+      // A capabilities notice only bridges a reload until the next compaction rebuilds the
+      // system prompt; summarized, it would outlive that and contradict the new prompt. Image
+      // fits only change earlier rows' images.
       return [];
     }
   }
