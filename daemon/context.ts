@@ -21,6 +21,12 @@ export interface DaemonSettings {
   maxInFlight: number;
   /** How long shutdown waits for in-flight requests, in milliseconds. */
   shutdownGraceMs: number;
+  /**
+   * Whether extensions.json and models.json are watched. Off, they are read at start and on
+   * /reload or SIGHUP only (for homes on file systems without change events, and for editing
+   * several files before applying them together).
+   */
+  watchConfig: boolean;
 }
 
 export interface ConfigProblem {
@@ -45,8 +51,11 @@ export interface DaemonServices {
   /** The current extensions.json and models.json (last good versions). */
   config(): ConfigSnapshot;
   configProblems(): ConfigProblem[];
-  /** Re-reads the configuration files now and clears every failure latch (what /reload and SIGHUP do). */
-  reloadConfig(): void;
+  /**
+   * Re-reads the configuration files now, clears every failure latch and tells live sessions
+   * of changed capabilities (what /reload and SIGHUP do); resolves when all of that is done.
+   */
+  reloadConfig(): Promise<void>;
   /** Asks the background search indexer to catch up with new rows. */
   scheduleIndexing(): void;
   /** Starts an orderly shutdown after the current response is written. */

@@ -18,6 +18,7 @@ import { ConfigStore, type ConfigSnapshot } from './config.ts';
 import { registry } from './engine.ts';
 import { StartupError, type HomePaths } from './home.ts';
 import { resetAllAutoFailures } from '../storage/engine-log.ts';
+import { tellCapabilities } from './capabilities.ts';
 import { SessionKernels } from './kernels.ts';
 import type { Logger } from './logger.ts';
 import { SummarizeRoutes } from './summarize-routes.ts';
@@ -27,6 +28,7 @@ export const DEFAULT_SETTINGS: DaemonSettings = {
   maxImageBytes: DEFAULT_MAX_IMAGE_BYTES,
   maxInFlight: 64,
   shutdownGraceMs: 10_000,
+  watchConfig: true,
 };
 
 /**
@@ -67,6 +69,8 @@ export class Daemon implements DaemonServices {
   /** All connections' unfinished lines together: room for two of the longest line. */
   private readonly partialLines: PartialLineBudget;
   private readonly configStore: ConfigStore;
+  /** The capability notices the last configuration change is appending (see reloadConfig). */
+  private telling: Promise<void> = Promise.resolve();
   readonly search: SearchWorker;
   /** Called once the daemon has stopped on its own (daemon.shutdown). */
   onStopped: (() => void) | undefined;
@@ -90,6 +94,9 @@ export class Daemon implements DaemonServices {
       onChange: (cfg) => {
         resetAllAutoFailures(this.db);
         log.info({ version: cfg.version }, 'configuration changed');
+        // Whatever changed the files (/reload, SIGHUP, the watch, a global selection), live
+        // sessions whose extensions changed are told in their history.
+        this.telling = this.tellSessions();
       },
     });
     this.configStore.load();
@@ -103,7 +110,7 @@ export class Daemon implements DaemonServices {
   static async start(paths: HomePaths, log: Logger, settings: Partial<DaemonSettings> = {}): Promise<Daemon> {
     const daemon = new Daemon(paths, log, { ...DEFAULT_SETTINGS, ...settings });
     try {
-      await daemon.configStore.watch();
+      if (daemon.settings.watchConfig) await daemon.configStore.watch();
       await daemon.listen();
     } catch (err) {
       for (const socket of daemon.early.splice(0)) socket.destroy();
@@ -135,12 +142,21 @@ export class Daemon implements DaemonServices {
   }
 
   /**
-   * What /reload and SIGHUP both do: re-read the configuration files, and give every latched
-   * session another chance even when the files did not change.
+   * What /reload and SIGHUP both do: re-read the configuration files, give every latched
+   * session another chance even when the files did not change, and resolve once every live
+   * session whose extension context changed has its capability notice.
    */
-  reloadConfig(): void {
+  async reloadConfig(): Promise<void> {
     this.configStore.load();
     resetAllAutoFailures(this.db);
+    await this.telling;
+  }
+
+  private async tellSessions(): Promise<void> {
+    const told = await tellCapabilities(this);
+    if (told === 0) return;
+    this.scheduleIndexing();
+    this.log.info({ sessions: told, method: 'reload' }, 'told live sessions that their capabilities changed');
   }
 
   scheduleIndexing(): void {

@@ -76,7 +76,8 @@ function settingsFor(config: ConfigSnapshot, strategy: Strategy | null): WindowS
   return (strategy === null ? config.extensions.rolling : sections[strategy.name]) as WindowSettings;
 }
 
-function extensionContext(resolution: Resolution): string {
+/** The block the enabled extensions add to the system prompt: one line per extension that acts on the session. */
+export function extensionContext(resolution: Resolution): string {
   const lines: string[] = [];
   for (const name of resolution.enabled) {
     const def = registry.get(name);
@@ -133,7 +134,10 @@ export function engineSetup(args: {
     extensionTools: enabledMemoryTools(resolution.enabled).map(toolSpec),
     summarizer: createSummarizer(summarizerConfig, { env: args.env ?? process.env, clientCall }),
     configErrors: args.configErrors,
-    layers: resolution.enabled.flatMap((name) => LAYERS[name] ?? []),
+    layers: resolution.enabled.flatMap((name) => {
+      const make = LAYERS[name];
+      return make === undefined ? [] : [make((args.config.extensions as Readonly<Record<string, unknown>>)[name])];
+    }),
     folds: foldPluginsFor(resolution.enabled, FOLD_PLUGINS, resolution.strategy),
   };
 }

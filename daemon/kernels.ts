@@ -44,6 +44,11 @@ export class SessionKernels {
     return this.slots.size;
   }
 
+  /** The sessions with a kernel in memory now (the live ones), least recently used first. */
+  loadedSessions(): string[] {
+    return [...this.slots.keys()];
+  }
+
   /**
    * Runs `task` after every earlier task of the same session in its lane has settled (for
    * `all`: in both lanes, and both wait for it). A failing task does not poison the queue: the

@@ -37,10 +37,13 @@ async function main(): Promise<void> {
   daemon.onStopped = () => void stop('daemon.shutdown', 0);
   process.on('SIGTERM', () => void stop('SIGTERM', 0));
   process.on('SIGINT', () => void stop('SIGINT', 0));
-  // SIGHUP is /reload: re-read extensions.json and models.json.
+  // SIGHUP is /reload: re-read extensions.json and models.json, and tell live sessions.
   process.on('SIGHUP', () => {
     log.info('SIGHUP received: reloading configuration');
-    daemon.reloadConfig();
+    daemon.reloadConfig().then(
+      () => log.info({ method: 'reload' }, 'SIGHUP reload done'),
+      (err: unknown) => log.error({ err, method: 'reload' }, 'SIGHUP reload failed'),
+    );
   });
   process.on('uncaughtException', (err) => {
     log.fatal({ err }, 'uncaught exception');

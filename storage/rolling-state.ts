@@ -3,7 +3,7 @@
 // fingerprints them; the older one counted projected items and is upgraded on adoption.
 import { z } from 'zod';
 import { type Db, perDb } from './db.ts';
-import { SavedCut, type CutHints } from './saved-cut.ts';
+import { readCut, SavedCut, type CutHints } from './saved-cut.ts';
 
 /** The pre-2 format: a count of projected items before the cut. */
 export const ItemCut = z.strictObject({ items: z.number().int().nonnegative() });
@@ -52,17 +52,11 @@ const stmts = perDb((db: Db) => ({
 export function loadRollingState(db: Db, sid: number): RollingState | UnreadableState | undefined {
   const raw = stmts(db).load.get(sid);
   if (raw === undefined) return undefined;
-  let json: unknown;
-  try {
-    json = JSON.parse(raw.cut);
-  } catch {
-    return { unreadable: 'its cut is not JSON' };
-  }
-  const cut = RollingCut.safeParse(json);
-  if (!cut.success) return { unreadable: `its cut has a format this build does not know (${z.prettifyError(cut.error).split('\n')[0] ?? ''})` };
+  const read = readCut(raw.cut, RollingCut);
+  if ('unreadable' in read) return read;
   return {
     summary: raw.summary,
-    cut: cut.data,
+    cut: read.cut,
     hints: { openerSeq: raw.cut_seq, resumeSeq: raw.resume_seq ?? raw.cut_seq },
     backend: raw.backend,
     rewrites: raw.rewrites,

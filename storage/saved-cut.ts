@@ -27,3 +27,19 @@ export interface CutHints {
   /** First seq of the verbatim rows after the opener (= openerSeq for a whole-unit cut). */
   resumeSeq: number;
 }
+
+/**
+ * A cut read back from its JSON column with `schema` (SavedCut, or a union with older formats),
+ * or why this build cannot read it; callers ignore such a state until it is replaced.
+ */
+export function readCut<T>(text: string, schema: z.ZodType<T>): { cut: T } | { unreadable: string } {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return { unreadable: 'its cut is not JSON' };
+  }
+  const cut = schema.safeParse(json);
+  if (!cut.success) return { unreadable: `its cut has a format this build does not know (${z.prettifyError(cut.error).split('\n')[0] ?? ''})` };
+  return { cut: cut.data };
+}

@@ -124,6 +124,12 @@ export interface Layer {
   compact(input: StrategyInput, before: Projection, after: Projection, opts: CompactOptions): Promise<LayerView>;
 }
 
+/**
+ * How this build registers a layer: built for a request from its section of extensions.json,
+ * which the factory parses with the layer's own schema (the config store already checked it).
+ */
+export type LayerFactory = (section: unknown) => Layer;
+
 /** A stored fold another extension kept: text standing for a range of source rows. */
 export interface Fold {
   /** The extension that stored it. */

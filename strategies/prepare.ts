@@ -30,6 +30,12 @@ export interface EngineSetup {
   model: ModelEntry | undefined;
   /** Text the enabled extensions add to the system prompt. */
   extensionContext: string;
+  /**
+   * An extension context to keep sending in place of `extensionContext` until this session's
+   * next compaction: what the model last saw before a reload changed it (the model learns of
+   * the change from a notice in its history), so the cached prefix survives the reload.
+   */
+  pinnedContext?: string | undefined;
   /** Tools the enabled extensions give the model, after the agent's own. */
   extensionTools: ToolSpec[];
   summarizer: Summarizer;
@@ -68,6 +74,8 @@ export interface Prepared {
   /** Why an attempted compaction wrote nothing, when it did not. */
   reason: string | null;
   observation: Observation;
+  /** The extension context `system` carries: the pinned one, until a compaction rebuilt it. */
+  extensionContext: string;
 }
 
 export function composeSystem(instructions: string, extensionContext: string): string {
@@ -78,6 +86,8 @@ export function composeSystem(instructions: string, extensionContext: string): s
 interface Frame {
   input: StrategyInput;
   system: string;
+  /** The extension context inside `system`. */
+  context: string;
   tools: ToolSpec[];
   systemSection: Section;
   problems: string[];
@@ -99,8 +109,8 @@ export function targetOf(setup: Pick<EngineSetup, 'model' | 'modelId'>, args: Pi
   };
 }
 
-function frame(setup: EngineSetup, args: PrepareArgs): Frame {
-  const system = composeSystem(args.instructions, setup.extensionContext);
+function frame(setup: EngineSetup, args: PrepareArgs, context = setup.pinnedContext ?? setup.extensionContext): Frame {
+  const system = composeSystem(args.instructions, context);
   const tools = [...args.tools, ...setup.extensionTools.filter((t) => !args.tools.some((a) => a.name === t.name))];
   const pinned = pinnedTokens(system, tools);
   const window = resolveWindow(setup.settings, setup.model, tokenRatio(args.db, args.session.sid, setup.modelId));
@@ -117,10 +127,10 @@ function frame(setup: EngineSetup, args: PrepareArgs): Frame {
   };
   const systemSection: Section = {
     name: 'system',
-    source: `instructions (~${textTokens(args.instructions)} tokens)${setup.extensionContext === '' ? '' : ' + extension context'} + ${tools.length} tool schema(s)`,
+    source: `instructions (~${textTokens(args.instructions)} tokens)${context === '' ? '' : context === setup.extensionContext ? ' + extension context' : ' + the extension context from before the last reload'} + ${tools.length} tool schema(s)`,
     estimated_tokens: pinned,
   };
-  return { input, system, tools, systemSection, problems: validateWindow(window, pinned) };
+  return { input, system, tools, systemSection, problems: validateWindow(window, pinned), context };
 }
 
 /** Without a strategy every row goes out as it is. */
@@ -317,7 +327,7 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     const failure = first.due && latched ? `automatic compaction is paused after ${LATCH_LIMIT} consecutive failures; run /compact to retry` : waits === null ? null : pace.reason;
     const notes = waits === null ? [] : [waits];
     const sent = layered(setup, f.input, first);
-    return { system: f.system, tools: f.tools, inputs: sent.inputs, compacted: false, reason: null, observation: observe(setup, f, sent, { compacted: false, failure, db: args.db, notes }) };
+    return { system: f.system, tools: f.tools, inputs: sent.inputs, compacted: false, reason: null, observation: observe(setup, f, sent, { compacted: false, failure, db: args.db, notes }), extensionContext: f.context };
   }
 
   if (args.force) setAutoFailures(args.db, sid, 0);
@@ -343,13 +353,17 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   // only add rows after the head it read): otherwise the summary is discarded, as if it had
   // found nothing worth evicting, and the next preparation tries again.
   let second = first;
+  // The frame the request goes out in: after a compaction a pinned system prompt is rebuilt,
+  // since the prefix changes anyway.
+  let out = f;
   args.db.transaction(() => {
     if (outcome.compacted && sessionRewrites(args.db, sid) !== rewritesAtStart) {
       outcome = { ...outcome, compacted: false, reason: 'the history moved while the summary was written (a late tool result settled); the summary was discarded' };
     }
     if (outcome.compacted) {
       outcome.commit?.();
-      second = project(setup, f.input);
+      if (f.context !== setup.extensionContext) out = frame(setup, args, setup.extensionContext);
+      second = project(setup, out.input);
     }
     // Only what happened goes into the log: a success, or a real failure. "Nothing worth
     // evicting" is an observation, so /context keeps showing the last compaction that did.
@@ -379,15 +393,16 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   }
   // Layers follow the strategy: after a committed compaction they compact too, otherwise they
   // project as on any other request.
-  const layers = outcome.compacted ? await compactLayers(setup, f.input, first, second, opts) : { views: new Map<string, LayerView>(), notes: [] };
-  const sent = layered(setup, f.input, second, layers.views);
+  const layers = outcome.compacted ? await compactLayers(setup, out.input, first, second, opts) : { views: new Map<string, LayerView>(), notes: [] };
+  const sent = layered(setup, out.input, second, layers.views);
   return {
-    system: f.system,
-    tools: f.tools,
+    system: out.system,
+    tools: out.tools,
     inputs: sent.inputs,
     compacted: outcome.compacted,
     reason,
-    observation: observe(setup, f, sent, { compacted: outcome.compacted, failure: reason, db: args.db, notes: [...(outcome.notes ?? []), ...layers.notes] }),
+    observation: observe(setup, out, sent, { compacted: outcome.compacted, failure: reason, db: args.db, notes: [...(outcome.notes ?? []), ...layers.notes] }),
+    extensionContext: out.context,
   };
 }
 

@@ -325,11 +325,19 @@ export function rowInputs(row: StoredRow, target: ProjectionTarget): PlainInput[
       const n = body.body;
       // Image fits only change earlier rows' images; they are not model input themselves.
       if (n.notice === 'image_fit') return [];
-      if (n.notice === 'capabilities_changed') return [{ role: 'user', content: [{ type: 'text', text: `[capabilities changed]\n${n.context}` }] }];
+      if (n.notice === 'capabilities_changed') return [{ role: 'user', content: [{ type: 'text', text: capabilitiesNote(n.context) }] }];
       if (n.notice === 'excursion') return [{ role: 'user', content: [{ type: 'text', text: `[excursion started on branch ${n.branch}]` }] }];
       return [{ role: 'user', content: [{ type: 'text', text: `[excursion on branch ${n.branch} returned]\n${n.outcome}` }] }];
     }
   }
+}
+
+/**
+ * A reload's notice as the model reads it. Until the next compaction the system prompt still
+ * describes the extensions as they were, so the note says that it replaces that part.
+ */
+export function capabilitiesNote(context: string): string {
+  return `[capabilities changed: the context-management part of the system prompt is out of date; from now on it reads]\n${context === '' ? '(no context-management extensions are active)' : context}`;
 }
 
 /**

@@ -14,6 +14,7 @@ import type { Summarizer } from '../../strategies/summarizer/types.ts';
 import { adoptSession, inspectRequest, planCompaction, prepareRequest, warmRequest, type EngineSetup, type PrepareArgs } from '../../strategies/prepare.ts';
 import type { CallContext, Handler } from '../context.ts';
 import { renderObservation } from '../context-text.ts';
+import { noteSent, pinnedContext } from '../capabilities.ts';
 import { chooseStrategy, engineSetup, previewStrategy, summarizerNote } from '../engine.ts';
 import type { Kernel } from '../kernels.ts';
 import { cacheSlot } from '../../strategies/harness/kernel-cache.ts';
@@ -36,6 +37,8 @@ function frameFor(
   session: string,
   prompt: { model: string | null; instructions: string; tools: PrepareArgs['tools'] },
   opts: {
+    /** The RPC method the frame serves, for the log. */
+    method: string;
     force: boolean;
     focus: string | undefined;
     provider?: string | undefined;
@@ -62,7 +65,11 @@ function frameFor(
       return inner.summarize(req);
     },
   };
-  const setup: EngineSetup = { ...chosen, summarizer };
+  // A layer that fails never fails the turn (the observation says so); the log says it once.
+  const onLayerError = (layer: string, err: unknown): void => {
+    ctx.daemon.log.warn({ err, session, method: opts.method, layer }, `layer ${layer} failed; the request went out without its update`);
+  };
+  const setup: EngineSetup = { ...chosen, summarizer, onLayerError };
   const args: PrepareArgs = {
     db,
     session: { sid: s.sid, name: s.name },
@@ -106,8 +113,9 @@ export const prepare: Handler<'prepare'> = (params, ctx) =>
   ctx.daemon.kernels.run(params.session, async (kernel) => {
     const prompt = { model: params.model, instructions: params.instructions, tools: params.tools };
     ctx.daemon.summarizeRoutes.notePrepare(params.session, ctx.conn);
-    const f = frameFor(ctx, kernel, params.session, prompt, { force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream });
-    const prepared = await prepareRequest(f.setup, f.args);
+    const f = frameFor(ctx, kernel, params.session, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream });
+    const prepared = await prepareRequest({ ...f.setup, pinnedContext: pinnedContext(kernel, f.setup) }, f.args);
+    noteSent(kernel, f.setup, prepared);
     const observation = record(ctx, f, prepared.observation, prompt);
     if (prepared.compacted) ctx.daemon.log.info({ session: params.session, method: 'prepare', tokens: observation.last_compaction }, 'compacted');
     const inputs = params.images === 'inline' ? inlineImages(prepared.inputs, (hash) => getPayload(ctx.daemon.db, hash)?.data) : prepared.inputs;
@@ -143,7 +151,7 @@ export const compact: Handler<'compact'> = (params, ctx) =>
       if (params.dry_run) resolution = previewStrategy(db, config, s.sid, params.strategy);
       else chooseStrategy(db, config, s.sid, params.strategy);
     }
-    const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { force: true, focus: params.focus, readOnly: params.dry_run, resolution });
+    const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { method: 'compact', force: true, focus: params.focus, readOnly: params.dry_run, resolution });
     if (params.dry_run) {
       await warmRequest(f.setup, f.args);
       const { dryRun, observation } = planCompaction(f.setup, f.args);
@@ -151,6 +159,8 @@ export const compact: Handler<'compact'> = (params, ctx) =>
       return { compacted: false, strategy: f.setup.strategy?.name ?? null, reason, plan: dryRun?.plan ?? null, observation };
     }
     const prepared = await prepareRequest(f.setup, f.args);
+    // Its compaction rebuilt the system prompt: the next request sends the current one.
+    if (prepared.compacted) noteSent(kernel, f.setup, prepared);
     // A manual compaction sends no provider request: its snapshot only has the estimate.
     const observation = record(ctx, f, prepared.observation);
     return { compacted: prepared.compacted, strategy: f.setup.strategy?.name ?? null, reason: prepared.reason, plan: null, observation };
@@ -165,7 +175,7 @@ export const context: Handler<'context'> = (params, ctx) =>
     if (latest !== undefined) {
       observation = { ...latest.observation, config_errors: ctx.daemon.configProblems() };
     } else {
-      const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { force: false, focus: undefined, readOnly: true });
+      const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { method: 'context', force: false, focus: undefined, readOnly: true });
       await warmRequest(f.setup, f.args);
       observation = inspectRequest(f.setup, f.args);
     }

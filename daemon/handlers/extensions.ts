@@ -26,7 +26,7 @@ export const extensionsList: Handler<'extensions.list'> = (params, { daemon }) =
 };
 
 /** Rewrites the `extensions` section of extensions.json with the change applied. */
-function writeGlobalSelection(daemon: DaemonServices, change: { enable: string[]; disable: string[] }): void {
+async function writeGlobalSelection(daemon: DaemonServices, change: { enable: string[]; disable: string[] }): Promise<void> {
   const file = daemon.paths.extensions;
   const problem = daemon.configProblems().find((p) => p.file === 'extensions.json');
   if (problem !== undefined) {
@@ -49,14 +49,14 @@ function writeGlobalSelection(daemon: DaemonServices, change: { enable: string[]
   const tmp = `${file}.${process.pid}.tmp`;
   fs.writeFileSync(tmp, `${JSON.stringify(raw, null, 2)}\n`, { mode: 0o600 });
   fs.renameSync(tmp, file);
-  daemon.reloadConfig();
+  await daemon.reloadConfig();
 }
 
-export const extensionsSelect: Handler<'extensions.select'> = (params, { daemon }) => {
+export const extensionsSelect: Handler<'extensions.select'> = async (params, { daemon }) => {
   const change = { enable: params.enable, disable: params.disable };
   if (params.session === undefined) {
     validateSelection(registry, resolveExtensions(daemon.db, daemon.config(), undefined), change);
-    writeGlobalSelection(daemon, change);
+    await writeGlobalSelection(daemon, change);
     const r = resolveExtensions(daemon.db, daemon.config(), undefined);
     return { strategy: r.strategy, enabled: [...r.enabled] };
   }
@@ -68,7 +68,7 @@ export const extensionsSelect: Handler<'extensions.select'> = (params, { daemon 
   });
 };
 
-export const reload: Handler<'reload'> = (_params, { daemon }) => {
-  daemon.reloadConfig();
+export const reload: Handler<'reload'> = async (_params, { daemon }) => {
+  await daemon.reloadConfig();
   return { version: daemon.config().version, config_errors: daemon.configProblems() };
 };

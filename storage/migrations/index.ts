@@ -7,7 +7,8 @@ import { sql as m005 } from './005-row-graphemes.ts';
 import { sql as m006 } from './006-reused-tool-call-ids.ts';
 import { sql as m007 } from './007-cut-hints-and-token-ratios.ts';
 import { sql as m008 } from './008-lcm-tree.ts';
-import { sql as m011 } from './011-snapcompact.ts';
+import { sql as m009 } from './009-notes.ts';
+import { sql as m010 } from './010-snapcompact.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -25,5 +26,6 @@ export const migrations: readonly Migration[] = [
   { version: 6, name: 'reused-tool-call-ids', sql: m006 },
   { version: 7, name: 'cut-hints-and-token-ratios', sql: m007 },
   { version: 8, name: 'lcm-tree', sql: m008 },
-  { version: 11, name: 'snapcompact', sql: m011 },
+  { version: 9, name: 'notes', sql: m009 },
+  { version: 10, name: 'snapcompact', sql: m010 },
 ];

@@ -49,7 +49,7 @@ export const BUILTIN_EXTENSIONS: readonly ExtensionDef[] = [
     name: 'notes',
     kind: 'layer',
     defaultEnabled: true,
-    available: false,
+    available: true,
     requires: [],
     description: 'session notes rewritten at every compaction and sent at the top of each request',
   },

@@ -321,21 +321,38 @@ function wholePlan(input: StrategyInput, located: LocatedCut, units: readonly Un
   };
 }
 
-/** The whole-unit part of a new cut opening on `opener`, after `evicted` left the tail. */
-function unitCut(input: StrategyInput, located: LocatedCut, evicted: readonly StoredRow[], opener: StoredRow): SavedCut {
+/**
+ * The whole-unit part of a new cut opening on `opener`, after `evicted` (the rows from
+ * `located`'s opener on) left the tail. Without an opener the cut lies past every row through
+ * the head; it then carries no `rows` count, because rows appended later would read as late
+ * results (invariant 3).
+ */
+function unitCut(input: StrategyInput, located: LocatedCut, evicted: readonly StoredRow[], opener: StoredRow | undefined): SavedCut {
   const { db } = input;
   const sid = input.session.sid;
   const newUsers = evicted.filter((r) => r.row_class === 'user').length;
   // The stored text of the newly evicted user inputs, in order, extends the fingerprint.
   const texts = newUsers === 0 ? [] : userRowsAfter(db, sid, located.openerSeq - 1, newUsers).map((r) => r.text);
   const users = located.cut.users + newUsers;
+  const fingerprint = extendFingerprint(located.cut.fingerprint, texts);
+  if (opener === undefined) return { format: 2, users, fingerprint };
   const prevUser = users === 0 ? 0 : (nthUserSeq(db, sid, users - 1) ?? 0);
   const fits = opener.row_class === 'image_fit' ? fitsBetween(db, sid, prevUser, opener.seq) + 1 : 0;
   return {
     format: 2,
     users,
-    fingerprint: extendFingerprint(located.cut.fingerprint, texts),
+    fingerprint,
     ...(fits > 0 ? { fits } : {}),
     rows: rowsBeforeCount(db, sid, opener.seq),
   };
+}
+
+/**
+ * The whole-unit cut a layer saves after `evicted` — rows read from a located whole-unit cut's
+ * opener on, in order — opening on `opener`, or past every row through the head when there is
+ * none. For layers that derive what to cover instead of planning a cut (notes).
+ */
+export function cutAfter(input: StrategyInput, located: LocatedCut, evicted: readonly StoredRow[], opener: StoredRow | undefined): { cut: SavedCut; hints: CutHints } {
+  const seq = opener?.seq ?? input.head + 1;
+  return { cut: unitCut(input, located, evicted, opener), hints: { openerSeq: seq, resumeSeq: seq } };
 }

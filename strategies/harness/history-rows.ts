@@ -27,8 +27,11 @@ function read(input: StrategyInput, from: number, to: number): StoredRow[] {
   return rows;
 }
 
-/** `read` in pages, giving the event loop a turn whenever a slice's time is used up. */
-async function readYielding(input: StrategyInput, from: number, to: number): Promise<StoredRow[]> {
+/**
+ * Rows with seq `from`..`to` (inclusive, image fits applied) read in pages, giving the event
+ * loop a turn whenever a slice's time is used up. Not cached: for one-off reads at a compaction.
+ */
+export async function readYielding(input: StrategyInput, from: number, to: number): Promise<StoredRow[]> {
   const rows: StoredRow[] = [];
   if (from > to) return rows;
   let started = performance.now();

@@ -16,8 +16,8 @@ import { locateAt, planCut, type CutPlan, type LocatedCut } from './cut.ts';
 import { foldText, priorTail, warmPriorTail } from './prior.ts';
 import { cacheSlot } from './kernel-cache.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from './summarizer-prompt.ts';
-import { summaryText } from './summary-text.ts';
-import { chunkUnits, groupUnits, opensExchange, opensUnit } from './units.ts';
+import { summaryChunks } from './summary-text.ts';
+import { evictionChunkTokens } from './units.ts';
 import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from './window.ts';
 import { forModel, targetKey, tokenCounter, tokenCounterYielding } from '../projection.ts';
 import { locateItemCut, resolveState } from './running-summary-state.ts';
@@ -35,11 +35,6 @@ export const MIN_SUMMARY_TOKENS = 128;
 /** Summary output cap in tokens: a tenth of the window, within [128, 2048]. */
 export function summaryCap(window: number): number {
   return Math.min(2048, Math.max(MIN_SUMMARY_TOKENS, Math.floor(window / 10)));
-}
-
-/** Largest eviction chunk per summarizer call, in estimated tokens. */
-export function chunkCap(window: number): number {
-  return Math.max(1000, Math.floor(window / 2));
 }
 
 function clip(text: string, max: number): string {
@@ -251,9 +246,8 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   // Fold the eviction in order, chunk by chunk, carrying the summary along. Chunks break
   // between units or exchanges, never inside an exchange. A local summarizer never waits on
   // I/O, so each chunk gives the event loop a turn.
-  const groups = groupUnits(cut.evicted, (r) => opensUnit(r) || opensExchange(r), tokens);
   // Stored folds are the oldest part of the eviction and go first, as the text they already are.
-  const transcripts = [...(folds.length === 0 ? [] : [folds.map(foldText).join('\n\n')]), ...chunkUnits(groups, chunkCap(basis)).map((chunk) => summaryText(chunk.flatMap((u) => u.items)))];
+  const transcripts = [...(folds.length === 0 ? [] : [folds.map(foldText).join('\n\n')]), ...summaryChunks(cut.evicted, tokens, evictionChunkTokens(basis))];
   for (const transcript of transcripts) {
     await yieldToEventLoop();
     const prompt = summaryPrompt({

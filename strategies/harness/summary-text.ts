@@ -4,6 +4,7 @@
 import type { StoredRow } from '../../protocol/rows.ts';
 import { imageMarker } from '../../storage/row-text.ts';
 import { aiLine, callLine, LINE_MARKERS, outLine, userLine } from '../summarizer/prompt-format.ts';
+import { chunkUnits, groupUnits, opensExchange, opensUnit } from './units.ts';
 
 /** Characters kept of a message, a tool result, and a tool call's arguments. */
 export const CAPS = { message: 8000, result: 1600, args: 1500 } as const;
@@ -49,6 +50,9 @@ export function summaryLines(row: StoredRow, options: SummaryTextOptions = {}): 
       const n = b.body;
       if (n.notice === 'excursion') return [`${LINE_MARKERS.note}: excursion started on branch ${n.branch}`];
       if (n.notice === 'excursion_return') return [`${LINE_MARKERS.note}: excursion ${n.branch} returned: ${cap(n.outcome, CAPS.message)}`];
+      // A capabilities notice only bridges a reload until the next compaction rebuilds the
+      // system prompt; summarized, it would outlive that and contradict the new prompt. Image
+      // fits only change earlier rows' images.
       return [];
     }
   }
@@ -62,4 +66,14 @@ export function summaryText(rows: readonly StoredRow[], options: SummaryTextOpti
   const out: string[] = [];
   for (const r of rows) for (const l of summaryLines(r, options)) out.push(l.replaceAll('\n', '\n  '));
   return out.join('\n');
+}
+
+/**
+ * Rows in order as summarizer transcripts of at most `maxTokens` estimated tokens each (by
+ * `tokens`, the request's sizes), broken between units or exchanges, never inside an exchange;
+ * an exchange larger than that goes alone.
+ */
+export function summaryChunks(rows: readonly StoredRow[], tokens: (row: StoredRow) => number, maxTokens: number): string[] {
+  const groups = groupUnits(rows, (r) => opensUnit(r) || opensExchange(r), tokens);
+  return chunkUnits(groups, maxTokens).map((chunk) => summaryText(chunk.flatMap((u) => u.items)));
 }

@@ -75,3 +75,12 @@ export function chunkUnits<T>(units: readonly Unit<T>[], maxTokens: number): Uni
   if (current.length > 0) chunks.push(current);
   return chunks;
 }
+
+/**
+ * The largest piece of evicted history one summarizer call reads, in estimated tokens: half the
+ * window (the basis a caller judges by), never under 1000. Shared by every caller that folds an
+ * eviction chunk by chunk (rolling's summary, the notes).
+ */
+export function evictionChunkTokens(window: number): number {
+  return Math.max(1000, Math.floor(window / 2));
+}

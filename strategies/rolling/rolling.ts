@@ -6,6 +6,6 @@ import type { Strategy } from '../contract.ts';
 import { runningSummary } from '../harness/running-summary.ts';
 import { RollingSettings } from './settings.ts';
 
-export { RECAP_HEADER, RECAP_MESSAGES, RECAP_CHARS, SUMMARY_HEADER, summaryCap, chunkCap } from '../harness/running-summary.ts';
+export { RECAP_HEADER, RECAP_MESSAGES, RECAP_CHARS, SUMMARY_HEADER, summaryCap } from '../harness/running-summary.ts';
 
 export const rolling: Strategy = { name: 'rolling', settings: RollingSettings, ...runningSummary };

@@ -269,3 +269,14 @@ test('hot reload through the watcher: create, break, fix and delete a file', { t
     await store.close();
   }
 });
+
+test('the notes section: budgetTokens defaults to 2000 and must be a positive integer', () => {
+  const ok = parseExtensionsText('{"notes": {"budgetTokens": 500}}', BUILTIN_REGISTRY);
+  assert.ok(ok.ok && ok.value.notes.budgetTokens === 500);
+  const absent = parseExtensionsText('{}', BUILTIN_REGISTRY);
+  assert.ok(absent.ok && absent.value.notes.budgetTokens === 2000);
+  for (const bad of ['{"notes": {"budgetTokens": 0}}', '{"notes": {"budgetTokens": "lots"}}', '{"notes": {"budget": 10}}']) {
+    const out = parseExtensionsText(bad, BUILTIN_REGISTRY);
+    assert.ok(!out.ok && /notes/.test(out.message), bad);
+  }
+});

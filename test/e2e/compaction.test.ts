@@ -138,10 +138,12 @@ describe('compaction over the socket', () => {
     }
     assert.ok(compactions >= 5, `${compactions} compactions`);
     assert.ok(outage !== undefined, 'the outage hit a compaction');
-    assert.ok(summarizeCalls.every((c) => c.purpose === 'rolling'));
+    // Every compaction's rolling summary is followed by the notes rewrite (the notes layer is on by default).
+    assert.ok(summarizeCalls.every((c) => c.purpose === 'rolling' || c.purpose === 'notes'));
+    assert.ok(summarizeCalls.some((c) => c.purpose === 'notes'));
     assert.ok(summarizeCalls.every((c) => !c.prompt.includes('opaque-')), 'encrypted reasoning never reaches the summarizer');
     const final = await client.call('context', { session, format: 'text' });
-    assert.deepEqual(final.observation.sections.map((s) => s.name), ['system', 'summary', 'recap', 'tail']);
+    assert.deepEqual(final.observation.sections.map((s) => s.name), ['system', 'notes', 'summary', 'recap', 'tail']);
     assert.match(final.text ?? '', /last compaction: .* rolling · ok · \d+ ms · backend client/);
   });
 

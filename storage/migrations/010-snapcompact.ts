@@ -1,4 +1,4 @@
-// Migration 11: snapcompact's saved archive (the normalized text of everything before its cut,
+// Migration 10: snapcompact's saved archive (the normalized text of everything before its cut,
 // with where each archived row starts in it) and the frame cache. A frame's PNG is a payload
 // (content-addressed, served by payload.get); the frame row names it, which keeps it from
 // payload garbage collection until the frame is pruned for disuse.

@@ -1,0 +1,49 @@
+// What the model of a session last learned of its extensions, and when a reload's pin holds:
+// the system prompt stays while a notice told the model exactly what is enabled now and the
+// extension tools are the same; the engine rebuilds it at the next compaction.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { noteSent, noteTold, pinnedContext } from '../../daemon/capabilities.ts';
+import type { Kernel } from '../../daemon/kernels.ts';
+import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
+import { prepareRequest, type EngineSetup, type Prepared } from '../../strategies/prepare.ts';
+import { tempDb } from '../storage/factories.ts';
+import { argsFor, sessionWithTurns, setupFor } from '../strategies/engine-fixtures.ts';
+
+const tool = (name: string) => ({ name, description: '', input_schema: {} });
+const setup = (context: string, tools = ['transcript_read']): EngineSetup => ({ ...setupFor({}), extensionContext: context, extensionTools: tools.map(tool) });
+const sent = (context: string): Prepared => ({ extensionContext: context } as Prepared);
+
+test('a pin holds only after the model was told of exactly the current context, with the same tools', () => {
+  const kernel: Kernel = { session: 's', loadedAt: 0, cache: new KernelCache() };
+  assert.equal(pinnedContext(kernel, setup('B')), undefined, 'nothing sent yet: the current prompt');
+  assert.equal(noteTold(kernel, 'B'), false, 'nothing sent yet: nobody to tell');
+  noteSent(kernel, setup('A'), sent('A'));
+  assert.equal(pinnedContext(kernel, setup('B')), undefined, 'changed without a notice (an /extensions choice): the current prompt');
+  assert.equal(noteTold(kernel, 'A'), false, 'the model already knows A: no notice');
+  assert.equal(noteTold(kernel, 'B'), true, 'a reload tells it of B');
+  assert.equal(noteTold(kernel, 'B'), false, 'once');
+  assert.equal(pinnedContext(kernel, setup('B')), 'A', 'told of B: the prompt the model has stays');
+  assert.equal(pinnedContext(kernel, setup('C')), undefined, 'changed again since the notice');
+  assert.equal(pinnedContext(kernel, setup('B', ['transcript_read', 'lcm_grep'])), undefined, 'a changed tool set misses the cache anyway');
+  noteSent(kernel, setup('B'), sent('A'));
+  assert.equal(pinnedContext(kernel, setup('B')), 'A', 'a pinned request keeps the pin');
+  noteSent(kernel, setup('B'), sent('B'));
+  assert.equal(pinnedContext(kernel, setup('B')), undefined, 'once a compaction rebuilt the prompt, nothing is pinned');
+});
+
+test('the engine sends the pinned context until a compaction, then the current one', async (t) => {
+  const db = tempDb(t);
+  await sessionWithTurns(db, 's', 3);
+  const base = { ...setupFor({ window: 8000 }), extensionContext: 'NEW CONTEXT', pinnedContext: 'OLD CONTEXT' };
+  const quiet = await prepareRequest(base, argsFor(db, 's'));
+  assert.equal(quiet.compacted, false);
+  assert.equal(quiet.system, 'You are a coding agent.\n\nOLD CONTEXT');
+  assert.equal(quiet.extensionContext, 'OLD CONTEXT');
+  await sessionWithTurns(db, 'big', 40);
+  const compacted = await prepareRequest(base, argsFor(db, 'big'));
+  assert.equal(compacted.compacted, true);
+  assert.equal(compacted.system, 'You are a coding agent.\n\nNEW CONTEXT');
+  assert.equal(compacted.extensionContext, 'NEW CONTEXT');
+  assert.equal(compacted.observation.sections[0]!.estimated_tokens, quiet.observation.sections[0]!.estimated_tokens, 'same-sized contexts: same pinned cost');
+});
