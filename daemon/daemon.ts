@@ -8,7 +8,8 @@ import { AlbedoError } from '../protocol/errors.ts';
 import { PartialLineBudget } from '../protocol/line-budget.ts';
 import { RpcPeer } from '../protocol/rpc-peer.ts';
 import { openDb, type Db } from '../storage/db.ts';
-import { DEFAULT_MAX_IMAGE_BYTES } from '../storage/payloads.ts';
+import { pruneFrames } from '../storage/snapcompact-state.ts';
+import { collectPayloadGarbage, DEFAULT_MAX_IMAGE_BYTES } from '../storage/payloads.ts';
 import { indexPending } from '../storage/search-index.ts';
 import { SearchWorker } from '../storage/search-worker.ts';
 import type { ConfigProblem, ConnectionState, DaemonServices, DaemonSettings } from './context.ts';
@@ -48,6 +49,9 @@ type State = 'starting' | 'running' | 'stopping' | 'stopped';
 
 /** The error listener of a connection held during start-up; the peer brings its own. */
 const ignoreWhileHeld = (): void => undefined;
+
+/** Cached snapcompact frames unused this long are pruned at start-up. */
+export const FRAME_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 
 export class Daemon implements DaemonServices {
   readonly version = packageVersion();
@@ -100,6 +104,14 @@ export class Daemon implements DaemonServices {
       },
     });
     this.configStore.load();
+    this.pruneFrames();
+  }
+
+  /** Frames no request used for FRAME_TTL_MS go, and with them the payloads nothing else names. */
+  private pruneFrames(): void {
+    const frames = pruneFrames(this.db, Date.now() - FRAME_TTL_MS);
+    const payloads = frames === 0 ? 0 : collectPayloadGarbage(this.db);
+    if (frames > 0) this.log.info({ frames, payloads }, 'pruned snapcompact frames unused for 30 days');
   }
 
   /**
