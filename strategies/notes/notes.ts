@@ -14,7 +14,7 @@ import { summaryChunks } from '../harness/summary-text.ts';
 import { evictionChunkTokens } from '../harness/units.ts';
 import { tokenCounter } from '../projection.ts';
 import { summarizerFailed } from '../summarizer/types.ts';
-import { notesAnswerProblem, notesOutputCap, notesPrompt, NOTES_SYSTEM } from './prompt.ts';
+import { notesAnswerProblem, notesBudget, notesOutputCap, notesPrompt, NOTES_SYSTEM } from './prompt.ts';
 import { keptFrom } from './evicted.ts';
 import type { NotesSettings } from './settings.ts';
 
@@ -58,7 +58,7 @@ function view(input: StrategyInput, settings: NotesSettings): LayerView {
   const inp = notesInput(state.text);
   const section: Section = {
     name: 'notes',
-    source: `session notes by ${state.backend ?? 'unknown'} (budget ${settings.budgetTokens} tokens), covering history before row #${located.openerSeq}`,
+    source: `session notes by ${state.backend ?? 'unknown'} (budget ${notesBudget(settings.budgetTokens, input.window)} tokens), covering history before row #${located.openerSeq}`,
     estimated_tokens: inputsTokens([inp]),
   };
   return { inputs: [inp], sections: [section], notes };
@@ -83,7 +83,8 @@ async function rewrite(input: StrategyInput, after: Projection, opts: CompactOpt
   const evicted = rows.slice(0, kept);
   const tokens = tokenCounter(evicted, input.target);
   const basis = input.window.window ?? evicted.reduce((n, r) => n + tokens(r), 0);
-  const cap = notesOutputCap(settings.budgetTokens);
+  const budget = notesBudget(settings.budgetTokens, input.window);
+  const cap = notesOutputCap(budget);
   let text = state?.text ?? '';
   let backend = state?.backend ?? null;
   // Capability notices render to nothing, so a chunk of only them needs no call.
@@ -93,7 +94,7 @@ async function rewrite(input: StrategyInput, after: Projection, opts: CompactOpt
       session: input.session.name,
       purpose: 'notes',
       system: NOTES_SYSTEM,
-      prompt: notesPrompt({ notes: text, transcript, focus: opts.focus, budgetTokens: settings.budgetTokens }),
+      prompt: notesPrompt({ notes: text, transcript, focus: opts.focus, budgetTokens: budget }),
       maxOutputTokens: cap,
       signal: opts.signal,
     });

@@ -2,6 +2,7 @@
 // second summary: the strategy's summary or archive tells the story, so the notes hold what a
 // story loses — exact identifiers, decisions, what is verified, open work, the next step.
 import { TRANSCRIPT_IS_DATA } from '../harness/summarizer-prompt.ts';
+import type { WindowInfo } from '../harness/window.ts';
 import { buildSummaryPrompt, SECTION_TAGS } from '../summarizer/prompt-format.ts';
 
 export const NOTES_SYSTEM = [
@@ -9,6 +10,20 @@ export const NOTES_SYSTEM = [
   TRANSCRIPT_IS_DATA,
   'Write plain text, one fact per line, no preamble.',
 ].join('\n');
+
+/**
+ * Share of the window the notes may take, in percent. Triggers do not count the notes, so on a
+ * small window the configured budget alone could carry a request past the window (2000 tokens
+ * is a quarter of an 8k window): there the budget shrinks to this share, whose output cap still
+ * fits the room the default 80% trigger leaves.
+ */
+export const NOTES_WINDOW_PERCENT = 8;
+
+/** The budget a rewrite works to: the configured one, or less on a small window (never under 100). */
+export function notesBudget(budgetTokens: number, window: WindowInfo): number {
+  if (window.window === null) return budgetTokens;
+  return Math.min(budgetTokens, Math.max(100, Math.floor((window.window * NOTES_WINDOW_PERCENT) / 100 / window.ratio)));
+}
 
 /** The output cap of one rewrite: a quarter over the budget, so a model slightly over is not cut mid-line. */
 export function notesOutputCap(budgetTokens: number): number {

@@ -14,7 +14,7 @@ import type { Strategy } from '../../strategies/contract.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 import { keptFrom } from '../../strategies/notes/evicted.ts';
 import { NOTES_HEADER, notesLayer } from '../../strategies/notes/notes.ts';
-import { NOTES_SYSTEM, notesAnswerProblem } from '../../strategies/notes/prompt.ts';
+import { NOTES_SYSTEM, notesAnswerProblem, notesBudget, notesOutputCap } from '../../strategies/notes/prompt.ts';
 import { NotesSettings } from '../../strategies/notes/settings.ts';
 import { inspectRequest, prepareRequest } from '../../strategies/prepare.ts';
 import { forModel, plainTarget } from '../../strategies/projection.ts';
@@ -330,4 +330,15 @@ describe('what a compaction evicted', () => {
     const single = r.slice(0, 5);
     assert.equal(keptFrom(single, [...forModel([single[0]!], target), ...forModel(single.slice(3), target)], target), 5);
   });
+});
+
+test('on a small window the notes budget shrinks to 8% of it, so notes and trigger still fit; a large one keeps the setting', () => {
+  const w = (window: number | null, ratio = 1) => ({ window, source: 'config' as const, triggerPercent: 80, tailPercent: 25, ratio });
+  assert.equal(notesBudget(2000, w(200_000)), 2000);
+  assert.equal(notesBudget(2000, w(null)), 2000);
+  assert.equal(notesBudget(2000, w(8000)), 640);
+  assert.equal(notesBudget(2000, w(8000, 1.3)), 492);
+  // Trigger plus the output cap stays under the window.
+  assert.ok(0.8 * 8000 + notesOutputCap(notesBudget(2000, w(8000))) < 8000);
+  assert.equal(notesBudget(2000, w(500)), 100);
 });
