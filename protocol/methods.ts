@@ -266,6 +266,14 @@ export const methods = {
     params: z.strictObject({ session: SessionId, format: z.enum(['json', 'text']).default('json') }),
     result: z.object({ observation: Observation, text: z.string().nullable() }),
   },
+  /** The snapcompact frames the session's next request would show (bytes through payload.get). */
+  frames: {
+    params: z.strictObject({ session: SessionId, model: z.string().min(1).max(200).optional() }),
+    result: z.object({
+      model: z.string().nullable(),
+      frames: z.array(z.object({ hash: z.string(), width: z.number().int(), height: z.number().int(), caption: z.string() })),
+    }),
+  },
   'extensions.list': {
     params: z.strictObject({ session: SessionId.optional() }),
     result: z.object({

@@ -416,8 +416,14 @@ export function planCompaction(setup: EngineSetup, args: PrepareArgs): { dryRun:
 
 /** The read-only projection, for /context before any request was prepared. */
 export function inspectRequest(setup: EngineSetup, args: PrepareArgs): Observation {
+  return previewRequest(setup, args).observation;
+}
+
+/** The request as it would go out now, without compacting: its history inputs and observation. */
+export function previewRequest(setup: EngineSetup, args: PrepareArgs): { inputs: PlainInput[]; observation: Observation } {
   const f = frame(setup, args);
-  return observe(setup, f, layered(setup, f.input, project(setup, f.input)), { compacted: false, failure: null, db: args.db, notes: [] });
+  const sent = layered(setup, f.input, project(setup, f.input));
+  return { inputs: sent.inputs, observation: observe(setup, f, sent, { compacted: false, failure: null, db: args.db, notes: [] }) };
 }
 
 /** Long reads the strategy can do with yields before a preparation, so `project` stays within a slice. */

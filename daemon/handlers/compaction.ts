@@ -1,6 +1,7 @@
 // The compaction methods: prepare (every model call), usage.report, compact (/compact) and
 // context (/context). Each runs on the session's kernel queue, so one session never prepares
 // and compacts at the same time; the engine itself lives in strategies/prepare.ts.
+import type { Result } from '../../protocol/methods.ts';
 import { randomUUID } from 'node:crypto';
 import type { Observation } from '../../protocol/prepared.ts';
 import { sessionHead } from '../../storage/conversation.ts';
@@ -11,7 +12,7 @@ import { learnTokenRatio } from '../../storage/token-ratios.ts';
 import type { Resolution } from '../../strategies/extensions/selection.ts';
 import { inlineImages } from '../../strategies/projection.ts';
 import type { Summarizer } from '../../strategies/summarizer/types.ts';
-import { adoptSession, inspectRequest, planCompaction, prepareRequest, warmRequest, type EngineSetup, type PrepareArgs } from '../../strategies/prepare.ts';
+import { adoptSession, inspectRequest, planCompaction, prepareRequest, previewRequest, warmRequest, type EngineSetup, type PrepareArgs } from '../../strategies/prepare.ts';
 import type { CallContext, Handler } from '../context.ts';
 import { renderObservation } from '../context-text.ts';
 import { noteSent, pinnedContext } from '../capabilities.ts';
@@ -180,4 +181,28 @@ export const context: Handler<'context'> = (params, ctx) =>
       observation = inspectRequest(f.setup, f.args);
     }
     return { observation, text: params.format === 'text' ? renderObservation(observation) : null };
+  });
+
+/**
+ * The frames the session's next request would show, for the last model it prepared for (or the
+ * one named): a read-only projection, nothing compacts. Each frame's caption is the text input
+ * that precedes its image in the request.
+ */
+export const frames: Handler<'frames'> = (params, ctx) =>
+  ctx.daemon.kernels.run(params.session, async (kernel) => {
+    const { db } = ctx.daemon;
+    const s = requireSession(db, params.session);
+    const prompt = lastPrompt(db, s.sid);
+    const model = params.model ?? prompt.model;
+    const f = frameFor(ctx, kernel, params.session, { ...prompt, model }, { method: 'frames', force: false, focus: undefined, readOnly: true });
+    await warmRequest(f.setup, f.args);
+    const { inputs } = previewRequest(f.setup, f.args);
+    const out: Result<'frames'>['frames'] = [];
+    for (const input of inputs) {
+      const [caption, image] = input.content;
+      if (caption?.type === 'text' && caption.text.startsWith('[archive frame ') && image?.type === 'image') {
+        out.push({ hash: image.hash, width: image.width, height: image.height, caption: caption.text });
+      }
+    }
+    return { model, frames: out };
   });

@@ -3,7 +3,7 @@
 import type { HandlerTable } from '../context.ts';
 import { daemonShutdown, daemonStatus, initialize, payloadGet } from './daemon-methods.ts';
 import { command } from './command.ts';
-import { compact, context, prepare, usageReport } from './compaction.ts';
+import { compact, context, frames, prepare, usageReport } from './compaction.ts';
 import { extensionsList, extensionsSelect, reload } from './extensions.ts';
 import { sessionDelete, sessionFork, sessionList, sessionOpen, sessionReturn } from './sessions.ts';
 import { toolsCall, toolsList } from './tools.ts';
@@ -29,6 +29,7 @@ export const handlers: HandlerTable = {
   'usage.report': usageReport,
   compact,
   context,
+  frames,
   'extensions.list': extensionsList,
   'extensions.select': extensionsSelect,
   reload,

@@ -68,6 +68,12 @@ describe('snapcompact over the socket', () => {
     assert.deepEqual([meta.width, meta.height, meta.format], [f[0]!.width, f[0]!.height, 'png']);
     const inline = await prepare('v', 'claude-sonnet-4-5', { images: 'inline' });
     assert.equal(frames(inline)[0]!.data, got.data);
+    // `frames` lists what the next request shows, read-only; a text-only model shows none.
+    const listed = await client.call('frames', { session: 'v' });
+    assert.equal(listed.model, 'claude-sonnet-4-5');
+    assert.deepEqual(listed.frames.map((x) => x.hash), f.map((x) => x.hash));
+    assert.match(listed.frames[0]!.caption, /^\[archive frame 1 of \d+ · rows #1-#\d+/);
+    assert.equal((await client.call('frames', { session: 'v', model: 'deepseek-chat' })).frames.length, 0);
     // /context lists the frames.
     const ctx = await client.call('command', { session: 'v', line: '/context' });
     assert.match(ctx.text, /snapcompact archive: \d+ of \d+ frame\(s\), claude shape/);
