@@ -120,6 +120,11 @@ export interface LayerView {
  */
 export interface Layer {
   readonly name: string;
+  /**
+   * Estimated tokens the layer may add to any request, at most (the notes at their output cap).
+   * Strategies keep that much free under the window when they fit a request; triggers ignore it.
+   */
+  reserve?(input: StrategyInput): number;
   project(input: StrategyInput, request: Projection): LayerView;
   compact(input: StrategyInput, before: Projection, after: Projection, opts: CompactOptions): Promise<LayerView>;
 }

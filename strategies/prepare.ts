@@ -125,6 +125,8 @@ function frame(setup: EngineSetup, args: PrepareArgs, context = setup.pinnedCont
     folds: setup.folds,
     cache: args.cache,
   };
+  // What the layers may add is kept free under the window (never counted by the trigger).
+  window.reserved = setup.layers.reduce((n, layer) => n + (layer.reserve?.(input) ?? 0), 0);
   const systemSection: Section = {
     name: 'system',
     source: `instructions (~${textTokens(args.instructions)} tokens)${context === '' ? '' : context === setup.extensionContext ? ' + extension context' : ' + the extension context from before the last reload'} + ${tools.length} tool schema(s)`,

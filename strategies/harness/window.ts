@@ -27,6 +27,11 @@ export interface WindowInfo {
    * usage report). Every comparison against the window goes through `calibrated`.
    */
   ratio: number;
+  /**
+   * Estimated tokens the layers may add to any request (the notes at their cap). Triggers never
+   * count them; fitting a request under the whole window does (`roomUnderWindow`).
+   */
+  reserved?: number;
 }
 
 /** Share of the window a single tool output may take before it is sent as head and tail. */
@@ -96,10 +101,10 @@ export function roomUnderTrigger(info: WindowInfo, fixed: number): number | null
   return Math.floor((info.window * info.triggerPercent) / 100 / info.ratio) - fixed;
 }
 
-/** Estimated tokens left under the whole window once `fixed` tokens are paid; null when unknown. */
+/** Estimated tokens left under the whole window once `fixed` tokens and the layers' reserve are paid; null when unknown. */
 export function roomUnderWindow(info: WindowInfo, fixed: number): number | null {
   if (info.window === null) return null;
-  return Math.floor(info.window / info.ratio) - fixed;
+  return Math.floor(info.window / info.ratio) - fixed - (info.reserved ?? 0);
 }
 
 /**

@@ -111,6 +111,8 @@ async function rewrite(input: StrategyInput, after: Projection, opts: CompactOpt
 export function notesLayer(settings: NotesSettings): Layer {
   return {
     name: 'notes',
+    // The notes may grow to their output cap at the next compaction, under their header.
+    reserve: (input) => inputsTokens([notesInput('x'.repeat(4 * notesOutputCap(notesBudget(settings.budgetTokens, input.window))))]),
     project: (input) => view(input, settings),
     async compact(input, _before, after, opts) {
       try {

@@ -15,9 +15,10 @@ export const NOTES_SYSTEM = [
  * Share of the window the notes may take, in percent. Triggers do not count the notes, so on a
  * small window the configured budget alone could carry a request past the window (2000 tokens
  * is a quarter of an 8k window): there the budget shrinks to this share, whose output cap still
- * fits the room the default 80% trigger leaves.
+ * fits the room the default 80% trigger leaves; strategies keep that cap free under the window
+ * (Layer.reserve).
  */
-export const NOTES_WINDOW_PERCENT = 8;
+export const NOTES_WINDOW_PERCENT = 15;
 
 /** The budget a rewrite works to: the configured one, or less on a small window (never under 100). */
 export function notesBudget(budgetTokens: number, window: WindowInfo): number {

@@ -14,7 +14,7 @@ import { locateAt, planCut, type LocatedCut } from '../harness/cut.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
 import { foldText, priorTail, warmPriorTail } from '../harness/prior.ts';
 import { runningSummary } from '../harness/running-summary.ts';
-import { isDue, roomUnderTrigger, tailBudget } from '../harness/window.ts';
+import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
 import { forModel, tokenCounter } from '../projection.ts';
 import { extendArchive, resolveArchive, rowsIn } from './archive.ts';
 import { SnapcompactSettings } from './settings.ts';
@@ -34,6 +34,8 @@ const UNKNOWN_PROVIDER_CAP = 5;
 export const INLINE_FRAME_CAP = 60;
 /** Frames a request carries at most, whatever else allows. */
 export const FRAME_CAP = 80;
+/** Estimated tokens of a frame's caption input beside its image. */
+const CAPTION_TOKENS = 40;
 
 function settingsOf(input: StrategyInput) {
   return SnapcompactSettings.parse(input.settings);
@@ -98,14 +100,18 @@ const RENDERS = cacheSlot<{ rendered: number; hits: number }>('snapcompact.rende
  * and stored (a derived, content-addressed cache, not strategy state). When rendering fails,
  * the archive is withheld from this request with a one-line note, and the turn goes on.
  */
-function framesOf(input: StrategyInput, state: ArchiveState): FramesView {
+function framesOf(input: StrategyInput, state: ArchiveState, others: number): FramesView {
   const name = shapeNameFor(input.target.provider, input.target.model);
   const counters = input.cache.getOrSet(RENDERS, () => ({ rendered: 0, hits: 0 }));
   try {
     const geometry = geometryOf(input);
     const frames = layoutOf(input, state, geometry);
     const full = frames[0] === undefined ? 0 : imageTokens(frames[0].width, frames[0].height, input.target.maxImageEdgePx);
-    const chosen = chooseFrames(frames.length, frameBudget(input, full));
+    // Within the budget, and never more than the whole window has room for next to the rest of
+    // the request (a newest exchange that fills the window leaves fewer frames, at least one).
+    const room = roomUnderWindow(input.window, others);
+    const fit = room === null ? Infinity : Math.max(1, Math.floor(room / (full + CAPTION_TOKENS)));
+    const chosen = chooseFrames(frames.length, Math.min(frameBudget(input, full), fit));
     const dropped = frames.filter((_, i) => !chosen.includes(i)).reduce((n, f) => n + f.text.length, 0);
     const inputs: PlainInput[] = [];
     let hits = 0;
@@ -161,15 +167,16 @@ function build(input: StrategyInput, state: ArchiveState | undefined, located: L
     inputs.push(...foldInputs);
     sections.push({ name: 'folds', source: `${kept.length} stored fold(s) from ${[...new Set(kept.map((f) => f.source))].join(', ')}`, estimated_tokens: inputsTokens(foldInputs) });
   }
+  const tail = forModel(rest, input.target);
+  const tailTokens = inputsTokens(tail);
   if (state !== undefined && state.text !== '') {
-    const view = framesOf(input, state);
+    const view = framesOf(input, state, input.pinnedTokens + inputsTokens(inputs) + tailTokens);
     inputs.push(...view.inputs);
     sections.push(view.section);
     allNotes.push(...view.notes);
   }
-  const tail = forModel(rest, input.target);
   inputs.push(...tail);
-  if (rest.length > 0) sections.push({ name: 'tail', source: `rows #${rest[0]!.seq}-#${rest[rest.length - 1]!.seq} (${rest.length} rows, verbatim)`, estimated_tokens: inputsTokens(tail) });
+  if (rest.length > 0) sections.push({ name: 'tail', source: `rows #${rest[0]!.seq}-#${rest[rest.length - 1]!.seq} (${rest.length} rows, verbatim)`, estimated_tokens: tailTokens });
   const estimate = input.pinnedTokens + inputsTokens(inputs, input.target.maxImageEdgePx);
   return { inputs, sections, estimate, due: isDue(estimate, input.window), notes: allNotes };
 }
@@ -205,7 +212,7 @@ function choose(input: StrategyInput, forced: boolean) {
   const historyTokens = rest.reduce((n, row) => n + tokens(row), 0);
   const g = geometryOf(input);
   const full = imageTokens(g.frameWidth, g.rows * g.pitch, input.target.maxImageEdgePx);
-  const archiveTokens = frameBudget(input, full) * (full + 20);
+  const archiveTokens = frameBudget(input, full) * (full + CAPTION_TOKENS);
   const kept = [...(r.state?.folds ?? []), ...folds];
   const fixed = input.pinnedTokens + inputsTokens(keptFoldInputs(kept)) + archiveTokens;
   let budget = tailBudget(input.window, historyTokens, forced);
@@ -243,7 +250,7 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   // smaller (a small window, where one frame outweighs the text it replaces) is not saved.
   const frames = layout(next.text, geometryOf(input)).length;
   const shown = Math.min(frames, c.budget);
-  const after = c.fixedBeforeFrames + shown * (c.fullFrameTokens + 20) + cut.tailTokens;
+  const after = c.fixedBeforeFrames + shown * (c.fullFrameTokens + CAPTION_TOKENS) + cut.tailTokens;
   if (after >= projection.estimate) return nothingCompacted(`nothing worth archiving yet: the request would not get smaller (~${projection.estimate} -> ~${after} tokens)`);
   const commit = (): void => saveArchive(input.db, input.session.sid, { text: next.text, marks: next.marks, folds: c.kept, cut: cut.cut, hints: cut.hints });
   return { compacted: true, commit, reason: null, backend: 'snapcompact', summarizerTokensIn: 0, summarizerTokensOut: 0, evictedRows: cut.evicted.length };
