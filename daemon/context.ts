@@ -21,6 +21,8 @@ export interface DaemonSettings {
   maxInFlight: number;
   /** How long shutdown waits for in-flight requests, in milliseconds. */
   shutdownGraceMs: number;
+  /** Whether the background search indexer runs (off: searches scan every row past the cursor). */
+  searchIndexer: boolean;
 }
 
 export interface ConfigProblem {

@@ -1,5 +1,5 @@
 // Process limits from the environment (ALBEDO_MAX_LINE_BYTES, ALBEDO_MAX_IMAGE_BYTES,
-// ALBEDO_SHUTDOWN_GRACE_MS), parsed with zod so a typo stops the start instead of being ignored.
+// ALBEDO_SHUTDOWN_GRACE_MS, ALBEDO_SEARCH_INDEXER=on|off), parsed with zod so a typo stops the start instead of being ignored.
 import { z } from 'zod';
 import type { DaemonSettings } from './context.ts';
 import { StartupError } from './home.ts';
@@ -10,6 +10,7 @@ const EnvSettings = z.object({
   ALBEDO_MAX_LINE_BYTES: PositiveInt.optional(),
   ALBEDO_MAX_IMAGE_BYTES: PositiveInt.optional(),
   ALBEDO_SHUTDOWN_GRACE_MS: PositiveInt.optional(),
+  ALBEDO_SEARCH_INDEXER: z.enum(['on', 'off']).optional(),
 });
 
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<DaemonSettings> {
@@ -22,5 +23,6 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<D
   if (e.ALBEDO_MAX_LINE_BYTES !== undefined) out.maxLineBytes = e.ALBEDO_MAX_LINE_BYTES;
   if (e.ALBEDO_MAX_IMAGE_BYTES !== undefined) out.maxImageBytes = e.ALBEDO_MAX_IMAGE_BYTES;
   if (e.ALBEDO_SHUTDOWN_GRACE_MS !== undefined) out.shutdownGraceMs = e.ALBEDO_SHUTDOWN_GRACE_MS;
+  if (e.ALBEDO_SEARCH_INDEXER !== undefined) out.searchIndexer = e.ALBEDO_SEARCH_INDEXER === 'on';
   return out;
 }
