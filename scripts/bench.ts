@@ -7,12 +7,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { benchAppend } from './bench/append.ts';
+import { benchAppend, benchAppendFloor, benchIndexerLatency } from './bench/append.ts';
 import { parseArgs, type BenchArgs, type Section } from './bench/args.ts';
 import { corpusStats, loadCorpus, type Corpus } from './bench/corpus.ts';
 import { buildDataset, checkpoint, fileSize, type Dataset } from './bench/dataset.ts';
 import { benchGrep } from './bench/grep.ts';
 import { alternate, benchCompactionWork, measurePrepare, preparedSession, type PrepareSession } from './bench/prepare.ts';
+import { benchPrepareSocket } from './bench/prepare-socket.ts';
 import { benchRead, segmenterProbe } from './bench/read.ts';
 import { benchReplay } from './bench/replay.ts';
 import { judge, render, type Results, type SizeResult } from './bench/report.ts';
@@ -20,6 +21,8 @@ import { nowMs } from './bench/timing.ts';
 
 /** Size of the baseline session prepares are compared with. */
 const PREPARE_BASELINE_ROWS = 1_000;
+/** Prepare over the socket is measured at the baseline size and at every size up to this one. */
+const SOCKET_PREPARE_MAX_ROWS = 100_000;
 /** One compaction is measured at this size, or the largest size below it. */
 const COMPACTION_ROWS = 100_000;
 
@@ -81,6 +84,8 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   if (args.only.has('append')) {
     log('append ...');
     results.append = await benchAppend(root, corpus, { quick: args.quick });
+    results.append_floor = await benchAppendFloor(root, corpus, { quick: args.quick }, log);
+    results.append_indexer = await benchIndexerLatency(root, corpus, { quick: args.quick }, log);
   }
 
   const wantsData = ['read', 'grep', 'prepare', 'compact'].some((x) => args.only.has(x as Section));
@@ -127,6 +132,14 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
     if (baseline !== undefined) results.prepare_baseline = await measurePrepare(baseline, { runs: args.prepareRuns }, log);
   } finally {
     baseline?.ds.db.close();
+  }
+  if (args.only.has('prepare')) {
+    log('prepare over the socket ...');
+    const sizes = [PREPARE_BASELINE_ROWS, ...args.sizes.filter((x) => x <= SOCKET_PREPARE_MAX_ROWS && x !== PREPARE_BASELINE_ROWS)];
+    results.prepare_socket = [];
+    for (const rows of sizes) {
+      results.prepare_socket.push(await benchPrepareSocket(root, corpus, rows, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) }, log));
+    }
   }
   if (args.only.has('replay')) {
     log('replay ...');

@@ -1,8 +1,9 @@
 // The benchmark's output: the results document (written as JSON), the PASS/FAIL verdicts
 // against the issue targets (judged on the numbers of this one run), and the human tables.
-import type { AppendResult } from './append.ts';
+import type { AppendResult, FloorComparison, IndexerLatency } from './append.ts';
 import type { GrepResult } from './grep.ts';
 import type { CompactionWork, PrepareResult } from './prepare.ts';
+import type { SocketPrepareResult } from './prepare-socket.ts';
 import type { ReadResult } from './read.ts';
 import { judgeReplay, renderReplay, type ReplayResult } from './replay.ts';
 import { fmtBytes, fmtCount, fmtMs } from './timing.ts';
@@ -31,8 +32,11 @@ export interface Results {
   args: { quick: boolean; sizes: number[]; only: string[] };
   corpus: { source: string; files: string[]; note: string | null; stats: unknown };
   append?: AppendResult[];
+  append_floor?: FloorComparison[];
+  append_indexer?: IndexerLatency;
   sizes: SizeResult[];
   prepare_baseline?: PrepareResult;
+  prepare_socket?: SocketPrepareResult[];
   compaction?: CompactionWork;
   replay?: ReplayResult;
   segmenter_probe?: Array<{ chars: number; whole_us_per_grapheme: number; sliced_us_per_grapheme: number }>;
@@ -41,6 +45,10 @@ export interface Results {
 }
 
 const APPEND_TARGET = 20_000;
+/** Our time over the floor's for the same rows (scripts/bench/floor.ts). */
+const FLOOR_TARGET = { 'in-process': 1.2, socket: 1.5 } as const;
+/** Append latency with the indexer working over latency without it. */
+const INDEXER_TARGET = 1.2;
 const STALL_TARGET_MS = 50;
 const PREPARE_SCALE_TARGET = 1.2;
 const PREPARE_JSON_TARGET = 3;
@@ -50,6 +58,22 @@ export function judge(r: Results): Verdict[] {
   for (const a of r.append ?? []) {
     if (a.batch === 1) continue;
     out.push({ target: `append >= ${fmtCount(APPEND_TARGET)} rows/s, batches of ${a.batch}`, measured: `${Math.round(a.rows_per_s)} rows/s`, pass: a.rows_per_s >= APPEND_TARGET });
+  }
+  for (const f of r.append_floor ?? []) {
+    const target = FLOOR_TARGET[f.path];
+    out.push({
+      target: `append ${f.path}, batches of ${f.batch}, within ${target}x of the SQLite floor for the same rows`,
+      measured: `${Math.round(f.ours_rows_per_s)} vs ${Math.round(f.floor_rows_per_s)} rows/s (${f.ratio.toFixed(2)}x, median of ${f.blocks} blocks)`,
+      pass: f.ratio <= target,
+    });
+  }
+  if (r.append_indexer !== undefined) {
+    const x = r.append_indexer;
+    out.push({
+      target: `append latency over the socket with the indexer working within ${INDEXER_TARGET}x of without`,
+      measured: `median ${fmtMs(x.on.median_ms)} vs ${fmtMs(x.off.median_ms)} (${x.ratio.toFixed(2)}x; p90 ${x.p90_ratio.toFixed(2)}x)`,
+      pass: x.ratio <= INDEXER_TARGET,
+    });
   }
   const largest = r.sizes[r.sizes.length - 1];
   const at = largest === undefined || largest.size === 1_000_000 ? '' : `judged at ${fmtCount(largest.size)}: 1M not run`;
@@ -95,6 +119,13 @@ export function judge(r: Results): Verdict[] {
       pass: ratio <= PREPARE_JSON_TARGET,
     });
   }
+  for (const p of r.prepare_socket ?? []) {
+    out.push({
+      target: `prepare over the socket (nothing due) at ${fmtCount(p.history_rows)} rows within ${PREPARE_JSON_TARGET}x of JSON.stringify of its response`,
+      measured: `${fmtMs(p.prepare.median_ms)} vs ${fmtMs(p.stringify.median_ms)} (${p.ratio.toFixed(1)}x)`,
+      pass: p.ratio <= PREPARE_JSON_TARGET,
+    });
+  }
   if (r.replay !== undefined) out.push(...judgeReplay(r.replay));
   return out;
 }
@@ -119,6 +150,37 @@ export function render(r: Results): string {
         'append (appendRows, synchronous=FULL, realistic row mix)',
         ['batch', 'rows', 'rows/s', 'text MB/s', 'call median', 'call max'],
         r.append.map((a) => [a.batch, a.rows, Math.round(a.rows_per_s), a.text_mb_per_s.toFixed(1), fmtMs(a.call_median_ms), fmtMs(a.call_max_ms)]),
+      ),
+    );
+  }
+  if (r.append_floor !== undefined) {
+    out.push(
+      table(
+        'append against the SQLite floor (same rows: plain table, WAL, synchronous=FULL, one transaction per batch; alternating blocks)',
+        ['path', 'batch', 'rows', 'ours rows/s', 'floor rows/s', 'ratio'],
+        r.append_floor.map((f) => [f.path, f.batch, f.rows, Math.round(f.ours_rows_per_s), Math.round(f.floor_rows_per_s), `${f.ratio.toFixed(2)}x`]),
+      ),
+    );
+  }
+  if (r.append_indexer !== undefined) {
+    const x = r.append_indexer;
+    out.push(
+      table(
+        `append latency over the socket, 100-row batches ${x.pause_ms} ms apart, indexer working through ${fmtCount(x.backlog_rows)} rows vs off`,
+        ['indexer', 'calls', 'median', 'min', 'max'],
+        [
+          ['on', x.on.runs, fmtMs(x.on.median_ms), fmtMs(x.on.min_ms), fmtMs(x.on.max_ms)],
+          ['off', x.off.runs, fmtMs(x.off.median_ms), fmtMs(x.off.min_ms), fmtMs(x.off.max_ms)],
+        ],
+      ),
+    );
+  }
+  if (r.prepare_socket !== undefined && r.prepare_socket.length > 0) {
+    out.push(
+      table(
+        'prepare over the socket, nothing due (round trip with the client parse) vs JSON.stringify of the response',
+        ['history rows', 'response', 'prepare median', 'min', 'stringify median', 'ratio'],
+        r.prepare_socket.map((p) => [fmtCount(p.history_rows), fmtBytes(p.response_bytes), fmtMs(p.prepare.median_ms), fmtMs(p.prepare.min_ms), fmtMs(p.stringify.median_ms), `${p.ratio.toFixed(1)}x`]),
       ),
     );
   }
