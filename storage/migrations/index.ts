@@ -7,6 +7,7 @@ import { sql as m005 } from './005-row-graphemes.ts';
 import { sql as m006 } from './006-reused-tool-call-ids.ts';
 import { sql as m007 } from './007-cut-hints-and-token-ratios.ts';
 import { sql as m008 } from './008-lcm-tree.ts';
+import { sql as m010 } from './010-session-prompts.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -24,4 +25,5 @@ export const migrations: readonly Migration[] = [
   { version: 6, name: 'reused-tool-call-ids', sql: m006 },
   { version: 7, name: 'cut-hints-and-token-ratios', sql: m007 },
   { version: 8, name: 'lcm-tree', sql: m008 },
+  { version: 10, name: 'session-prompts', sql: m010 },
 ];
