@@ -13,6 +13,7 @@ import { corpusStats, loadCorpus, type Corpus } from './bench/corpus.ts';
 import { buildDataset, checkpoint, fileSize, type Dataset } from './bench/dataset.ts';
 import { benchGrep } from './bench/grep.ts';
 import { alternate, benchCompactionWork, measurePrepare, preparedSession, type PrepareSession } from './bench/prepare.ts';
+import { benchMemory } from './bench/memory.ts';
 import { benchPrepareSocket } from './bench/prepare-socket.ts';
 import { benchRead, segmenterProbe } from './bench/read.ts';
 import { benchReplay } from './bench/replay.ts';
@@ -140,6 +141,10 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
     for (const rows of sizes) {
       results.prepare_socket.push(await benchPrepareSocket(root, corpus, rows, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) }, log));
     }
+  }
+  if (args.only.has('memory')) {
+    log('memory ...');
+    results.memory = (await benchMemory(root, corpus, { sessions: args.quick ? 200 : 1000, rows: 50 }, log)) ?? undefined;
   }
   if (args.only.has('replay')) {
     log('replay ...');

@@ -4,6 +4,7 @@ import type { AppendResult, FloorComparison, IndexerLatency } from './append.ts'
 import type { GrepResult } from './grep.ts';
 import type { CompactionWork, PrepareResult } from './prepare.ts';
 import type { SocketPrepareResult } from './prepare-socket.ts';
+import type { MemoryResult } from './memory.ts';
 import type { ReadResult } from './read.ts';
 import { judgeReplay, renderReplay, type ReplayResult } from './replay.ts';
 import { fmtBytes, fmtCount, fmtMs } from './timing.ts';
@@ -37,6 +38,7 @@ export interface Results {
   sizes: SizeResult[];
   prepare_baseline?: PrepareResult;
   prepare_socket?: SocketPrepareResult[];
+  memory?: MemoryResult;
   compaction?: CompactionWork;
   replay?: ReplayResult;
   segmenter_probe?: Array<{ chars: number; whole_us_per_grapheme: number; sliced_us_per_grapheme: number }>;
@@ -49,6 +51,7 @@ const APPEND_TARGET = 20_000;
 const FLOOR_TARGET = { 'in-process': 1.2, socket: 1.5 } as const;
 /** Append latency with the indexer working over latency without it. */
 const INDEXER_TARGET = 1.2;
+const RSS_TARGET_BYTES = 150 * 2 ** 20;
 const STALL_TARGET_MS = 50;
 const PREPARE_SCALE_TARGET = 1.2;
 const PREPARE_JSON_TARGET = 3;
@@ -124,6 +127,13 @@ export function judge(r: Results): Verdict[] {
       target: `prepare over the socket (nothing due) at ${fmtCount(p.history_rows)} rows within ${PREPARE_JSON_TARGET}x of JSON.stringify of its response`,
       measured: `${fmtMs(p.prepare.median_ms)} vs ${fmtMs(p.stringify.median_ms)} (${p.ratio.toFixed(1)}x)`,
       pass: p.ratio <= PREPARE_JSON_TARGET,
+    });
+  }
+  if (r.memory !== undefined) {
+    out.push({
+      target: `daemon RSS after ${r.memory.sessions} sessions each opened, given ${r.memory.rows_per_session} rows and prepared <= ${fmtBytes(RSS_TARGET_BYTES)}`,
+      measured: `${fmtBytes(r.memory.rss_bytes)} (idle ${fmtBytes(r.memory.idle_rss_bytes)}, ${r.memory.loaded_kernels} kernels loaded)`,
+      pass: r.memory.rss_bytes <= RSS_TARGET_BYTES,
     });
   }
   if (r.replay !== undefined) out.push(...judgeReplay(r.replay));
