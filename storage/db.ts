@@ -79,6 +79,8 @@ export function migrate(db: Db, list: readonly Migration[]): number {
  * for transcript rows.
  */
 export function withoutFsync<T>(db: Db, fn: () => T): T {
+  // Through db.pragma, not a cached statement: SQLite applies `synchronous = …` while it
+  // compiles the statement, so a prepared one would change nothing when run again.
   const level = db.pragma('synchronous', { simple: true }) as number;
   // 0 OFF, 1 NORMAL: already no fsync per commit.
   if (level <= 1) return fn();
