@@ -63,7 +63,8 @@ function prepare(db: Db) {
     blocks: db.prepare<[number, number], { last: number; n: number; counted: number; size: number | null }>(
       `SELECT max(seq) AS last, count(*) AS n, count(size) AS counted, sum(size) AS size FROM (
          SELECT seq, graphemes + length(seq) + 2 AS size, (row_number() OVER (ORDER BY seq) - 1) / ${BLOCK_ROWS} AS block
-           FROM transcript INDEXED BY transcript_session WHERE sid = ? AND seq > ?)
+           FROM (SELECT seq, graphemes FROM transcript INDEXED BY transcript_session
+                  WHERE sid = ? AND seq > ? ORDER BY seq LIMIT ${BLOCK_ROWS * BLOCKS_PER_QUERY}))
         GROUP BY block ORDER BY block`,
     ),
     // Rendered size of the rows in (after, through], and whether every one has a stored count.
@@ -216,6 +217,8 @@ const SKIP_BATCH_ROWS = 4096;
  * migration 5), so those are still counted from their text.
  */
 const BLOCK_ROWS = 1024;
+/** Blocks summed per query while building, with a yield between queries (a few ms each). */
+const BLOCKS_PER_QUERY = 8;
 /** Sessions whose block index is kept (least recently read dropped first). */
 const BLOCK_INDEX_SESSIONS = 256;
 
@@ -234,8 +237,17 @@ interface BlockIndex {
 
 const blockIndexes = perDb(() => new Map<number, BlockIndex>());
 
-/** The session's block index, brought up to date with rows appended since it was last used. */
-function blockIndex(db: Db, st: ReturnType<typeof stmts>, s: { sid: number; name: string; created_at: number }): BlockIndex {
+/**
+ * The session's block index, brought up to date with rows appended since it was last used; a
+ * few thousand rows per query, yielding between them, so building it for a long session does
+ * not stall the loop.
+ */
+async function blockIndex(
+  db: Db,
+  st: ReturnType<typeof stmts>,
+  s: { sid: number; name: string; created_at: number },
+  slice: () => Promise<void>,
+): Promise<BlockIndex> {
   const all = blockIndexes(db);
   const rewrites = sessionRewrites(db, s.sid);
   let ix = all.get(s.sid);
@@ -245,20 +257,24 @@ function blockIndex(db: Db, st: ReturnType<typeof stmts>, s: { sid: number; name
   all.delete(s.sid);
   all.set(s.sid, ix);
   if (all.size > BLOCK_INDEX_SESSIONS) all.delete(all.keys().next().value!);
-  if (ix.closed) return ix;
-  const through = ix.ends[ix.ends.length - 1] ?? 0;
-  let sum = ix.sums[ix.sums.length - 1] ?? 0;
-  for (const b of st.blocks.all(s.sid, through)) {
-    if (b.n < BLOCK_ROWS) break;
-    if (b.counted < b.n || b.size === null) {
-      ix.closed = true;
-      break;
+  for (;;) {
+    if (ix.closed) return ix;
+    const blocks = st.blocks.all(s.sid, ix.ends[ix.ends.length - 1] ?? 0);
+    let sum = ix.sums[ix.sums.length - 1] ?? 0;
+    for (const b of blocks) {
+      if (b.n < BLOCK_ROWS) return ix;
+      if (b.counted < b.n || b.size === null) {
+        ix.closed = true;
+        return ix;
+      }
+      sum += b.size;
+      ix.ends.push(b.last);
+      ix.sums.push(sum);
     }
-    sum += b.size;
-    ix.ends.push(b.last);
-    ix.sums.push(sum);
+    if (blocks.length < BLOCKS_PER_QUERY) return ix;
+    // Another task may have used the index meanwhile: it only ever grows, and stays valid.
+    await slice();
   }
-  return ix;
 }
 
 /** Index of the last entry of `xs` (increasing) that is <= x, or -1. */
@@ -370,7 +386,7 @@ export async function readTranscript(
 
   const slice = timeSlicer(opts.yieldEvery);
   const start = (params.from_seq ?? 1) - 1;
-  const jump = params.offset === 0 ? { from: start, skipped: 0 } : jumpBlocks(st, blockIndex(db, st, s), s.sid, start, last, params.offset);
+  const jump = params.offset === 0 ? { from: start, skipped: 0 } : jumpBlocks(st, await blockIndex(db, st, s, slice), s.sid, start, last, params.offset);
   pager.skip(jump.skipped);
   const after = await skipWholeRows(st, s.sid, jump.from, last, pager, params.offset - jump.skipped, slice);
   let rows = st.page.all(s.sid, after, last, READ_PAGE_ROWS);
