@@ -218,7 +218,7 @@ const SKIP_BATCH_ROWS = 4096;
  */
 const BLOCK_ROWS = 1024;
 /** Blocks summed per query while building, with a yield between queries (a few ms each). */
-const BLOCKS_PER_QUERY = 8;
+const BLOCKS_PER_QUERY = 4;
 /** Sessions whose block index is kept (least recently read dropped first). */
 const BLOCK_INDEX_SESSIONS = 256;
 

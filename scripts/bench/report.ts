@@ -52,6 +52,8 @@ const FLOOR_TARGET = { 'in-process': 1.2, socket: 1.5 } as const;
 /** Append latency with the indexer working over latency without it. */
 const INDEXER_TARGET = 1.2;
 const RSS_TARGET_BYTES = 150 * 2 ** 20;
+/** A deep transcript_read page over the first page, same size. */
+const DEEP_READ_TARGET = 2;
 const STALL_TARGET_MS = 50;
 const PREPARE_SCALE_TARGET = 1.2;
 const PREPARE_JSON_TARGET = 3;
@@ -94,6 +96,18 @@ export function judge(r: Results): Verdict[] {
     }
   }
   if (largest?.read !== undefined) {
+    const first = largest.read.pages.find((p) => p.page === 'first');
+    for (const p of largest.read.pages) {
+      if (first === undefined || p === first) continue;
+      const ms = p.stopped?.extrapolated_ms ?? p.stats.median_ms;
+      const ratio = ms / first.stats.median_ms;
+      out.push({
+        target: `transcript_read ${p.page} page within ${DEEP_READ_TARGET}x of the first page`,
+        measured: `${fmtMs(ms)} vs ${fmtMs(first.stats.median_ms)} (${ratio.toFixed(2)}x, medians)`,
+        pass: ratio <= DEEP_READ_TARGET,
+        ...(at === '' ? {} : { note: at }),
+      });
+    }
     for (const p of largest.read.pages) {
       out.push({ target: `event-loop stall < ${STALL_TARGET_MS} ms during transcript_read (${p.page} page)`, measured: `${p.max_stall_ms.toFixed(1)} ms`, pass: p.max_stall_ms < STALL_TARGET_MS, ...(at === '' ? {} : { note: at }) });
     }
