@@ -158,11 +158,19 @@ export class Daemon implements DaemonServices {
     resetAllAutoFailures(this.db);
   }
 
+  /**
+   * A request is being handled, or one is arriving: a large one (an append of many rows) comes
+   * in many chunks, and the loop turns between them, which must not be taken for idle time.
+   */
+  private busy(): boolean {
+    return this.inFlight > 0 || this.partialLines.heldBytes > 0;
+  }
+
   /** Asks for the index to catch up in the next idle time (see INDEX_IDLE_MS). */
   scheduleIndexing(): void {
     if (this.indexing !== undefined || this.state === 'stopping' || this.state === 'stopped' || !this.settings.searchIndexer) return;
     const quietFor = performance.now() - this.lastRequestAt;
-    if (this.inFlight > 0 || quietFor < INDEX_IDLE_MS) {
+    if (this.busy() || quietFor < INDEX_IDLE_MS) {
       const timer = setTimeout(() => {
         this.indexing = undefined;
         this.scheduleIndexing();
@@ -172,7 +180,7 @@ export class Daemon implements DaemonServices {
     }
     const turn = setImmediate(() => {
       this.indexing = undefined;
-      if (this.inFlight > 0 || performance.now() - this.lastRequestAt < INDEX_IDLE_MS) {
+      if (this.busy() || performance.now() - this.lastRequestAt < INDEX_IDLE_MS) {
         this.scheduleIndexing();
         return;
       }
