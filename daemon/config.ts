@@ -1,9 +1,8 @@
 // $ALBEDO_HOME/extensions.json and models.json: parsed with zod, loaded at start and hot-watched.
 // A bad file keeps its last good content and is reported once; using the config (selection,
 // windows, summarizer) is left to the kernels, strategies and the summarizer module.
-import { readFileSync } from 'node:fs';
+import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
-import { watch, type FSWatcher } from 'chokidar';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { AlbedoError } from '../protocol/errors.ts';
@@ -131,7 +130,7 @@ export class ConfigStore {
   private readonly extensionsSlot: FileSlot<ExtensionsFileParsed>;
   private readonly modelsSlot: FileSlot<Catalog>;
   private version = 0;
-  private watcher: FSWatcher | undefined;
+  private watchers: FSWatcher[] | undefined;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -184,28 +183,36 @@ export class ConfigStore {
   }
 
   /**
-   * Starts watching both files (resolves once the watcher is ready). The parent directories are
-   * watched, filtered to the two names, so a file created later is picked up too. Events wait
-   * for the write to settle and are debounced into one `load()`.
+   * Starts watching both files. Their parent directories are watched (fs.watch: inotify on
+   * Linux), filtered to the two names, so a file created later is picked up too. Events are
+   * debounced into one `load()` once writes have paused (`schedule`).
+   *
+   * Not chokidar: the home directory also holds the database, and chokidar re-reads and stats
+   * a watched directory on its events, so every commit of the daemon (the WAL changes) cost a
+   * directory scan on the event loop. An fs.watch event costs a name comparison.
    */
   async watch(): Promise<void> {
-    if (this.watcher !== undefined || this.closed) return;
-    const targets = new Set([this.extensionsSlot.path, this.modelsSlot.path]);
-    const dirs = [...new Set([...targets].map((p) => path.dirname(p)))];
-    const watcher = watch(dirs, {
-      ignoreInitial: true,
-      depth: 0,
-      ignored: (p: string) => !targets.has(path.resolve(p)) && !dirs.includes(path.resolve(p)),
-      awaitWriteFinish: { stabilityThreshold: 40, pollInterval: 10 },
-    });
-    this.watcher = watcher;
-    const onEvent = (p: string): void => {
-      if (targets.has(path.resolve(p))) this.schedule();
-    };
-    watcher.on('add', onEvent).on('change', onEvent).on('unlink', onEvent);
-    watcher.on('error', (err) => this.log.error({ err }, 'config watcher failed'));
-    await new Promise<void>((done) => watcher.once('ready', () => done()));
-    // Anything written between load() and the watcher being ready would otherwise be missed.
+    if (this.watchers !== undefined || this.closed) return;
+    const names = new Map<string, Set<string>>();
+    for (const p of [this.extensionsSlot.path, this.modelsSlot.path]) {
+      const dir = path.dirname(p);
+      names.set(dir, (names.get(dir) ?? new Set()).add(path.basename(p)));
+    }
+    this.watchers = [];
+    for (const [dir, files] of names) {
+      try {
+        const w = watch(dir, (_event, file) => {
+          // No name (some platforms): reload to be safe.
+          if (file === null || files.has(String(file))) this.schedule();
+        });
+        w.on('error', (err) => this.log.error({ err, dir }, 'config watcher failed'));
+        this.watchers.push(w);
+      } catch (err) {
+        this.log.error({ err, dir }, 'cannot watch the configuration folder; changes need /reload or SIGHUP');
+      }
+    }
+    // Anything written between load() and the watchers starting would otherwise be missed.
+    await Promise.resolve();
     if (!this.closed) this.load();
   }
 
@@ -213,9 +220,10 @@ export class ConfigStore {
     this.closed = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
-    const w = this.watcher;
-    this.watcher = undefined;
-    if (w !== undefined) await w.close();
+    const ws = this.watchers ?? [];
+    this.watchers = undefined;
+    for (const w of ws) w.close();
+    await Promise.resolve();
   }
 
   private schedule(): void {

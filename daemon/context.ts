@@ -27,6 +27,8 @@ export interface DaemonSettings {
    * several files before applying them together).
    */
   watchConfig: boolean;
+  /** Whether the background search indexer runs (off: searches scan every row past the cursor). */
+  searchIndexer: boolean;
 }
 
 export interface ConfigProblem {

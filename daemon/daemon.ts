@@ -30,14 +30,25 @@ export const DEFAULT_SETTINGS: DaemonSettings = {
   maxInFlight: 64,
   shutdownGraceMs: 10_000,
   watchConfig: true,
+  searchIndexer: true,
 };
 
 /**
- * The background indexer's slice of work per event-loop turn, in milliseconds. Trigram indexing
- * costs from ~50 µs (short rows) to several ms (long tool output) a row, so the batch size
- * adapts to keep each turn near this.
+ * The background indexer works only while the daemon is idle: no request in flight and none
+ * for INDEX_IDLE_MS. Between two slices it yields, so a request that arrived meanwhile is read
+ * and started first, and the indexer waits for the next quiet moment. SQLite has one writer at
+ * a time, so an indexer on a worker thread with its own connection would still hold the write
+ * lock against appends (and SQLite's busy wait sleeps in whole milliseconds); idle time keeps
+ * it off the request path altogether. Under load without pause the index lags, which costs
+ * searches a scan of the rows past the cursor, never a wrong answer.
  */
-const INDEX_SLICE_MS = 10;
+const INDEX_IDLE_MS = 20;
+/**
+ * The indexer's slice of work per event-loop turn, in milliseconds: the most a request that
+ * arrives during a slice waits. Trigram indexing costs from ~50 µs (short rows) to several ms
+ * (long tool output) a row, so the batch size adapts to keep each slice near this.
+ */
+const INDEX_SLICE_MS = 5;
 const INDEX_BATCH_BOUNDS = { min: 4, max: 2048 } as const;
 
 export function packageVersion(): string {
@@ -65,7 +76,11 @@ export class Daemon implements DaemonServices {
   /** Sockets accepted before the state is `running`, served once it is (see start). */
   private readonly early: net.Socket[] = [];
   private nextConnectionId = 1;
-  private indexing: NodeJS.Immediate | undefined;
+  /** The indexer's next turn, when one is scheduled. */
+  private indexing: { cancel(): void } | undefined;
+  /** Requests being handled, and when the last one arrived or finished (performance.now()). */
+  private inFlight = 0;
+  private lastRequestAt = 0;
   /** Rows per indexing turn, adapted to INDEX_SLICE_MS. */
   private indexBatch = 64;
   private stopped: Promise<void> | undefined;
@@ -171,10 +186,32 @@ export class Daemon implements DaemonServices {
     this.log.info({ sessions: told, method: 'reload' }, 'told live sessions that their capabilities changed');
   }
 
+  /**
+   * A request is being handled, or one is arriving: a large one (an append of many rows) comes
+   * in many chunks, and the loop turns between them, which must not be taken for idle time.
+   */
+  private busy(): boolean {
+    return this.inFlight > 0 || this.partialLines.heldBytes > 0;
+  }
+
+  /** Asks for the index to catch up in the next idle time (see INDEX_IDLE_MS). */
   scheduleIndexing(): void {
-    if (this.indexing !== undefined || this.state === 'stopping' || this.state === 'stopped') return;
-    this.indexing = setImmediate(() => {
+    if (this.indexing !== undefined || this.state === 'stopping' || this.state === 'stopped' || !this.settings.searchIndexer) return;
+    const quietFor = performance.now() - this.lastRequestAt;
+    if (this.busy() || quietFor < INDEX_IDLE_MS) {
+      const timer = setTimeout(() => {
+        this.indexing = undefined;
+        this.scheduleIndexing();
+      }, INDEX_IDLE_MS - Math.min(quietFor, INDEX_IDLE_MS) + 1);
+      this.indexing = { cancel: () => clearTimeout(timer) };
+      return;
+    }
+    const turn = setImmediate(() => {
       this.indexing = undefined;
+      if (this.busy() || performance.now() - this.lastRequestAt < INDEX_IDLE_MS) {
+        this.scheduleIndexing();
+        return;
+      }
       try {
         const started = performance.now();
         const indexed = indexPending(this.db, this.indexBatch);
@@ -186,6 +223,7 @@ export class Daemon implements DaemonServices {
         this.log.error({ err, method: 'search-index' }, 'search indexing failed; searches scan unindexed rows');
       }
     });
+    this.indexing = { cancel: () => clearImmediate(turn) };
   }
 
   requestShutdown(reason: string): void {
@@ -208,7 +246,7 @@ export class Daemon implements DaemonServices {
   private async doShutdown(reason: string): Promise<void> {
     this.state = 'stopping';
     this.log.info({ reason }, 'albedod stopping');
-    if (this.indexing !== undefined) clearImmediate(this.indexing);
+    this.indexing?.cancel();
     this.indexing = undefined;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     const drained = Promise.all([...this.connections].map((c) => c.peer?.whenIdle() ?? Promise.resolve())).then(() => this.kernels.idle());
@@ -295,7 +333,14 @@ export class Daemon implements DaemonServices {
       onRequest: async (method, params, rctx) => {
         // Once stopping, nothing new starts: what the grace period lets finish is what was running.
         if (this.state !== 'running') throw new AlbedoError('shutting_down', 'albedod is shutting down');
-        return this.dispatch(method, params, { daemon: this, conn, signal: rctx.signal });
+        this.inFlight += 1;
+        this.lastRequestAt = performance.now();
+        try {
+          return await this.dispatch(method, params, { daemon: this, conn, signal: rctx.signal });
+        } finally {
+          this.inFlight -= 1;
+          this.lastRequestAt = performance.now();
+        }
       },
       // No reply tells anyone a notification failed, so the log does, once. Unexpected failures
       // were logged with their stack by the dispatcher, which answers them as internal_error.

@@ -2,9 +2,11 @@
 // lanes, each one task at a time in arrival order: `transcript` (appends and reads, which keep
 // the rows' order) and `engine` (prepare, compact, context, extensions), so an append never
 // waits behind a model call; `all` waits for both lanes and holds both (delete, fork).
-// Different sessions run concurrently. Idle kernels are unloaded least-recently-used first;
-// unloading loses nothing, because state lives in SQLite. A session has at most one slot at
-// any time: a slot leaves the map only once it is idle.
+// Different sessions run concurrently. Idle kernels are unloaded least-recently-used first, while
+// more than `maxLoaded` are loaded or their caches together hold more than `maxBytes` (each
+// kernel's cache is measured when a task of its session settles); unloading loses nothing,
+// because state lives in SQLite. A session has at most one slot at any time: a slot leaves the
+// map only once it is idle.
 import { KernelCache } from '../strategies/harness/kernel-cache.ts';
 
 /** In-memory state of one loaded session. Strategies and handlers keep their caches in `cache`. */
@@ -32,12 +34,24 @@ function freshKernel(session: string): Kernel {
   return { session, loadedAt: Date.now(), cache: new KernelCache() };
 }
 
+/** Default bound of all kernels' caches together (estimated bytes). */
+export const DEFAULT_KERNEL_CACHE_BYTES = 16 * 2 ** 20;
+
 export class SessionKernels {
   private readonly slots = new Map<string, Slot>();
   private readonly maxLoaded: number;
+  private readonly maxBytes: number;
 
-  constructor(opts: { maxLoaded?: number } = {}) {
+  constructor(opts: { maxLoaded?: number; maxBytes?: number } = {}) {
     this.maxLoaded = opts.maxLoaded ?? 256;
+    this.maxBytes = opts.maxBytes ?? DEFAULT_KERNEL_CACHE_BYTES;
+  }
+
+  /** Estimated bytes held by every loaded kernel's cache, as last measured. */
+  get cacheBytes(): number {
+    let n = 0;
+    for (const s of this.slots.values()) n += s.kernel.cache.bytes;
+    return n;
   }
 
   get loaded(): number {
@@ -110,17 +124,27 @@ export class SessionKernels {
 
   private settled(session: string, slot: Slot): void {
     slot.pending -= 1;
+    slot.kernel.cache.measure();
     if (slot.pending !== 0 || this.slots.get(session) !== slot) return;
     if (slot.forgotten) this.slots.delete(session);
     else this.evictIdle();
   }
 
-  /** Unloads the least recently used idle kernels while more than `maxLoaded` are loaded. */
+  /**
+   * Unloads the least recently used idle kernels while more than `maxLoaded` are loaded or
+   * their caches hold more than `maxBytes`. The most recently used kernel stays whatever its
+   * size: a session too large for the bound still keeps its caches while it is the one at work.
+   */
   private evictIdle(): void {
-    if (this.slots.size <= this.maxLoaded) return;
+    let bytes = this.cacheBytes;
+    if (this.slots.size <= this.maxLoaded && bytes <= this.maxBytes) return;
+    let left = this.slots.size;
     for (const [name, slot] of this.slots) {
-      if (this.slots.size <= this.maxLoaded) break;
-      if (slot.pending === 0) this.slots.delete(name);
+      if (this.slots.size <= this.maxLoaded && bytes <= this.maxBytes) break;
+      if (--left === 0) break;
+      if (slot.pending !== 0) continue;
+      this.slots.delete(name);
+      bytes -= slot.kernel.cache.bytes;
     }
   }
 }

@@ -1,6 +1,6 @@
 // Process limits and switches from the environment (ALBEDO_MAX_LINE_BYTES, ALBEDO_MAX_IMAGE_BYTES,
-// ALBEDO_SHUTDOWN_GRACE_MS, ALBEDO_CONFIG_WATCH), parsed with zod so a typo stops the start
-// instead of being ignored.
+// ALBEDO_SHUTDOWN_GRACE_MS, ALBEDO_CONFIG_WATCH, ALBEDO_SEARCH_INDEXER), parsed with zod so a typo
+// stops the start instead of being ignored.
 import { z } from 'zod';
 import type { DaemonSettings } from './context.ts';
 import { StartupError } from './home.ts';
@@ -13,6 +13,7 @@ const EnvSettings = z.object({
   ALBEDO_SHUTDOWN_GRACE_MS: PositiveInt.optional(),
   /** `off`: the configuration files are read at start, /reload and SIGHUP only. */
   ALBEDO_CONFIG_WATCH: z.enum(['on', 'off']).optional(),
+  ALBEDO_SEARCH_INDEXER: z.enum(['on', 'off']).optional(),
 });
 
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<DaemonSettings> {
@@ -26,5 +27,6 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<D
   if (e.ALBEDO_MAX_IMAGE_BYTES !== undefined) out.maxImageBytes = e.ALBEDO_MAX_IMAGE_BYTES;
   if (e.ALBEDO_SHUTDOWN_GRACE_MS !== undefined) out.shutdownGraceMs = e.ALBEDO_SHUTDOWN_GRACE_MS;
   if (e.ALBEDO_CONFIG_WATCH !== undefined) out.watchConfig = e.ALBEDO_CONFIG_WATCH === 'on';
+  if (e.ALBEDO_SEARCH_INDEXER !== undefined) out.searchIndexer = e.ALBEDO_SEARCH_INDEXER === 'on';
   return out;
 }

@@ -134,7 +134,7 @@ export class RpcPeer {
    * getting no reply, and our side ends only once they have been.
    */
   private cutOff: WireError | undefined;
-  private readonly writeQueue: string[] = [];
+  private readonly writeQueue: Array<{ line: string; bytes: number }> = [];
   /** UTF-8 bytes of the lines in writeQueue. */
   private writeQueueBytes = 0;
   private readonly maxQueuedOutputBytes: number;
@@ -296,16 +296,17 @@ export class RpcPeer {
    */
   private send(line: string): void {
     if (this._state !== 'open' && this._state !== 'draining' && this.cutOff === undefined) return;
-    this.writeQueue.push(line + '\n');
-    this.writeQueueBytes += Buffer.byteLength(line) + 1;
+    const bytes = Buffer.byteLength(line) + 1;
+    this.writeQueue.push({ line: line + '\n', bytes });
+    this.writeQueueBytes += bytes;
     this.flush();
   }
 
   private flush(): void {
     if (this.stream.destroyed) return;
     while (!this.waitingDrain && this.writeQueue.length > 0) {
-      const line = this.writeQueue.shift() as string;
-      this.writeQueueBytes -= Buffer.byteLength(line);
+      const { line, bytes } = this.writeQueue.shift()!;
+      this.writeQueueBytes -= bytes;
       if (!this.stream.write(line)) {
         this.waitingDrain = true;
         this.stream.once('drain', () => {

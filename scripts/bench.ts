@@ -8,13 +8,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { benchAppend } from './bench/append.ts';
+import { benchAppend, benchAppendFloor, benchIndexerLatency } from './bench/append.ts';
 import { parseArgs, type BenchArgs, type Section } from './bench/args.ts';
 import { corpusStats, loadCorpus, type Corpus } from './bench/corpus.ts';
 import { buildDataset, checkpoint, fileSize, type Dataset } from './bench/dataset.ts';
 import { benchFrames } from './bench/frames.ts';
 import { benchGrep } from './bench/grep.ts';
 import { alternate, benchCompactionWork, measurePrepare, preparedSession, type PrepareSession } from './bench/prepare.ts';
+import { benchMemory } from './bench/memory.ts';
+import { benchPrepareSocket } from './bench/prepare-socket.ts';
 import { benchRead, segmenterProbe } from './bench/read.ts';
 import { benchLcmCompaction, benchLcmPrepare } from './bench/lcm-engine.ts';
 import { benchReplay } from './bench/replay.ts';
@@ -23,6 +25,8 @@ import { nowMs } from './bench/timing.ts';
 
 /** Size of the baseline session prepares are compared with. */
 const PREPARE_BASELINE_ROWS = 1_000;
+/** Prepare over the socket is measured at the baseline size and at every size up to this one. */
+const SOCKET_PREPARE_MAX_ROWS = 100_000;
 /** One compaction is measured at this size, or the largest size below it. */
 const COMPACTION_ROWS = 100_000;
 
@@ -84,6 +88,8 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   if (args.only.has('append')) {
     log('append ...');
     results.append = await benchAppend(root, corpus, { quick: args.quick });
+    results.append_floor = await benchAppendFloor(root, corpus, { quick: args.quick }, log);
+    results.append_indexer = await benchIndexerLatency(root, corpus, { quick: args.quick }, log);
   }
 
   const wantsData = ['read', 'grep', 'prepare', 'compact', 'lcm'].some((x) => args.only.has(x as Section));
@@ -139,6 +145,18 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   if (args.only.has('frames')) {
     log('frames ...');
     results.frames = await benchFrames(corpus, { quick: args.quick }, log);
+  }
+  if (args.only.has('prepare')) {
+    log('prepare over the socket ...');
+    const sizes = [PREPARE_BASELINE_ROWS, ...args.sizes.filter((x) => x <= SOCKET_PREPARE_MAX_ROWS && x !== PREPARE_BASELINE_ROWS)];
+    results.prepare_socket = [];
+    for (const rows of sizes) {
+      results.prepare_socket.push(await benchPrepareSocket(root, corpus, rows, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) }, log));
+    }
+  }
+  if (args.only.has('memory')) {
+    log('memory ...');
+    results.memory = (await benchMemory(root, corpus, { sessions: args.quick ? 200 : 1000, rows: 50 }, log)) ?? undefined;
   }
   if (args.only.has('replay')) {
     log('replay ...');

@@ -71,6 +71,28 @@ export function migrate(db: Db, list: readonly Migration[]): number {
 }
 
 /**
+ * Runs `fn` (one or more transactions) with commits that do not wait for an fsync, then puts
+ * the connection's own level back. In WAL mode such a commit still survives a crash of the
+ * process, and becomes durable with the next fsync of the log: the next commit at FULL (any
+ * append) or a checkpoint. Power loss before that can drop it, never corrupt it. Only for data
+ * that can be rebuilt or is bookkeeping (the search index, prepared-request records), never
+ * for transcript rows.
+ */
+export function withoutFsync<T>(db: Db, fn: () => T): T {
+  // Through db.pragma, not a cached statement: SQLite applies `synchronous = …` while it
+  // compiles the statement, so a prepared one would change nothing when run again.
+  const level = db.pragma('synchronous', { simple: true }) as number;
+  // 0 OFF, 1 NORMAL: already no fsync per commit.
+  if (level <= 1) return fn();
+  db.pragma('synchronous = NORMAL');
+  try {
+    return fn();
+  } finally {
+    db.pragma(`synchronous = ${level}`);
+  }
+}
+
+/**
  * Per-connection memo for prepared statements: `const stmts = perDb((db) => ({ ... }))` prepares
  * them on first use and reuses them after, as better-sqlite3 intends.
  */

@@ -4,7 +4,8 @@
 import { Observation, CompactionRecord, StoredToolSpec, type ToolSpec } from '../protocol/prepared.ts';
 import { z } from 'zod';
 import { AlbedoError } from '../protocol/errors.ts';
-import { perDb, type Db } from './db.ts';
+import { createHash } from 'node:crypto';
+import { perDb, withoutFsync, type Db } from './db.ts';
 
 /** Prepared requests kept per session; older ones are pruned as new ones arrive. */
 export const PREPARED_KEEP = 16;
@@ -15,7 +16,13 @@ function prepare(db: Db) {
       'INSERT INTO prepared_requests (id, sid, head, model, created_at, estimated_input_tokens, observation) VALUES (?, ?, ?, ?, ?, ?, ?)',
     ),
     notePrepared: db.prepare('UPDATE sessions SET prepared_head = ?, last_model = coalesce(?, last_model) WHERE sid = ?'),
-    notePrompt: db.prepare('UPDATE sessions SET last_instructions = ?, last_tools = ? WHERE sid = ?'),
+    // Writes the prompt only when its hash differs from the stored one.
+    notePrompt: db.prepare<[number, string, string, string]>(
+      `INSERT INTO session_prompts (sid, hash, instructions, tools) VALUES (?, ?, ?, ?)
+       ON CONFLICT (sid) DO UPDATE SET hash = excluded.hash, instructions = excluded.instructions, tools = excluded.tools
+        WHERE session_prompts.hash IS NOT excluded.hash`,
+    ),
+    promptHash: db.prepare<[number], string>('SELECT hash FROM session_prompts WHERE sid = ?').pluck(),
     prunePrepared: db.prepare(
       `DELETE FROM prepared_requests WHERE sid = ? AND id NOT IN
          (SELECT id FROM prepared_requests WHERE sid = ? ORDER BY created_at DESC, rowid DESC LIMIT ?)`,
@@ -40,16 +47,37 @@ function prepare(db: Db) {
     deleteChoices: db.prepare('DELETE FROM session_extensions WHERE sid = ?'),
     insertChoice: db.prepare('INSERT INTO session_extensions (sid, name, enabled, chosen_at) VALUES (?, ?, ?, ?)'),
     copyChoices: db.prepare('INSERT INTO session_extensions (sid, name, enabled, chosen_at) SELECT ?, name, enabled, chosen_at FROM session_extensions WHERE sid = ?'),
-    lastPrompt: db.prepare('SELECT last_model, last_instructions, last_tools FROM sessions WHERE sid = ?'),
+    lastPrompt: db.prepare(
+      `SELECT s.last_model, p.instructions AS last_instructions, p.tools AS last_tools
+         FROM sessions s LEFT JOIN session_prompts p ON p.sid = s.sid WHERE s.sid = ?`,
+    ),
+    copyModel: db.prepare('UPDATE sessions SET last_model = (SELECT last_model FROM sessions WHERE sid = ?) WHERE sid = ?'),
     copyPrompt: db.prepare(
-      `UPDATE sessions SET (last_model, last_instructions, last_tools) =
-         (SELECT last_model, last_instructions, last_tools FROM sessions WHERE sid = ?) WHERE sid = ?`,
+      `INSERT INTO session_prompts (sid, hash, instructions, tools)
+       SELECT ?, hash, instructions, tools FROM session_prompts WHERE sid = ?
+       ON CONFLICT (sid) DO UPDATE SET hash = excluded.hash, instructions = excluded.instructions, tools = excluded.tools`,
     ),
   };
 }
 
 const stmts = perDb(prepare);
 
+/** The stored prompt's identity: a hash of the instructions and of the tools' JSON. */
+function promptHash(instructions: string, toolsJson: string): string {
+  return createHash('sha256').update(instructions).update('\0').update(toolsJson).digest('base64url');
+}
+
+/**
+ * Records a prepared request: its observation, the session's prepared head and model, and the
+ * prompt as sent (only when its hash differs from the stored one: an agent sends the same
+ * ~10 KB of instructions and tools on every turn).
+ *
+ * A prepare whose prompt is unchanged commits without an fsync (storage/db.ts withoutFsync):
+ * what it writes is bookkeeping (the observation a usage report refers to, the last prepared
+ * head), which the next durable commit makes durable too; a power loss before it costs at
+ * most a usage report of `unknown_prepared`. A changed prompt commits at the connection's
+ * level, since /compact sizes the pinned prompt from it.
+ */
 export function savePrepared(
   db: Db,
   p: {
@@ -65,12 +93,16 @@ export function savePrepared(
   now = Date.now(),
 ): void {
   const st = stmts(db);
-  db.transaction(() => {
+  const prompt = p.prompt === undefined ? undefined : { instructions: p.prompt.instructions, tools: JSON.stringify(p.prompt.tools) };
+  const hash = prompt === undefined ? undefined : promptHash(prompt.instructions, prompt.tools);
+  const write = db.transaction(() => {
     st.insertPrepared.run(p.id, p.sid, p.head, p.model, now, p.estimate, JSON.stringify(p.observation));
     st.notePrepared.run(p.head, p.model, p.sid);
-    if (p.prompt !== undefined) st.notePrompt.run(p.prompt.instructions, JSON.stringify(p.prompt.tools), p.sid);
+    if (prompt !== undefined && hash !== undefined) st.notePrompt.run(p.sid, hash, prompt.instructions, prompt.tools);
     st.prunePrepared.run(p.sid, p.sid, PREPARED_KEEP);
-  })();
+  });
+  if (hash !== undefined && st.promptHash.get(p.sid) !== hash) write();
+  else withoutFsync(db, write);
 }
 
 export interface PreparedRecord {
@@ -220,5 +252,6 @@ export function lastPrompt(db: Db, sid: number): { model: string | null; instruc
 export function inheritEngineState(db: Db, parentSid: number, childSid: number): void {
   const st = stmts(db);
   st.copyChoices.run(childSid, parentSid);
-  st.copyPrompt.run(parentSid, childSid);
+  st.copyModel.run(parentSid, childSid);
+  st.copyPrompt.run(childSid, parentSid);
 }

@@ -1,6 +1,8 @@
 // Runs grep's search index query on a worker thread, so a query that takes long on a large
 // index never stalls the daemon's event loop. One worker, requests answered in order; grep
-// works the same without it (tests and scripts run the query inline).
+// works the same without it (tests and scripts run the query inline). The thread starts with
+// the first query: a worker is a V8 instance of its own with the TypeScript loader in it (tens
+// of MiB), which a daemon nobody searches does not need.
 import { Worker } from 'node:worker_threads';
 
 interface Pending {
@@ -9,36 +11,42 @@ interface Pending {
 }
 
 export class SearchWorker {
-  private readonly worker: Worker;
+  private started: Worker | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closed = false;
 
-  constructor(dbPath: string) {
+  constructor(private readonly dbPath: string) {}
+
+  private get worker(): Worker {
+    if (this.started !== undefined) return this.started;
     // The boot file registers tsx inside the worker, then loads the TypeScript worker.
-    this.worker = new Worker(new URL('./search-worker-boot.js', import.meta.url), { workerData: { path: dbPath } });
-    this.worker.on('message', (msg: { id: number; pairs?: Float64Array; error?: string }) => {
+    const worker = new Worker(new URL('./search-worker-boot.js', import.meta.url), { workerData: { path: this.dbPath } });
+    worker.on('message', (msg: { id: number; pairs?: Float64Array; error?: string }) => {
       const p = this.pending.get(msg.id);
       if (p === undefined) return;
       this.pending.delete(msg.id);
-      if (this.pending.size === 0) this.worker.unref();
+      if (this.pending.size === 0) worker.unref();
       if (msg.error !== undefined || msg.pairs === undefined) p.reject(new Error(`search worker: ${msg.error ?? 'no answer'}`));
       else p.resolve(msg.pairs);
     });
-    this.worker.on('error', (err) => this.failAll(err));
-    this.worker.on('exit', (code) => this.failAll(new Error(`search worker exited with code ${code}`)));
+    worker.on('error', (err) => this.failAll(err));
+    worker.on('exit', (code) => this.failAll(new Error(`search worker exited with code ${code}`)));
     // An idle worker must not keep the process alive; one with a query out must.
-    this.worker.unref();
+    worker.unref();
+    this.started = worker;
+    return worker;
   }
 
   /** Indexed rows (seq <= maxSeq) matching the phrase query, as (seq, sid) pairs. */
   hits(query: string, maxSeq: number): Promise<Float64Array> {
     if (this.closed) return Promise.reject(new Error('search worker is closed'));
     const id = this.nextId++;
+    const worker = this.worker;
     return new Promise((resolve, reject) => {
-      if (this.pending.size === 0) this.worker.ref();
+      if (this.pending.size === 0) worker.ref();
       this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ id, query, maxSeq });
+      worker.postMessage({ id, query, maxSeq });
     });
   }
 
@@ -46,13 +54,14 @@ export class SearchWorker {
     if (this.closed) return;
     this.closed = true;
     this.failAll(new Error('search worker is closed'));
-    this.worker.ref();
-    await this.worker.terminate();
+    if (this.started === undefined) return;
+    this.started.ref();
+    await this.started.terminate();
   }
 
   private failAll(err: Error): void {
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
-    this.worker.unref();
+    this.started?.unref();
   }
 }

@@ -9,6 +9,7 @@ import { type Db, perDb, timeSlicer } from './db.ts';
 import { ONE_GRAPHEME_PER_CHAR, segmenter } from './graphemes.ts';
 import { rowHeader } from './row-text.ts';
 import { requireSession } from './sessions.ts';
+import { sessionRewrites } from './user-rows.ts';
 
 export interface ReadOptions {
   /** Awaited after every few milliseconds of work so a deep read lets other work run; default setImmediate. */
@@ -55,6 +56,21 @@ function prepare(db: Db) {
     // Index-only (the session index covers graphemes): row sizes without reading any text.
     sizes: db.prepare<[number, number, number, number], { seq: number; graphemes: number | null }>(
       'SELECT seq, graphemes FROM transcript INDEXED BY transcript_session WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?',
+    ),
+    // The session's rows after a seq, in blocks of BLOCK_ROWS: each block's last seq, its rows,
+    // and its rendered size (NULL counts are left out of the sum and show as counted < n).
+    // Index-only like `sizes`, and summed by SQLite, so no row reaches JS.
+    blocks: db.prepare<[number, number], { last: number; n: number; counted: number; size: number | null }>(
+      `SELECT max(seq) AS last, count(*) AS n, count(size) AS counted, sum(size) AS size FROM (
+         SELECT seq, graphemes + length(seq) + 2 AS size, (row_number() OVER (ORDER BY seq) - 1) / ${BLOCK_ROWS} AS block
+           FROM (SELECT seq, graphemes FROM transcript INDEXED BY transcript_session
+                  WHERE sid = ? AND seq > ? ORDER BY seq LIMIT ${BLOCK_ROWS * BLOCKS_PER_QUERY}))
+        GROUP BY block ORDER BY block`,
+    ),
+    // Rendered size of the rows in (after, through], and whether every one has a stored count.
+    sizeBetween: db.prepare<[number, number, number], { n: number; counted: number; size: number | null }>(
+      `SELECT count(*) AS n, count(graphemes) AS counted, sum(graphemes + length(seq) + 2) AS size
+         FROM transcript INDEXED BY transcript_session WHERE sid = ? AND seq > ? AND seq <= ?`,
     ),
   };
 }
@@ -191,6 +207,122 @@ class GraphemePage {
 const SKIP_BATCH_ROWS = 4096;
 
 /**
+ * Deep offsets without a pass over every row before them: a sparse prefix sum per session.
+ * Every BLOCK_ROWS rows, the index keeps the block's last seq and the rendered size (stored
+ * count + digits of the seq + 2 for the separator) of all the session's rows through it. It is
+ * built and extended by one SQL aggregate over the session index (new rows only), and lives
+ * in memory: settling is the only thing that moves or changes stored rows, and it bumps the
+ * session's rewrite counter, which the index is keyed on; appends only add blocks at the end.
+ * It stops before the first block with a row that has no stored count (rows older than
+ * migration 5), so those are still counted from their text.
+ */
+const BLOCK_ROWS = 1024;
+/** Blocks summed per query while building, with a yield between queries (a few ms each). */
+const BLOCKS_PER_QUERY = 4;
+/** Sessions whose block index is kept (least recently read dropped first). */
+const BLOCK_INDEX_SESSIONS = 256;
+
+interface BlockIndex {
+  /** Identity of the session (a deleted session's sid can be reused) and its rewrite count. */
+  name: string;
+  createdAt: number;
+  rewrites: number;
+  /** Last seq of each block, increasing. */
+  ends: number[];
+  /** Rendered size of the session's rows through ends[i]. */
+  sums: number[];
+  /** Set once a block had a row without a stored count: the index never grows past it. */
+  closed: boolean;
+}
+
+const blockIndexes = perDb(() => new Map<number, BlockIndex>());
+
+/**
+ * The session's block index, brought up to date with rows appended since it was last used; a
+ * few thousand rows per query, yielding between them, so building it for a long session does
+ * not stall the loop.
+ */
+async function blockIndex(
+  db: Db,
+  st: ReturnType<typeof stmts>,
+  s: { sid: number; name: string; created_at: number },
+  slice: () => Promise<void>,
+): Promise<BlockIndex> {
+  const all = blockIndexes(db);
+  const rewrites = sessionRewrites(db, s.sid);
+  let ix = all.get(s.sid);
+  if (ix === undefined || ix.name !== s.name || ix.createdAt !== s.created_at || ix.rewrites !== rewrites) {
+    ix = { name: s.name, createdAt: s.created_at, rewrites, ends: [], sums: [], closed: false };
+  }
+  all.delete(s.sid);
+  all.set(s.sid, ix);
+  if (all.size > BLOCK_INDEX_SESSIONS) all.delete(all.keys().next().value!);
+  for (;;) {
+    if (ix.closed) return ix;
+    const blocks = st.blocks.all(s.sid, ix.ends[ix.ends.length - 1] ?? 0);
+    let sum = ix.sums[ix.sums.length - 1] ?? 0;
+    for (const b of blocks) {
+      if (b.n < BLOCK_ROWS) return ix;
+      if (b.counted < b.n || b.size === null) {
+        ix.closed = true;
+        return ix;
+      }
+      sum += b.size;
+      ix.ends.push(b.last);
+      ix.sums.push(sum);
+    }
+    if (blocks.length < BLOCKS_PER_QUERY) return ix;
+    // Another task may have used the index meanwhile: it only ever grows, and stays valid.
+    await slice();
+  }
+}
+
+/** Index of the last entry of `xs` (increasing) that is <= x, or -1. */
+function lastAtMost(xs: readonly number[], x: number): number {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (xs[mid]! <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
+}
+
+/**
+ * Jumps over whole blocks before `offset`: returns the seq to continue the row-by-row skip
+ * from and the size jumped. Only rows the row-by-row skip would also pass are jumped: they end
+ * at or before the offset and each has a successor in the range (the jump's last row is
+ * probed for one). Without blocks past `after`, or with a row lacking its count between the
+ * block before `after` and `after`, nothing is jumped.
+ */
+function jumpBlocks(
+  st: ReturnType<typeof stmts>,
+  ix: BlockIndex,
+  sid: number,
+  after: number,
+  last: number,
+  offset: number,
+): { from: number; skipped: number } {
+  const none = { from: after, skipped: 0 };
+  const { ends, sums } = ix;
+  if (ends.length === 0 || ends[ends.length - 1]! <= after) return none;
+  // Size of the rows up to `after`, which the rendering leaves out.
+  const k0 = lastAtMost(ends, after);
+  let base = k0 < 0 ? 0 : sums[k0]!;
+  if (after > (k0 < 0 ? 0 : ends[k0]!)) {
+    const part = st.sizeBetween.get(sid, k0 < 0 ? 0 : ends[k0]!, after);
+    if (part === undefined || part.counted < part.n) return none;
+    base += part.size ?? 0;
+  }
+  // The last block that ends at or before the offset, inside the range, with a successor.
+  let k = lastAtMost(sums, base + offset);
+  while (k > k0 && ends[k]! >= last) k--;
+  if (k <= k0 || st.exists.get(sid, ends[k]!, last) === undefined) return none;
+  return { from: ends[k]!, skipped: sums[k]! - base };
+}
+
+/**
  * Skips, from the index alone, every whole row (with its separator) that ends at or before
  * `offset`, and returns the seq to render from. Only rows known to have a successor are
  * skipped, so each one's size is its stored count, plus the digits of its seq, plus 2 for its
@@ -253,7 +385,10 @@ export async function readTranscript(
   const pager = new GraphemePage(params.offset, params.limit);
 
   const slice = timeSlicer(opts.yieldEvery);
-  const after = await skipWholeRows(st, s.sid, (params.from_seq ?? 1) - 1, last, pager, params.offset, slice);
+  const start = (params.from_seq ?? 1) - 1;
+  const jump = params.offset === 0 ? { from: start, skipped: 0 } : jumpBlocks(st, await blockIndex(db, st, s, slice), s.sid, start, last, params.offset);
+  pager.skip(jump.skipped);
+  const after = await skipWholeRows(st, s.sid, jump.from, last, pager, params.offset - jump.skipped, slice);
   let rows = st.page.all(s.sid, after, last, READ_PAGE_ROWS);
   let i = 0;
   while (i < rows.length) {

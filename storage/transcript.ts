@@ -2,6 +2,7 @@
 // result beside its call, orphan results), daemon notices, forks and excursions, each batch in
 // one transaction. Reads, snapshots and search live in conversation.ts, transcript-read.ts, search*.ts.
 import { randomUUID } from 'node:crypto';
+import Database from 'better-sqlite3';
 import { AlbedoError } from '../protocol/errors.ts';
 import { MAX_JSON_DEPTH, tooDeepPath } from '../protocol/json-depth.ts';
 import type { ImagePart, ImagePartIn, Notice, RowClass, RowIn, StoredBody, TextPart } from '../protocol/rows.ts';
@@ -87,6 +88,12 @@ function prepare(db: Db) {
     byKey: db.prepare<[number, string], { seq: number; body: string }>(
       'SELECT seq, body FROM transcript WHERE sid = ? AND key = ?',
     ),
+    // One probe of the key index per key, for a whole batch in one statement (a JSON array of keys).
+    storedKeys: db
+      .prepare<[number, string], string>(
+        'SELECT key FROM transcript WHERE sid = ? AND key IN (SELECT value FROM json_each(?))',
+      )
+      .pluck(),
     rowSid: db.prepare<[number], { sid: number }>('SELECT sid FROM transcript WHERE seq = ?'),
     head: db.prepare<[number], { head: number | null }>('SELECT max(seq) AS head FROM transcript WHERE sid = ?'),
     // The session's one unanswered call with this id (tool_calls_open keeps it to one).
@@ -96,9 +103,11 @@ function prepare(db: Db) {
     insertCall: db.prepare<[number, string, number, number | null]>(
       'INSERT INTO tool_calls (sid, call_id, seq, result_seq) VALUES (?, ?, ?, ?)',
     ),
-    answerCall: db.prepare<[number, number, string, number]>(
-      'UPDATE tool_calls SET result_seq = ? WHERE sid = ? AND call_id = ? AND seq = ?',
+    // Answers the session's open call with this id, if any, and names the call's row.
+    answerOpen: db.prepare<[number, number, string], { seq: number }>(
+      'UPDATE tool_calls SET result_seq = ? WHERE sid = ? AND call_id = ? AND result_seq IS NULL RETURNING seq',
     ),
+    markOrphan: db.prepare<[string, number]>('UPDATE transcript SET body = ?, call_id = NULL WHERE seq = ?'),
     orphans: db
       .prepare<[number], number>(
         "SELECT count(*) FROM transcript INDEXED BY transcript_orphans WHERE sid = ? AND kind = 'tool_result' AND call_id IS NULL",
@@ -351,21 +360,35 @@ function writeBatch(
   const cx: BatchContext = { db, st, sid: requireSession(db, session).sid, session, images, now };
   const seqs: number[] = [];
   let origin: Map<number, number> | undefined;
+  // Keys to look up one by one: those stored before the batch (one statement finds them all)
+  // and those this batch writes. Any other key is new, and its row is simply inserted.
+  const keys = rows.flatMap((r) => (r.key === undefined ? [] : [r.key]));
+  const lookUp = new Set(keys.length === 0 ? [] : st.storedKeys.all(cx.sid, JSON.stringify(keys)));
+  // The call row that the session's rows end with, when every row after it is a result
+  // answering one of its calls: a result for that row is then in its slot already, and
+  // settle would find nothing to move. Unknown (undefined) at the start of a batch and after
+  // anything else is written.
+  let tailCall: number | undefined;
 
   rows.forEach((row, index) => {
     const body = storedBody(row, images);
     const json = JSON.stringify(body);
     const key = row.key ?? null;
     if (key !== null) {
-      const hit = storedUnderKey(cx, key, json, index);
-      if (hit !== undefined) {
-        seqs.push(hit);
-        return;
+      if (lookUp.has(key)) {
+        const hit = storedUnderKey(cx, key, json, index);
+        if (hit !== undefined) {
+          seqs.push(hit);
+          return;
+        }
       }
+      lookUp.add(key);
     }
 
     const { seq, callSeq } = writeRow(cx, row, body, json, key, index);
-    const dest = callSeq === undefined ? undefined : settle(st, cx.sid, seq, callSeq);
+    const inSlot = callSeq !== undefined && callSeq === tailCall;
+    tailCall = body.kind === 'assistant' ? seq : inSlot ? tailCall : undefined;
+    const dest = callSeq === undefined || inSlot ? undefined : settle(st, cx.sid, seq, callSeq);
     if (dest === undefined) {
       seqs.push(seq);
       return;
@@ -402,12 +425,22 @@ function storedUnderKey(cx: BatchContext, key: string, json: string, index: numb
   return hit.seq;
 }
 
+/** A UNIQUE or PRIMARY KEY constraint refused the statement. */
+function isUniqueViolation(err: unknown): boolean {
+  return err instanceof Database.SqliteError && (err.code === 'SQLITE_CONSTRAINT_UNIQUE' || err.code === 'SQLITE_CONSTRAINT_PRIMARYKEY');
+}
+
 /**
  * Inserts one new client row at the end with its bookkeeping: an assistant row records its
  * calls (each id must have no open call: `duplicate_tool_call`); a tool result with an open
  * call of its id answers it (the call's record names the result's seq; `callSeq` is the
  * call's row, for settling); a tool result without one is stored as an orphan, its body marked
  * and its call_id column NULL, linked to nothing. Image rows record their payload references.
+ *
+ * One statement per call and per result: the index of open calls (tool_calls_open) refuses a
+ * second open call with the same id, so no lookup precedes the insert; a result is written as
+ * answering, and the one UPDATE that answers the open call tells whether there was one (an
+ * orphan, rare, then gets its mark and loses its call_id column in a second statement).
  */
 function writeRow(
   cx: BatchContext,
@@ -418,20 +451,11 @@ function writeRow(
   index: number,
 ): { seq: number; callSeq: number | undefined } {
   const { db, st, sid, session } = cx;
-  let call: { seq: number } | undefined;
-  if (body.kind === 'tool_result') {
-    call = st.openCall.get(sid, body.call_id);
-    if (call === undefined) {
-      body = { ...body, orphan: true };
-      json = JSON.stringify(body);
-    }
-  }
-
   const seq = insertRow(st, sid, {
     kind: body.kind,
     row_class: rowClassOf(body),
     key,
-    call_id: body.kind === 'tool_result' && call !== undefined ? body.call_id : null,
+    call_id: body.kind === 'tool_result' ? body.call_id : null,
     body: json,
     created_at: cx.now,
   }, body);
@@ -439,17 +463,19 @@ function writeRow(
   if (body.kind === 'assistant') {
     for (const p of body.content) {
       if (p.type !== 'tool_call') continue;
-      const open = st.openCall.get(sid, p.id);
-      if (open !== undefined) {
-        const msg = `tool call id "${p.id}" is already used in session "${session}" by a call with no result yet (seq ${open.seq})`;
+      try {
+        st.insertCall.run(sid, p.id, seq, null);
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+        const open = st.openCall.get(sid, p.id)?.seq ?? seq;
+        const msg = `tool call id "${p.id}" is already used in session "${session}" by a call with no result yet (seq ${open})`;
         throw new AlbedoError('duplicate_tool_call', msg, {
           session,
           call_id: p.id,
-          seq: open.seq,
+          seq: open,
           index,
         });
       }
-      st.insertCall.run(sid, p.id, seq, null);
     }
   } else if (row.kind !== 'assistant') {
     for (const q of row.content) {
@@ -464,8 +490,10 @@ function writeRow(
     }
   }
 
-  if (body.kind === 'tool_result' && call !== undefined) st.answerCall.run(seq, sid, body.call_id, call.seq);
-  return { seq, callSeq: call?.seq };
+  if (body.kind !== 'tool_result') return { seq, callSeq: undefined };
+  const callSeq = st.answerOpen.get(seq, sid, body.call_id)?.seq;
+  if (callSeq === undefined) st.markOrphan.run(JSON.stringify({ ...body, orphan: true }), seq);
+  return { seq, callSeq };
 }
 
 /**

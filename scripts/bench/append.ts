@@ -1,15 +1,19 @@
 // Append throughput: rows/s through appendRows into a real SQLite file with synchronous=FULL,
 // in batches of 1, 100 and 1000 rows of the realistic corpus mix, each batch size on a fresh
-// database whose main session is first given some history (so indexes are not empty).
+// database whose main session is first given some history (so indexes are not empty). Then the
+// same rows against the SQLite floor (scripts/bench/floor.ts), in process and over a real
+// daemon's socket, and append latency over the socket with the search indexer on and off.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { RowIn } from '../../protocol/rows.ts';
 import { openDb } from '../../storage/db.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
+import { startReplayDaemon, type ReplayDaemon } from '../replay/daemon.ts';
 import type { Corpus } from './corpus.ts';
+import { AppendFloor, medianRatio } from './floor.ts';
 import { RowStream } from './rows.ts';
-import { nowMs } from './timing.ts';
+import { nowMs, stats, type Stats } from './timing.ts';
 
 export interface AppendResult {
   batch: number;
@@ -78,4 +82,200 @@ export async function benchAppend(tmp: string, corpus: Corpus, opts: { quick: bo
     }
   }
   return out;
+}
+
+export interface FloorComparison {
+  path: 'in-process' | 'socket';
+  batch: number;
+  rows: number;
+  blocks: number;
+  ours_rows_per_s: number;
+  floor_rows_per_s: number;
+  /** Median over blocks of (our time / the floor's time) for the same rows. */
+  ratio: number;
+}
+
+export interface IndexerLatency {
+  /** Append calls (100 rows each) timed per daemon, with a pause between calls. */
+  calls: number;
+  pause_ms: number;
+  /** Rows the indexer had to catch up on when the timing started. */
+  backlog_rows: number;
+  on: Stats;
+  off: Stats;
+  /** Median with the indexer running / median without. */
+  ratio: number;
+  p90_ratio: number;
+}
+
+export interface AppendSection {
+  throughput: AppendResult[];
+  floor: FloorComparison[];
+  indexer?: IndexerLatency;
+}
+
+interface Side {
+  /** Appends one batch; returns its milliseconds. */
+  append(rows: RowIn[]): Promise<number>;
+}
+
+/**
+ * Our side and the floor, given the same prefill and then the same batches in alternating
+ * blocks (which side goes first alternates too).
+ */
+async function compare(
+  ours: Side,
+  floor: AppendFloor,
+  stream: RowStream,
+  opts: { path: FloorComparison['path']; batch: number; prefill: number; blocks: number; perBlock: number },
+): Promise<FloorComparison> {
+  for (let done = 0; done < opts.prefill; done += 1000) {
+    const rows = stream.take(1000);
+    await ours.append(rows);
+    floor.append(AppendFloor.flatten(rows));
+  }
+  const pairs: Array<{ ours: number; floor: number }> = [];
+  let oursMs = 0;
+  let floorMs = 0;
+  for (let b = 0; b < opts.blocks; b++) {
+    const batches = Array.from({ length: opts.perBlock }, () => stream.take(opts.batch));
+    const flat = batches.map((x) => AppendFloor.flatten(x));
+    let o = 0;
+    let f = 0;
+    const runOurs = async (): Promise<void> => {
+      for (const x of batches) o += await ours.append(x);
+    };
+    const runFloor = (): void => {
+      for (const x of flat) f += floor.append(x);
+    };
+    if (b % 2 === 0) {
+      await runOurs();
+      runFloor();
+    } else {
+      runFloor();
+      await runOurs();
+    }
+    pairs.push({ ours: o, floor: f });
+    oursMs += o;
+    floorMs += f;
+  }
+  const rows = opts.blocks * opts.perBlock * opts.batch;
+  return {
+    path: opts.path,
+    batch: opts.batch,
+    rows,
+    blocks: opts.blocks,
+    ours_rows_per_s: rows / (oursMs / 1000),
+    floor_rows_per_s: rows / (floorMs / 1000),
+    ratio: medianRatio(pairs),
+  };
+}
+
+function p90(samples: readonly number[]): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.9))] ?? NaN;
+}
+
+function socketSide(d: ReplayDaemon, session: string): Side {
+  return {
+    async append(rows) {
+      const t0 = nowMs();
+      // raw: the client's own check of the result is not the daemon's cost.
+      await d.client.raw('transcript.append', { session, rows });
+      return nowMs() - t0;
+    },
+  };
+}
+
+/** appendRows and the socket, each against the floor on the same rows. */
+export async function benchAppendFloor(tmp: string, corpus: Corpus, opts: { quick: boolean }, log: (s: string) => void): Promise<FloorComparison[]> {
+  const out: FloorComparison[] = [];
+  const prefill = opts.quick ? 2_000 : 20_000;
+  const plan = opts.quick
+    ? [
+        { batch: 100, blocks: 6, perBlock: 10 },
+        { batch: 1000, blocks: 4, perBlock: 2 },
+      ]
+    : [
+        { batch: 100, blocks: 10, perBlock: 30 },
+        { batch: 1000, blocks: 8, perBlock: 5 },
+      ];
+  for (const p of plan) {
+    const dir = fs.mkdtempSync(path.join(tmp, `floor-${p.batch}-`));
+    const db = openDb(path.join(dir, 'albedo.db'), { synchronous: 'FULL' });
+    const floor = new AppendFloor(dir);
+    try {
+      openSession(db, { session: 'a', workspace: '/w' });
+      const ours: Side = {
+        async append(rows) {
+          const t0 = nowMs();
+          await appendRows(db, 'a', rows);
+          return nowMs() - t0;
+        },
+      };
+      const r = await compare(ours, floor, new RowStream(corpus, { keyPrefix: 'k' }), { path: 'in-process', prefill, ...p });
+      log(`  append in process, batches of ${p.batch}: ${Math.round(r.ours_rows_per_s)} rows/s vs floor ${Math.round(r.floor_rows_per_s)} (${r.ratio.toFixed(2)}x)`);
+      out.push(r);
+    } finally {
+      floor.close();
+      db.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const dir = fs.mkdtempSync(path.join(tmp, 'floor-socket-'));
+  const floor = new AppendFloor(dir);
+  const d = await startReplayDaemon({ window: 200_000, tmp, env: { ALBEDO_SEARCH_INDEXER: 'on' } });
+  try {
+    await d.client.call('session.open', { session: 'a', workspace: '/w' });
+    const p = opts.quick ? { batch: 100, blocks: 6, perBlock: 10 } : { batch: 100, blocks: 10, perBlock: 30 };
+    const r = await compare(socketSide(d, 'a'), floor, new RowStream(corpus, { keyPrefix: 'k' }), { path: 'socket', prefill, ...p });
+    log(`  append over the socket, batches of ${p.batch}: ${Math.round(r.ours_rows_per_s)} rows/s vs floor ${Math.round(r.floor_rows_per_s)} (${r.ratio.toFixed(2)}x)`);
+    out.push(r);
+  } finally {
+    await d.stop();
+    floor.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return out;
+}
+
+/**
+ * Append latency over the socket while the indexer has a backlog to work through, against a
+ * daemon whose indexer is off, in alternating blocks. Calls are spaced by a pause as an
+ * agent's are, so the indexer does get idle time between them.
+ */
+export async function benchIndexerLatency(tmp: string, corpus: Corpus, opts: { quick: boolean }, log: (s: string) => void): Promise<IndexerLatency> {
+  const prefill = opts.quick ? 5_000 : 30_000;
+  const blocks = opts.quick ? 4 : 8;
+  const perBlock = opts.quick ? 10 : 20;
+  const pauseMs = 30;
+  const on = await startReplayDaemon({ window: 200_000, tmp, env: { ALBEDO_SEARCH_INDEXER: 'on' } });
+  const off = await startReplayDaemon({ window: 200_000, tmp, env: { ALBEDO_SEARCH_INDEXER: 'off' } });
+  try {
+    const sides = [
+      { d: on, stream: new RowStream(corpus, { keyPrefix: 'k' }), samples: [] as number[] },
+      { d: off, stream: new RowStream(corpus, { keyPrefix: 'k' }), samples: [] as number[] },
+    ];
+    for (const s of sides) {
+      await s.d.client.call('session.open', { session: 'a', workspace: '/w' });
+      for (let done = 0; done < prefill; done += 1000) await s.d.client.raw('transcript.append', { session: 'a', rows: s.stream.take(1000) });
+    }
+    for (let b = 0; b < blocks; b++) {
+      for (const s of b % 2 === 0 ? sides : [...sides].reverse()) {
+        const side = socketSide(s.d, 'a');
+        for (let i = 0; i < perBlock; i++) {
+          await new Promise((r) => setTimeout(r, pauseMs));
+          s.samples.push(await side.append(s.stream.take(100)));
+        }
+      }
+    }
+    const sOn = stats(sides[0]!.samples);
+    const sOff = stats(sides[1]!.samples);
+    const r: IndexerLatency = { calls: sOn.runs, pause_ms: pauseMs, backlog_rows: prefill, on: sOn, off: sOff, ratio: sOn.median_ms / sOff.median_ms, p90_ratio: p90(sides[0]!.samples) / p90(sides[1]!.samples) };
+    log(`  append latency with the indexer on / off: median ${sOn.median_ms.toFixed(2)} / ${sOff.median_ms.toFixed(2)} ms (${r.ratio.toFixed(2)}x), p90 ${r.p90_ratio.toFixed(2)}x`);
+    return r;
+  } finally {
+    await on.stop();
+    await off.stop();
+  }
 }

@@ -1,9 +1,11 @@
 // The benchmark's output: the results document (written as JSON), the PASS/FAIL verdicts
 // against the issue targets (judged on the numbers of this one run), and the human tables.
-import type { AppendResult } from './append.ts';
+import type { AppendResult, FloorComparison, IndexerLatency } from './append.ts';
 import type { GrepResult } from './grep.ts';
 import { judgeFrames, type FramesResult } from './frames.ts';
 import type { CompactionWork, PrepareResult } from './prepare.ts';
+import type { SocketPrepareResult } from './prepare-socket.ts';
+import type { MemoryResult } from './memory.ts';
 import type { ReadResult } from './read.ts';
 import { judgeLcm, type LcmCompaction, type LcmPrepare } from './lcm-engine.ts';
 import { judgeReplay, renderReplay, type ReplayResult } from './replay.ts';
@@ -33,8 +35,12 @@ export interface Results {
   args: { quick: boolean; sizes: number[]; only: string[] };
   corpus: { source: string; files: string[]; note: string | null; stats: unknown };
   append?: AppendResult[];
+  append_floor?: FloorComparison[];
+  append_indexer?: IndexerLatency;
   sizes: SizeResult[];
   prepare_baseline?: PrepareResult;
+  prepare_socket?: SocketPrepareResult[];
+  memory?: MemoryResult;
   compaction?: CompactionWork;
   replay?: ReplayResult;
   lcm_compaction?: LcmCompaction;
@@ -46,6 +52,13 @@ export interface Results {
 }
 
 const APPEND_TARGET = 20_000;
+/** Our time over the floor's for the same rows (scripts/bench/floor.ts). */
+const FLOOR_TARGET = { 'in-process': 1.2, socket: 1.5 } as const;
+/** Append latency with the indexer working over latency without it. */
+const INDEXER_TARGET = 1.2;
+const RSS_TARGET_BYTES = 150 * 2 ** 20;
+/** A deep transcript_read page over the first page, same size. */
+const DEEP_READ_TARGET = 2;
 const STALL_TARGET_MS = 50;
 const PREPARE_SCALE_TARGET = 1.2;
 const PREPARE_JSON_TARGET = 3;
@@ -55,6 +68,22 @@ export function judge(r: Results): Verdict[] {
   for (const a of r.append ?? []) {
     if (a.batch === 1) continue;
     out.push({ target: `append >= ${fmtCount(APPEND_TARGET)} rows/s, batches of ${a.batch}`, measured: `${Math.round(a.rows_per_s)} rows/s`, pass: a.rows_per_s >= APPEND_TARGET });
+  }
+  for (const f of r.append_floor ?? []) {
+    const target = FLOOR_TARGET[f.path];
+    out.push({
+      target: `append ${f.path}, batches of ${f.batch}, within ${target}x of the SQLite floor for the same rows`,
+      measured: `${Math.round(f.ours_rows_per_s)} vs ${Math.round(f.floor_rows_per_s)} rows/s (${f.ratio.toFixed(2)}x, median of ${f.blocks} blocks)`,
+      pass: f.ratio <= target,
+    });
+  }
+  if (r.append_indexer !== undefined) {
+    const x = r.append_indexer;
+    out.push({
+      target: `append latency over the socket with the indexer working within ${INDEXER_TARGET}x of without`,
+      measured: `median ${fmtMs(x.on.median_ms)} vs ${fmtMs(x.off.median_ms)} (${x.ratio.toFixed(2)}x; p90 ${x.p90_ratio.toFixed(2)}x)`,
+      pass: x.ratio <= INDEXER_TARGET,
+    });
   }
   const largest = r.sizes[r.sizes.length - 1];
   const at = largest === undefined || largest.size === 1_000_000 ? '' : `judged at ${fmtCount(largest.size)}: 1M not run`;
@@ -72,6 +101,18 @@ export function judge(r: Results): Verdict[] {
     }
   }
   if (largest?.read !== undefined) {
+    const first = largest.read.pages.find((p) => p.page === 'first');
+    for (const p of largest.read.pages) {
+      if (first === undefined || p === first) continue;
+      const ms = p.stopped?.extrapolated_ms ?? p.stats.median_ms;
+      const ratio = ms / first.stats.median_ms;
+      out.push({
+        target: `transcript_read ${p.page} page within ${DEEP_READ_TARGET}x of the first page`,
+        measured: `${fmtMs(ms)} vs ${fmtMs(first.stats.median_ms)} (${ratio.toFixed(2)}x, medians)`,
+        pass: ratio <= DEEP_READ_TARGET,
+        ...(at === '' ? {} : { note: at }),
+      });
+    }
     for (const p of largest.read.pages) {
       out.push({ target: `event-loop stall < ${STALL_TARGET_MS} ms during transcript_read (${p.page} page)`, measured: `${p.max_stall_ms.toFixed(1)} ms`, pass: p.max_stall_ms < STALL_TARGET_MS, ...(at === '' ? {} : { note: at }) });
     }
@@ -100,6 +141,20 @@ export function judge(r: Results): Verdict[] {
       pass: ratio <= PREPARE_JSON_TARGET,
     });
   }
+  for (const p of r.prepare_socket ?? []) {
+    out.push({
+      target: `prepare over the socket (nothing due) at ${fmtCount(p.history_rows)} rows within ${PREPARE_JSON_TARGET}x of JSON.stringify of its response`,
+      measured: `${fmtMs(p.prepare.median_ms)} vs ${fmtMs(p.stringify.median_ms)} (${p.ratio.toFixed(1)}x)`,
+      pass: p.ratio <= PREPARE_JSON_TARGET,
+    });
+  }
+  if (r.memory !== undefined) {
+    out.push({
+      target: `daemon RSS after ${r.memory.sessions} sessions each opened, given ${r.memory.rows_per_session} rows and prepared <= ${fmtBytes(RSS_TARGET_BYTES)}`,
+      measured: `${fmtBytes(r.memory.rss_bytes)} (idle ${fmtBytes(r.memory.idle_rss_bytes)}, ${r.memory.loaded_kernels} kernels loaded)`,
+      pass: r.memory.rss_bytes <= RSS_TARGET_BYTES,
+    });
+  }
   if (r.replay !== undefined) out.push(...judgeReplay(r.replay));
   out.push(...judgeLcm(r.lcm_compaction, r.lcm_prepare));
   if (r.frames !== undefined) out.push(...judgeFrames(r.frames));
@@ -126,6 +181,37 @@ export function render(r: Results): string {
         'append (appendRows, synchronous=FULL, realistic row mix)',
         ['batch', 'rows', 'rows/s', 'text MB/s', 'call median', 'call max'],
         r.append.map((a) => [a.batch, a.rows, Math.round(a.rows_per_s), a.text_mb_per_s.toFixed(1), fmtMs(a.call_median_ms), fmtMs(a.call_max_ms)]),
+      ),
+    );
+  }
+  if (r.append_floor !== undefined) {
+    out.push(
+      table(
+        'append against the SQLite floor (same rows: plain table, WAL, synchronous=FULL, one transaction per batch; alternating blocks)',
+        ['path', 'batch', 'rows', 'ours rows/s', 'floor rows/s', 'ratio'],
+        r.append_floor.map((f) => [f.path, f.batch, f.rows, Math.round(f.ours_rows_per_s), Math.round(f.floor_rows_per_s), `${f.ratio.toFixed(2)}x`]),
+      ),
+    );
+  }
+  if (r.append_indexer !== undefined) {
+    const x = r.append_indexer;
+    out.push(
+      table(
+        `append latency over the socket, 100-row batches ${x.pause_ms} ms apart, indexer working through ${fmtCount(x.backlog_rows)} rows vs off`,
+        ['indexer', 'calls', 'median', 'min', 'max'],
+        [
+          ['on', x.on.runs, fmtMs(x.on.median_ms), fmtMs(x.on.min_ms), fmtMs(x.on.max_ms)],
+          ['off', x.off.runs, fmtMs(x.off.median_ms), fmtMs(x.off.min_ms), fmtMs(x.off.max_ms)],
+        ],
+      ),
+    );
+  }
+  if (r.prepare_socket !== undefined && r.prepare_socket.length > 0) {
+    out.push(
+      table(
+        'prepare over the socket, nothing due (round trip with the client parse) vs JSON.stringify of the response',
+        ['history rows', 'response', 'prepare median', 'min', 'stringify median', 'ratio'],
+        r.prepare_socket.map((p) => [fmtCount(p.history_rows), fmtBytes(p.response_bytes), fmtMs(p.prepare.median_ms), fmtMs(p.prepare.min_ms), fmtMs(p.stringify.median_ms), `${p.ratio.toFixed(1)}x`]),
       ),
     );
   }

@@ -18,12 +18,12 @@ export interface ReplayDaemon {
   stop(): Promise<void>;
 }
 
-export async function startReplayDaemon(opts: { window: number; tmp?: string; extensions?: Record<string, unknown> }): Promise<ReplayDaemon> {
+export async function startReplayDaemon(opts: { window: number; tmp?: string; extensions?: Record<string, unknown>; env?: Record<string, string>; nodeArgs?: string[] }): Promise<ReplayDaemon> {
   const home = fs.mkdtempSync(path.join(opts.tmp ?? os.tmpdir(), 'albedo-replay-'));
   fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify(opts.extensions ?? { rolling: { contextWindowTokens: opts.window } }));
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'daemon/main.ts')], {
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', path.join(root, 'daemon/main.ts')], {
     cwd: root,
-    env: { ...process.env, ALBEDO_HOME: home, ALBEDO_LOG_LEVEL: 'warn' },
+    env: { ...process.env, ALBEDO_HOME: home, ALBEDO_LOG_LEVEL: 'warn', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -9,6 +9,7 @@ import { sql as m007 } from './007-cut-hints-and-token-ratios.ts';
 import { sql as m008 } from './008-lcm-tree.ts';
 import { sql as m009 } from './009-notes.ts';
 import { sql as m010 } from './010-snapcompact.ts';
+import { sql as m011 } from './011-session-prompts.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -28,4 +29,5 @@ export const migrations: readonly Migration[] = [
   { version: 8, name: 'lcm-tree', sql: m008 },
   { version: 9, name: 'notes', sql: m009 },
   { version: 10, name: 'snapcompact', sql: m010 },
+  { version: 11, name: 'session-prompts', sql: m011 },
 ];

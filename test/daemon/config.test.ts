@@ -1,5 +1,5 @@
 // ConfigStore over real files in a temp dir and a real pino logger: defaults, good and bad
-// files, one log line per distinct bad content, recovery, and hot reload through chokidar.
+// files, one log line per distinct bad content, recovery, and hot reload through the folder watcher.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { SummarizerConfig } from '../../strategies/summarizer/types.ts';

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { SessionKernels, type Kernel } from '../../daemon/kernels.ts';
+import { approxBytes, cacheSlot } from '../../strategies/harness/kernel-cache.ts';
 
 function gate(): { open: () => void; opened: Promise<void> } {
   let open!: () => void;
@@ -80,4 +81,33 @@ test('an append lane task never waits behind an engine task of the same session;
   summarizer.open();
   await Promise.all([prepare, context, remove, afterDelete]);
   assert.deepEqual(order.slice(4), ['prepare end', 'context', 'delete', 'append after delete']);
+});
+
+test('idle kernels are unloaded least recently used first once their caches hold more than the byte bound', async () => {
+  const kernels = new SessionKernels({ maxLoaded: 100, maxBytes: 250_000 });
+  const slot = cacheSlot<string[]>('test.text');
+  const fill = (k: Kernel): void => k.cache.set(slot, Array.from({ length: 1000 }, (_, i) => `row ${i} `.repeat(5)));
+  const seen = new Map<string, Kernel>();
+  for (const s of ['a', 'b', 'c']) await kernels.run(s, (k) => void (fill(k), seen.set(s, k)));
+  // About 100 KB each: the third one puts the total over 250 KB, and the oldest goes.
+  assert.ok(kernels.cacheBytes > 150_000 && kernels.cacheBytes <= 250_000, `${kernels.cacheBytes} bytes`);
+  assert.equal(kernels.loaded, 2);
+  await kernels.run('b', (k) => assert.equal(k, seen.get('b'), 'b kept its kernel'));
+  await kernels.run('a', (k) => assert.notEqual(k, seen.get('a'), 'a was unloaded'));
+  // The most recently used kernel stays even when it alone is over the bound.
+  const big = new SessionKernels({ maxBytes: 1000 });
+  let first: Kernel | undefined;
+  await big.run('x', (k) => void (fill(k), (first = k)));
+  await big.run('x', (k) => assert.equal(k, first));
+  assert.equal(big.loaded, 1);
+});
+
+test('approxBytes counts strings by length, samples long arrays and maps, and counts shared values once', () => {
+  assert.ok(approxBytes('x'.repeat(1000)) >= 2000);
+  const long = Array.from({ length: 100_000 }, () => 'y'.repeat(10));
+  const estimate = approxBytes(long);
+  assert.ok(estimate > 100_000 * 36 && estimate < 100_000 * 60, `${estimate}`);
+  assert.ok(approxBytes(new Map([[1, 'z'.repeat(500)]])) >= 1000);
+  const shared = { text: 'w'.repeat(10_000) };
+  assert.ok(approxBytes([shared, shared]) < 1.5 * approxBytes([shared]));
 });

@@ -57,3 +57,35 @@ test('inheritEngineState copies the choices and the last prompt to the branch on
   assert.deepEqual(lastPrompt(db, child), { model: 'm1', instructions: 'be brief', tools });
   assert.deepEqual(sessionChoices(db, parent), [{ name: 'models', enabled: false, at: 7 }], 'the parent keeps its own');
 });
+
+test('a prepare with the same prompt leaves the stored prompt alone; a changed one replaces it', (t) => {
+  const db = tempDb(t);
+  const { sid } = requireSession(db, openSession(db, { session: 's' }).session);
+  const observation = Observation.parse({
+    session: 's', strategy: 'rolling', model: 'm1', window: null, window_source: 'unknown', trigger_percent: 80, tail_percent: 25,
+    due: false, compacted: false, estimated_input_tokens: 1, provider_input_tokens: null, provider_cached_tokens: null,
+    prepared_id: 'x', head: 0, sections: [], last_compaction: null, failure: null, auto_failures: 0, latched: false, notes: [], config_errors: [],
+  });
+  const tools = [{ name: 't', description: 'a tool', input_schema: {} }];
+  // Counts the writes of the prompt row.
+  db.exec(`CREATE TEMP TABLE prompt_writes (n INTEGER);
+    CREATE TEMP TRIGGER pw_i AFTER INSERT ON session_prompts BEGIN INSERT INTO prompt_writes VALUES (1); END;
+    CREATE TEMP TRIGGER pw_u AFTER UPDATE ON session_prompts BEGIN INSERT INTO prompt_writes VALUES (1); END;`);
+  const writes = (): number => db.prepare('SELECT count(*) FROM prompt_writes').pluck().get() as number;
+  db.pragma('synchronous = FULL');
+  const save = (id: string, instructions: string, head: number): void =>
+    savePrepared(db, { id, sid, head, model: 'm1', estimate: 1, observation: { ...observation, prepared_id: id }, prompt: { instructions, tools } });
+
+  save('a', 'be brief', 1);
+  save('b', 'be brief', 2);
+  save('c', 'be brief', 3);
+  assert.equal(writes(), 1, 'the same prompt is written once');
+  assert.deepEqual(lastPrompt(db, sid), { model: 'm1', instructions: 'be brief', tools });
+  assert.equal(requireSession(db, 's').prepared_head, 3, 'every prepare still records its head');
+  assert.equal(db.prepare('SELECT count(*) FROM prepared_requests WHERE sid = ?').pluck().get(sid), 3, 'and its observation');
+  save('d', 'be thorough', 4);
+  assert.equal(writes(), 2);
+  assert.deepEqual(lastPrompt(db, sid), { model: 'm1', instructions: 'be thorough', tools });
+  // The connection's synchronous level (FULL) is what it was after prepares that skipped the fsync.
+  assert.equal(db.pragma('synchronous', { simple: true }), 2);
+});

@@ -111,3 +111,20 @@ test('migration 6 upgrades a version-5 database with rows and calls, linking eac
     { seq: 7, result_seq: 11 },
   ]);
 });
+
+test('migration 10 moves the last prompt out of the sessions row and the next prepare stores it again', async (t) => {
+  const file = tempFile(t);
+  const v9 = openDb(file, { synchronous: 'NORMAL', migrations: migrations.filter((m) => m.version < 10) });
+  v9.prepare("INSERT INTO sessions (name, created_at, last_model, last_instructions, last_tools) VALUES ('s', 1, 'm1', 'be brief', '[]')").run();
+  v9.prepare("INSERT INTO sessions (name, created_at) VALUES ('bare', 1)").run();
+  v9.close();
+
+  const db = openDb(file);
+  t.after(() => db.close());
+  const { lastPrompt } = await import('../../storage/engine-log.ts');
+  assert.deepEqual(lastPrompt(db, 1), { model: 'm1', instructions: 'be brief', tools: [] });
+  assert.deepEqual(lastPrompt(db, 2), { model: null, instructions: '', tools: [] });
+  assert.equal(db.prepare("SELECT hash FROM session_prompts WHERE sid = 1").pluck().get(), '', 'no hash: the next prepare writes the prompt');
+  const columns = db.prepare('SELECT name FROM pragma_table_info(\'sessions\')').pluck().all();
+  assert.ok(!columns.includes('last_instructions') && !columns.includes('last_tools'));
+});

@@ -318,3 +318,47 @@ test('notices: image_fit rows are their own class and name their payload; keys m
     fails('unknown_payload'),
   );
 });
+
+test('a batch stores, links and settles exactly as the same rows appended one by one', async (t) => {
+  // Results in their slot (no settle query in a batch), results after a user row or another
+  // call (settled), siblings out of order, an orphan, and key retries within the batch.
+  const rows: RowIn[] = [
+    user('start', { key: 'u1' }),
+    assistant('two calls', ['a1', 'a2']),
+    toolResult('a2', 'second first'),
+    toolResult('a1', 'first second'),
+    assistant('one call', ['b1']),
+    user('typed meanwhile', { key: 'u2' }),
+    toolResult('b1', 'late'),
+    assistant('c', ['c1']),
+    assistant('d', ['d1']),
+    toolResult('c1', 'for the earlier call'),
+    toolResult('zz', 'orphan'),
+    toolResult('d1', 'after an orphan'),
+    user('start', { key: 'u1' }),
+    assistant('again', ['a1']),
+    toolResult('a1', 'reused id'),
+  ];
+  const batched = tempDb(t);
+  const single = tempDb(t);
+  for (const db of [batched, single]) openSession(db, { session: 's' });
+  const inBatch = await appendRows(batched, 's', rows);
+  const one: number[] = [];
+  for (const r of rows) one.push(...(await appendRows(single, 's', [r])).seqs);
+  // Seqs as each row's contents end up: the batch reports the end state, single appends the
+  // state after each row, so follow the single side's later moves by content.
+  const contents = (db: Db) => rowsOf(db, 's').map((r) => ({ seq: r.seq, body: r.body, key: r.key }));
+  assert.deepEqual(contents(batched), contents(single));
+  const calls = (db: Db) => db.prepare('SELECT call_id, seq, result_seq FROM tool_calls ORDER BY seq, call_id').all();
+  assert.deepEqual(calls(batched), calls(single));
+  const bySeq = new Map(contents(batched).map((r) => [r.seq, r.body]));
+  inBatch.seqs.forEach((seq, i) => {
+    const body = JSON.parse(bySeq.get(seq)!) as { kind: string };
+    assert.equal(body.kind, rows[i]!.kind, `row ${i} is reported where its contents are`);
+  });
+  assert.equal(inBatch.seqs[12], inBatch.seqs[0], 'the retried key answers the first row');
+  assert.deepEqual(
+    rowsOf(batched, 's').map((r) => r.text.split('\n')[0]),
+    ['start', 'two calls', 'second first', 'first second', 'one call', 'late', 'typed meanwhile', 'c', 'for the earlier call', 'd', 'after an orphan', 'orphan', 'again', 'reused id'],
+  );
+});

@@ -219,3 +219,45 @@ test('a fork keeps the stored sizes valid for its own seqs', async (t) => {
     assert.equal((await read(db, { session: 'b', offset, limit: 10 })).text, reference.slice(offset, offset + 10).join(''));
   }
 });
+
+test('deep reads over thousands of rows jump whole blocks and still give exactly the pages the text gives', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 'd' });
+  openSession(db, { session: 'other' });
+  const texts = ['plain ascii', 'ends with CR\r', 'CRLF\r\ninside', 'e\u0301 combining', '👩‍👩‍👧 family 🇫🇷', 'tab\tand ünïcödé', '漢字テキスト', ''];
+  const grow = async (from: number, to: number): Promise<void> => {
+    for (let i = from; i < to; i += 50) {
+      // Another session's rows interleave, so the session's seqs have gaps and change digits.
+      await appendRows(db, 'other', [user(`noise ${i}`)]);
+      const rows = [];
+      for (let j = i; j < i + 50; j++) {
+        rows.push(user(texts[j % texts.length]!), assistant(`reply ${j}`, [`c${j}`]), toolResult(`c${j}`, texts[(j + 3) % texts.length]!));
+      }
+      await appendRows(db, 'd', rows);
+    }
+  };
+  // Segmented line by line: a grapheme break always follows LF, and the segmenter's cost on
+  // one long string grows with its length for every segment.
+  const linewise = (text: string): string[] => text.split(/(?<=\n)/).flatMap(graphemes);
+  const check = async (label: string, params: { from_seq?: number; to_seq?: number } = {}): Promise<void> => {
+    const reference = linewise(rendering(db, 'd', params.from_seq, params.to_seq));
+    const n = reference.length;
+    for (const offset of [0, 1, 2999, Math.floor(n / 3), Math.floor(n / 2) + 7, n - 200, n - 3, n - 1, n, n + 5]) {
+      const page = await read(db, { session: 'd', ...params, offset, limit: 150 });
+      assert.equal(page.text, reference.slice(offset, offset + 150).join(''), `${label}: offset ${offset}`);
+      assert.equal(page.next_offset, offset + 150 < n ? offset + 150 : null, `${label}: next_offset at ${offset}`);
+    }
+  };
+  await grow(0, 1200); // 3600 rows: three full blocks and a partial one
+  await check('first read');
+  await check('warm read');
+  const seqs = rowsOf(db, 'd').map((r) => r.seq);
+  await check('range from the middle of a block', { from_seq: seqs[1500]!, to_seq: seqs[3300]! });
+  await check('range ending inside the first blocks', { from_seq: seqs[10]!, to_seq: seqs[2100]! });
+  // Appends extend the index; a late result settles and moves rows near the start.
+  await grow(1200, 1700);
+  await check('after appends');
+  await appendRows(db, 'd', [assistant('late call', ['late']), user('typed meanwhile\r')]);
+  await appendRows(db, 'd', [toolResult('late', 'late result with 🇯🇵')]);
+  await check('after a settle');
+});

@@ -1,0 +1,66 @@
+// compaction.prepare end to end: a real daemon, a session of N rows appended over its socket and
+// compacted once (forced, as an agent's daemon would have), then nothing-due prepares timed
+// round trip (request written, response read and parsed by the client) against
+// JSON.stringify of the response the client got, in alternating blocks of the same run.
+import type { Corpus } from './corpus.ts';
+import { startReplayDaemon } from '../replay/daemon.ts';
+import { agentPrompt, MODEL_ID, TAIL_PERCENT, WINDOW_TOKENS } from './prepare.ts';
+import { RowStream } from './rows.ts';
+import { nowMs, stats, type Stats } from './timing.ts';
+
+export interface SocketPrepareResult {
+  history_rows: number;
+  response_bytes: number;
+  prepare: Stats;
+  stringify: Stats;
+  /** Median round trip over median stringify. */
+  ratio: number;
+}
+
+export async function benchPrepareSocket(
+  tmp: string,
+  corpus: Corpus,
+  rows: number,
+  opts: { blocks: number; perBlock: number; nodeArgs?: string[] },
+  log: (s: string) => void,
+): Promise<SocketPrepareResult> {
+  const d = await startReplayDaemon({ window: WINDOW_TOKENS, tmp, ...(opts.nodeArgs === undefined ? {} : { nodeArgs: opts.nodeArgs }), extensions: { rolling: { contextWindowTokens: WINDOW_TOKENS, tailPercent: TAIL_PERCENT } } });
+  try {
+    const session = 'p';
+    await d.client.call('session.open', { session, workspace: '/w' });
+    const stream = new RowStream(corpus, { keyPrefix: 'k' });
+    for (let done = 0; done < rows; done += 1000) await d.client.raw('transcript.append', { session, rows: stream.take(Math.min(1000, rows - done)) });
+    const { instructions, tools } = agentPrompt();
+    const params = { session, model: MODEL_ID, instructions, tools };
+    const forced = await d.client.call('prepare', { ...params, force: true });
+    if (!forced.compacted) log(`  prepare over the socket @${rows}: the forced prepare did not compact`);
+    const once = async (): Promise<unknown> => {
+      const r = await d.client.call('prepare', params);
+      if (r.observation.due || r.compacted) throw new Error('prepare was due; the benchmark wants nothing due');
+      return r;
+    };
+    let response = await once();
+    for (let i = 0; i < 5; i++) response = await once();
+    const sp: number[] = [];
+    const sj: number[] = [];
+    for (let b = 0; b < opts.blocks; b++) {
+      for (let i = 0; i < opts.perBlock; i++) {
+        const t0 = nowMs();
+        response = await once();
+        sp.push(nowMs() - t0);
+      }
+      for (let i = 0; i < opts.perBlock; i++) {
+        const t0 = nowMs();
+        JSON.stringify(response);
+        sj.push(nowMs() - t0);
+      }
+    }
+    const P = stats(sp);
+    const J = stats(sj);
+    const out = { history_rows: rows, response_bytes: Buffer.byteLength(JSON.stringify(response)), prepare: P, stringify: J, ratio: P.median_ms / J.median_ms };
+    log(`  prepare over the socket @${rows}: median ${P.median_ms.toFixed(2)} ms, stringify ${J.median_ms.toFixed(3)} ms (${out.ratio.toFixed(1)}x)`);
+    return out;
+  } finally {
+    await d.stop();
+  }
+}
