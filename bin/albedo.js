@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-// albedo: the operator CLI, run through tsx (no build step).
-import { register } from 'tsx/esm/api';
+// albedo: the operator CLI, from the built JavaScript in dist/ (npm install builds it).
+import { runBuilt } from './built.js';
 
-register();
-await import('../daemon/cli.ts');
+await runBuilt('cli/main.js');
