@@ -50,7 +50,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): { program
     .description('Operate albedod: inspect sessions and their context, compact, search, import and export transcripts.')
     .version(packageVersion(), '-V, --version')
     .addOption(new Option('--json', 'print the result as JSON (every verb)'))
-    .addOption(new Option('-s, --session <id>', 'the session, for verbs that take one').env('ALBEDO_SESSION'))
+    .addOption(new Option('-s, --session <id>', 'the session, for verbs that take one (default $ALBEDO_SESSION)'))
     .showHelpAfterError('(run albedo --help, or albedo <verb> --help)')
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .exitOverride()
@@ -77,7 +77,8 @@ Slash forms work as agent UIs type them: albedo --session S /compact [strategy] 
       const globals = command.optsWithGlobals<GlobalOptions>();
       const out = new Output(io, globals.json === true);
       const link = new DaemonLink(io.env);
-      const maybeSession = (given?: string) => given ?? globals.session;
+      // The environment comes from `io`, not commander's Option.env (which reads process.env).
+      const maybeSession = (given?: string) => given ?? globals.session ?? (io.env.ALBEDO_SESSION || undefined);
       const ctx: VerbContext = {
         out,
         link,
