@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// albedo: the operator CLI, from the built JavaScript in dist/ (npm install builds it).
+// albedo: the operator CLI, from its bundle in dist/ (npm install builds it; see scripts/build.ts).
 import { runBuilt } from './built.js';
 
-await runBuilt('cli/main.js');
+await runBuilt('albedo.js');

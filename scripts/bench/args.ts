@@ -8,7 +8,7 @@ import { eachFlag, namesFrom } from '../flags.ts';
 /** The shared fixtures folder next to the repository (`../shared/fixtures`), read when present. */
 export const DEFAULT_FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures');
 
-export const SECTIONS = ['append', 'read', 'grep', 'prepare', 'compact', 'replay'] as const;
+export const SECTIONS = ['append', 'read', 'grep', 'prepare', 'compact', 'replay', 'startup'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchArgs {
@@ -27,7 +27,7 @@ export interface BenchArgs {
 export const DEFAULT_SIZES = [10_000, 100_000, 1_000_000];
 export const QUICK_SIZES = [2_000, 20_000];
 
-const USAGE = `usage: npm run bench -- [--quick] [--sizes 10000,100000,1000000] [--only append,read,grep,prepare,compact,replay]
+const USAGE = `usage: npm run bench -- [--quick] [--sizes 10000,100000,1000000] [--only append,read,grep,prepare,compact,replay,startup]
                         [--json out.json] [--fixtures DIR] [--tmp DIR]`;
 
 function parseSize(s: string): number {

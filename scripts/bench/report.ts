@@ -5,6 +5,7 @@ import type { GrepResult } from './grep.ts';
 import type { CompactionWork, PrepareResult } from './prepare.ts';
 import type { ReadResult } from './read.ts';
 import { judgeReplay, renderReplay, type ReplayResult } from './replay.ts';
+import { judgeStartup, renderStartup, type StartupResult } from './startup.ts';
 import { fmtBytes, fmtCount, fmtMs } from './timing.ts';
 
 export interface SizeResult {
@@ -35,6 +36,7 @@ export interface Results {
   prepare_baseline?: PrepareResult;
   compaction?: CompactionWork;
   replay?: ReplayResult;
+  startup?: StartupResult;
   segmenter_probe?: Array<{ chars: number; whole_us_per_grapheme: number; sliced_us_per_grapheme: number }>;
   verdicts: Verdict[];
   total_ms: number;
@@ -96,6 +98,7 @@ export function judge(r: Results): Verdict[] {
     });
   }
   if (r.replay !== undefined) out.push(...judgeReplay(r.replay));
+  if (r.startup !== undefined) out.push(...judgeStartup(r.startup));
   return out;
 }
 
@@ -225,6 +228,7 @@ export function render(r: Results): string {
     );
   }
   if (r.replay !== undefined) out.push(renderReplay(r.replay));
+  if (r.startup !== undefined) out.push(renderStartup(r.startup));
   if (r.verdicts.length > 0) {
     out.push('\ntargets (this run):');
     for (const v of r.verdicts) out.push(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: ${v.measured}${v.note === undefined ? '' : `  [${v.note}]`}`);
