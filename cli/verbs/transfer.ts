@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { allRows } from '../../protocol/client.ts';
 import { RowIn, type StoredRow } from '../../protocol/rows.ts';
+import { parseJsonl } from '../../scripts/import/common.ts';
 import { FORMATS, ImportError, importTranscript, rowCounts } from '../../scripts/import/index.ts';
 import type { DaemonLink } from '../daemon-link.ts';
 import { CliError, n, UsageError } from '../io.ts';
@@ -65,28 +66,35 @@ async function toRowIn(row: StoredRow, images: ImageSource): Promise<RowIn | nul
   }
 }
 
-/** Our own JSONL: every non-blank line a row `transcript.append` accepts. Null when the text is not that. */
-function ownRows(text: string): RowIn[] | null {
+/**
+ * Our own JSONL: every non-blank line a row `transcript.append` accepts. Null when the text is
+ * not that (another agent's format), judged by its first record; past that, a bad line is an error.
+ */
+function ownRows(text: string, forced: boolean): RowIn[] | null {
+  let recs: ReturnType<typeof parseJsonl>;
+  try {
+    recs = parseJsonl(text);
+  } catch (err) {
+    const first = text.split('\n').find((l) => l.trim() !== '') ?? '';
+    if (err instanceof ImportError && (forced || RowIn.safeParse(parseOrNull(first)).success)) throw new CliError(err.message, undefined, 'nothing was stored; fix or remove that line');
+    return null;
+  }
   const rows: RowIn[] = [];
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.trim();
-    if (line === '') continue;
-    let v: unknown;
-    try {
-      v = JSON.parse(line);
-    } catch {
-      return null;
-    }
-    const r = RowIn.safeParse(v);
-    if (!r.success) return rows.length === 0 ? null : failOwn(i + 1, r.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join('; '));
-    rows.push(r.data);
+  for (const { line, rec } of recs) {
+    const r = RowIn.safeParse(rec);
+    if (r.success) rows.push(r.data);
+    else if (rows.length === 0 && !forced) return null;
+    else throw new CliError(`line ${line} is not a row transcript.append accepts: ${r.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join('; ')}`, undefined, 'nothing was stored; fix or remove that line');
   }
   return rows.length === 0 ? null : rows;
 }
 
-function failOwn(line: number, why: string): never {
-  throw new CliError(`line ${line} is not a row transcript.append accepts: ${why}`, undefined, 'nothing was stored; fix or remove that line');
+function parseOrNull(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return null;
+  }
 }
 
 /** A session id from a file name: the characters ids allow, at most 200 of them. */
@@ -167,7 +175,7 @@ export const transferVerbs: VerbModule = (program, run) => {
         let rows: RowIn[];
         let format: AnyFormat;
         let skipped: Record<string, number> = {};
-        const own = forced === undefined || forced === OWN_FORMAT ? ownRows(text) : null;
+        const own = forced === undefined || forced === OWN_FORMAT ? ownRows(text, forced === OWN_FORMAT) : null;
         if (own !== null) {
           rows = own;
           format = OWN_FORMAT;

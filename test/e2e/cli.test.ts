@@ -244,6 +244,19 @@ describe('albedo against a running daemon', () => {
     const again = await json<{ added: number; already_stored: number }>(['import', file, '--session', 'cli-copy']);
     assert.equal(again.added, 0);
     assert.equal(again.already_stored, appendable.length);
+
+    // A broken line in an export is named, and nothing of the file is stored.
+    const broken = path.join(dir, 'broken-export.jsonl');
+    fs.writeFileSync(broken, [lines[0], lines[1], '{"kind":"user","content":[]}', lines[3]].join('\n'));
+    const b = await cli(['import', broken, '--session', 'cli-broken']);
+    assert.equal(b.code, 1);
+    assert.match(b.stderr, /^albedo: line 3 is not a row transcript\.append accepts: .*\nnothing was stored/);
+    const cut = path.join(dir, 'cut-export.jsonl');
+    fs.writeFileSync(cut, `${lines[0]}\n${lines[1]!.slice(0, 20)}\n`);
+    const c = await cli(['import', cut, '--session', 'cli-broken']);
+    assert.equal(c.code, 1);
+    assert.match(c.stderr, /^albedo: line 2: not JSON/);
+    assert.equal((await client.call('session.list', {})).sessions.some((x) => x.session === 'cli-broken'), false);
   });
 
   test('import reads another agent\'s transcript, and a malformed line stores nothing', async () => {
