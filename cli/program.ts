@@ -72,33 +72,33 @@ Slash forms work as agent UIs type them: albedo --session S /compact [strategy] 
       return p;
     };
   const perform = async <A extends unknown[]>(action: Action<A>, args: unknown[]): Promise<void> => {
-      // commander passes the positional arguments, then the verb's options, then the command.
-      const command = args[args.length - 1] as Command;
-      const globals = command.optsWithGlobals<GlobalOptions>();
-      const out = new Output(io, globals.json === true);
-      const link = new DaemonLink(io.env);
-      // The environment comes from `io`, not commander's Option.env (which reads process.env).
-      const maybeSession = (given?: string) => given ?? globals.session ?? (io.env.ALBEDO_SESSION || undefined);
-      const ctx: VerbContext = {
-        out,
-        link,
-        io,
-        maybeSession,
-        session(given) {
-          const s = maybeSession(given);
-          if (s === undefined || s === '') throw new UsageError(`${command.name()} needs a session`, 'name it as an argument, with --session, or in ALBEDO_SESSION; list them with: albedo sessions');
-          return s;
-        },
-      };
-      try {
-        const r = await action(ctx, ...(args.slice(0, -1) as A));
-        setExit(typeof r === 'number' ? r : out.report(r));
-      } catch (err) {
-        if (err instanceof CliError) setExit(out.error(err));
-        else throw err;
-      } finally {
-        await link.close();
-      }
+    // commander passes the positional arguments, then the verb's options, then the command.
+    const command = args[args.length - 1] as Command;
+    const globals = command.optsWithGlobals<GlobalOptions>();
+    const out = new Output(io, globals.json === true);
+    const link = new DaemonLink(io.env);
+    // The environment comes from `io`, not commander's Option.env (which reads process.env).
+    const maybeSession = (given?: string) => given ?? globals.session ?? (io.env.ALBEDO_SESSION || undefined);
+    const ctx: VerbContext = {
+      out,
+      link,
+      io,
+      maybeSession,
+      session(given) {
+        const s = maybeSession(given);
+        if (s === undefined || s === '') throw new UsageError(`${command.name()} needs a session`, 'name it as an argument, with --session, or in ALBEDO_SESSION; list them with: albedo sessions');
+        return s;
+      },
+    };
+    try {
+      const r = await action(ctx, ...(args.slice(0, -1) as A));
+      setExit(typeof r === 'number' ? r : out.report(r));
+    } catch (err) {
+      if (err instanceof CliError) setExit(out.error(err));
+      else throw err;
+    } finally {
+      await link.close();
+    }
   };
 
   for (const add of verbModules) add(program, run);

@@ -123,7 +123,7 @@ function* batches(rows: readonly RowIn[]): Generator<RowIn[]> {
 export const transferVerbs: VerbModule = (program, run) => {
   program
     .command('export')
-    .description('write a session as JSON lines of rows that transcript.append (and albedo import) take back')
+    .description('write a session as JSON lines of rows that transcript.append (and albedo import) take back; the rows go to stdout, or to --out with a summary (JSON with --json)')
     .argument('[session]', 'the session (default --session or ALBEDO_SESSION)')
     .option('-o, --out <file>', 'write to this file instead of stdout')
     .option('--image-refs', 'keep images as hashes of this daemon\'s payloads instead of inlining their bytes')
