@@ -10,7 +10,7 @@ import tseslint from 'typescript-eslint';
 export default defineConfig(
   globalIgnores(['node_modules/', 'dist/', '.bench/']),
   {
-    files: ['{protocol,storage,strategies,render,daemon,scripts,test}/**/*.ts'],
+    files: ['{protocol,storage,strategies,render,daemon,cli,scripts,test}/**/*.ts'],
     extends: [js.configs.recommended, tseslint.configs.recommendedTypeChecked],
     languageOptions: {
       parserOptions: {

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-// albedo: the operator CLI, run through tsx (no build step).
-import { register } from 'tsx/esm/api';
+// albedo: the operator CLI, from its bundle in dist/ (npm install builds it; see scripts/build.ts).
+import { runBuilt } from './built.js';
 
-register();
-await import('../daemon/cli.ts');
+await runBuilt('albedo.js');

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// albedod: runs the daemon's TypeScript entry through tsx (no build step).
-import { register } from 'tsx/esm/api';
+// albedod: the daemon, from the built JavaScript in dist/ (npm install builds it). Signals go
+// straight to this process: there is no wrapper between it and whoever starts it.
+import { runBuilt } from './built.js';
 
-register();
-await import('../daemon/main.ts');
+await runBuilt('daemon/main.js');

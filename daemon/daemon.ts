@@ -7,6 +7,7 @@ import { DEFAULT_MAX_LINE_BYTES } from '../protocol/framing.ts';
 import { AlbedoError } from '../protocol/errors.ts';
 import { PartialLineBudget } from '../protocol/line-budget.ts';
 import { RpcPeer } from '../protocol/rpc-peer.ts';
+import { packageVersion } from '../protocol/version.ts';
 import { openDb, type Db } from '../storage/db.ts';
 import { pruneFrames } from '../storage/snapcompact-state.ts';
 import { collectPayloadGarbage, DEFAULT_MAX_IMAGE_BYTES } from '../storage/payloads.ts';
@@ -50,11 +51,6 @@ const INDEX_IDLE_MS = 20;
  */
 const INDEX_SLICE_MS = 5;
 const INDEX_BATCH_BOUNDS = { min: 4, max: 2048 } as const;
-
-export function packageVersion(): string {
-  const pkg = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
-  return pkg.version ?? '0.0.0';
-}
 
 type State = 'starting' | 'running' | 'stopping' | 'stopped';
 

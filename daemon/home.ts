@@ -1,10 +1,12 @@
-// Where the daemon keeps its state ($ALBEDO_HOME) and the one-daemon-per-home lock.
-// The lock is an exclusive SQLite transaction on a side file: the kernel drops it when the
-// process dies, so a crashed daemon never leaves a home locked.
+// The daemon's home: checks it before use, and takes the one-daemon-per-home lock (where the
+// home and socket are is protocol/home-paths.ts). The lock is an exclusive SQLite transaction
+// on a side file: the kernel drops it when the process dies, so a crashed daemon never leaves
+// a home locked.
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import Database from 'better-sqlite3';
+import type { HomePaths } from '../protocol/home-paths.ts';
+
+export { resolvePaths, type HomePaths } from '../protocol/home-paths.ts';
 
 /** A start-up refusal: printed to the operator, never sent over the wire. */
 export class StartupError extends Error {
@@ -12,31 +14,6 @@ export class StartupError extends Error {
     super(message);
     this.name = 'StartupError';
   }
-}
-
-export interface HomePaths {
-  home: string;
-  db: string;
-  socket: string;
-  lock: string;
-  pid: string;
-  log: string;
-  extensions: string;
-  models: string;
-}
-
-export function resolvePaths(env: NodeJS.ProcessEnv = process.env): HomePaths {
-  const home = path.resolve(env.ALBEDO_HOME ?? path.join(os.homedir(), '.albedo'));
-  return {
-    home,
-    db: path.join(home, 'albedo.db'),
-    socket: path.resolve(env.ALBEDO_SOCKET ?? path.join(home, 'albedod.sock')),
-    lock: path.join(home, 'albedod.lock'),
-    pid: path.join(home, 'albedod.pid'),
-    log: path.join(home, 'albedod.log'),
-    extensions: path.join(home, 'extensions.json'),
-    models: path.join(home, 'models.json'),
-  };
 }
 
 /**

@@ -1,8 +1,9 @@
 // `npm run bench`: measures append, transcript_read, transcript_grep (vs GNU grep), prepare and
 // one compaction on databases of 10k/100k/1M rows built in a temp dir (one per size, reused by
 // every measurement of that size, deleted after), and replays the real fixture transcripts
-// turn by turn into fresh daemons (section replay), and renders snapcompact frames (section
-// frames). Prints tables and PASS/FAIL; writes JSON.
+// turn by turn into fresh daemons (section replay), renders snapcompact frames (section
+// frames), and times the CLI and the daemon's start (section startup). Prints tables and
+// PASS/FAIL; writes JSON.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,6 +22,7 @@ import { benchRead, segmenterProbe } from './bench/read.ts';
 import { benchLcmCompaction, benchLcmPrepare } from './bench/lcm-engine.ts';
 import { benchReplay } from './bench/replay.ts';
 import { judge, render, type Results, type SizeResult } from './bench/report.ts';
+import { benchStartup } from './bench/startup.ts';
 import { nowMs } from './bench/timing.ts';
 
 /** Size of the baseline session prepares are compared with. */
@@ -161,6 +163,10 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   if (args.only.has('replay')) {
     log('replay ...');
     results.replay = await benchReplay(args.fixtures, root, log, args.strategies);
+  }
+  if (args.only.has('startup')) {
+    log('startup ...');
+    results.startup = await benchStartup(root, corpus, { quick: args.quick }, log);
   }
   results.total_ms = nowMs() - t0;
   results.verdicts = judge(results);

@@ -8,7 +8,7 @@ import { eachFlag, namesFrom } from '../flags.ts';
 /** The shared fixtures folder next to the repository (`../shared/fixtures`), read when present. */
 export const DEFAULT_FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures');
 
-export const SECTIONS = ['append', 'read', 'grep', 'prepare', 'compact', 'memory', 'replay', 'lcm', 'frames'] as const;
+export const SECTIONS = ['append', 'read', 'grep', 'prepare', 'compact', 'memory', 'replay', 'lcm', 'frames', 'startup'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchArgs {
@@ -32,7 +32,7 @@ export const REPLAY_STRATEGIES = ['rolling', 'lcm', 'snapcompact'] as const;
 export const DEFAULT_SIZES = [10_000, 100_000, 1_000_000];
 export const QUICK_SIZES = [2_000, 20_000];
 
-const USAGE = `usage: npm run bench -- [--quick] [--sizes 10000,100000,1000000] [--only append,read,grep,prepare,compact,memory,replay,lcm,frames]
+const USAGE = `usage: npm run bench -- [--quick] [--sizes 10000,100000,1000000] [--only append,read,grep,prepare,compact,memory,replay,lcm,frames,startup]
                         [--json out.json] [--fixtures DIR] [--tmp DIR] [--strategies rolling,lcm,snapcompact]`;
 
 function parseSize(s: string): number {

@@ -9,6 +9,7 @@ import type { MemoryResult } from './memory.ts';
 import type { ReadResult } from './read.ts';
 import { judgeLcm, type LcmCompaction, type LcmPrepare } from './lcm-engine.ts';
 import { judgeReplay, renderReplay, type ReplayResult } from './replay.ts';
+import { judgeStartup, renderStartup, type StartupResult } from './startup.ts';
 import { fmtBytes, fmtCount, fmtMs } from './timing.ts';
 
 export interface SizeResult {
@@ -46,6 +47,7 @@ export interface Results {
   lcm_compaction?: LcmCompaction;
   lcm_prepare?: LcmPrepare;
   frames?: FramesResult;
+  startup?: StartupResult;
   segmenter_probe?: Array<{ chars: number; whole_us_per_grapheme: number; sliced_us_per_grapheme: number }>;
   verdicts: Verdict[];
   total_ms: number;
@@ -158,6 +160,7 @@ export function judge(r: Results): Verdict[] {
   if (r.replay !== undefined) out.push(...judgeReplay(r.replay));
   out.push(...judgeLcm(r.lcm_compaction, r.lcm_prepare));
   if (r.frames !== undefined) out.push(...judgeFrames(r.frames));
+  if (r.startup !== undefined) out.push(...judgeStartup(r.startup));
   return out;
 }
 
@@ -351,6 +354,7 @@ export function render(r: Results): string {
       ),
     );
   }
+  if (r.startup !== undefined) out.push(renderStartup(r.startup));
   if (r.verdicts.length > 0) {
     out.push('\ntargets (this run):');
     for (const v of r.verdicts) out.push(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: ${v.measured}${v.note === undefined ? '' : `  [${v.note}]`}`);

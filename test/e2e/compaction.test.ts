@@ -201,7 +201,7 @@ describe('compaction over the socket', () => {
     const session = 'cli-nothing';
     await client.call('session.open', { session });
     await client.call('transcript.append', { session, rows: [{ kind: 'user', content: [{ type: 'text', text: 'hello' }] }] });
-    const run = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'daemon/cli.ts'), '--session', session, '/compact'], {
+    const run = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'cli/main.ts'), '--session', session, '/compact'], {
       cwd: root,
       env: { ...process.env, ALBEDO_HOME: d.home, ALBEDO_SOCKET: d.socket },
       encoding: 'utf8',

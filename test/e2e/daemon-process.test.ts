@@ -116,9 +116,11 @@ describe('albedod process', () => {
       content: [{ type: 'text' as const, text: `row ${i} `.repeat(20) }],
     }));
     const pending = c.call('transcript.append', { session: 'term', rows });
-    // Give the daemon a moment to read the request (about 2 MB); storing 10k rows takes far
-    // longer than that, so the signal lands while the request is in flight.
-    await new Promise((r) => setTimeout(r, 100));
+    // The daemon reads a connection's lines in order and runs them concurrently, so once a status
+    // sent after the append (about 2 MB) is answered, the append has been read and started; storing
+    // 10k rows takes far longer than a status, so the signal lands while it is in flight. (A fixed
+    // sleep here was too short on a loaded machine: the signal came before the line was read.)
+    await c.call('daemon.status', {});
     d.proc.kill('SIGTERM');
     const appended = await pending;
     assert.equal(appended.seqs.length, 10_000);

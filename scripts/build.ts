@@ -1,0 +1,70 @@
+// `npm run build` (also run by `npm install` through `prepare`): compiles the sources into
+// dist/ with tsc (tsconfig.build.json rewrites the relative `.ts` imports to `.js`), then adds
+// what tsc does not emit: the data files modules read beside themselves at run time, and the
+// search worker's entry. The CLI is also bundled into one file, dist/albedo.js: loading one
+// file instead of zod's and commander's hundreds of modules is most of what `albedo status`
+// costs beyond Node's own start. dist/ is rebuilt from nothing each time, so a file deleted
+// from the sources never lingers in it.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const dist = path.join(root, 'dist');
+
+interface BuildConfig {
+  include: string[];
+}
+
+async function main(): Promise<void> {
+  fs.rmSync(dist, { recursive: true, force: true });
+  const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+  const r = spawnSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
+  if (r.status !== 0) {
+    process.stderr.write('build: tsc failed\n');
+    process.exit(r.status ?? 1);
+  }
+  const config = JSON.parse(fs.readFileSync(path.join(root, 'tsconfig.build.json'), 'utf8')) as BuildConfig;
+  let copied = 0;
+  for (const dir of config.include) copied += copyData(path.join(root, dir));
+  // The source entry registers tsx inside the worker thread (workers do not inherit loader
+  // flags on Node 20). Built code has nothing to register, and tsx is a dev dependency.
+  fs.writeFileSync(
+    path.join(dist, 'storage', 'search-worker-boot.js'),
+    "// Entry of the search worker thread in built code (see scripts/build.ts).\nawait import('./search-worker-thread.js');\n",
+  );
+  await build({
+    entryPoints: [path.join(dist, 'cli', 'main.js')],
+    outfile: path.join(dist, 'albedo.js'),
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    minify: true,
+    // commander is CommonJS; inside an ES module bundle its require() calls need a require.
+    banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+    logLevel: 'warning',
+  });
+  process.stdout.write(`built dist/ (${copied} data file(s) copied, CLI bundled into dist/albedo.js)\n`);
+}
+
+/** Copies the JSON data files under `dir` (not tests) to the same place under dist/. */
+function copyData(dir: string): number {
+  if (!fs.existsSync(dir)) return 0;
+  let n = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const from = path.join(dir, entry.name);
+    if (entry.isDirectory()) n += copyData(from);
+    else if (entry.isFile() && entry.name.endsWith('.json')) {
+      const to = path.join(dist, path.relative(root, from));
+      fs.mkdirSync(path.dirname(to), { recursive: true });
+      fs.copyFileSync(from, to);
+      n += 1;
+    }
+  }
+  return n;
+}
+
+await main();

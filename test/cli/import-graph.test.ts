@@ -1,0 +1,45 @@
+// The CLI loads the client side only: walking its static imports from cli/main.ts must meet no
+// daemon, storage or strategy module and no package beyond commander and zod. That keeps
+// `albedo status` fast (no SQLite, no engine) and keeps the CLI usable where only the client is.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const IMPORT = /^\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]/gm;
+
+/** Every module the entry reaches by value imports (type-only imports are erased), and every package. */
+function graph(entry: string): { files: Set<string>; packages: Set<string> } {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const todo = [entry];
+  while (todo.length > 0) {
+    const file = todo.pop()!;
+    if (files.has(file)) continue;
+    files.add(file);
+    const text = fs.readFileSync(file, 'utf8');
+    for (const m of text.matchAll(IMPORT)) {
+      if (/^\s*(?:import|export)\s+type\s/.test(m[0])) continue;
+      const spec = m[1]!;
+      if (spec.startsWith('.')) todo.push(path.resolve(path.dirname(file), spec));
+      else if (!spec.startsWith('node:')) packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+    }
+  }
+  return { files, packages };
+}
+
+test('the CLI imports no daemon, storage or strategy module, and no package but commander and zod', () => {
+  const { files, packages } = graph(path.join(root, 'cli/main.ts'));
+  const rel = [...files].map((f) => path.relative(root, f)).sort();
+  assert.ok(rel.includes('cli/verbs/compaction.ts') && rel.includes('protocol/client.ts'), rel.join(', '));
+  const outside = rel.filter((f) => !/^(cli|protocol|scripts\/import)\//.test(f));
+  assert.deepEqual(outside, [], 'modules outside the client side');
+  assert.deepEqual([...packages].sort(), ['commander', 'zod']);
+});
+
+test('the walk sees through to SQLite where it is imported', () => {
+  // The same walk from the daemon's entry must find better-sqlite3, or the test above proves nothing.
+  assert.ok(graph(path.join(root, 'daemon/main.ts')).packages.has('better-sqlite3'));
+});
