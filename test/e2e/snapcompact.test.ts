@@ -10,7 +10,10 @@ import Database from 'better-sqlite3';
 import sharp from 'sharp';
 import type { AlbedoClient } from '../../protocol/client.ts';
 import type { ParamsIn, Result } from '../../protocol/methods.ts';
+import { runCli } from '../../cli/program.ts';
+import { SHAPES } from '../../render/index.ts';
 import { assertCallsPaired } from '../strategies/engine-fixtures.ts';
+import { readFrame } from '../render/read-frame.ts';
 import { startDaemon, tempHome, type DaemonHandle } from './harness.ts';
 
 const WINDOW = 32_000;
@@ -92,6 +95,29 @@ describe('snapcompact over the socket', () => {
     assert.ok(ctx.text.length > 0);
     const vision = await prepare('v', 'claude-sonnet-4-5');
     assert.deepEqual(frames(vision).map((f) => f.hash).slice(0, 1), before.slice(0, 1), 'the first frame is the same image');
+  });
+
+  test('albedo frames writes what the next request shows; albedo render draws any text locally', async () => {
+    const cli = async (args: string[]) => {
+      let stdout = '';
+      let stderr = '';
+      const code = await runCli([...args, '--json'], { stdout: { write: (x: string) => (stdout += x) }, stderr: { write: (x: string) => (stderr += x) }, env: { ALBEDO_HOME: d.home, ALBEDO_SOCKET: d.socket } });
+      assert.equal(code, 0, stderr);
+      return JSON.parse(stdout) as { files?: string[]; frames: Array<{ hash?: string; file?: string; width: number; height: number }> };
+    };
+    const out = fs.mkdtempSync(path.join(d.home, 'frames-'));
+    const listed = await cli(['frames', 'v', '--out', out]);
+    assert.ok(listed.files!.length >= 1 && listed.files!.length === listed.frames.length);
+    const png = fs.readFileSync(listed.files![0]!);
+    const meta = await sharp(png).metadata();
+    assert.deepEqual([meta.width, meta.height], [listed.frames[0]!.width, listed.frames[0]!.height]);
+    // render: a text file, in the GPT shape, read back cell by cell.
+    const file = path.join(d.home, 'note.txt');
+    fs.writeFileSync(file, 'render me: albedo-compactd draws this line\n');
+    const rendered = await cli(['render', file, '--out', out, '--model', 'gpt-5']);
+    assert.equal(rendered.frames.length, 1);
+    const read = await readFrame(fs.readFileSync(rendered.frames[0]!.file!), SHAPES.gpt);
+    assert.ok(read.rows[0]!.startsWith('render me: albedo-compactd draws this line⏎'), read.rows[0]);
   });
 
   test('frames unused for 30 days are pruned at start-up, with their payloads', async () => {
