@@ -3,7 +3,6 @@
 // draws any text file in a model family's frame shape locally, without a daemon.
 import fs from 'node:fs';
 import path from 'node:path';
-import { layout, renderFrame, shapeFor, shapeNameFor } from '../../render/index.ts';
 import { CliError, n } from '../io.ts';
 import { positiveInt, type VerbModule } from '../program.ts';
 
@@ -58,6 +57,8 @@ export const frameVerbs: VerbModule = (program, run) => {
           throw new CliError(`cannot read ${file}: ${(err as Error).message}`);
         }
         const dir = outDir(opts.out);
+        // Loaded only here: the glyph table is no cost every other verb (and `albedo status`) should pay.
+        const { layout, renderFrame, shapeFor, shapeNameFor } = await import('../../render/index.ts');
         const frames = layout(text, shapeFor(undefined, opts.model), opts.maxEdge === undefined ? {} : { maxEdgePx: opts.maxEdge });
         const written = frames.map((f, i) => {
           const r = renderFrame(f);
