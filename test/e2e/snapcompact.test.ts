@@ -29,6 +29,8 @@ function turn(i: number): Rows {
   ];
 }
 
+/** The first frame's caption. */
+const listed0 = (p: Prepared) => p.inputs.find((i) => i.content.some((c) => c.type === 'image'))?.content.flatMap((c) => (c.type === 'text' ? [c.text] : []))[0] ?? '';
 const frames = (p: Prepared) => p.inputs.flatMap((i) => i.content.flatMap((c) => (c.type === 'image' ? [c] : [])));
 
 describe('snapcompact over the socket', () => {
@@ -71,6 +73,13 @@ describe('snapcompact over the socket', () => {
     assert.deepEqual([meta.width, meta.height, meta.format], [f[0]!.width, f[0]!.height, 'png']);
     const inline = await prepare('v', 'claude-sonnet-4-5', { images: 'inline' });
     assert.equal(frames(inline)[0]!.data, got.data);
+    // Frames were dropped (the budget shows the first and the newest), yet transcript_grep still
+    // finds every planted marker, those of dropped frames included.
+    assert.match(listed0(p), /characters of older history after this frame are not shown/);
+    for (const i of [3, 40, 70, 100]) {
+      const g = await client.call('transcript_grep', { session: 'v', pattern: `// MARKER-${i}\n` });
+      assert.equal(g.total, 1, `marker-${i}`);
+    }
     // `frames` lists what the next request shows, read-only; a text-only model shows none.
     const listed = await client.call('frames', { session: 'v' });
     assert.equal(listed.model, 'claude-sonnet-4-5');
