@@ -14,6 +14,7 @@ import { parseArgs, type BenchArgs, type Section } from './bench/args.ts';
 import { corpusStats, loadCorpus, type Corpus } from './bench/corpus.ts';
 import { buildDataset, checkpoint, fileSize, type Dataset } from './bench/dataset.ts';
 import { benchFrames } from './bench/frames.ts';
+import { benchSnapPrepare } from './bench/snapcompact-prepare.ts';
 import { benchGrep } from './bench/grep.ts';
 import { alternate, benchCompactionWork, measurePrepare, preparedSession, type PrepareSession } from './bench/prepare.ts';
 import { benchMemory } from './bench/memory.ts';
@@ -147,6 +148,7 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   if (args.only.has('frames')) {
     log('frames ...');
     results.frames = await benchFrames(corpus, { quick: args.quick }, log);
+    results.snap_prepare = await benchSnapPrepare(root, corpus, args.quick ? 4000 : 20_000, log, args.prepareRuns);
   }
   if (args.only.has('prepare')) {
     log('prepare over the socket ...');

@@ -47,6 +47,7 @@ interface Raw {
 const TOUCH_EVERY_MS = 24 * 60 * 60 * 1000;
 
 const stmts = perDb((db: Db) => ({
+  stamp: db.prepare<[number], number>('SELECT updated_at FROM snapcompact_archive WHERE sid = ?').pluck(),
   load: db.prepare<[number], Raw>('SELECT text, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at FROM snapcompact_archive WHERE sid = ?'),
   save: db.prepare<[number, string, string, string, string, number, number, number, number]>(
     `INSERT INTO snapcompact_archive (sid, text, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at)
@@ -61,6 +62,11 @@ const stmts = perDb((db: Db) => ({
   touch: db.prepare<[number, string]>('UPDATE snapcompact_frames SET used_at = ? WHERE key = ?'),
   prune: db.prepare<[number]>('DELETE FROM snapcompact_frames WHERE used_at < ?'),
 }));
+
+/** When the session's archive was last saved (ms since the epoch), from its row alone; undefined without one. */
+export function archiveStamp(db: Db, sid: number): number | undefined {
+  return stmts(db).stamp.get(sid);
+}
 
 /** The saved archive, undefined without one, or why the stored one cannot be read. */
 export function loadArchive(db: Db, sid: number): ArchiveState | { unreadable: string } | undefined {

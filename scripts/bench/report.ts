@@ -3,6 +3,7 @@
 import type { AppendResult, FloorComparison, IndexerLatency } from './append.ts';
 import type { GrepResult } from './grep.ts';
 import { judgeFrames, type FramesResult } from './frames.ts';
+import { judgeSnapPrepare, type SnapPrepare } from './snapcompact-prepare.ts';
 import type { CompactionWork, PrepareResult } from './prepare.ts';
 import type { SocketPrepareResult } from './prepare-socket.ts';
 import type { MemoryResult } from './memory.ts';
@@ -47,6 +48,7 @@ export interface Results {
   lcm_compaction?: LcmCompaction;
   lcm_prepare?: LcmPrepare;
   frames?: FramesResult;
+  snap_prepare?: SnapPrepare;
   startup?: StartupResult;
   segmenter_probe?: Array<{ chars: number; whole_us_per_grapheme: number; sliced_us_per_grapheme: number }>;
   verdicts: Verdict[];
@@ -160,6 +162,7 @@ export function judge(r: Results): Verdict[] {
   if (r.replay !== undefined) out.push(...judgeReplay(r.replay));
   out.push(...judgeLcm(r.lcm_compaction, r.lcm_prepare));
   if (r.frames !== undefined) out.push(...judgeFrames(r.frames));
+  out.push(...judgeSnapPrepare(r.snap_prepare));
   if (r.startup !== undefined) out.push(...judgeStartup(r.startup));
   return out;
 }

@@ -3,7 +3,7 @@
 // and cut into the frames a request shows within the frame budget. Read by the strategy and
 // by snapcompact-memory's fold plugin; no other strategy reads it.
 import type { StoredRow } from '../../protocol/rows.ts';
-import { loadArchive, type ArchiveMarks, type ArchiveState } from '../../storage/snapcompact-state.ts';
+import { archiveStamp, loadArchive, type ArchiveMarks, type ArchiveState } from '../../storage/snapcompact-state.ts';
 import type { StrategyInput } from '../contract.ts';
 import { CutCache, locate, startCut, type LocatedCut } from '../harness/cut.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
@@ -17,9 +17,24 @@ export interface ResolvedArchive {
 
 const CUTS = cacheSlot<CutCache>('snapcompact.cuts');
 
+const LOADED = cacheSlot<{ stamp: number | undefined; loaded: ReturnType<typeof loadArchive> }>('snapcompact.archive');
+
+/**
+ * The saved archive, read and parsed once per save: a request checks the row's save time and
+ * reuses the parsed text and marks (megabytes on a long session) while it has not changed.
+ */
+function loadedArchive(input: StrategyInput): ReturnType<typeof loadArchive> {
+  const stamp = archiveStamp(input.db, input.session.sid);
+  const cached = input.cache.get(LOADED);
+  if (cached !== undefined && cached.stamp === stamp) return cached.loaded;
+  const loaded = stamp === undefined ? undefined : loadArchive(input.db, input.session.sid);
+  input.cache.set(LOADED, { stamp, loaded });
+  return loaded;
+}
+
 /** The saved archive and where its cut falls now (the start of history without one). */
 export function resolveArchive(input: StrategyInput): ResolvedArchive {
-  const loaded = loadArchive(input.db, input.session.sid);
+  const loaded = loadedArchive(input);
   if (loaded === undefined) return { state: undefined, located: startCut(), notes: [] };
   if ('unreadable' in loaded) {
     return { state: undefined, located: startCut(), notes: [`the saved snapcompact archive cannot be read (${loaded.unreadable}); it is ignored until the next compaction replaces it`] };

@@ -81,16 +81,25 @@ interface FramesView {
   notes: string[];
 }
 
-const LAYOUT = cacheSlot<{ key: string; frames: Frame[] }>('snapcompact.layout');
+/** The archive laid out for one geometry, with each frame's cache key; kept per kernel. */
+interface Laid {
+  frames: Frame[];
+  keys: string[];
+}
 
-function layoutOf(input: StrategyInput, state: ArchiveState, geometry: Geometry): Frame[] {
+const LAYOUT = cacheSlot<{ key: string; laid: Laid }>('snapcompact.layout');
+
+function layoutOf(input: StrategyInput, state: ArchiveState, geometry: Geometry): Laid {
   const key = `${state.updatedAt}:${state.text.length}:${JSON.stringify(geometry)}`;
   const cached = input.cache.get(LAYOUT);
-  if (cached?.key === key) return cached.frames;
+  if (cached?.key === key) return cached.laid;
   const frames = layout(state.text, geometry);
-  input.cache.set(LAYOUT, { key, frames });
-  return frames;
+  const laid = { frames, keys: frames.map((f) => frameKey(f.geometry, f.text)) };
+  input.cache.set(LAYOUT, { key, laid });
+  return laid;
 }
+
+const VIEW = cacheSlot<{ key: string; view: FramesView }>('snapcompact.view');
 
 /** Frames rendered by this kernel, for /context: how many came from the cache. */
 const RENDERS = cacheSlot<{ rendered: number; hits: number }>('snapcompact.renders');
@@ -105,19 +114,27 @@ function framesOf(input: StrategyInput, state: ArchiveState, others: number): Fr
   const counters = input.cache.getOrSet(RENDERS, () => ({ rendered: 0, hits: 0 }));
   try {
     const geometry = geometryOf(input);
-    const frames = layoutOf(input, state, geometry);
+    const { frames, keys } = layoutOf(input, state, geometry);
     const full = frames[0] === undefined ? 0 : imageTokens(frames[0].width, frames[0].height, input.target.maxImageEdgePx);
     // Within the budget, and never more than the whole window has room for next to the rest of
     // the request (a newest exchange that fills the window leaves fewer frames, at least one).
     const room = roomUnderWindow(input.window, others);
     const fit = room === null ? Infinity : Math.max(1, Math.floor(room / (full + CAPTION_TOKENS)));
     const chosen = chooseFrames(frames.length, Math.min(frameBudget(input, full), fit));
+    // The same frames as the last request (the usual case between compactions): reuse its
+    // inputs. The day is part of the key so that cached frames still get their daily use mark.
+    const viewKey = `${state.updatedAt}:${JSON.stringify(geometry)}:${chosen.join(',')}:${Math.floor(Date.now() / 86_400_000)}`;
+    const last = input.cache.get(VIEW);
+    if (last?.key === viewKey) {
+      counters.hits += last.view.inputs.length;
+      return last.view;
+    }
     const dropped = frames.filter((_, i) => !chosen.includes(i)).reduce((n, f) => n + f.text.length, 0);
     const inputs: PlainInput[] = [];
     let hits = 0;
     for (const [k, i] of chosen.entries()) {
       const f = frames[i]!;
-      const key = frameKey(f.geometry, f.text);
+      const key = keys[i]!;
       let image = cachedFrame(input.db, key);
       if (image === undefined) {
         const r = renderFrame(f);
@@ -139,11 +156,13 @@ function framesOf(input: StrategyInput, state: ArchiveState, others: number): Fr
       });
     }
     const shape = frames[0] === undefined ? '' : `, ${frames[0].width}x${frames[0].height} px`;
-    return {
+    const view: FramesView = {
       inputs,
       section: { name: 'frames', source: `snapcompact archive: ${chosen.length} of ${frames.length} frame(s), ${name} shape${shape}, ${hits} cached, ${dropped} characters dropped`, estimated_tokens: inputsTokens(inputs, input.target.maxImageEdgePx) },
       notes: [],
     };
+    input.cache.set(VIEW, { key: viewKey, view });
+    return view;
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     const text = `[snapcompact archive of ${state.text.length} characters withheld from this request: its frames could not be rendered; transcript_read and transcript_grep read that history]`;
@@ -177,7 +196,7 @@ function build(input: StrategyInput, state: ArchiveState | undefined, located: L
   }
   inputs.push(...tail);
   if (rest.length > 0) sections.push({ name: 'tail', source: `rows #${rest[0]!.seq}-#${rest[rest.length - 1]!.seq} (${rest.length} rows, verbatim)`, estimated_tokens: tailTokens });
-  const estimate = input.pinnedTokens + inputsTokens(inputs, input.target.maxImageEdgePx);
+  const estimate = input.pinnedTokens + sections.reduce((n, sec) => n + sec.estimated_tokens, 0);
   return { inputs, sections, estimate, due: isDue(estimate, input.window), notes: allNotes };
 }
 
