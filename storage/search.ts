@@ -36,6 +36,14 @@ export const FTS_HITS_SQL = `SELECT transcript_fts.rowid, t.sid FROM transcript_
   JOIN transcript t ON t.seq = transcript_fts.rowid
   WHERE transcript_fts MATCH ? AND transcript_fts.rowid <= ? ORDER BY transcript_fts.rowid`;
 
+/**
+ * lcm_grep's index query over node summaries (migration 8's lcm_summary_fts, folded the same
+ * way): one session's matching nodes as (node, sid) pairs, in lcm_list's order. Here beside
+ * FTS_HITS_SQL because the search worker runs both.
+ */
+export const SUMMARY_HITS_SQL = `SELECT n.node, n.sid FROM lcm_summary_fts f JOIN lcm_nodes n ON n.node = f.rowid
+  WHERE lcm_summary_fts MATCH ? AND n.sid = ? ORDER BY n.first_seq, n.node`;
+
 /** Runs FTS_HITS_SQL on a statement and packs the rows as (seq, sid) pairs. */
 export function packHits(rows: ReadonlyArray<readonly unknown[]>): Float64Array {
   const out = new Float64Array(rows.length * 2);

@@ -57,7 +57,8 @@ export const BUILTIN_EXTENSIONS: readonly ExtensionDef[] = [
     name: 'lcm-memory',
     kind: 'memory',
     defaultEnabled: true,
-    available: false,
+    // Its four tools work now; the folds it provides after a switch arrive with lcm.
+    available: true,
     requires: [],
     description: "keeps LCM's stored summaries readable after a switch and provides the lcm_* tools",
   },

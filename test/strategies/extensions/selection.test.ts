@@ -41,7 +41,7 @@ function rejects(fn: () => void, code: string, pattern?: RegExp): void {
 test('with no choices a session uses rolling, and unavailable defaults stay off', () => {
   const r = resolve(BUILTIN_REGISTRY, [], []);
   assert.equal(r.strategy, 'rolling');
-  assert.deepEqual(r.enabled, ['rolling', 'snapcompact-memory', 'models']);
+  assert.deepEqual(r.enabled, ['rolling', 'lcm-memory', 'snapcompact-memory', 'models']);
   assert.equal(r.explicit.rolling, 'default');
 });
 
