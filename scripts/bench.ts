@@ -1,7 +1,8 @@
 // `npm run bench`: measures append, transcript_read, transcript_grep (vs GNU grep), prepare and
 // one compaction on databases of 10k/100k/1M rows built in a temp dir (one per size, reused by
-// every measurement of that size, deleted after), and replays the real fixture transcripts
-// turn by turn into fresh daemons (section replay). Prints tables and PASS/FAIL; writes JSON.
+// every measurement of that size, deleted after), the lcm-memory tools on two databases of their
+// own (section lcm), and replays the real fixture transcripts turn by turn into fresh daemons
+// (section replay). Prints tables and PASS/FAIL; writes JSON.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -12,6 +13,7 @@ import { parseArgs, type BenchArgs, type Section } from './bench/args.ts';
 import { corpusStats, loadCorpus, type Corpus } from './bench/corpus.ts';
 import { buildDataset, checkpoint, fileSize, type Dataset } from './bench/dataset.ts';
 import { benchGrep } from './bench/grep.ts';
+import { benchLcm } from './bench/lcm.ts';
 import { alternate, benchCompactionWork, measurePrepare, preparedSession, type PrepareSession } from './bench/prepare.ts';
 import { benchRead, segmenterProbe } from './bench/read.ts';
 import { benchReplay } from './bench/replay.ts';
@@ -70,7 +72,7 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
     date: new Date().toISOString(),
     machine: { cpus: cpus.length, cpu_model: cpus[0]?.model ?? '?', node: process.version, platform: `${os.platform()} ${os.release()}`, total_mem_bytes: os.totalmem(), sqlite: sqliteVersion() },
     git: gitState(),
-    args: { quick: args.quick, sizes: args.sizes, only: [...args.only] },
+    args: { quick: args.quick, sizes: args.sizes, only: [...args.only], lcm: args.lcm },
     corpus: { source: corpus.source, files: corpus.files, note: corpus.note, stats: corpusStats(corpus) },
     sizes: [],
     verdicts: [],
@@ -127,6 +129,13 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
     if (baseline !== undefined) results.prepare_baseline = await measurePrepare(baseline, { runs: args.prepareRuns }, log);
   } finally {
     baseline?.ds.db.close();
+  }
+  if (args.only.has('lcm')) {
+    log('lcm ...');
+    const { rows, smallRows, nodes } = args.lcm;
+    results.lcm = await withDataset(root, smallRows, corpus, (small) =>
+      withDataset(root, rows, corpus, (large) => benchLcm(small, large, { nodes }, log)),
+    );
   }
   if (args.only.has('replay')) {
     log('replay ...');

@@ -1,5 +1,6 @@
-// Command-line flags of `npm run bench`: --quick, --sizes, --only, --json, plus --fixtures and
-// --tmp to point at another corpus folder or scratch directory. Unknown flags are errors.
+// Command-line flags of `npm run bench`: --quick, --sizes, --only, --json, the lcm section's
+// --lcm-rows / --lcm-small-rows / --lcm-nodes, plus --fixtures and --tmp to point at another
+// corpus folder or scratch directory. Unknown flags are errors.
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,7 +9,7 @@ import { eachFlag, namesFrom } from '../flags.ts';
 /** The shared fixtures folder next to the repository (`../shared/fixtures`), read when present. */
 export const DEFAULT_FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures');
 
-export const SECTIONS = ['append', 'read', 'grep', 'prepare', 'compact', 'replay'] as const;
+export const SECTIONS = ['append', 'read', 'grep', 'prepare', 'compact', 'lcm', 'replay'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchArgs {
@@ -22,12 +23,17 @@ export interface BenchArgs {
   prepareRuns: number;
   /** A transcript_read run longer than this is stopped and extrapolated (ms). */
   readBudgetMs: number;
+  /** lcm section: main-session rows of the large and the small dataset, and nodes in each tree. */
+  lcm: { rows: number; smallRows: number; nodes: number };
 }
 
 export const DEFAULT_SIZES = [10_000, 100_000, 1_000_000];
 export const QUICK_SIZES = [2_000, 20_000];
+export const DEFAULT_LCM = { rows: 1_000_000, smallRows: 10_000, nodes: 10_000 };
+export const QUICK_LCM = { rows: 20_000, smallRows: 2_000, nodes: 1_000 };
 
-const USAGE = `usage: npm run bench -- [--quick] [--sizes 10000,100000,1000000] [--only append,read,grep,prepare,compact,replay]
+const USAGE = `usage: npm run bench -- [--quick] [--sizes 10000,100000,1000000] [--only append,read,grep,prepare,compact,lcm,replay]
+                        [--lcm-rows 1M] [--lcm-small-rows 10k] [--lcm-nodes 10k]
                         [--json out.json] [--fixtures DIR] [--tmp DIR]`;
 
 function parseSize(s: string): number {
@@ -46,6 +52,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
   let json = '.bench/results.json';
   let fixtures = DEFAULT_FIXTURES;
   let tmp = os.tmpdir();
+  const lcm: Partial<BenchArgs['lcm']> = {};
   for (const { name, raw, value } of eachFlag(argv, USAGE)) {
     switch (name) {
       case '--quick':
@@ -66,6 +73,15 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
       case '--tmp':
         tmp = value();
         break;
+      case '--lcm-rows':
+        lcm.rows = parseSize(value());
+        break;
+      case '--lcm-small-rows':
+        lcm.smallRows = parseSize(value());
+        break;
+      case '--lcm-nodes':
+        lcm.nodes = parseSize(value());
+        break;
       case '--help':
       case '-h':
         console.log(USAGE);
@@ -84,5 +100,6 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     tmp,
     prepareRuns: quick ? 15 : 41,
     readBudgetMs: quick ? 1_000 : 30_000,
+    lcm: { ...(quick ? QUICK_LCM : DEFAULT_LCM), ...lcm },
   };
 }

@@ -145,9 +145,10 @@ export function fileSize(file: string): number {
 
 /**
  * Writes row texts, one row per line (newlines inside a row become spaces), in seq order:
- * every row to all.txt, the main session's rows to main.txt. The GNU grep baseline reads these.
+ * every row to all.txt, the main session's rows to main.txt, then `mainExtra` (lcm's node
+ * summaries) at the end of main.txt, one per line the same way. The GNU grep baseline reads these.
  */
-export function dumpTexts(ds: Dataset): { all: string; main: string; allBytes: number; mainBytes: number } {
+export function dumpTexts(ds: Dataset, opts: { mainExtra?: Iterable<string> } = {}): { all: string; main: string; allBytes: number; mainBytes: number } {
   const all = path.join(ds.dir, 'all.txt');
   const mainFile = path.join(ds.dir, 'main.txt');
   const fa = fs.openSync(all, 'w');
@@ -168,6 +169,10 @@ export function dumpTexts(ds: Dataset): { all: string; main: string; allBytes: n
     bufA.push(line);
     if (r.sid === ds.main.sid) bufM.push(line);
     if (bufA.length >= 4096) flush();
+  }
+  for (const text of opts.mainExtra ?? []) {
+    bufM.push(`${text.replace(/\r\n|[\r\n]/g, ' ')}\n`);
+    if (bufM.length >= 4096) flush();
   }
   flush();
   fs.closeSync(fa);
