@@ -11,8 +11,8 @@ import { indexPending } from '../../storage/search-index.ts';
 import { SearchWorker } from '../../storage/search-worker.ts';
 import { prng } from './corpus.ts';
 import { checkpoint, dumpTexts, RARE_NEEDLE, type Dataset } from './dataset.ts';
-import { gnuGrep, PATTERNS } from './grep.ts';
-import { alternateTimed, nowMs, repeat, withLoopMonitor, type Stats } from './timing.ts';
+import { PATTERNS, versusGnu, type VersusGnu } from './grep.ts';
+import { alternateTimed, nowMs, type Stats } from './timing.ts';
 
 /** Children per parent, as lcm condenses the first four frontier nodes. */
 const FANOUT = 4;
@@ -32,17 +32,9 @@ export interface Tree {
   ms: number;
 }
 
-export interface LcmGrepCase {
-  pattern_name: string;
-  pattern: string;
+export interface LcmGrepCase extends VersusGnu {
   source_matches: number;
   summary_matches: number;
-  gnu_matches: number;
-  ours_best_ms: number;
-  ours_median_ms: number;
-  gnu_best_ms: number;
-  ratio: number;
-  max_stall_ms: number;
 }
 
 export interface LcmPage {
@@ -151,21 +143,8 @@ async function grepCases(ds: Dataset, dumpFile: string, log: (s: string) => void
           { session: ds.main.name, pattern: p.pattern, offset: 0, limit: 50 },
           { hits: (q, max) => worker.hits(q, max), summaryHits: (q, sid) => worker.summaryHits(q, sid) },
         );
-      const run = await withLoopMonitor(() => repeat(once, { warmup: 1, minRuns: 3, maxRuns: 10, minTotalMs: 300 }));
-      const gnu = gnuGrep(p.pattern, dumpFile);
-      const r = run.value.value;
-      const c: LcmGrepCase = {
-        pattern_name: p.name,
-        pattern: p.pattern,
-        source_matches: r.source.total,
-        summary_matches: r.summaries.total,
-        gnu_matches: gnu.count,
-        ours_best_ms: run.value.min_ms,
-        ours_median_ms: run.value.median_ms,
-        gnu_best_ms: gnu.bestMs,
-        ratio: run.value.min_ms / gnu.bestMs,
-        max_stall_ms: run.maxStallMs,
-      };
+      const { value, timing } = await versusGnu(p, dumpFile, once);
+      const c: LcmGrepCase = { ...timing, source_matches: value.source.total, summary_matches: value.summaries.total };
       cases.push(c);
       log(`  lcm_grep ${p.name}: ours ${c.ours_best_ms.toFixed(1)} ms vs GNU ${c.gnu_best_ms.toFixed(1)} ms (${c.ratio.toFixed(2)}x), ${c.source_matches}+${c.summary_matches}/${c.gnu_matches} matches, stall ${c.max_stall_ms.toFixed(1)} ms`);
     }
