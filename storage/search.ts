@@ -105,7 +105,7 @@ export function trigramQuery(pattern: string): string | null {
  * position is taken from the folded text, which lines up with the original only when folding
  * kept the length; otherwise the excerpt starts at the row's beginning.
  */
-export function preview(text: string, folded: string, needle: string): string {
+function preview(text: string, folded: string, needle: string): string {
   return excerpt(text, folded.length === text.length ? Math.max(0, folded.indexOf(needle)) : 0);
 }
 
