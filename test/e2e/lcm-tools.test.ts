@@ -238,7 +238,9 @@ describe('lcm-memory tools over the socket', { timeout: 60_000 }, () => {
     }
   });
 
-  test('tools.list describes the four lcm tools with JSON schemas, and tools.call answers as the methods do', async () => {
+  test('lcm-memory is available and on by default: tools.list describes its four tools with JSON schemas, and tools.call answers as the methods do', async () => {
+    const ext = (await c.call('extensions.list', { session: A })).extensions.find((e) => e.name === 'lcm-memory');
+    assert.deepEqual([ext?.available, ext?.enabled, ext?.default_enabled, ext?.chosen_by], [true, true, true, 'default']);
     const { tools } = await c.call('tools.list', { session: A });
     const want: Record<string, string[]> = {
       lcm_list: ['limit', 'offset'],
