@@ -185,7 +185,7 @@ export async function benchLcm(small: Dataset, large: Dataset, opts: { nodes: nu
   const atLarge = firstPages(large, largeTree);
   const atSmall = firstPages(small, smallTree);
   for (const op of ['lcm_list', 'lcm_describe', 'lcm_expand'] as const) {
-    const alt = await alternateTimed(atLarge[op], atSmall[op], { blocks: 6, perBlock: 20 });
+    const alt = await alternateTimed(atLarge[op], atSmall[op], { blocks: 10, perBlock: 40 });
     pages.push({ op, large: alt.a, small: alt.b, ratio: alt.ratio });
     log(`  ${op} first page @${large.main.rows} vs @${small.main.rows}: ${alt.a.median_ms.toFixed(3)} / ${alt.b.median_ms.toFixed(3)} ms = ${alt.ratio.toFixed(2)}x`);
   }
