@@ -47,6 +47,8 @@ export const DomainCode = {
   /** An assistant row reuses a tool call id whose earlier call in the session has no result yet. */
   duplicate_tool_call: -32025,
   invalid_tool_arguments: -32026,
+  /** No lcm node of that id in the session (a node of another session counts as none). */
+  unknown_node: -32027,
 } as const;
 
 export type DomainCodeName = keyof typeof DomainCode;

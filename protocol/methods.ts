@@ -93,6 +93,94 @@ export const TranscriptGrepResult = z.object({
   matches: z.array(GrepMatch),
 });
 
+/** An lcm summary node's id (unique across sessions; each tool only answers its own session's). */
+const NodeId = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+export const MAX_NODES_LIMIT = 500;
+export const DEFAULT_NODES_LIMIT = 50;
+
+export const LcmListParams = z.strictObject({
+  session: SessionId,
+  /** Nodes to skip, in list order (first_seq, then node id). */
+  offset: Offset.default(0),
+  limit: z.number().int().positive().max(MAX_NODES_LIMIT).default(DEFAULT_NODES_LIMIT),
+});
+export const LcmListResult = z.object({
+  /** Every stored node of the session, not only the page. */
+  total: z.number().int().nonnegative(),
+  offset: z.number().int().nonnegative(),
+  next_offset: z.number().int().nonnegative().nullable(),
+  nodes: z.array(
+    z.object({
+      node: z.number().int().positive(),
+      /** 0 for a leaf over source rows; a parent is one more than its deepest child. */
+      depth: z.number().int().nonnegative(),
+      /** Inclusive seq range of the source rows the node stands for. */
+      first_seq: z.number().int().positive(),
+      last_seq: z.number().int().positive(),
+      /** Child node ids, in order; empty for a leaf. */
+      children: z.array(z.number().int().positive()),
+      /** No parent: the node is one of the summaries a compacted request shows. */
+      frontier: z.boolean(),
+      /** Estimated tokens of the summary as a request input. */
+      estimated_tokens: z.number().int().nonnegative(),
+      /** The start of the summary, on one line. */
+      preview: z.string(),
+    }),
+  ),
+});
+
+export const LcmGrepParams = z.strictObject({
+  session: SessionId,
+  /** Literal text, matched Unicode case-insensitively. */
+  pattern: z.string().min(1).max(1000),
+  /** Search only this node's source rows and the summaries of its subtree. */
+  node: NodeId.optional(),
+  /** Matches to skip, in each of the two lists. */
+  offset: Offset.default(0),
+  limit: z.number().int().positive().max(MAX_GREP_LIMIT).default(DEFAULT_GREP_LIMIT),
+});
+const LcmMatchPage = <T extends z.ZodType>(match: T) =>
+  z.object({
+    total: z.number().int().nonnegative(),
+    next_offset: z.number().int().nonnegative().nullable(),
+    matches: z.array(match),
+  });
+export const LcmGrepResult = z.object({
+  /** Raw transcript rows, in seq order. */
+  source: LcmMatchPage(
+    z.object({
+      seq: z.number().int().positive(),
+      /** The leaf covering the row (the smallest node to expand), or null for rows no node covers yet. */
+      node: z.number().int().positive().nullable(),
+      preview: z.string(),
+    }),
+  ),
+  /** Node summaries, in list order (first_seq, then node id). */
+  summaries: LcmMatchPage(z.object({ node: z.number().int().positive(), preview: z.string() })),
+});
+
+export const LcmDescribeParams = z.strictObject({ session: SessionId, node: NodeId });
+export const LcmDescribeResult = z.object({
+  node: z.number().int().positive(),
+  depth: z.number().int().nonnegative(),
+  first_seq: z.number().int().positive(),
+  last_seq: z.number().int().positive(),
+  parent: z.number().int().positive().nullable(),
+  children: z.array(z.number().int().positive()),
+  frontier: z.boolean(),
+  summary: z.string(),
+  /** Which summarizer wrote the summary; null when not recorded. */
+  backend: z.string().nullable(),
+});
+
+export const LcmExpandParams = z.strictObject({
+  session: SessionId,
+  node: NodeId,
+  /** First grapheme to return, counted over the rendered rows and their separators. */
+  offset: Offset.default(0),
+  limit: z.number().int().positive().max(MAX_READ_LIMIT).default(DEFAULT_READ_LIMIT),
+});
+
 /** The method table: name -> { params, result }. */
 export const methods = {
   initialize: {
@@ -164,6 +252,11 @@ export const methods = {
   },
   transcript_read: { params: TranscriptReadParams, result: TranscriptReadResult },
   transcript_grep: { params: TranscriptGrepParams, result: TranscriptGrepResult },
+  lcm_list: { params: LcmListParams, result: LcmListResult },
+  lcm_grep: { params: LcmGrepParams, result: LcmGrepResult },
+  lcm_describe: { params: LcmDescribeParams, result: LcmDescribeResult },
+  /** The node's source rows rendered as transcript_read renders them. */
+  lcm_expand: { params: LcmExpandParams, result: TranscriptReadResult },
   'tools.list': {
     params: z.strictObject({ session: SessionId }),
     result: z.object({

@@ -1,9 +1,10 @@
 // `npm run bench`: measures append, transcript_read, transcript_grep (vs GNU grep), prepare and
 // one compaction on databases of 10k/100k/1M rows built in a temp dir (one per size, reused by
-// every measurement of that size, deleted after), and replays the real fixture transcripts
-// turn by turn into fresh daemons (section replay), renders snapcompact frames (section
-// frames), and times the CLI and the daemon's start (section startup). Prints tables and
-// PASS/FAIL; writes JSON.
+// every measurement of that size, deleted after), the lcm-memory tools on two databases of their
+// own and lcm's own compaction and prepare costs (section lcm), replays the real fixture
+// transcripts turn by turn into fresh daemons (section replay), renders snapcompact frames
+// (section frames), and times the CLI and the daemon's start (section startup). Prints tables
+// and PASS/FAIL; writes JSON.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,6 +17,7 @@ import { buildDataset, checkpoint, fileSize, type Dataset } from './bench/datase
 import { benchFrames } from './bench/frames.ts';
 import { benchSnapPrepare } from './bench/snapcompact-prepare.ts';
 import { benchGrep } from './bench/grep.ts';
+import { benchLcm } from './bench/lcm.ts';
 import { alternate, benchCompactionWork, measurePrepare, preparedSession, type PrepareSession } from './bench/prepare.ts';
 import { benchMemory } from './bench/memory.ts';
 import { benchPrepareSocket } from './bench/prepare-socket.ts';
@@ -59,10 +61,10 @@ function gitState(): { commit: string; dirty: string[] } {
   return { commit: run(['rev-parse', '--short', 'HEAD']).trim() || '?', dirty };
 }
 
-async function withDataset<T>(root: string, size: number, corpus: Corpus, fn: (ds: Dataset) => Promise<T>): Promise<T> {
+async function withDataset<T>(root: string, size: number, corpus: Corpus, fn: (ds: Dataset) => Promise<T>, synchronous?: 'NORMAL'): Promise<T> {
   const dir = fs.mkdtempSync(path.join(root, `n${size}-`));
   log(`building ${size}-row dataset in ${dir}`);
-  const ds = await buildDataset(dir, size, corpus, { log });
+  const ds = await buildDataset(dir, size, corpus, { log, ...(synchronous === undefined ? {} : { synchronous }) });
   try {
     return await fn(ds);
   } finally {
@@ -80,7 +82,7 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
     date: new Date().toISOString(),
     machine: { cpus: cpus.length, cpu_model: cpus[0]?.model ?? '?', node: process.version, platform: `${os.platform()} ${os.release()}`, total_mem_bytes: os.totalmem(), sqlite: sqliteVersion() },
     git: gitState(),
-    args: { quick: args.quick, sizes: args.sizes, only: [...args.only] },
+    args: { quick: args.quick, sizes: args.sizes, only: [...args.only], lcm: args.lcm },
     corpus: { source: corpus.source, files: corpus.files, note: corpus.note, stats: corpusStats(corpus) },
     sizes: [],
     verdicts: [],
@@ -144,6 +146,11 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   if (args.only.has('lcm')) {
     log('lcm prepare ...');
     results.lcm_prepare = await benchLcmPrepare(root, log, args.prepareRuns);
+    log('lcm tools ...');
+    const { rows, smallRows, nodes } = args.lcm;
+    // This section times no writes, so its databases are built without an fsync per commit.
+    const build = <T>(size: number, fn: (ds: Dataset) => Promise<T>): Promise<T> => withDataset(root, size, corpus, fn, 'NORMAL');
+    results.lcm = await build(smallRows, (small) => build(rows, (large) => benchLcm(small, large, { nodes }, log)));
   }
   if (args.only.has('frames')) {
     log('frames ...');

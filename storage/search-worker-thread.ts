@@ -1,23 +1,21 @@
-// Worker-thread side of the search index query: its own read-only connection, one query per
-// message, the (seq, sid) pairs sent back as a transferred Float64Array. Started and spoken
-// to by storage/search-worker.ts only.
+// Worker-thread side of the search index queries (transcript rows, lcm node summaries): its own
+// read-only connection, one query per message, the (id, sid) pairs sent back as a transferred
+// Float64Array. Started and spoken to by storage/search-worker.ts only.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openReadOnly } from './db.ts';
-import { FTS_HITS_SQL, packHits } from './search.ts';
+import { FTS_HITS_SQL, packHits, SUMMARY_HITS_SQL } from './search.ts';
+import type { SearchAsk } from './search-worker.ts';
 
-interface Ask {
-  id: number;
-  query: string;
-  maxSeq: number;
-}
+type Ask = SearchAsk & { id: number };
 
 const port = parentPort;
 if (port !== null) {
   const db = openReadOnly((workerData as { path: string }).path);
-  const stmt = db.prepare<[string, number], unknown[]>(FTS_HITS_SQL).raw();
+  const rows = db.prepare<[string, number], unknown[]>(FTS_HITS_SQL).raw();
+  const summaries = db.prepare<[string, number], unknown[]>(SUMMARY_HITS_SQL).raw();
   port.on('message', (ask: Ask) => {
     try {
-      const pairs = packHits(stmt.all(ask.query, ask.maxSeq));
+      const pairs = packHits(ask.kind === 'transcript' ? rows.all(ask.query, ask.maxSeq) : summaries.all(ask.query, ask.sid));
       port.postMessage({ id: ask.id, pairs }, [pairs.buffer as ArrayBuffer]);
     } catch (err) {
       port.postMessage({ id: ask.id, error: err instanceof Error ? err.message : String(err) });

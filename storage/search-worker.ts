@@ -1,9 +1,12 @@
-// Runs grep's search index query on a worker thread, so a query that takes long on a large
-// index never stalls the daemon's event loop. One worker, requests answered in order; grep
-// works the same without it (tests and scripts run the query inline). The thread starts with
-// the first query: a worker is a V8 instance of its own with the TypeScript loader in it (tens
-// of MiB), which a daemon nobody searches does not need.
+// Runs the search index queries (grep's over rows, lcm_grep's over node summaries) on a worker
+// thread, so a query that takes long on a large index never stalls the daemon's event loop. One
+// worker, requests answered in order; grep works the same without it (tests and scripts run the
+// query inline). The thread starts with the first query: a worker is a V8 instance of its own
+// with the TypeScript loader in it (tens of MiB), which a daemon nobody searches does not need.
 import { Worker } from 'node:worker_threads';
+
+/** One query for the thread: over transcript rows up to maxSeq, or over one session's node summaries. */
+export type SearchAsk = { kind: 'transcript'; query: string; maxSeq: number } | { kind: 'summaries'; query: string; sid: number };
 
 interface Pending {
   resolve: (pairs: Float64Array) => void;
@@ -40,13 +43,22 @@ export class SearchWorker {
 
   /** Indexed rows (seq <= maxSeq) matching the phrase query, as (seq, sid) pairs. */
   hits(query: string, maxSeq: number): Promise<Float64Array> {
+    return this.ask({ kind: 'transcript', query, maxSeq });
+  }
+
+  /** Nodes of one session whose summary matches the phrase query, as (node, sid) pairs (SUMMARY_HITS_SQL). */
+  summaryHits(query: string, sid: number): Promise<Float64Array> {
+    return this.ask({ kind: 'summaries', query, sid });
+  }
+
+  private ask(msg: SearchAsk): Promise<Float64Array> {
     if (this.closed) return Promise.reject(new Error('search worker is closed'));
     const id = this.nextId++;
     const worker = this.worker;
     return new Promise((resolve, reject) => {
       if (this.pending.size === 0) worker.ref();
       this.pending.set(id, { resolve, reject });
-      worker.postMessage({ id, query, maxSeq });
+      worker.postMessage({ id, ...msg });
     });
   }
 

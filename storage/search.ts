@@ -19,12 +19,30 @@ export interface GrepOptions {
    * (storage/search-worker.ts); by default it runs inline on `db`.
    */
   hits?: (query: string, maxSeq: number) => Promise<Float64Array>;
+  /**
+   * Only rows with from <= seq <= to (inclusive): lcm_grep's scope to a node's source range.
+   * The scan starts at `from` and stops after `to`; index hits outside it are not counted.
+   */
+  range?: SeqRange;
+}
+
+export interface SeqRange {
+  from: number;
+  to: number;
 }
 
 /** Indexed rows whose folded text contains the phrase, with their session, in seq order. */
 export const FTS_HITS_SQL = `SELECT transcript_fts.rowid, t.sid FROM transcript_fts
   JOIN transcript t ON t.seq = transcript_fts.rowid
   WHERE transcript_fts MATCH ? AND transcript_fts.rowid <= ? ORDER BY transcript_fts.rowid`;
+
+/**
+ * lcm_grep's index query over node summaries (migration 8's lcm_summary_fts, folded the same
+ * way): one session's matching nodes as (node, sid) pairs, in lcm_list's order. Here beside
+ * FTS_HITS_SQL because the search worker runs both.
+ */
+export const SUMMARY_HITS_SQL = `SELECT n.node, n.sid FROM lcm_summary_fts f JOIN lcm_nodes n ON n.node = f.rowid
+  WHERE lcm_summary_fts MATCH ? AND n.sid = ? ORDER BY n.first_seq, n.node`;
 
 /** Runs FTS_HITS_SQL on a statement and packs the rows as (seq, sid) pairs. */
 export function packHits(rows: ReadonlyArray<readonly unknown[]>): Float64Array {
@@ -44,26 +62,24 @@ const PREVIEW_CHARS = 160;
 const PREVIEW_LEAD = 60;
 
 
+/** A row to match: `id` is its seq. */
 interface Candidate {
-  seq: number;
+  id: number;
   sid: number;
   text: string;
 }
 
 function prepare(db: Db) {
   return {
-    globalPage: db.prepare<[number, number], Candidate>(
-      'SELECT seq, sid, text FROM transcript WHERE seq > ? ORDER BY seq LIMIT ?',
+    globalPage: db.prepare<[number, number, number], Candidate>(
+      'SELECT seq AS id, sid, text FROM transcript WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?',
     ),
-    sessionPage: db.prepare<[number, number, number], Candidate>(
-      'SELECT seq, sid, text FROM transcript WHERE sid = ? AND seq > ? ORDER BY seq LIMIT ?',
+    sessionPage: db.prepare<[number, number, number, number], Candidate>(
+      'SELECT seq AS id, sid, text FROM transcript WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?',
     ),
     hits: db.prepare<[string, number], unknown[]>(FTS_HITS_SQL).raw(),
     bySeqs: db.prepare<[string], Candidate>(
-      'SELECT seq, sid, text FROM transcript WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq',
-    ),
-    bySeqsInSession: db.prepare<[string, number], Candidate>(
-      'SELECT seq, sid, text FROM transcript WHERE seq IN (SELECT value FROM json_each(?)) AND sid = ? ORDER BY seq',
+      'SELECT seq AS id, sid, text FROM transcript WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq',
     ),
     workspaceSids: db.prepare<[string], number>('SELECT sid FROM sessions WHERE workspace = ?').pluck(),
     nameOf: db.prepare<[number], string>('SELECT name FROM sessions WHERE sid = ?').pluck(),
@@ -90,7 +106,14 @@ export function trigramQuery(pattern: string): string | null {
  * kept the length; otherwise the excerpt starts at the row's beginning.
  */
 function preview(text: string, folded: string, needle: string): string {
-  const at = folded.length === text.length ? Math.max(0, folded.indexOf(needle)) : 0;
+  return excerpt(text, folded.length === text.length ? Math.max(0, folded.indexOf(needle)) : 0);
+}
+
+/**
+ * About PREVIEW_CHARS code units of `text` on one line, starting PREVIEW_LEAD before `at`
+ * (the start of the text for at = 0), with an ellipsis on each side that was cut.
+ */
+export function excerpt(text: string, at: number): string {
   let start = Math.max(0, at - PREVIEW_LEAD);
   let end = Math.min(text.length, start + PREVIEW_CHARS);
   start = Math.max(0, end - PREVIEW_CHARS);
@@ -105,45 +128,58 @@ function isLowSurrogate(code: number): boolean {
   return code >= 0xdc00 && code <= 0xdfff;
 }
 
-/** Counts every match and keeps the requested page of them, in seq order. */
-class Matches {
+/**
+ * Counts every match and keeps the requested page of them, in the order they are fed. An `id`
+ * is a transcript seq (transcript_grep) or an lcm node id (lcm_grep's summaries); `accept`
+ * decides the scope: which (id, session) pairs count at all.
+ */
+export class MatchPage {
   total = 0;
   /** The page's matches; `preview` is filled in at the end for those found by the index. */
-  readonly page: Array<{ sid: number; seq: number; preview: string | undefined }> = [];
+  readonly page: Array<{ sid: number; id: number; preview: string | undefined }> = [];
   readonly needle: string;
 
   constructor(
     pattern: string,
     private readonly offset: number,
     private readonly limit: number,
-    /** The sessions searched: one (session scope), a workspace's, or null for all. */
-    private readonly sids: ReadonlySet<number> | null,
+    private readonly accept: (id: number, sid: number) => boolean,
   ) {
     this.needle = fold(pattern);
   }
 
-  private keep(sid: number, seq: number, preview: string | undefined): void {
+  private keep(sid: number, id: number, preview: string | undefined): void {
     const index = this.total++;
-    if (index >= this.offset && index < this.offset + this.limit) this.page.push({ sid, seq, preview });
+    if (index >= this.offset && index < this.offset + this.limit) this.page.push({ sid, id, preview });
   }
 
-  /** Index hits are exact matches already: only the scope decides. */
+  /** Index hits, as (id, sid) pairs, are exact matches already: only the scope decides. */
   async hits(pairs: Float64Array, slice: () => Promise<void>): Promise<void> {
     for (let i = 0; i < pairs.length; i += 2) {
       if ((i & 0xffff) === 0) await slice();
       const sid = pairs[i + 1]!;
-      if (this.sids === null || this.sids.has(sid)) this.keep(sid, pairs[i]!, undefined);
+      if (this.accept(pairs[i]!, sid)) this.keep(sid, pairs[i]!, undefined);
     }
   }
 
-  /** Checks scanned rows, yielding through `slice` so a batch of long rows never holds the thread. */
-  async scan(rows: readonly Candidate[], slice: () => Promise<void>): Promise<void> {
+  /** Checks scanned texts, yielding through `slice` so a batch of long texts never holds the thread. */
+  async scan(rows: ReadonlyArray<{ id: number; sid: number; text: string }>, slice: () => Promise<void>): Promise<void> {
     for (const row of rows) {
       await slice();
-      if (this.sids !== null && !this.sids.has(row.sid)) continue;
+      if (!this.accept(row.id, row.sid)) continue;
       const folded = fold(row.text);
-      if (folded.includes(this.needle)) this.keep(row.sid, row.seq, preview(row.text, folded, this.needle));
+      if (folded.includes(this.needle)) this.keep(row.sid, row.id, preview(row.text, folded, this.needle));
     }
+  }
+
+  /** The page's previews: `texts` is asked only for the ids the index found. */
+  previews(texts: (ids: number[]) => Map<number, string>): Array<{ sid: number; id: number; preview: string }> {
+    const missing = this.page.filter((m) => m.preview === undefined).map((m) => m.id);
+    const found = missing.length === 0 ? new Map<number, string>() : texts(missing);
+    return this.page.map((m) => {
+      const text = found.get(m.id) ?? '';
+      return { sid: m.sid, id: m.id, preview: m.preview ?? preview(text, fold(text), this.needle) };
+    });
   }
 }
 
@@ -176,39 +212,40 @@ export async function grep(
   const scope = params.session === undefined ? null : requireSession(db, params.session);
   let sids: Set<number> | null = params.workspace === undefined ? null : new Set(st.workspaceSids.all(params.workspace));
   if (scope !== null) sids = sids === null || sids.has(scope.sid) ? new Set([scope.sid]) : new Set();
-  const matches = new Matches(params.pattern, params.offset, params.limit, sids);
+  const range = opts.range ?? { from: 1, to: Number.MAX_SAFE_INTEGER };
+  const accept = (seq: number, sid: number): boolean =>
+    (sids === null || sids.has(sid)) && seq >= range.from && seq <= range.to;
+  const matches = new MatchPage(params.pattern, params.offset, params.limit, accept);
 
-  if (sids === null || sids.size > 0) {
-    const cursor = indexedThrough(db);
+  if ((sids === null || sids.size > 0) && range.from <= range.to) {
+    const cursor = Math.min(indexedThrough(db), range.to);
     const query = trigramQuery(params.pattern);
-    let after = 0;
-    if (query !== null && cursor > 0) {
+    let after = range.from - 1;
+    if (query !== null && cursor > after) {
       await matches.hits(opts.hits === undefined ? packHits(st.hits.all(query, cursor)) : await opts.hits(query, cursor), slice);
       after = cursor;
     }
     for (;;) {
       await yieldNow();
       const rows =
-        scope === null ? st.globalPage.all(after, GREP_BATCH_ROWS) : st.sessionPage.all(scope.sid, after, GREP_BATCH_ROWS);
+        scope === null
+          ? st.globalPage.all(after, range.to, GREP_BATCH_ROWS)
+          : st.sessionPage.all(scope.sid, after, range.to, GREP_BATCH_ROWS);
       await matches.scan(rows, slice);
       if (rows.length < GREP_BATCH_ROWS) break;
-      after = rows[rows.length - 1]!.seq;
+      after = rows[rows.length - 1]!.id;
     }
   }
 
   // Previews for the page's index hits: the only row text an indexed search reads.
-  const missing = matches.page.filter((m) => m.preview === undefined).map((m) => m.seq);
-  const texts = new Map(missing.length === 0 ? [] : st.bySeqs.all(JSON.stringify(missing)).map((r) => [r.seq, r.text]));
+  const found = matches.previews((seqs) => new Map(st.bySeqs.all(JSON.stringify(seqs)).map((r) => [r.id, r.text])));
   const names = new Map<number, string>();
   const nameOf = (sid: number): string => {
     let name = names.get(sid);
     if (name === undefined) names.set(sid, (name = st.nameOf.get(sid) ?? ''));
     return name;
   };
-  const page = matches.page.map((m) => {
-    const text = texts.get(m.seq) ?? '';
-    return { session: nameOf(m.sid), seq: m.seq, preview: m.preview ?? preview(text, fold(text), matches.needle) };
-  });
+  const page = found.map((m) => ({ session: nameOf(m.sid), seq: m.id, preview: m.preview }));
   const next = params.offset + page.length;
   return { total: matches.total, offset: params.offset, next_offset: next < matches.total ? next : null, matches: page };
 }

@@ -5,6 +5,7 @@ import { daemonShutdown, daemonStatus, initialize, payloadGet } from './daemon-m
 import { command } from './command.ts';
 import { compact, context, frames, prepare, usageReport } from './compaction.ts';
 import { extensionsList, extensionsSelect, reload } from './extensions.ts';
+import { lcmDescribe, lcmExpand, lcmGrep, lcmList } from './lcm.ts';
 import { sessionDelete, sessionFork, sessionList, sessionOpen, sessionReturn } from './sessions.ts';
 import { toolsCall, toolsList } from './tools.ts';
 import { transcriptAppend, transcriptGrep, transcriptRead, transcriptRows } from './transcript.ts';
@@ -20,6 +21,10 @@ export const handlers: HandlerTable = {
   'transcript.rows': transcriptRows,
   transcript_read: transcriptRead,
   transcript_grep: transcriptGrep,
+  lcm_list: lcmList,
+  lcm_grep: lcmGrep,
+  lcm_describe: lcmDescribe,
+  lcm_expand: lcmExpand,
   'tools.list': toolsList,
   'tools.call': toolsCall,
   'payload.get': payloadGet,

@@ -3,17 +3,29 @@
 // extensions (strategies/extensions/tools.ts); each tool is also an RPC method of its own.
 import { z } from 'zod';
 import { AlbedoError } from '../../protocol/errors.ts';
-import { TranscriptGrepParams, TranscriptReadParams } from '../../protocol/methods.ts';
+import {
+  LcmDescribeParams,
+  LcmExpandParams,
+  LcmGrepParams,
+  LcmListParams,
+  TranscriptGrepParams,
+  TranscriptReadParams,
+} from '../../protocol/methods.ts';
 import { requireSession } from '../../storage/sessions.ts';
 import { enabledMemoryTools, toolSpec, type MemoryTool } from '../../strategies/extensions/tools.ts';
 import type { CallContext, Handler } from '../context.ts';
 import { resolveExtensions } from '../engine.ts';
+import { lcmDescribe, lcmExpand, lcmGrep, lcmList } from './lcm.ts';
 import { transcriptGrep, transcriptRead } from './transcript.ts';
 
 /** How each tool runs: the RPC handler of the same name, with the session bound. */
 const runners: Record<string, (args: Record<string, unknown>, session: string, ctx: CallContext) => Promise<unknown>> = {
   transcript_read: async (args, session, ctx) => transcriptRead(TranscriptReadParams.parse({ ...args, session }), ctx),
   transcript_grep: async (args, session, ctx) => transcriptGrep(TranscriptGrepParams.parse({ ...args, session }), ctx),
+  lcm_list: async (args, session, ctx) => lcmList(LcmListParams.parse({ ...args, session }), ctx),
+  lcm_grep: async (args, session, ctx) => lcmGrep(LcmGrepParams.parse({ ...args, session }), ctx),
+  lcm_describe: async (args, session, ctx) => lcmDescribe(LcmDescribeParams.parse({ ...args, session }), ctx),
+  lcm_expand: async (args, session, ctx) => lcmExpand(LcmExpandParams.parse({ ...args, session }), ctx),
 };
 
 function sessionTools(ctx: CallContext, session: string): MemoryTool[] {

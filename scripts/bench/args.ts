@@ -1,5 +1,6 @@
-// Command-line flags of `npm run bench`: --quick, --sizes, --only, --json, plus --fixtures and
-// --tmp to point at another corpus folder or scratch directory. Unknown flags are errors.
+// Command-line flags of `npm run bench`: --quick, --sizes, --only, --json, the lcm section's
+// --lcm-rows / --lcm-small-rows / --lcm-nodes, plus --fixtures and --tmp to point at another
+// corpus folder or scratch directory. Unknown flags are errors.
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +25,8 @@ export interface BenchArgs {
   readBudgetMs: number;
   /** Strategies the replay section runs each transcript under. */
   strategies: string[];
+  /** lcm section: main-session rows of the large and the small dataset, and nodes in each tree. */
+  lcm: { rows: number; smallRows: number; nodes: number };
 }
 
 /** Strategies the replay section knows how to configure. */
@@ -31,8 +34,11 @@ export const REPLAY_STRATEGIES = ['rolling', 'lcm', 'snapcompact'] as const;
 
 export const DEFAULT_SIZES = [10_000, 100_000, 1_000_000];
 export const QUICK_SIZES = [2_000, 20_000];
+export const DEFAULT_LCM = { rows: 1_000_000, smallRows: 10_000, nodes: 10_000 };
+export const QUICK_LCM = { rows: 20_000, smallRows: 2_000, nodes: 1_000 };
 
 const USAGE = `usage: npm run bench -- [--quick] [--sizes 10000,100000,1000000] [--only append,read,grep,prepare,compact,memory,replay,lcm,frames,startup]
+                        [--lcm-rows 1M] [--lcm-small-rows 10k] [--lcm-nodes 10k]
                         [--json out.json] [--fixtures DIR] [--tmp DIR] [--strategies rolling,lcm,snapcompact]`;
 
 function parseSize(s: string): number {
@@ -52,6 +58,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
   let fixtures = DEFAULT_FIXTURES;
   let tmp = os.tmpdir();
   let strategies: string[] = [...REPLAY_STRATEGIES];
+  const lcm: Partial<BenchArgs['lcm']> = {};
   for (const { name, raw, value } of eachFlag(argv, USAGE)) {
     switch (name) {
       case '--quick':
@@ -75,6 +82,15 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
       case '--strategies':
         strategies = namesFrom(value(), REPLAY_STRATEGIES, 'strategy');
         break;
+      case '--lcm-rows':
+        lcm.rows = parseSize(value());
+        break;
+      case '--lcm-small-rows':
+        lcm.smallRows = parseSize(value());
+        break;
+      case '--lcm-nodes':
+        lcm.nodes = parseSize(value());
+        break;
       case '--help':
       case '-h':
         console.log(USAGE);
@@ -94,5 +110,6 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     prepareRuns: quick ? 15 : 41,
     readBudgetMs: quick ? 1_000 : 30_000,
     strategies,
+    lcm: { ...(quick ? QUICK_LCM : DEFAULT_LCM), ...lcm },
   };
 }

@@ -3,7 +3,7 @@
 // search needles planted at fixed positions. Also dumps row texts for the GNU grep baseline.
 import fs from 'node:fs';
 import path from 'node:path';
-import { openDb, type Db } from '../../storage/db.ts';
+import { openDb, type Db, type OpenOptions } from '../../storage/db.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
 import type { Corpus } from './corpus.ts';
@@ -62,13 +62,18 @@ function sideInjector(n: number): (i: number) => string | null {
 
 /**
  * Creates `dir`/albedo.db with the main session of `size` rows and the side sessions, appending
- * with synchronous=FULL (the daemon's default) in interleaved batches, so sessions' seqs mix as
- * they would on a host running several agents.
+ * with synchronous=FULL (the daemon's default; a section that times no writes may ask for
+ * NORMAL) in interleaved batches, so sessions' seqs mix as they would on a host running several agents.
  */
-export async function buildDataset(dir: string, size: number, corpus: Corpus, opts: { sides?: boolean; log?: (s: string) => void } = {}): Promise<Dataset> {
+export async function buildDataset(
+  dir: string,
+  size: number,
+  corpus: Corpus,
+  opts: { sides?: boolean; log?: (s: string) => void; synchronous?: OpenOptions['synchronous'] } = {},
+): Promise<Dataset> {
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, 'albedo.db');
-  const db = openDb(file, { synchronous: 'FULL' });
+  const db = openDb(file, { synchronous: opts.synchronous ?? 'FULL' });
   const starts = userStarts(corpus);
   const sideRows = opts.sides === false ? 0 : Math.floor(size / 90);
   const sideCount = sideRows > 0 ? SIDE_SESSIONS : 0;
@@ -145,9 +150,10 @@ export function fileSize(file: string): number {
 
 /**
  * Writes row texts, one row per line (newlines inside a row become spaces), in seq order:
- * every row to all.txt, the main session's rows to main.txt. The GNU grep baseline reads these.
+ * every row to all.txt, the main session's rows to main.txt, then `mainExtra` (lcm's node
+ * summaries) at the end of main.txt, one per line the same way. The GNU grep baseline reads these.
  */
-export function dumpTexts(ds: Dataset): { all: string; main: string; allBytes: number; mainBytes: number } {
+export function dumpTexts(ds: Dataset, opts: { mainExtra?: Iterable<string> } = {}): { all: string; main: string; allBytes: number; mainBytes: number } {
   const all = path.join(ds.dir, 'all.txt');
   const mainFile = path.join(ds.dir, 'main.txt');
   const fa = fs.openSync(all, 'w');
@@ -168,6 +174,10 @@ export function dumpTexts(ds: Dataset): { all: string; main: string; allBytes: n
     bufA.push(line);
     if (r.sid === ds.main.sid) bufM.push(line);
     if (bufA.length >= 4096) flush();
+  }
+  for (const text of opts.mainExtra ?? []) {
+    bufM.push(`${text.replace(/\r\n|[\r\n]/g, ' ')}\n`);
+    if (bufM.length >= 4096) flush();
   }
   flush();
   fs.closeSync(fa);

@@ -30,11 +30,10 @@ export interface IndexResult {
   dbstat_total_bytes: number | null;
 }
 
-export interface GrepCase {
+/** One search timed against GNU grep over the same text (shared with the lcm section). */
+export interface VersusGnu {
   pattern_name: string;
   pattern: string;
-  scope: 'session' | 'cross';
-  matches: number;
   gnu_matches: number;
   ours_best_ms: number;
   ours_median_ms: number;
@@ -42,6 +41,11 @@ export interface GrepCase {
   /** ours_best / gnu_best. */
   ratio: number;
   max_stall_ms: number;
+}
+
+export interface GrepCase extends VersusGnu {
+  scope: 'session' | 'cross';
+  matches: number;
   /** Cross-session only: the same search before the index was filled (scan path), one run. */
   unindexed_ms?: number;
 }
@@ -64,6 +68,28 @@ function gnuGrep(pattern: string, file: string): { bestMs: number; count: number
     count = Number.parseInt(r.stdout.trim(), 10);
   }
   return { bestMs: best, count };
+}
+
+/**
+ * Times `ours` (best of >= 3 after a warm-up, with the event-loop stall) and GNU grep -F -i -c
+ * over `file` (best of 3 whole-process runs, with its count of matching lines).
+ */
+export async function versusGnu<T>(p: { name: string; pattern: string }, file: string, ours: () => Promise<T>): Promise<{ value: T; timing: VersusGnu }> {
+  const run = await withLoopMonitor(() => repeat(ours, { warmup: 1, minRuns: 3, maxRuns: 10, minTotalMs: 300 }));
+  const gnu = gnuGrep(p.pattern, file);
+  return {
+    value: run.value.value,
+    timing: {
+      pattern_name: p.name,
+      pattern: p.pattern,
+      gnu_matches: gnu.count,
+      ours_best_ms: run.value.min_ms,
+      ours_median_ms: run.value.median_ms,
+      gnu_best_ms: gnu.bestMs,
+      ratio: run.value.min_ms / gnu.bestMs,
+      max_stall_ms: run.maxStallMs,
+    },
+  };
 }
 
 function ftsBytes(ds: Dataset): { fts: number | null; total: number | null } {
@@ -147,20 +173,8 @@ async function measure(ds: Dataset, worker: SearchWorker, dump: ReturnType<typeo
   for (const scope of ['session', 'cross'] as const) {
     for (const p of PATTERNS) {
       const session = scope === 'session' ? ds.main.name : undefined;
-      const run = await withLoopMonitor(() => repeat(() => ourGrep(ds, worker, p.pattern, session), { warmup: 1, minRuns: 3, maxRuns: 10, minTotalMs: 300 }));
-      const gnu = gnuGrep(p.pattern, scope === 'session' ? dump.main : dump.all);
-      const c: GrepCase = {
-        pattern_name: p.name,
-        pattern: p.pattern,
-        scope,
-        matches: run.value.value,
-        gnu_matches: gnu.count,
-        ours_best_ms: run.value.min_ms,
-        ours_median_ms: run.value.median_ms,
-        gnu_best_ms: gnu.bestMs,
-        ratio: run.value.min_ms / gnu.bestMs,
-        max_stall_ms: run.maxStallMs,
-      };
+      const { value, timing } = await versusGnu(p, scope === 'session' ? dump.main : dump.all, () => ourGrep(ds, worker, p.pattern, session));
+      const c: GrepCase = { ...timing, scope, matches: value };
       const u = scope === 'cross' ? unindexed.get(p.name) : undefined;
       if (u !== undefined) c.unindexed_ms = u;
       cases.push(c);

@@ -153,7 +153,7 @@ export async function benchLcmPrepare(tmp: string, log: (s: string) => void, run
   }
 }
 
-export function judgeLcm(compaction: LcmCompaction | undefined, prepare: LcmPrepare | undefined): Array<{ target: string; measured: string; pass: boolean }> {
+export function judgeLcmEngine(compaction: LcmCompaction | undefined, prepare: LcmPrepare | undefined): Array<{ target: string; measured: string; pass: boolean }> {
   const out: Array<{ target: string; measured: string; pass: boolean }> = [];
   if (compaction !== undefined) {
     out.push({ target: `lcm: event-loop stall < ${STALL_TARGET_MS} ms during a forced compaction of ${compaction.history_rows} uncovered rows`, measured: `${compaction.max_stall_ms.toFixed(1)} ms (compaction ${compaction.ms.toFixed(0)} ms, ${compaction.nodes} nodes)`, pass: compaction.compacted && compaction.max_stall_ms < STALL_TARGET_MS });

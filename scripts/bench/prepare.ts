@@ -14,7 +14,7 @@ import { appendRows } from '../../storage/transcript.ts';
 import type { Corpus } from './corpus.ts';
 import type { Dataset } from './dataset.ts';
 import { corpusUnits, RowStream } from './rows.ts';
-import { nowMs, repeat, stats, type Stats } from './timing.ts';
+import { alternateTimed, nowMs, repeat, stats, type Stats } from './timing.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 
 export const WINDOW_TOKENS = 200_000;
@@ -306,32 +306,7 @@ export async function measurePrepare(ps: PrepareSession, opts: { runs: number },
   return out;
 }
 
-/**
- * Times two prepared sessions in alternating blocks (A B A B ...), so both medians come from
- * the same stretch of this noisy machine; returns their medians and the ratio a/b.
- */
-export async function alternate(a: PrepareSession, b: PrepareSession, opts: { blocks: number; perBlock: number }): Promise<{ a: Stats; b: Stats; ratio: number }> {
-  const fa = timedPrepare(a);
-  const fb = timedPrepare(b);
-  for (let i = 0; i < 3; i++) {
-    await fa();
-    await fb();
-  }
-  const sa: number[] = [];
-  const sb: number[] = [];
-  for (let blk = 0; blk < opts.blocks; blk++) {
-    for (const [f, into] of [
-      [fa, sa],
-      [fb, sb],
-    ] as const) {
-      for (let i = 0; i < opts.perBlock; i++) {
-        const t0 = nowMs();
-        await f();
-        into.push(nowMs() - t0);
-      }
-    }
-  }
-  const A = stats(sa);
-  const B = stats(sb);
-  return { a: A, b: B, ratio: A.median_ms / B.median_ms };
+/** Times two prepared sessions in alternating blocks (timing.ts alternateTimed); ratio a/b. */
+export function alternate(a: PrepareSession, b: PrepareSession, opts: { blocks: number; perBlock: number }): Promise<{ a: Stats; b: Stats; ratio: number }> {
+  return alternateTimed(timedPrepare(a), timedPrepare(b), opts);
 }

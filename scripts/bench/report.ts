@@ -4,11 +4,12 @@ import type { AppendResult, FloorComparison, IndexerLatency } from './append.ts'
 import type { GrepResult } from './grep.ts';
 import { judgeFrames, type FramesResult } from './frames.ts';
 import { judgeSnapPrepare, type SnapPrepare } from './snapcompact-prepare.ts';
+import type { LcmResult } from './lcm.ts';
 import type { CompactionWork, PrepareResult } from './prepare.ts';
 import type { SocketPrepareResult } from './prepare-socket.ts';
 import type { MemoryResult } from './memory.ts';
 import type { ReadResult } from './read.ts';
-import { judgeLcm, type LcmCompaction, type LcmPrepare } from './lcm-engine.ts';
+import { judgeLcmEngine, type LcmCompaction, type LcmPrepare } from './lcm-engine.ts';
 import { judgeReplay, renderReplay, type ReplayResult } from './replay.ts';
 import { judgeStartup, renderStartup, type StartupResult } from './startup.ts';
 import { fmtBytes, fmtCount, fmtMs } from './timing.ts';
@@ -34,7 +35,7 @@ export interface Results {
   date: string;
   machine: { cpus: number; cpu_model: string; node: string; platform: string; total_mem_bytes: number; sqlite: string };
   git: { commit: string; dirty: string[] };
-  args: { quick: boolean; sizes: number[]; only: string[] };
+  args: { quick: boolean; sizes: number[]; only: string[]; lcm: { rows: number; smallRows: number; nodes: number } };
   corpus: { source: string; files: string[]; note: string | null; stats: unknown };
   append?: AppendResult[];
   append_floor?: FloorComparison[];
@@ -44,6 +45,7 @@ export interface Results {
   prepare_socket?: SocketPrepareResult[];
   memory?: MemoryResult;
   compaction?: CompactionWork;
+  lcm?: LcmResult;
   replay?: ReplayResult;
   lcm_compaction?: LcmCompaction;
   lcm_prepare?: LcmPrepare;
@@ -66,6 +68,7 @@ const DEEP_READ_TARGET = 2;
 const STALL_TARGET_MS = 50;
 const PREPARE_SCALE_TARGET = 1.2;
 const PREPARE_JSON_TARGET = 3;
+const LCM_FLAT_TARGET = 1.2;
 
 export function judge(r: Results): Verdict[] {
   const out: Verdict[] = [];
@@ -159,11 +162,35 @@ export function judge(r: Results): Verdict[] {
       pass: r.memory.rss_bytes <= RSS_TARGET_BYTES,
     });
   }
+  if (r.lcm !== undefined) out.push(...judgeLcm(r.lcm));
   if (r.replay !== undefined) out.push(...judgeReplay(r.replay));
-  out.push(...judgeLcm(r.lcm_compaction, r.lcm_prepare));
+  out.push(...judgeLcmEngine(r.lcm_compaction, r.lcm_prepare));
   if (r.frames !== undefined) out.push(...judgeFrames(r.frames));
   out.push(...judgeSnapPrepare(r.snap_prepare));
   if (r.startup !== undefined) out.push(...judgeStartup(r.startup));
+  return out;
+}
+
+function judgeLcm(l: LcmResult): Verdict[] {
+  const out: Verdict[] = [];
+  const at = l.large.rows === 1_000_000 && l.large.tree.nodes >= 10_000 ? {} : { note: `judged at ${fmtCount(l.large.rows)} rows / ${fmtCount(l.large.tree.nodes)} nodes: 1M / 10k not run` };
+  for (const c of l.grep) {
+    out.push({
+      target: `lcm_grep "${c.pattern}" over ${fmtCount(l.large.rows)} rows and ${fmtCount(l.large.tree.nodes)} nodes no slower than GNU grep`,
+      measured: `${fmtMs(c.ours_best_ms)} vs ${fmtMs(c.gnu_best_ms)} (${c.ratio.toFixed(2)}x)`,
+      pass: c.ratio <= 1,
+      ...at,
+    });
+    out.push({ target: `event-loop stall < ${STALL_TARGET_MS} ms during lcm_grep "${c.pattern}"`, measured: `${c.max_stall_ms.toFixed(1)} ms`, pass: c.max_stall_ms < STALL_TARGET_MS, ...at });
+  }
+  for (const p of l.pages) {
+    out.push({
+      target: `${p.op} first page at ${fmtCount(l.large.rows)} rows within ${LCM_FLAT_TARGET}x of ${fmtCount(l.small.rows)} rows`,
+      measured: `${fmtMs(p.large.median_ms)} vs ${fmtMs(p.small.median_ms)} timed in alternating blocks (${p.ratio.toFixed(2)}x)`,
+      pass: p.ratio <= LCM_FLAT_TARGET,
+      ...at,
+    });
+  }
   return out;
 }
 
@@ -320,6 +347,24 @@ export function render(r: Results): string {
           ['extractive (timed)', fmtMs(c.extractive.total_ms), fmtMs(c.extractive.summarizer_ms), fmtMs(c.extractive.own_ms), c.extractive.summarizer_calls, c.extractive.prompt_chars, c.extractive.evicted_rows],
           ['instant', fmtMs(c.instant.total_ms), '0', fmtMs(c.instant.total_ms), '-', '-', c.instant.evicted_rows],
         ],
+      ),
+    );
+  }
+  if (r.lcm !== undefined) {
+    const l = r.lcm;
+    const trees = `${fmtCount(l.large.tree.nodes)} nodes (depth ${l.large.tree.depth}) over ${fmtCount(l.large.rows)} main rows, ${fmtCount(l.small.tree.nodes)} over ${fmtCount(l.small.rows)}`;
+    out.push(
+      table(
+        `lcm_grep vs GNU grep -F -i -c over the main session's rows and summaries dumped (${fmtBytes(l.dump_bytes)}); ${trees}`,
+        ['pattern', 'rows', 'summaries', 'GNU', 'ours best', 'ours median', 'GNU best', 'ours/GNU', 'max stall'],
+        l.grep.map((c) => [c.pattern, c.source_matches, c.summary_matches, c.gnu_matches, fmtMs(c.ours_best_ms), fmtMs(c.ours_median_ms), fmtMs(c.gnu_best_ms), `${c.ratio.toFixed(2)}x`, fmtMs(c.max_stall_ms)]),
+      ),
+    );
+    out.push(
+      table(
+        `lcm first pages (list limit 50; describe and expand 20k graphemes of the oldest frontier node), alternating blocks`,
+        ['method', `median @${fmtCount(l.large.rows)}`, `median @${fmtCount(l.small.rows)}`, 'ratio'],
+        l.pages.map((p) => [p.op, fmtMs(p.large.median_ms), fmtMs(p.small.median_ms), `${p.ratio.toFixed(2)}x`]),
       ),
     );
   }

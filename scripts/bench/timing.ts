@@ -70,6 +70,38 @@ export async function repeat<T>(fn: () => Promise<T> | T, opts: RepeatOptions = 
 }
 
 /**
+ * Times two operations in alternating blocks (A B A B ...) after a short warm-up of each, so
+ * both medians come from the same stretch of this noisy machine; returns both and a/b.
+ */
+export async function alternateTimed(
+  fa: () => Promise<unknown>,
+  fb: () => Promise<unknown>,
+  opts: { blocks: number; perBlock: number },
+): Promise<{ a: Stats; b: Stats; ratio: number }> {
+  for (let i = 0; i < 3; i++) {
+    await fa();
+    await fb();
+  }
+  const sa: number[] = [];
+  const sb: number[] = [];
+  for (let blk = 0; blk < opts.blocks; blk++) {
+    for (const [f, into] of [
+      [fa, sa],
+      [fb, sb],
+    ] as const) {
+      for (let i = 0; i < opts.perBlock; i++) {
+        const t0 = nowMs();
+        await f();
+        into.push(nowMs() - t0);
+      }
+    }
+  }
+  const A = stats(sa);
+  const B = stats(sb);
+  return { a: A, b: B, ratio: A.median_ms / B.median_ms };
+}
+
+/**
  * Runs `fn` while sampling event-loop delay at 10 ms resolution and returns the largest delay
  * seen (ms). A stretch of synchronous work of X ms shows up as a delay of about X ms.
  */

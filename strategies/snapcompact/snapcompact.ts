@@ -99,7 +99,7 @@ function layoutOf(input: StrategyInput, state: ArchiveState, geometry: Geometry)
   return laid;
 }
 
-const VIEW = cacheSlot<{ key: string; view: FramesView }>('snapcompact.view');
+const VIEW = cacheSlot<{ key: string; view: FramesView; source: (cached: number) => string }>('snapcompact.view');
 
 /** Frames rendered by this kernel, for /context: how many came from the cache. */
 const RENDERS = cacheSlot<{ rendered: number; hits: number }>('snapcompact.renders');
@@ -127,7 +127,7 @@ function framesOf(input: StrategyInput, state: ArchiveState, others: number): Fr
     const last = input.cache.get(VIEW);
     if (last?.key === viewKey) {
       counters.hits += last.view.inputs.length;
-      return last.view;
+      return { ...last.view, section: { ...last.view.section, source: last.source(last.view.inputs.length) } };
     }
     const dropped = frames.filter((_, i) => !chosen.includes(i)).reduce((n, f) => n + f.text.length, 0);
     const inputs: PlainInput[] = [];
@@ -156,12 +156,13 @@ function framesOf(input: StrategyInput, state: ArchiveState, others: number): Fr
       });
     }
     const shape = frames[0] === undefined ? '' : `, ${frames[0].width}x${frames[0].height} px`;
+    const source = (cached: number) => `snapcompact archive: ${chosen.length} of ${frames.length} frame(s), ${name} shape${shape}, ${cached} cached, ${dropped} characters dropped`;
     const view: FramesView = {
       inputs,
-      section: { name: 'frames', source: `snapcompact archive: ${chosen.length} of ${frames.length} frame(s), ${name} shape${shape}, ${hits} cached, ${dropped} characters dropped`, estimated_tokens: inputsTokens(inputs, input.target.maxImageEdgePx) },
+      section: { name: 'frames', source: source(hits), estimated_tokens: inputsTokens(inputs, input.target.maxImageEdgePx) },
       notes: [],
     };
-    input.cache.set(VIEW, { key: viewKey, view });
+    input.cache.set(VIEW, { key: viewKey, view, source });
     return view;
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);

@@ -509,7 +509,7 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       // No prepare on the branch yet: /context sizes it from the inherited prompt.
       const ctx = await c.call('context', { session: 'fork-ext-b' });
       assert.equal(ctx.observation.model, 'claude-sonnet-4-5');
-      assert.match(ctx.observation.sections[0]?.source ?? '', /^instructions \(~4 tokens\).* 3 tool schema/, 'the agent\'s tool plus the two memory tools');
+      assert.match(ctx.observation.sections[0]?.source ?? '', /^instructions \(~4 tokens\).* 7 tool schema/, 'the agent\'s tool plus the six memory tools');
       assert.equal(ctx.observation.last_compaction, null);
     });
 
@@ -747,9 +747,10 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
   describe('memory tools', () => {
     test('tools.list describes transcript_read and transcript_grep with JSON input schemas', async () => {
       const { tools } = await c.call('tools.list', { session: 'graph' });
+      // The lcm_* tools of lcm-memory are on by default too; test/e2e/lcm-tools.test.ts covers them.
       assert.deepEqual(
         tools.map((t) => t.name).sort(),
-        ['transcript_grep', 'transcript_read'],
+        ['lcm_describe', 'lcm_expand', 'lcm_grep', 'lcm_list', 'transcript_grep', 'transcript_read'],
       );
       const read = tools.find((t) => t.name === 'transcript_read')!;
       const grep = tools.find((t) => t.name === 'transcript_grep')!;

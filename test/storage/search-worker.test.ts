@@ -1,13 +1,15 @@
-// The worker-thread candidate query gives grep exactly what the inline query gives.
+// The worker-thread index queries give grep and lcm_grep exactly what the inline queries give.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { TranscriptGrepParams } from '../../protocol/methods.ts';
+import { LcmGrepParams, TranscriptGrepParams } from '../../protocol/methods.ts';
+import { grepTree } from '../../storage/lcm-read.ts';
 import { grep } from '../../storage/search.ts';
 import { indexPending } from '../../storage/search-index.ts';
 import { SearchWorker } from '../../storage/search-worker.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
 import { tempDbWithPath, user } from './factories.ts';
+import { writeTree } from './lcm-trees.ts';
 
 test('grep through the search worker finds what the inline query finds', async (t) => {
   const { db, path } = tempDbWithPath(t);
@@ -25,6 +27,23 @@ test('grep through the search worker finds what the inline query finds', async (
     const viaWorker = await grep(db, p, { hits: (q, max) => worker.hits(q, max) });
     assert.deepEqual(viaWorker, inline);
     assert.ok(inline.total > 0);
+  }
+  const sid = openSession(db, { session: 'a' }).sid;
+  const [leaf] = writeTree(db, sid, {
+    leaves: [
+      { first: 1, last: 100, summary: 'first hundred: NEEDLEINHAY seen' },
+      { first: 101, last: 200, summary: 'second hundred: nothing' },
+      { first: 201, last: 300, summary: 'third: needleinhay again' },
+    ],
+    parents: [{ children: [0, 1], summary: 'the first two hundred, with a needleInHay' }],
+  });
+  writeTree(db, openSession(db, { session: 'b' }).sid, { leaves: [{ first: 1, last: 300, summary: 'needleinhay of b' }] });
+  for (const params of [{ pattern: 'needleinhay' }, { pattern: 'NeedleInHay', node: leaf }]) {
+    const p = LcmGrepParams.parse({ ...params, session: 'a', limit: 500 });
+    const inline = await grepTree(db, p);
+    const viaWorker = await grepTree(db, p, { hits: (q, max) => worker.hits(q, max), summaryHits: (q, s) => worker.summaryHits(q, s) });
+    assert.deepEqual(viaWorker, inline);
+    assert.ok(inline.summaries.total > 0 && inline.source.total > 0);
   }
 });
 

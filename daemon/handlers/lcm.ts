@@ -1,0 +1,26 @@
+// The lcm-memory tools as RPC methods: read-only views of a session's lcm summary tree and the
+// rows under it (storage/lcm-read.ts). They run in the session's transcript lane, like
+// transcript_read, so a page never mixes the states before and after a settle that moves rows
+// and node ranges together, and none of them waits behind a prepare's model call.
+import { describeNode, expandNode, grepTree, listNodes } from '../../storage/lcm-read.ts';
+import type { Handler } from '../context.ts';
+
+export const lcmList: Handler<'lcm_list'> = (params, { daemon }) =>
+  daemon.kernels.run(params.session, () => listNodes(daemon.db, params), 'transcript');
+
+export const lcmGrep: Handler<'lcm_grep'> = (params, { daemon }) =>
+  daemon.kernels.run(
+    params.session,
+    () =>
+      grepTree(daemon.db, params, {
+        hits: (query, maxSeq) => daemon.search.hits(query, maxSeq),
+        summaryHits: (query, sid) => daemon.search.summaryHits(query, sid),
+      }),
+    'transcript',
+  );
+
+export const lcmDescribe: Handler<'lcm_describe'> = (params, { daemon }) =>
+  daemon.kernels.run(params.session, () => describeNode(daemon.db, params), 'transcript');
+
+export const lcmExpand: Handler<'lcm_expand'> = (params, { daemon }) =>
+  daemon.kernels.run(params.session, () => expandNode(daemon.db, params), 'transcript');
