@@ -283,7 +283,8 @@ function observePace(p: Pace, estimate: number, compacted: boolean): void {
  * miss the prompt cache — unless the request no longer fits the window at all.
  */
 function deferral(pace: Pace, p: Projection, input: StrategyInput): string | null {
-  if (pace.baseline === undefined || overWindow(p.estimate, input.window)) return null;
+  // No waiting once the request, with what the layers may add, would not fit the window.
+  if (pace.baseline === undefined || overWindow(p.estimate + (input.window.reserved ?? 0), input.window)) return null;
   const turn = typicalTurn(pace);
   const grown = p.estimate - pace.baseline;
   if (grown > 0 && grown >= turn) return null;

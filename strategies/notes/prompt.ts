@@ -12,18 +12,16 @@ export const NOTES_SYSTEM = [
 ].join('\n');
 
 /**
- * Share of the window the notes may take, in percent. Triggers do not count the notes, so on a
- * small window the configured budget alone could carry a request past the window (2000 tokens
- * is a quarter of an 8k window): there the budget shrinks to this share, whose output cap still
- * fits the room the default 80% trigger leaves; strategies keep that cap free under the window
- * (Layer.reserve).
+ * The budget a rewrite works to: the configured one, but on a small window never more than half
+ * the room the trigger leaves (never under 100). Triggers do not count the notes, so on a small
+ * window the configured budget alone could carry a request past the window (2000 tokens is a
+ * quarter of an 8k window); half the room keeps the other half for the turn that makes the
+ * request due, and strategies keep the notes' cap free under the window (Layer.reserve).
  */
-export const NOTES_WINDOW_PERCENT = 15;
-
-/** The budget a rewrite works to: the configured one, or less on a small window (never under 100). */
 export function notesBudget(budgetTokens: number, window: WindowInfo): number {
   if (window.window === null) return budgetTokens;
-  return Math.min(budgetTokens, Math.max(100, Math.floor((window.window * NOTES_WINDOW_PERCENT) / 100 / window.ratio)));
+  const room = (window.window * (100 - window.triggerPercent)) / 100 / 2 / window.ratio;
+  return Math.min(budgetTokens, Math.max(100, Math.floor(room)));
 }
 
 /** The output cap of one rewrite: a quarter over the budget, so a model slightly over is not cut mid-line. */

@@ -332,13 +332,14 @@ describe('what a compaction evicted', () => {
   });
 });
 
-test('on a small window the notes budget shrinks to 15% of it, so notes and trigger still fit; a large one keeps the setting', () => {
-  const w = (window: number | null, ratio = 1) => ({ window, source: 'config' as const, triggerPercent: 80, tailPercent: 25, ratio });
+test('on a small window the notes budget is at most half the room above the trigger; a large one keeps the setting', () => {
+  const w = (window: number | null, triggerPercent = 80, ratio = 1) => ({ window, source: 'config' as const, triggerPercent, tailPercent: 25, ratio });
   assert.equal(notesBudget(2000, w(200_000)), 2000);
   assert.equal(notesBudget(2000, w(null)), 2000);
-  assert.equal(notesBudget(2000, w(8000)), 1200);
-  assert.equal(notesBudget(2000, w(8000, 1.3)), 923);
-  // Trigger plus the output cap stays under the window.
+  assert.equal(notesBudget(2000, w(8000)), 800);
+  assert.equal(notesBudget(2000, w(8000, 90)), 400);
+  assert.equal(notesBudget(2000, w(8000, 80, 1.3)), 615);
+  // The trigger plus the notes at their output cap stays under the window.
   assert.ok(0.8 * 8000 + notesOutputCap(notesBudget(2000, w(8000))) < 8000);
   assert.equal(notesBudget(2000, w(500)), 100);
 });
