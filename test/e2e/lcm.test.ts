@@ -90,6 +90,22 @@ describe('lcm over the socket', () => {
     assert.match(ctx.text ?? '', /covered through #\d+/);
   });
 
+  test('twenty facts planted in turns the tree covers are found with lcm_grep and read back exactly with lcm_expand', async () => {
+    const covered = (await client.call('lcm_list', { session: 'long', limit: 1 })).total;
+    assert.ok(covered > 0);
+    for (let i = 0; i < 20; i++) {
+      const fact = `// fact-${i}: checksum 0x${(i * 7919).toString(16)}`;
+      const g = await client.call('lcm_grep', { session: 'long', pattern: `FACT-${i}: CHECKSUM` });
+      assert.equal(g.source.total, 1, fact);
+      const node = g.source.matches[0]!.node;
+      assert.ok(node !== null, `${fact} lies in a covered row`);
+      const d = await client.call('lcm_describe', { session: 'long', node });
+      assert.ok(d.first_seq <= g.source.matches[0]!.seq && g.source.matches[0]!.seq <= d.last_seq);
+      const text = (await client.call('lcm_expand', { session: 'long', node, limit: 100_000 })).text;
+      assert.ok(text.includes(`${fact}\n`), `${fact} read back from node ${node}`);
+    }
+  });
+
   test('a fork keeps the tree of what it copied and prepares from it without a model call', async () => {
     const before = calls.length;
     const fork = await client.call('session.fork', { session: 'long', branch: 'long-branch' });
