@@ -14,7 +14,7 @@ import { locateAt, planCut, type LocatedCut } from '../harness/cut.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
 import { foldText, priorTail, warmPriorTail } from '../harness/prior.ts';
 import { runningSummary } from '../harness/running-summary.ts';
-import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
+import { isDue, overWindow, roomUnderTrigger, tailBudget } from '../harness/window.ts';
 import { forModel, tokenCounter } from '../projection.ts';
 import { extendArchive, resolveArchive, rowsIn } from './archive.ts';
 import { SnapcompactSettings } from './settings.ts';
@@ -109,18 +109,14 @@ const RENDERS = cacheSlot<{ rendered: number; hits: number }>('snapcompact.rende
  * and stored (a derived, content-addressed cache, not strategy state). When rendering fails,
  * the archive is withheld from this request with a one-line note, and the turn goes on.
  */
-function framesOf(input: StrategyInput, state: ArchiveState, others: number): FramesView {
+function framesOf(input: StrategyInput, state: ArchiveState): FramesView {
   const name = shapeNameFor(input.target.provider, input.target.model);
   const counters = input.cache.getOrSet(RENDERS, () => ({ rendered: 0, hits: 0 }));
   try {
     const geometry = geometryOf(input);
     const { frames, keys } = layoutOf(input, state, geometry);
     const full = frames[0] === undefined ? 0 : imageTokens(frames[0].width, frames[0].height, input.target.maxImageEdgePx);
-    // Within the budget, and never more than the whole window has room for next to the rest of
-    // the request (a newest exchange that fills the window leaves fewer frames, at least one).
-    const room = roomUnderWindow(input.window, others);
-    const fit = room === null ? Infinity : Math.max(1, Math.floor(room / (full + CAPTION_TOKENS)));
-    const chosen = chooseFrames(frames.length, Math.min(frameBudget(input, full), fit));
+    const chosen = chooseFrames(frames.length, frameBudget(input, full));
     // The same frames as the last request (the usual case between compactions): reuse its
     // inputs. The day is part of the key so that cached frames still get their daily use mark.
     const viewKey = `${state.updatedAt}:${JSON.stringify(geometry)}:${chosen.join(',')}:${Math.floor(Date.now() / 86_400_000)}`;
@@ -190,7 +186,7 @@ function build(input: StrategyInput, state: ArchiveState | undefined, located: L
   const tail = forModel(rest, input.target);
   const tailTokens = inputsTokens(tail);
   if (state !== undefined && state.text !== '') {
-    const view = framesOf(input, state, input.pinnedTokens + inputsTokens(inputs) + tailTokens);
+    const view = framesOf(input, state);
     inputs.push(...view.inputs);
     sections.push(view.section);
     allNotes.push(...view.notes);
@@ -198,7 +194,11 @@ function build(input: StrategyInput, state: ArchiveState | undefined, located: L
   inputs.push(...tail);
   if (rest.length > 0) sections.push({ name: 'tail', source: `rows #${rest[0]!.seq}-#${rest[rest.length - 1]!.seq} (${rest.length} rows, verbatim)`, estimated_tokens: tailTokens });
   const estimate = input.pinnedTokens + sections.reduce((n, sec) => n + sec.estimated_tokens, 0);
-  return { inputs, sections, estimate, due: isDue(estimate, input.window), notes: allNotes };
+  // Frames are large and snapcompact's trigger is high (90%): a request the layers' reserve
+  // would carry past the window is due even below the trigger. The frames shown never change
+  // between compactions, so the request prefix stays cached.
+  const due = isDue(estimate, input.window) || overWindow(estimate + (input.window.reserved ?? 0), input.window);
+  return { inputs, sections, estimate, due, notes: allNotes };
 }
 
 const TEXT_FALLBACK = 'the model reads no images: snapcompact uses the running-summary text compaction for it; the frame archive stays saved for a model that reads images';
