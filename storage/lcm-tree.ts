@@ -6,8 +6,8 @@
 import { z } from 'zod';
 import { type Db, perDb } from './db.ts';
 
-export interface LcmNode {
-  node: number;
+/** What every node holds, stored or about to be. */
+export interface NodeFields {
   depth: number;
   firstSeq: number;
   lastSeq: number;
@@ -21,6 +21,10 @@ export interface LcmNode {
   backend: string | null;
 }
 
+export interface LcmNode extends NodeFields {
+  node: number;
+}
+
 export interface LcmState {
   /** Last seq a leaf covers (inclusive); rows after it are the verbatim tail. */
   coveredSeq: number;
@@ -29,15 +33,7 @@ export interface LcmState {
 }
 
 /** A node a compaction pass is about to write; children refer to stored nodes or earlier drafts. */
-export interface NodeDraft {
-  depth: number;
-  firstSeq: number;
-  lastSeq: number;
-  summary: string;
-  estimatedTokens: number;
-  sourceTokens: number;
-  pointer: boolean;
-  backend: string | null;
+export interface NodeDraft extends NodeFields {
   /** Ordered children: a stored node id, or the index of an earlier draft of the same pass. */
   children: readonly NodeRef[];
 }
