@@ -4,7 +4,8 @@ import type { VerbModule } from '../program.ts';
 import { compactionVerbs } from './compaction.ts';
 import { daemonVerbs } from './daemon.ts';
 import { frameVerbs } from './frames.ts';
+import { lcmVerbs } from './lcm.ts';
 import { transferVerbs } from './transfer.ts';
 import { transcriptVerbs } from './transcripts.ts';
 
-export const verbModules: readonly VerbModule[] = [daemonVerbs, transcriptVerbs, compactionVerbs, frameVerbs, transferVerbs];
+export const verbModules: readonly VerbModule[] = [daemonVerbs, transcriptVerbs, compactionVerbs, lcmVerbs, frameVerbs, transferVerbs];

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { AlbedoClient } from '../../protocol/client.ts';
 import type { ParamsIn, Result } from '../../protocol/methods.ts';
+import { runCli } from '../../cli/program.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
 import { assertCallsPaired } from '../strategies/engine-fixtures.ts';
 import { startDaemon, tempHome, type DaemonHandle } from './harness.ts';
@@ -104,6 +105,27 @@ describe('lcm over the socket', () => {
       const text = (await client.call('lcm_expand', { session: 'long', node, limit: 100_000 })).text;
       assert.ok(text.includes(`${fact}\n`), `${fact} read back from node ${node}`);
     }
+  });
+
+  test('albedo lcm list, describe, expand and grep show the tree to an operator', async () => {
+    const cli = async (args: string[]) => {
+      let stdout = '';
+      let stderr = '';
+      const code = await runCli(args, { stdout: { write: (x: string) => (stdout += x) }, stderr: { write: (x: string) => (stderr += x) }, env: { ALBEDO_HOME: d.home, ALBEDO_SOCKET: d.socket } });
+      return { code, stdout, stderr };
+    };
+    const list = await cli(['lcm', 'list', 'long']);
+    assert.equal(list.code, 0, list.stderr);
+    const first = /^node (\d+) {2}#(\d+)-#(\d+) {2}depth (\d+) {2}(frontier|below)/m.exec(list.stdout);
+    assert.ok(first !== null, list.stdout);
+    const node = first[1]!;
+    const described = JSON.parse((await cli(['lcm', 'describe', node, 'long', '--json'])).stdout) as { first_seq: number; summary: string };
+    assert.equal(described.first_seq, Number(first[2]));
+    const expanded = await cli(['lcm', 'expand', node, 'long', '--limit', '200']);
+    assert.match(expanded.stdout, new RegExp(`^#${first[2]} user`));
+    const grep = await cli(['lcm', 'grep', 'fact-1: checksum', 'long']);
+    assert.match(grep.stdout, /^1 matching row\(s\)/);
+    assert.equal((await cli(['lcm', 'describe', '999999', 'long'])).code, 1, 'an unknown node is the daemon saying no');
   });
 
   test('a fork keeps the tree of what it copied and prepares from it without a model call', async () => {
