@@ -1,14 +1,18 @@
 // What the model of each live session last learned about its extensions, and the step a
 // reload adds: a session whose extension context changed gets one `capabilities changed`
 // notice, and its system prompt stays the one the model already has (so the provider's cached
-// prefix survives) until its next compaction rebuilds it. Kept per kernel: a restart or an
-// unload forgets it, and the next request then sends the current prompt.
+// prefix survives) until its next compaction rebuilds it. Kept per kernel and, for restarts and
+// unloads, in the session row (known_context, known_tools): a kernel that adopts the session
+// compares the current prompt with the one the model last saw (`adoptKnown`).
+import { createHash } from 'node:crypto';
 import type { Db } from '../storage/db.ts';
+import { knownPrompt, saveKnownPrompt, saveKnownTold } from '../storage/engine-log.ts';
 import { findSession } from '../storage/sessions.ts';
 import { appendNotice } from '../storage/transcript.ts';
 import { cacheSlot } from '../strategies/harness/kernel-cache.ts';
 import type { EngineSetup, Prepared } from '../strategies/prepare.ts';
 import type { ConfigSnapshot } from './config.ts';
+import { enabledMemoryTools } from '../strategies/extensions/tools.ts';
 import { extensionContext, resolveExtensions } from './engine.ts';
 import type { Kernel, SessionKernels } from './kernels.ts';
 import type { Logger } from './logger.ts';
@@ -41,9 +45,44 @@ export function pinnedContext(kernel: Kernel, setup: EngineSetup): string | unde
   return tools.length === k.tools.length && tools.every((t, i) => t === k.tools[i]) ? k.system : undefined;
 }
 
+function toolsHash(names: readonly string[]): string {
+  return createHash('sha256').update(JSON.stringify(names)).digest('hex');
+}
+
 /** Records what a request sent to the model: its system prompt's extension context and tools. */
-export function noteSent(kernel: Kernel, setup: EngineSetup, prepared: Prepared): void {
-  kernel.cache.set(KNOWN, { system: prepared.extensionContext, tools: toolNames(setup), told: setup.extensionContext });
+export function noteSent(db: Db, sid: number, kernel: Kernel, setup: EngineSetup, prepared: Prepared): void {
+  const tools = toolNames(setup);
+  kernel.cache.set(KNOWN, { system: prepared.extensionContext, tools, told: setup.extensionContext });
+  saveKnownPrompt(db, sid, prepared.extensionContext, toolsHash(tools));
+}
+
+/**
+ * A kernel's first look at a session the daemon served before (a restart, or an unload that
+ * dropped its memory): the prompt the model last saw is compared with the current one. The
+ * same: nothing to do. The extension context changed but the tools did not: the old system
+ * prompt stays pinned and one `capabilities changed` notice tells the model, as a reload does,
+ * so the provider's cached prefix survives until the next compaction. The tools changed: the
+ * cache misses anyway, and the current prompt goes out. Call it before the request's head is
+ * taken, so that the notice is part of that request. Returns whether a notice was appended.
+ */
+export function adoptKnown(kernel: Kernel, db: Db, config: ConfigSnapshot, sid: number): boolean {
+  if (kernel.cache.get(KNOWN) !== undefined) return false;
+  const known = knownPrompt(db, sid);
+  if (known === undefined) return false;
+  const resolution = resolveExtensions(db, config, sid);
+  const context = extensionContext(resolution);
+  const tools = enabledMemoryTools(resolution.enabled).map((t) => t.name);
+  if (known.context === context) {
+    kernel.cache.set(KNOWN, { system: context, tools, told: context });
+    return false;
+  }
+  if (known.toolsHash !== toolsHash(tools)) return false;
+  kernel.cache.set(KNOWN, { system: known.context, tools, told: context });
+  // Told already (by a reload, or at an adoption before an unload): the pin holds, no second notice.
+  if (known.told === context) return false;
+  appendNotice(db, sid, { notice: 'capabilities_changed', context });
+  saveKnownTold(db, sid, context);
+  return true;
 }
 
 /**
@@ -78,6 +117,7 @@ export async function tellCapabilities(d: { db: Db; kernels: SessionKernels; log
             if (context === known.told) return;
             // Stored first: a failed append leaves the record as it was, and the next reload retries.
             appendNotice(d.db, s.sid, { notice: 'capabilities_changed', context });
+            saveKnownTold(d.db, s.sid, context);
             noteTold(kernel, context);
             told += 1;
           },

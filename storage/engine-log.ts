@@ -16,6 +16,15 @@ function prepare(db: Db) {
       'INSERT INTO prepared_requests (id, sid, head, model, created_at, estimated_input_tokens, observation) VALUES (?, ?, ?, ?, ?, ?, ?)',
     ),
     notePrepared: db.prepare('UPDATE sessions SET prepared_head = ?, last_model = coalesce(?, last_model) WHERE sid = ?'),
+    known: db.prepare<[number], { known_context: string | null; known_tools: string | null; known_told: string | null; prepared_head: number | null }>(
+      'SELECT known_context, known_tools, known_told, prepared_head FROM sessions WHERE sid = ?',
+    ),
+    saveTold: db.prepare<[string, number]>('UPDATE sessions SET known_told = ? WHERE sid = ?'),
+    // A new system prompt (a compaction rebuilt it) makes any earlier notice history: told is cleared.
+    saveKnown: db.prepare<[string, string, string, number, string, string]>(
+      `UPDATE sessions SET known_told = CASE WHEN known_context IS ? THEN known_told ELSE NULL END, known_context = ?, known_tools = ?
+        WHERE sid = ? AND (known_context IS NOT ? OR known_tools IS NOT ?)`,
+    ),
     // Writes the prompt only when its hash differs from the stored one.
     notePrompt: db.prepare<[number, string, string, string]>(
       `INSERT INTO session_prompts (sid, hash, instructions, tools) VALUES (?, ?, ?, ?)
@@ -78,6 +87,27 @@ function promptHash(instructions: string, toolsJson: string): string {
  * most a usage report of `unknown_prepared`. A changed prompt commits at the connection's
  * level, since /compact sizes the pinned prompt from it.
  */
+/**
+ * What a session's model was last sent of the daemon's own part of the prompt: the extension
+ * context in its system prompt and a hash of the extension tools, with the head that request was
+ * built from. Undefined before the first prepare.
+ */
+export function knownPrompt(db: Db, sid: number): { context: string; toolsHash: string; told: string | null; preparedHead: number | null } | undefined {
+  const r = stmts(db).known.get(sid);
+  if (r === undefined || r.known_context === null || r.known_tools === null) return undefined;
+  return { context: r.known_context, toolsHash: r.known_tools, told: r.known_told, preparedHead: r.prepared_head };
+}
+
+/** Records the extension context a `capabilities changed` notice told the session's model of. */
+export function saveKnownTold(db: Db, sid: number, context: string): void {
+  stmts(db).saveTold.run(context, sid);
+}
+
+/** Records what a prepare sent (see `knownPrompt`); writes only when it changed. */
+export function saveKnownPrompt(db: Db, sid: number, context: string, toolsHash: string): void {
+  stmts(db).saveKnown.run(context, context, toolsHash, sid, context, toolsHash);
+}
+
 export function savePrepared(
   db: Db,
   p: {

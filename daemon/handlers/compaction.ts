@@ -15,7 +15,7 @@ import type { Summarizer } from '../../strategies/summarizer/types.ts';
 import { adoptSession, inspectRequest, planCompaction, prepareRequest, previewRequest, warmRequest, type EngineSetup, type PrepareArgs } from '../../strategies/prepare.ts';
 import type { CallContext, Handler } from '../context.ts';
 import { renderObservation } from '../context-text.ts';
-import { noteSent, pinnedContext } from '../capabilities.ts';
+import { adoptKnown, noteSent, pinnedContext } from '../capabilities.ts';
 import { chooseStrategy, engineSetup, previewStrategy, summarizerNote } from '../engine.ts';
 import type { Kernel } from '../kernels.ts';
 import { cacheSlot } from '../../strategies/harness/kernel-cache.ts';
@@ -114,9 +114,11 @@ export const prepare: Handler<'prepare'> = (params, ctx) =>
   ctx.daemon.kernels.run(params.session, async (kernel) => {
     const prompt = { model: params.model, instructions: params.instructions, tools: params.tools };
     ctx.daemon.summarizeRoutes.notePrepare(params.session, ctx.conn);
+    // Before the head is taken: a pin found at adoption comes with a notice this request carries.
+    adoptKnown(kernel, ctx.daemon.db, ctx.daemon.config(), requireSession(ctx.daemon.db, params.session).sid);
     const f = frameFor(ctx, kernel, params.session, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream });
     const prepared = await prepareRequest({ ...f.setup, pinnedContext: pinnedContext(kernel, f.setup) }, f.args);
-    noteSent(kernel, f.setup, prepared);
+    noteSent(ctx.daemon.db, f.args.session.sid, kernel, f.setup, prepared);
     const observation = record(ctx, f, prepared.observation, prompt);
     if (prepared.compacted) ctx.daemon.log.info({ session: params.session, method: 'prepare', tokens: observation.last_compaction }, 'compacted');
     const inputs = params.images === 'inline' ? inlineImages(prepared.inputs, (hash) => getPayload(ctx.daemon.db, hash)?.data) : prepared.inputs;
@@ -161,7 +163,7 @@ export const compact: Handler<'compact'> = (params, ctx) =>
     }
     const prepared = await prepareRequest(f.setup, f.args);
     // Its compaction rebuilt the system prompt: the next request sends the current one.
-    if (prepared.compacted) noteSent(kernel, f.setup, prepared);
+    if (prepared.compacted) noteSent(db, s.sid, kernel, f.setup, prepared);
     // A manual compaction sends no provider request: its snapshot only has the estimate.
     const observation = record(ctx, f, prepared.observation);
     return { compacted: prepared.compacted, strategy: f.setup.strategy?.name ?? null, reason: prepared.reason, plan: null, observation };

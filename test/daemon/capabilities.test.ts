@@ -7,6 +7,7 @@ import { noteSent, noteTold, pinnedContext } from '../../daemon/capabilities.ts'
 import type { Kernel } from '../../daemon/kernels.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 import { prepareRequest, type EngineSetup, type Prepared } from '../../strategies/prepare.ts';
+import { openSession } from '../../storage/sessions.ts';
 import { tempDb } from '../storage/factories.ts';
 import { argsFor, sessionWithTurns, setupFor } from '../strategies/engine-fixtures.ts';
 
@@ -14,11 +15,13 @@ const tool = (name: string) => ({ name, description: '', input_schema: {} });
 const setup = (context: string, tools = ['transcript_read']): EngineSetup => ({ ...setupFor({}), extensionContext: context, extensionTools: tools.map(tool) });
 const sent = (context: string): Prepared => ({ extensionContext: context } as Prepared);
 
-test('a pin holds only after the model was told of exactly the current context, with the same tools', () => {
+test('a pin holds only after the model was told of exactly the current context, with the same tools', (t) => {
+  const db = tempDb(t);
+  const sid = openSession(db, { session: 's' }).sid;
   const kernel: Kernel = { session: 's', loadedAt: 0, cache: new KernelCache() };
   assert.equal(pinnedContext(kernel, setup('B')), undefined, 'nothing sent yet: the current prompt');
   assert.equal(noteTold(kernel, 'B'), false, 'nothing sent yet: nobody to tell');
-  noteSent(kernel, setup('A'), sent('A'));
+  noteSent(db, sid, kernel, setup('A'), sent('A'));
   assert.equal(pinnedContext(kernel, setup('B')), undefined, 'changed without a notice (an /extensions choice): the current prompt');
   assert.equal(noteTold(kernel, 'A'), false, 'the model already knows A: no notice');
   assert.equal(noteTold(kernel, 'B'), true, 'a reload tells it of B');
@@ -26,9 +29,9 @@ test('a pin holds only after the model was told of exactly the current context, 
   assert.equal(pinnedContext(kernel, setup('B')), 'A', 'told of B: the prompt the model has stays');
   assert.equal(pinnedContext(kernel, setup('C')), undefined, 'changed again since the notice');
   assert.equal(pinnedContext(kernel, setup('B', ['transcript_read', 'lcm_grep'])), undefined, 'a changed tool set misses the cache anyway');
-  noteSent(kernel, setup('B'), sent('A'));
+  noteSent(db, sid, kernel, setup('B'), sent('A'));
   assert.equal(pinnedContext(kernel, setup('B')), 'A', 'a pinned request keeps the pin');
-  noteSent(kernel, setup('B'), sent('B'));
+  noteSent(db, sid, kernel, setup('B'), sent('B'));
   assert.equal(pinnedContext(kernel, setup('B')), undefined, 'once a compaction rebuilt the prompt, nothing is pinned');
 });
 

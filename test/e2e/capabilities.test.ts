@@ -120,3 +120,92 @@ describe('capability notices on /reload', () => {
     await d.stop();
   });
 });
+
+describe('the prompt the model last saw, across daemon restarts', () => {
+  test('unchanged needs nothing; a changed context with the same tools is pinned with one notice; a changed tool set sends the current prompt', async () => {
+    const home = tempHome();
+    const file = path.join(home, 'extensions.json');
+    const write = (extra: Record<string, unknown>) => fs.writeFileSync(file, JSON.stringify({ rolling: { contextWindowTokens: 100_000 }, ...extra }));
+    write({});
+    let d = await start({ home });
+    let c = await d.connect();
+    const prepare = (session: string): Promise<Prepared> => c.call('prepare', { session, model: 'm', instructions: INSTRUCTIONS });
+    for (const s of ['same', 'pinned', 'tools']) {
+      await c.call('session.open', { session: s });
+      await c.call('transcript.append', { session: s, rows: stepTurn(0) });
+    }
+    const first = { same: await prepare('same'), pinned: await prepare('pinned'), tools: await prepare('tools') };
+
+    // 1. A restart (SIGKILL: nothing flushed on the way out) with nothing changed.
+    await d.stop('SIGKILL');
+    d = await start({ home });
+    c = await d.connect();
+    const same = await prepare('same');
+    assert.equal(same.system, first.same.system);
+    assert.deepEqual(notices(await allRows(c, 'same')), []);
+
+    // 2. The extension context changes while the daemon is down; the tools stay (notes has none).
+    await d.stop('SIGTERM');
+    write({ extensions: { disable: ['notes'] } });
+    d = await start({ home });
+    c = await d.connect();
+    const pinned = await prepare('pinned');
+    assert.equal(pinned.system, first.pinned.system, 'the system prompt the model knows stays pinned');
+    const told = notices(await allRows(c, 'pinned'));
+    assert.equal(told.length, 1);
+    assert.ok(!told[0]!.includes('- notes:'), 'the notice carries the new extension context');
+    assert.ok(texts(pinned).some((t) => t === capabilitiesNote(told[0]!)), 'the model reads the notice in the tail');
+    const again = await prepare('pinned');
+    assert.equal(again.system, first.pinned.system);
+    assert.equal(notices(await allRows(c, 'pinned')).length, 1, 'one notice, not one per prepare');
+
+    // 3. The tool set changes while the daemon is down: the cache misses anyway.
+    await d.stop('SIGTERM');
+    write({ extensions: { disable: ['notes', 'lcm-memory'] } });
+    d = await start({ home });
+    c = await d.connect();
+    const tools = await prepare('tools');
+    assert.notEqual(tools.system, first.tools.system, 'the current prompt goes out');
+    assert.ok(!tools.system.includes('lcm-memory'));
+    assert.deepEqual(notices(await allRows(c, 'tools')), []);
+  });
+});
+
+describe('a pinned session whose kernel is adopted again', () => {
+  test('keeps its pin without a second notice; after a compaction rebuilt the prompt, a new change is told again', async () => {
+    const home = tempHome();
+    const file = path.join(home, 'extensions.json');
+    const write = (extra: Record<string, unknown>) => fs.writeFileSync(file, JSON.stringify({ rolling: { contextWindowTokens: 8000 }, ...extra }));
+    write({});
+    let d = await start({ home });
+    let c = await d.connect();
+    const prepare = (): Promise<Prepared> => c.call('prepare', { session: 'p', model: 'm', instructions: INSTRUCTIONS });
+    await c.call('session.open', { session: 'p' });
+    await c.call('transcript.append', { session: 'p', rows: Array.from({ length: 30 }, (_, k) => stepTurn(k)).flat() });
+    const original = await prepare();
+    const restart = async () => {
+      await d.stop('SIGTERM');
+      d = await start({ home });
+      c = await d.connect();
+    };
+    await d.stop('SIGTERM');
+    write({ extensions: { disable: ['notes'] } });
+    d = await start({ home });
+    c = await d.connect();
+    assert.equal((await prepare()).system, original.system);
+    await restart();
+    assert.equal((await prepare()).system, original.system, 'still pinned after another adoption');
+    assert.equal(notices(await allRows(c, 'p')).length, 1, 'told once');
+    // A compaction rebuilds the prompt; a later change back is a change the model must hear of.
+    const compacted = await c.call('compact', { session: 'p' });
+    assert.equal(compacted.compacted, true, compacted.reason ?? '');
+    const rebuilt = await prepare();
+    assert.notEqual(rebuilt.system, original.system);
+    await d.stop('SIGTERM');
+    write({});
+    d = await start({ home });
+    c = await d.connect();
+    assert.equal((await prepare()).system, rebuilt.system, 'pinned to the rebuilt prompt');
+    assert.equal(notices(await allRows(c, 'p')).length, 2, 'the change back is told');
+  });
+});
