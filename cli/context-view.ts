@@ -165,6 +165,11 @@ export function renderContext(o: Observation, opts: ViewOptions): string {
     lines.push('');
     for (const note of o.notes) lines.push(`${st.dim('note')}  ${note}`);
   }
+  if (o.cache_breaks.length > 0) {
+    lines.push('');
+    lines.push(st.bold('cache breaks') + st.dim('  (what last changed the prefix the provider had cached)'));
+    for (const b of o.cache_breaks) lines.push(`  ${new Date(b.at).toISOString()}  ${st.yellow(b.part.padEnd(10))}  ${b.detail}`);
+  }
   if (o.config_errors.length > 0) {
     lines.push('');
     for (const e of o.config_errors) lines.push(`${st.red('config error')}  ${e.file}: ${e.message}`);

@@ -33,6 +33,7 @@ export function renderObservation(o: Observation): string {
   }
   if (o.failure !== null) lines.push(`failure: ${o.failure}`);
   for (const note of o.notes) lines.push(`note: ${note}`);
+  for (const b of o.cache_breaks) lines.push(`cache break ${new Date(b.at).toISOString()} (${b.part}): ${b.detail}`);
   for (const e of o.config_errors) lines.push(`config error in ${e.file}: ${e.message}`);
   return lines.join('\n');
 }

@@ -92,6 +92,19 @@ export const CompactPlan = z.object({
 });
 export type CompactPlan = z.infer<typeof CompactPlan>;
 
+/**
+ * A change that broke the request prefix the provider had cached, and which part of the
+ * request it was in: the system prompt, the tools, a compaction, the notes, rows rewritten in
+ * place, a model or provider switch, or the provider itself (cached tokens far below the
+ * prefix the daemon kept byte-identical).
+ */
+export const CacheBreak = z.object({
+  at: z.number().int(),
+  part: z.enum(['system', 'tools', 'compaction', 'notes', 'history', 'model', 'provider']),
+  detail: z.string(),
+});
+export type CacheBreak = z.infer<typeof CacheBreak>;
+
 export const Observation = z.object({
   session: z.string(),
   /** The strategy that prepared the request; null on a host with none installed. */
@@ -125,5 +138,7 @@ export const Observation = z.object({
   latched: z.boolean(),
   notes: z.array(z.string()),
   config_errors: z.array(z.object({ file: z.string(), message: z.string() })),
+  /** The session's last few cache breaks, newest last (kept by the daemon per session). */
+  cache_breaks: z.array(CacheBreak).default([]),
 });
 export type Observation = z.infer<typeof Observation>;

@@ -229,6 +229,7 @@ function observe(
     latched: failures >= LATCH_LIMIT,
     notes: [...f.problems, ...p.notes, ...extra.notes, ...(overWindow(p.estimate, f.input.window) ? [overWindowNote(p, f.input)] : []), ...orphanNote(extra.db, f.input.session.sid)],
     config_errors: setup.configErrors,
+    cache_breaks: [],
   };
 }
 

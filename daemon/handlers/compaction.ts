@@ -16,6 +16,8 @@ import { adoptSession, inspectRequest, planCompaction, prepareRequest, previewRe
 import type { CallContext, Handler } from '../context.ts';
 import { renderObservation } from '../context-text.ts';
 import { adoptKnown, noteSent, pinnedContext } from '../capabilities.ts';
+import { cacheBreaks, noteCompaction, notePrefix, noteUsage } from '../cache-breaks.ts';
+import { tokenRatio } from '../../storage/token-ratios.ts';
 import { chooseStrategy, engineSetup, previewStrategy, summarizerNote } from '../engine.ts';
 import type { Kernel } from '../kernels.ts';
 import { cacheSlot } from '../../strategies/harness/kernel-cache.ts';
@@ -94,8 +96,7 @@ function frameFor(
   return { setup, args, summarizerNote: summarizerNote(config, via, ctx.conn), summarized: () => calls > 0 };
 }
 
-function record(ctx: CallContext, f: Frame, observation: Observation, prompt?: { instructions: string; tools: PrepareArgs['tools'] }): Observation {
-  const id = randomUUID();
+function record(ctx: CallContext, f: Frame, observation: Observation, prompt?: { instructions: string; tools: PrepareArgs['tools'] }, id: string = randomUUID()): Observation {
   const notes = f.summarizerNote !== null && f.summarized() ? [...observation.notes, f.summarizerNote] : observation.notes;
   const withId = { ...observation, prepared_id: id, notes };
   savePrepared(ctx.daemon.db, {
@@ -119,7 +120,19 @@ export const prepare: Handler<'prepare'> = (params, ctx) =>
     const f = frameFor(ctx, kernel, params.session, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream });
     const prepared = await prepareRequest({ ...f.setup, pinnedContext: pinnedContext(kernel, f.setup) }, f.args);
     noteSent(ctx.daemon.db, f.args.session.sid, kernel, f.setup, prepared);
-    const observation = record(ctx, f, prepared.observation, prompt);
+    const id = randomUUID();
+    const cache_breaks = notePrefix(kernel, ctx.daemon.db, f.args.session.sid, {
+      preparedId: id,
+      instructions: f.args.instructions,
+      context: prepared.extensionContext,
+      tools: prepared.tools,
+      model: f.setup.modelId,
+      provider: params.provider ?? f.setup.model?.provider,
+      inputs: prepared.inputs,
+      compacted: prepared.compacted,
+      observation: prepared.observation,
+    });
+    const observation = record(ctx, f, { ...prepared.observation, cache_breaks }, prompt, id);
     if (prepared.compacted) ctx.daemon.log.info({ session: params.session, method: 'prepare', tokens: observation.last_compaction }, 'compacted');
     const inputs = params.images === 'inline' ? inlineImages(prepared.inputs, (hash) => getPayload(ctx.daemon.db, hash)?.data) : prepared.inputs;
     return {
@@ -134,12 +147,14 @@ export const prepare: Handler<'prepare'> = (params, ctx) =>
   });
 
 export const usageReport: Handler<'usage.report'> = (params, { daemon }) =>
-  daemon.kernels.run(params.session, () => {
+  daemon.kernels.run(params.session, (kernel) => {
     const s = requireSession(daemon.db, params.session);
-    daemon.db.transaction(() => {
+    const model = daemon.db.transaction(() => {
       const prepared = reportUsage(daemon.db, s.sid, params.prepared_id, params.input_tokens, params.cached_tokens ?? null);
       learnTokenRatio(daemon.db, s.sid, prepared.model, prepared.estimate, params.input_tokens);
+      return prepared.model;
     })();
+    noteUsage(kernel, params.prepared_id, params.cached_tokens ?? null, tokenRatio(daemon.db, s.sid, model));
     return { ok: true as const };
   });
 
@@ -163,7 +178,10 @@ export const compact: Handler<'compact'> = (params, ctx) =>
     }
     const prepared = await prepareRequest(f.setup, f.args);
     // Its compaction rebuilt the system prompt: the next request sends the current one.
-    if (prepared.compacted) noteSent(db, s.sid, kernel, f.setup, prepared);
+    if (prepared.compacted) {
+      noteSent(db, s.sid, kernel, f.setup, prepared);
+      noteCompaction(kernel, prepared.observation);
+    }
     // A manual compaction sends no provider request: its snapshot only has the estimate.
     const observation = record(ctx, f, prepared.observation);
     return { compacted: prepared.compacted, strategy: f.setup.strategy?.name ?? null, reason: prepared.reason, plan: null, observation };
@@ -176,7 +194,9 @@ export const context: Handler<'context'> = (params, ctx) =>
     const latest = latestPrepared(db, s.sid);
     let observation: Observation;
     if (latest !== undefined) {
-      observation = { ...latest.observation, config_errors: ctx.daemon.configProblems() };
+      // Breaks found since that request (a provider miss, a /compact) are the kernel's.
+      const breaks = cacheBreaks(kernel);
+      observation = { ...latest.observation, config_errors: ctx.daemon.configProblems(), cache_breaks: breaks.length > 0 ? breaks : latest.observation.cache_breaks };
     } else {
       const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { method: 'context', force: false, focus: undefined, readOnly: true });
       await warmRequest(f.setup, f.args);
