@@ -18,7 +18,9 @@ import { NOTES_SYSTEM, notesAnswerProblem, notesBudget, notesOutputCap } from '.
 import { NotesSettings } from '../../strategies/notes/settings.ts';
 import { inspectRequest, prepareRequest } from '../../strategies/prepare.ts';
 import { forModel, plainTarget } from '../../strategies/projection.ts';
+import { lcm } from '../../strategies/lcm/lcm.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
+import { snapcompact } from '../../strategies/snapcompact/snapcompact.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
 import type { SummaryRequest } from '../../strategies/summarizer/types.ts';
 import { assistant, tempDb, toolResult, user } from '../storage/factories.ts';
@@ -272,6 +274,28 @@ describe('notes', () => {
     const firstRow = rowsOfSession(db, 's').find((r) => r.seq === written.hints.openerSeq)!;
     assert.equal(covered[0], Number(/request (\d+):/.exec(JSON.stringify(firstRow.body))![1]), 'from where the notes stopped');
     assert.equal(covered[covered.length - 1], 41, 'up to what the new strategy evicted (it keeps requests 42-49)');
+  });
+
+  test('the notes survive rolling -> lcm -> snapcompact: each starts its requests with them and extends them', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    const summarizer = notesSummarizer();
+    const sid = argsFor(db, 's').session.sid;
+    const vision = { model: { id: 'claude-test', provider: 'anthropic', context_window: 200_000, input: ['text', 'image'] as const }, modelId: 'claude-test' };
+    let written = '';
+    for (const [k, strategy] of [rolling, lcm, snapcompact].entries()) {
+      if (k > 0) for (let i = 40 + 40 * (k - 1); i < 40 + 40 * k; i++) await appendRows(db, 's', turn(i));
+      const setup = { ...setupFor({ window: 8000, summarizer, layers: [layer], strategy }), ...(strategy === snapcompact ? vision : {}) };
+      const before = inspectRequest(setup, argsFor(db, 's'));
+      if (written !== '') assert.equal(before.sections[1]?.name, 'notes', `${strategy.name} sends the notes it found`);
+      const out = await prepareRequest(setup, argsFor(db, 's', { force: true }));
+      assert.equal(out.compacted, true, `${strategy.name}: ${out.reason ?? ''}`);
+      const now = notesOf(db, sid).text;
+      assert.ok(now.startsWith(written), `${strategy.name} extends the notes`);
+      assert.ok(now.length > written.length);
+      assert.equal(firstText(out.inputs), `${NOTES_HEADER}\n\n${now}`);
+      written = now;
+    }
   });
 
   test('capability notices never reach the notes summarizer', async (t) => {
