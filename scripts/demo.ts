@@ -1,7 +1,9 @@
 // npm run demo: the main job end to end on the embedded defaults. Starts a real albedod in a
 // temporary home, plays a generated coding session into it over the socket, prepares before
 // every model call with a small window so rolling compacts on the offline extractive
-// summarizer, prints /context before and after, and stops the daemon.
+// summarizer, prints /context before and after; then plays the same session under lcm and
+// snapcompact, shows lcm's tree and writes snapcompact's frames to a folder it names, greps a
+// fact from evicted history, and stops the daemon.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,7 +22,10 @@ function banner(title: string): void {
 
 async function main(): Promise<void> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'albedo-demo-'));
-  fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify({ rolling: { contextWindowTokens: WINDOW } }, null, 2));
+  fs.writeFileSync(
+    path.join(home, 'extensions.json'),
+    JSON.stringify({ rolling: { contextWindowTokens: WINDOW }, lcm: { contextWindowTokens: WINDOW }, snapcompact: { contextWindowTokens: 5000, archivePercent: 40 } }, null, 2),
+  );
   const daemon = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'daemon/main.ts')], {
     cwd: root,
     env: { ...process.env, ALBEDO_HOME: home, CI: '1' },
@@ -68,6 +73,41 @@ async function main(): Promise<void> {
     const grep = await client.call('transcript_grep', { session, pattern: 'ValidationError' });
     banner('the full transcript stays searchable: transcript_grep "ValidationError"');
     process.stdout.write(`${grep.total} matching row(s)\n${grep.matches.map((m) => `  #${m.seq}: ${m.preview}`).join('\n')}\n`);
+
+    // The same session under the other two strategies, each chosen for its own session.
+    for (const strategy of ['lcm', 'snapcompact'] as const) {
+      const s = `demo-${strategy}`;
+      await client.call('session.open', { session: s, workspace: '/repo/todo-api' });
+      await client.call('extensions.select', { session: s, enable: [strategy] });
+      let n = 0;
+      for (const turn of demoSession()) {
+        await client.call('transcript.append', { session: s, rows: turn });
+        if ((await client.call('prepare', { session: s, model: 'claude-sonnet-4-5', instructions, tools })).compacted) n += 1;
+      }
+      banner(`/context under ${strategy}: ${n} compaction(s)`);
+      process.stdout.write(`${(await client.call('context', { session: s, format: 'text' })).text}\n`);
+      if (strategy === 'lcm') {
+        const list = await client.call('lcm_list', { session: s });
+        banner(`lcm's tree: ${list.total} node(s); lcm_grep finds evicted detail and lcm_expand reads it back`);
+        for (const x of list.nodes.slice(0, 6)) process.stdout.write(`  node ${x.node}  #${x.first_seq}-#${x.last_seq}  depth ${x.depth}${x.frontier ? '  frontier' : ''}  ${x.preview}\n`);
+        const hit = await client.call('lcm_grep', { session: s, pattern: 'ValidationError' });
+        const node = hit.source.matches.find((m) => m.node !== null)?.node;
+        process.stdout.write(`  lcm_grep "ValidationError": ${hit.source.total} row(s), ${hit.summaries.total} summar${hit.summaries.total === 1 ? 'y' : 'ies'}\n`);
+        if (node !== undefined && node !== null) {
+          const page = await client.call('lcm_expand', { session: s, node, limit: 400 });
+          process.stdout.write(`  lcm_expand {"node":${node}}:\n${page.text.replaceAll(/^/gm, '    ')}\n`);
+        }
+      } else {
+        const listed = await client.call('frames', { session: s });
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'albedo-demo-frames-'));
+        for (const [k, f] of listed.frames.entries()) {
+          const png = await client.call('payload.get', { hash: f.hash });
+          fs.writeFileSync(path.join(dir, `frame-${String(k + 1).padStart(3, '0')}.png`), Buffer.from(png.data, 'base64'));
+        }
+        banner(`snapcompact's frames: ${listed.frames.length} written to ${dir} (open them to see what the model reads)`);
+        for (const f of listed.frames) process.stdout.write(`  ${f.width}x${f.height}  ${f.caption}\n`);
+      }
+    }
   } finally {
     await client.close();
     daemon.kill('SIGTERM');

@@ -142,7 +142,9 @@ function framesOf(input: StrategyInput, state: ArchiveState): FramesView {
       }
       const rows = rowsIn(state.marks, f.start, f.start + f.text.length);
       const where = rows === undefined ? '' : ` · rows #${rows.first}-#${rows.last}`;
-      const gap = k === 0 && dropped > 0 ? ` · ${dropped} characters of older history after this frame are not shown (transcript_read reads them)` : '';
+      // Dropped frames lie between the first frame and the newest; with room for one frame only,
+      // the newest is shown and everything before it is dropped.
+      const gap = k === 0 && dropped > 0 ? ` · ${dropped} characters of older history ${i === 0 ? 'after' : 'before'} this frame are not shown (transcript_read reads them)` : '';
       inputs.push({
         role: 'user',
         content: [
@@ -202,18 +204,33 @@ function build(input: StrategyInput, state: ArchiveState | undefined, located: L
 }
 
 const TEXT_FALLBACK = 'the model reads no images: snapcompact uses the running-summary text compaction for it; the frame archive stays saved for a model that reads images';
+const NO_ROOM_FALLBACK = 'the window has no room for a single frame within archivePercent: snapcompact uses the running-summary text compaction; the frame archive stays saved for a larger window';
+
+/** Why this request is compacted as text instead of frames, or null for frames. */
+function textFallback(input: StrategyInput): string | null {
+  if (!input.target.readsImages) return TEXT_FALLBACK;
+  let g: Geometry;
+  try {
+    g = geometryOf(input);
+  } catch {
+    // A geometry that cannot be drawn is a render failure: framesOf withholds the archive and says why.
+    return null;
+  }
+  return frameBudget(input, imageTokens(g.frameWidth, g.rows * g.pitch, input.target.maxImageEdgePx)) === 0 ? NO_ROOM_FALLBACK : null;
+}
 
 function project(input: StrategyInput): Projection {
-  if (!input.target.readsImages) {
+  const fallback = textFallback(input);
+  if (fallback !== null) {
     const p = runningSummary.project(input);
-    return { ...p, notes: [TEXT_FALLBACK, ...p.notes] };
+    return { ...p, notes: [fallback, ...p.notes] };
   }
   const r = resolveArchive(input);
   return build(input, r.state, r.located, r.notes);
 }
 
 async function warm(input: StrategyInput): Promise<void> {
-  if (!input.target.readsImages) return runningSummary.warm?.(input);
+  if (textFallback(input) !== null) return runningSummary.warm?.(input);
   await warmPriorTail(input, resolveArchive(input).located);
 }
 
@@ -243,7 +260,7 @@ function choose(input: StrategyInput, forced: boolean) {
 }
 
 function plan(input: StrategyInput, projection: Projection, forced: boolean): DryRun {
-  if (!input.target.readsImages) return runningSummary.plan!(input, projection, forced);
+  if (textFallback(input) !== null) return runningSummary.plan!(input, projection, forced);
   const c = choose(input, forced);
   return {
     plan: {
@@ -260,7 +277,7 @@ function plan(input: StrategyInput, projection: Projection, forced: boolean): Dr
 }
 
 async function compact(input: StrategyInput, projection: Projection, opts: CompactOptions): Promise<CompactOutcome> {
-  if (!input.target.readsImages) return runningSummary.compact(input, projection, opts);
+  if (textFallback(input) !== null) return runningSummary.compact(input, projection, opts);
   const c = choose(input, opts.forced);
   if (c.plan === undefined) return nothingCompacted(NOTHING_TO_ARCHIVE);
   const cut = c.plan;

@@ -128,6 +128,20 @@ describe('snapcompact', () => {
     assert.deepEqual(images(again.inputs).map((i) => i.hash), before);
   });
 
+  test('a window with no room for one frame within archivePercent gets the text compaction instead', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    const summarizer = new RecordingSummarizer();
+    // 20% of 5000 tokens is less than one Claude frame (~1,500 tokens).
+    const setup = withModel({ ...setupFor({ window: 5000, summarizer, strategy: snapcompact }), settings: { contextWindowTokens: 5000, triggerPercent: 90, tailPercent: 10, archivePercent: 20 } as EngineSetup['settings'] }, model('claude-test', 'anthropic', ['text', 'image']));
+    const out = await prepareRequest(setup, argsFor(db, 's'));
+    assert.equal(out.compacted, true);
+    assert.equal(images(out.inputs).length, 0);
+    assert.ok(out.observation.notes.some((n) => n.includes('no room for a single frame')));
+    assert.ok(summarizer.calls.length > 0);
+    assert.equal(loadArchive(db, sidOf(db, 's')), undefined, 'no archive was written that no request could show');
+  });
+
   test('an archive made under one shape re-renders in another model family\'s shape', async (t) => {
     const db = tempDb(t);
     await sessionWithTurns(db, 's', 160);
