@@ -15,11 +15,12 @@ import { inputsTokens, PER_INPUT_TOKENS, textTokens } from '../estimate.ts';
 import { locateAt, planCut, type CutPlan, type LocatedCut } from './cut.ts';
 import { foldText, priorTail, warmPriorTail } from './prior.ts';
 import { cacheSlot } from './kernel-cache.ts';
+import { rowMemo, warmRowMemo } from './row-memo.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from './summarizer-prompt.ts';
 import { summaryChunks } from './summary-text.ts';
 import { evictionChunkTokens } from './units.ts';
 import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from './window.ts';
-import { forModel, targetKey, tokenCounter, tokenCounterYielding } from '../projection.ts';
+import { forModel, tokenCounter } from '../projection.ts';
 import { locateItemCut, resolveState } from './running-summary-state.ts';
 
 /** User messages quoted in the recap, and characters kept of each. */
@@ -113,7 +114,7 @@ function build(input: StrategyInput, saved: Saved | undefined, located: LocatedC
     const sources = [...new Set(folds.map((f) => f.source))].join(', ');
     sections.push({ name: 'folds', source: `${folds.length} stored fold(s) from ${sources} over rows #${folds[0]!.firstSeq}-#${folds[folds.length - 1]!.lastSeq}`, estimated_tokens: inputsTokens(foldInputs) });
   }
-  const tail = forModel(rows, input.target);
+  const tail = forModel(rows, input.target, rowMemo(input).inputs);
   inputs.push(...tail);
   if (rows.length > 0) {
     const range = located.withinUnit && rows.length > 1 ? `row #${rows[0]!.seq}, then rows #${rows[1]!.seq}-#${rows[rows.length - 1]!.seq}` : `rows #${rows[0]!.seq}-#${rows[rows.length - 1]!.seq}`;
@@ -129,18 +130,6 @@ function project(input: StrategyInput): Projection {
   return build(input, resolved.state, resolved.located, rest, resolved.notes, folds);
 }
 
-/** Row sizes for the current target, kept per kernel while the target stays the same. */
-const SIZES = cacheSlot<{ key: string; memo: WeakMap<StoredRow, number> }>('rolling.sizes');
-
-function sizesFor(input: StrategyInput): WeakMap<StoredRow, number> {
-  const key = targetKey(input.target);
-  const cached = input.cache.get(SIZES);
-  if (cached?.key === key) return cached.memo;
-  const memo = new WeakMap<StoredRow, number>();
-  input.cache.set(SIZES, { key, memo });
-  return memo;
-}
-
 /**
  * Decodes the tail and sizes its rows with yields, so that neither `project` nor a compaction
  * decodes or sizes a long history in one stretch of the event loop.
@@ -150,12 +139,8 @@ async function warm(input: StrategyInput): Promise<void> {
   await warmPriorTail(input, located);
   // A short tail is sized in a few milliseconds when a compaction needs it; only a long one is
   // worth sizing ahead, in slices.
-  const rest = priorTail(input, located).rest;
-  if (rest.length >= WARM_SIZING_ROWS) await tokenCounterYielding(rest, input.target, sizesFor(input));
+  await warmRowMemo(input, priorTail(input, located).rest);
 }
-
-/** Tail rows from which `warm` sizes rows ahead of a compaction (about 10 ms of work below it). */
-const WARM_SIZING_ROWS = 4000;
 
 const NOTHING_TO_EVICT = 'cannot compact further without splitting the newest exchange';
 
@@ -183,7 +168,8 @@ function selectEviction(input: StrategyInput, forced: boolean): Eviction {
   const resolved = resolveState(input);
   const { folds, rest } = priorTail(input, resolved.located);
   const from = folds.length === 0 || rest.length === 0 ? resolved.located : (locateAt(input, rest[0]!) ?? resolved.located);
-  const tokens = tokenCounter(rest, input.target, sizesFor(input));
+  const memo = rowMemo(input);
+  const tokens = tokenCounter(rest, input.target, memo.sizes, memo.inputs);
   const historyTokens = rest.reduce((n, r) => n + tokens(r), 0);
   const basis = input.window.window ?? historyTokens;
   const cap = summaryCap(basis);

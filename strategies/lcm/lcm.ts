@@ -15,10 +15,11 @@ import { partTokens, textTokens } from '../estimate.ts';
 import { EMPTY_FINGERPRINT, planCut, startCut, type CutPlan, type LocatedCut } from '../harness/cut.ts';
 import { tailRows, warmTailRows } from '../harness/history-rows.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
+import { rowMemo, warmRowMemo } from '../harness/row-memo.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from '../harness/summarizer-prompt.ts';
 import { summaryText } from '../harness/summary-text.ts';
 import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
-import { forModel, NO_RESULT_TEXT, targetKey, tokenCounter, tokenCounterYielding, type InputsMemo } from '../projection.ts';
+import { forModel, NO_RESULT_TEXT, tokenCounter } from '../projection.ts';
 import { LcmSettings } from './settings.ts';
 import { condenseGroup, leafChunks, MAX_CONDENSE_ROUNDS, MIN_NODE_TOKENS, nodeCap, nodeHeader, nodeInput, nodeTokens, pointerSummary, shrink } from './tree.ts';
 
@@ -108,7 +109,7 @@ function build(input: StrategyInput, frontier: readonly FrontierItem[], coveredS
   // tail), not by re-measuring the joined inputs: on a long uncovered history that pass alone
   // would hold the event loop. Row estimates count a merged tool input's overhead once per
   // row, so the sum is an upper bound of the joined inputs' estimate.
-  const memo = memoFor(input);
+  const memo = rowMemo(input);
   const tail = forModel(rows, input.target, memo.inputs);
   const count = tokenCounter(rows, input.target, memo.sizes, memo.inputs);
   const tailTokens = rows.reduce((n, r) => n + count(r), 0) + syntheticTokens(tail);
@@ -135,26 +136,7 @@ function project(input: StrategyInput): Projection {
 async function warm(input: StrategyInput): Promise<void> {
   const located = treeView(input).located;
   await warmTailRows(input, located);
-  const rows = tailRows(input, located);
-  if (rows.length >= WARM_SIZING_ROWS) {
-    const memo = memoFor(input);
-    await tokenCounterYielding(rows, input.target, memo.sizes, memo.inputs);
-  }
-}
-
-/** Tail rows from which `warm` sizes rows ahead of a compaction (about 10 ms of work below it). */
-const WARM_SIZING_ROWS = 4000;
-
-/** Row sizes and projected inputs for the current target, kept per kernel while it stays the same. */
-const MEMO = cacheSlot<{ key: string; sizes: WeakMap<StoredRow, number>; inputs: InputsMemo }>('lcm.rows');
-
-function memoFor(input: StrategyInput): { sizes: WeakMap<StoredRow, number>; inputs: InputsMemo } {
-  const key = targetKey(input.target);
-  const cached = input.cache.get(MEMO);
-  if (cached?.key === key) return cached;
-  const fresh = { key, sizes: new WeakMap<StoredRow, number>(), inputs: new WeakMap<StoredRow, PlainInput[]>() };
-  input.cache.set(MEMO, fresh);
-  return fresh;
+  await warmRowMemo(input, tailRows(input, located));
 }
 
 const NOTHING_TO_COVER = 'nothing to summarize: the tail holds only the newest exchange and the frontier is a single node';
@@ -182,7 +164,7 @@ function choose(input: StrategyInput, forced: boolean): Choice {
   const view = treeView(input);
   const coveredSeq = view.state?.coveredSeq ?? 0;
   const rows = tailRows(input, view.located);
-  const memo = memoFor(input);
+  const memo = rowMemo(input);
   const tokens = tokenCounter(rows, input.target, memo.sizes, memo.inputs);
   const historyTokens = rows.reduce((n, r) => n + tokens(r), 0);
   const frontierTokens = view.frontier.reduce((n, f) => n + f.estimatedTokens, 0);

@@ -13,6 +13,7 @@ import { imageTokens, inputsTokens } from '../estimate.ts';
 import { locateAt, planCut, type LocatedCut } from '../harness/cut.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
 import { foldText, priorTail, warmPriorTail } from '../harness/prior.ts';
+import { rowMemo, warmRowMemo } from '../harness/row-memo.ts';
 import { runningSummary } from '../harness/running-summary.ts';
 import { isDue, overWindow, roomUnderTrigger, tailBudget } from '../harness/window.ts';
 import { forModel, tokenCounter } from '../projection.ts';
@@ -185,7 +186,7 @@ function build(input: StrategyInput, state: ArchiveState | undefined, located: L
     inputs.push(...foldInputs);
     sections.push({ name: 'folds', source: `${kept.length} stored fold(s) from ${[...new Set(kept.map((f) => f.source))].join(', ')}`, estimated_tokens: inputsTokens(foldInputs) });
   }
-  const tail = forModel(rest, input.target);
+  const tail = forModel(rest, input.target, rowMemo(input).inputs);
   const tailTokens = inputsTokens(tail);
   if (state !== undefined && state.text !== '') {
     const view = framesOf(input, state);
@@ -231,7 +232,9 @@ function project(input: StrategyInput): Projection {
 
 async function warm(input: StrategyInput): Promise<void> {
   if (textFallback(input) !== null) return runningSummary.warm?.(input);
-  await warmPriorTail(input, resolveArchive(input).located);
+  const located = resolveArchive(input).located;
+  await warmPriorTail(input, located);
+  await warmRowMemo(input, priorTail(input, located).rest);
 }
 
 const NOTHING_TO_ARCHIVE = 'cannot compact further without splitting the newest exchange';
@@ -245,7 +248,8 @@ function choose(input: StrategyInput, forced: boolean) {
   const r = resolveArchive(input);
   const { folds, rest } = priorTail(input, r.located);
   const from = folds.length === 0 || rest.length === 0 ? r.located : (locateAt(input, rest[0]!) ?? r.located);
-  const tokens = tokenCounter(rest, input.target);
+  const memo = rowMemo(input);
+  const tokens = tokenCounter(rest, input.target, memo.sizes, memo.inputs);
   const historyTokens = rest.reduce((n, row) => n + tokens(row), 0);
   const g = geometryOf(input);
   const full = imageTokens(g.frameWidth, g.rows * g.pitch, input.target.maxImageEdgePx);

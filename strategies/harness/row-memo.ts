@@ -1,0 +1,36 @@
+// Per-kernel memory of what each history row costs and projects to for the current target:
+// row sizes and each row's own inputs (strategies/projection.ts), kept while the target stays
+// the same (`targetKey`) and the row objects live (history-rows.ts shares them across calls).
+// Strategies size and project their verbatim tails through it, and warm it in slices so that a
+// long tail is never sized or projected in one stretch of the event loop.
+import type { StoredRow } from '../../protocol/rows.ts';
+import type { StrategyInput } from '../contract.ts';
+import { targetKey, tokenCounterYielding, type InputsMemo } from '../projection.ts';
+import { cacheSlot } from './kernel-cache.ts';
+
+export interface RowMemo {
+  sizes: WeakMap<StoredRow, number>;
+  inputs: InputsMemo;
+}
+
+/** Rows from which `warmRowMemo` works ahead (below it, about 10 ms of work when needed). */
+export const WARM_SIZING_ROWS = 4000;
+
+const MEMO = cacheSlot<RowMemo & { key: string }>('row-memo');
+
+/** The memo for the request's target. */
+export function rowMemo(input: StrategyInput): RowMemo {
+  const key = targetKey(input.target);
+  const cached = input.cache.get(MEMO);
+  if (cached?.key === key) return cached;
+  const fresh = { key, sizes: new WeakMap<StoredRow, number>(), inputs: new WeakMap() };
+  input.cache.set(MEMO, fresh);
+  return fresh;
+}
+
+/** Sizes and projects a long tail ahead of a request, with yields; a short one is left for when it is needed. */
+export async function warmRowMemo(input: StrategyInput, rows: readonly StoredRow[]): Promise<void> {
+  if (rows.length < WARM_SIZING_ROWS) return;
+  const memo = rowMemo(input);
+  await tokenCounterYielding(rows, input.target, memo.sizes, memo.inputs);
+}
