@@ -21,6 +21,15 @@ export const ModelEntry = z
     max_image_edge_px: z.number().int().positive().optional(),
     /** Images one request may carry, when the upstream declares a limit. */
     max_images_per_request: z.number().int().positive().optional(),
+    /** List prices in US dollars per million tokens (the eval's cost figures read them). */
+    price: z
+      .strictObject({
+        input: z.number().nonnegative(),
+        output: z.number().nonnegative(),
+        cache_read: z.number().nonnegative().optional(),
+        cache_write: z.number().nonnegative().optional(),
+      })
+      .optional(),
   })
   .refine((m) => m.input.includes('text'), { message: 'input must include "text"', path: ['input'] })
   .refine((m) => new Set(m.input).size === m.input.length, { message: 'input lists a modality twice', path: ['input'] })
