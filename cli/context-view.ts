@@ -5,7 +5,7 @@
 // Observation the daemon sends for /context (protocol/prepared.ts); the daemon's own plain text
 // rendering (daemon/context-text.ts) is what agent UIs show.
 import type { CompactionRecord, Observation, Section } from '../protocol/prepared.ts';
-import { ago, n, type Style, type StyleName } from './io.ts';
+import { ago, bytes, n, type Style, type StyleName } from './io.ts';
 
 interface Slice {
   name: string;
@@ -107,6 +107,12 @@ export interface ViewOptions {
   now?: number;
 }
 
+/** Images in the request and what elision freed in the session. */
+function imagesLine(i: Observation['images']): string {
+  const freed = i.elided === 0 ? 'none elided yet' : `${n(i.elided)} elided so far · ${n(i.payloads_deleted)} payloads deleted · ${bytes(i.bytes_freed)} freed`;
+  return `images ${n(i.count)} in the request (~${n(i.estimated_tokens)} tokens) · ${freed}`;
+}
+
 export function renderContext(o: Observation, opts: ViewOptions): string {
   const st = opts.style;
   const now = opts.now ?? Date.now();
@@ -150,6 +156,7 @@ export function renderContext(o: Observation, opts: ViewOptions): string {
   lines.push(`estimate ~${n(o.estimated_input_tokens)} · provider measured ${measured}${o.prepared_id === null ? '' : st.dim(` · request ${o.prepared_id}`)}`);
   const due = o.due ? st.yellow('due') : 'not due';
   lines.push(`compaction ${due}${o.compacted ? ' · compacted for this request' : ''} · head #${o.head}`);
+  lines.push(imagesLine(o.images));
 
   if (o.last_compaction !== null) {
     lines.push('');

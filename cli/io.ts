@@ -121,6 +121,19 @@ export function n(x: number): string {
 }
 
 /** "3 min ago", for timestamps in ms since the epoch. */
+/** A byte count the way people read it: 512 B, 3.4 KB, 12.0 MB (powers of 1024). */
+export function bytes(x: number): string {
+  if (x < 1024) return `${x} B`;
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let v = x / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(1)} ${units[i]}`;
+}
+
 export function ago(at: number, now = Date.now()): string {
   const s = Math.max(0, Math.round((now - at) / 1000));
   if (s < 60) return `${s} s ago`;

@@ -31,6 +31,8 @@ export function renderObservation(o: Observation): string {
       `  summarizer ~${n(c.summarizer_tokens_in)} in / ~${n(c.summarizer_tokens_out)} out · request ~${n(c.tokens_before)} -> ~${n(c.tokens_after)} tokens · ${c.evicted_rows} rows evicted`,
     );
   }
+  const im = o.images;
+  lines.push(`images: ${n(im.count)} in the request (~${n(im.estimated_tokens)} tokens); ${im.elided} elided so far, ${im.payloads_deleted} payloads deleted, ${im.bytes_freed} bytes freed`);
   if (o.failure !== null) lines.push(`failure: ${o.failure}`);
   for (const note of o.notes) lines.push(`note: ${note}`);
   for (const b of o.cache_breaks) lines.push(`cache break ${new Date(b.at).toISOString()} (${b.part}): ${b.detail}`);

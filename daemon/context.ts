@@ -29,6 +29,11 @@ export interface DaemonSettings {
   watchConfig: boolean;
   /** Whether the background search indexer runs (off: searches scan every row past the cursor). */
   searchIndexer: boolean;
+  /**
+   * A crash to stage, for tests of recovery only: `kill-before-elision` makes the daemon kill
+   * itself (SIGKILL) right after a compaction committed and before its image elision ran.
+   */
+  fault: 'kill-before-elision' | undefined;
 }
 
 export interface ConfigProblem {

@@ -21,6 +21,7 @@ import { registry } from './engine.ts';
 import { StartupError, type HomePaths } from './home.ts';
 import { resetAllAutoFailures } from '../storage/engine-log.ts';
 import { tellCapabilities } from './capabilities.ts';
+import { resumeElisions } from './image-elision.ts';
 import { SessionKernels } from './kernels.ts';
 import type { Logger } from './logger.ts';
 import { SummarizeRoutes } from './summarize-routes.ts';
@@ -32,6 +33,7 @@ export const DEFAULT_SETTINGS: DaemonSettings = {
   shutdownGraceMs: 10_000,
   watchConfig: true,
   searchIndexer: true,
+  fault: undefined,
 };
 
 /**
@@ -148,6 +150,8 @@ export class Daemon implements DaemonServices {
       if (!socket.destroyed) daemon.accept(socket);
     }
     daemon.scheduleIndexing();
+    // Elision a crash cut short finishes now, each session through its own queue.
+    void resumeElisions(daemon.db, daemon.kernels, log, () => daemon.state !== 'running');
     log.info({ home: paths.home, socket: paths.socket, version: daemon.version }, 'albedod listening');
     return daemon;
   }

@@ -295,6 +295,8 @@ export const methods = {
       loaded_kernels: z.number().int(),
       connections: z.number().int(),
       config_errors: z.array(z.object({ file: z.string(), message: z.string() })),
+      /** Stored image payloads (uploads, fitted copies, snapcompact frames): how many, and their bytes. */
+      payloads: z.object({ count: z.number().int().nonnegative(), bytes: z.number().int().nonnegative() }),
     }),
   },
   'daemon.shutdown': { params: Empty.default({}), result: Ok },

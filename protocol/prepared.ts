@@ -105,6 +105,17 @@ export const CacheBreak = z.object({
 });
 export type CacheBreak = z.infer<typeof CacheBreak>;
 
+export const ImageCounts = z.object({
+  /** Image parts the request carries (tool results included), and their estimated tokens. */
+  count: z.number().int().nonnegative(),
+  estimated_tokens: z.number().int().nonnegative(),
+  /** Tool-output images of the session elided after compactions, and the payloads that went with them. */
+  elided: z.number().int().nonnegative(),
+  payloads_deleted: z.number().int().nonnegative(),
+  bytes_freed: z.number().int().nonnegative(),
+});
+export type ImageCounts = z.infer<typeof ImageCounts>;
+
 export const Observation = z.object({
   session: z.string(),
   /** The strategy that prepared the request; null on a host with none installed. */
@@ -140,5 +151,7 @@ export const Observation = z.object({
   config_errors: z.array(z.object({ file: z.string(), message: z.string() })),
   /** The session's last few cache breaks, newest last (kept by the daemon per session). */
   cache_breaks: z.array(CacheBreak).default([]),
+  /** Images in this request, and what compaction elided of the session's tool-output images so far. */
+  images: ImageCounts.default({ count: 0, estimated_tokens: 0, elided: 0, payloads_deleted: 0, bytes_freed: 0 }),
 });
 export type Observation = z.infer<typeof Observation>;

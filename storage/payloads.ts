@@ -45,6 +45,7 @@ function prepare(db: Db) {
         WHERE NOT EXISTS (SELECT 1 FROM payload_refs WHERE hash = ? AND pin_sid = ?)`,
     ),
     unpin: db.prepare<[number]>('DELETE FROM payload_refs WHERE pin_sid = ?'),
+    stats: db.prepare<[], { count: number; bytes: number }>('SELECT count(*) AS count, coalesce(sum(bytes), 0) AS bytes FROM payloads'),
   };
 }
 
@@ -142,6 +143,11 @@ export function hasPayload(db: Db, hash: string): boolean {
 /** Deletes every payload no transcript row, pin or cached snapcompact frame names; returns how many went. */
 export function collectPayloadGarbage(db: Db): number {
   return stmts(db).gc.run().changes;
+}
+
+/** How many payloads are stored and their bytes (images and cached frames alike). */
+export function payloadStats(db: Db): { count: number; bytes: number } {
+  return stmts(db).stats.get() ?? { count: 0, bytes: 0 };
 }
 
 /** Records that a session's pinned prompt names this payload (idempotent). */

@@ -3,15 +3,16 @@
 // if it is still due. Also the dry run and the failure latch bookkeeping. No daemon imports:
 // the caller hands in the resolved strategy, settings, model and summarizer.
 import type { Upstream } from '../protocol/methods.ts';
-import type { Observation, PlainInput, Section, ToolSpec } from '../protocol/prepared.ts';
+import type { ImageCounts, Observation, OutPart, PlainInput, Section, ToolSpec } from '../protocol/prepared.ts';
 import { type Db, yieldToEventLoop } from '../storage/db.ts';
 import { autoFailures, lastCompaction, logCompaction, setAutoFailures } from '../storage/engine-log.ts';
+import { elisionStats, firstCarriedResult, scheduleElision } from '../storage/image-elision.ts';
 import { tokenRatio } from '../storage/token-ratios.ts';
 import { orphanResults } from '../storage/transcript.ts';
 import { sessionRewrites } from '../storage/user-rows.ts';
 import type { ModelEntry } from './catalog/models.ts';
 import type { CompactOptions, CompactOutcome, DryRun, FoldPlugin, Layer, LayerView, Projection, Strategy, StrategyInput } from './contract.ts';
-import { inputsTokens, pinnedTokens, textTokens } from './estimate.ts';
+import { imageTokens, inputsTokens, pinnedTokens, textTokens } from './estimate.ts';
 import { historyRows } from './harness/history-rows.ts';
 import { cacheSlot, type KernelCache } from './harness/kernel-cache.ts';
 import { calibrated, isDue, overWindow, resolveWindow, toolOutputCap, validateWindow, type WindowSettings } from './harness/window.ts';
@@ -230,7 +231,22 @@ function observe(
     notes: [...f.problems, ...p.notes, ...extra.notes, ...(overWindow(p.estimate, f.input.window) ? [overWindowNote(p, f.input)] : []), ...orphanNote(extra.db, f.input.session.sid)],
     config_errors: setup.configErrors,
     cache_breaks: [],
+    images: imageCounts(extra.db, f.input, p.inputs),
   };
+}
+
+/** The request's images and their estimated cost, with what elision did in the session so far. */
+function imageCounts(db: Db, input: StrategyInput, inputs: readonly PlainInput[]): ImageCounts {
+  let count = 0;
+  let tokens = 0;
+  const add = (p: OutPart): void => {
+    if (p.type !== 'image') return;
+    count++;
+    tokens += imageTokens(p.width, p.height, input.target.maxImageEdgePx);
+  };
+  for (const i of inputs) for (const p of i.content) (p.type === 'tool_result' ? p.content : [p]).forEach(add);
+  const e = elisionStats(db, input.session.sid);
+  return { count, estimated_tokens: tokens, elided: e.imagesElided, payloads_deleted: e.payloadsDeleted, bytes_freed: e.bytesFreed };
 }
 
 /** Results whose call id matched no open call are stored and sent as text; /context says how many. */
@@ -290,6 +306,13 @@ function deferral(pace: Pace, p: Projection, input: StrategyInput): string | nul
   const grown = p.estimate - pace.baseline;
   if (grown > 0 && grown >= turn) return null;
   return `automatic compaction waits: the request grew ~${Math.max(0, grown)} tokens since the last compaction, less than a typical turn (~${turn})`;
+}
+
+/** The call ids of the tool results a request carries verbatim. */
+function carriedResults(inputs: readonly PlainInput[]): string[] {
+  const ids: string[] = [];
+  for (const i of inputs) for (const p of i.content) if (p.type === 'tool_result') ids.push(p.call_id);
+  return ids;
 }
 
 /** A summarizer that counts the estimated tokens of every request it forwards and every answer. */
@@ -368,6 +391,9 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
       outcome.commit?.();
       if (f.context !== setup.extensionContext) out = frame(setup, args, setup.extensionContext);
       second = project(setup, out.input);
+      // Tool-output images the new request no longer carries are elided before it goes out;
+      // the job is recorded here so that it is durable exactly when the compaction is.
+      scheduleElision(args.db, sid, firstCarriedResult(args.db, sid, out.input.head, carriedResults(second.inputs)));
     }
     // Only what happened goes into the log: a success, or a real failure. "Nothing worth
     // evicting" is an observation, so /context keeps showing the last compaction that did.

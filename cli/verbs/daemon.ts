@@ -1,7 +1,7 @@
 // Verbs about the process: status, reload, stop.
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { n } from '../io.ts';
+import { bytes, n } from '../io.ts';
 import type { VerbModule } from '../program.ts';
 
 /** How long `stop` waits for the daemon to close its socket (its own grace period is 10 s). */
@@ -14,7 +14,7 @@ function configErrors(errors: ReadonlyArray<{ file: string; message: string }>, 
 export const daemonVerbs: VerbModule = (program, run) => {
   program
     .command('status')
-    .description('the running daemon: version, pid, home, uptime, sessions, connections, configuration errors')
+    .description('the running daemon: version, pid, home, uptime, sessions, connections, image payloads, configuration errors')
     .action(
       run(async ({ link, out }) => {
         const s = await link.call('daemon.status', {});
@@ -23,6 +23,7 @@ export const daemonVerbs: VerbModule = (program, run) => {
           `${st.bold('albedod')} ${s.version} · pid ${s.pid} · up ${n(Math.round(s.uptime_ms / 1000))} s`,
           `home ${s.home} · socket ${link.socket}`,
           `${n(s.sessions)} sessions · ${n(s.loaded_kernels)} loaded · ${n(s.connections)} connections`,
+          `${n(s.payloads.count)} image payloads · ${bytes(s.payloads.bytes)}`,
         ].join('\n');
         return { json: s, text: text + configErrors(s.config_errors, st.red) };
       }),

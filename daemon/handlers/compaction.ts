@@ -19,6 +19,8 @@ import { adoptKnown, noteSent, pinnedContext } from '../capabilities.ts';
 import { cacheBreaks, noteCompaction, notePrefix, noteUsage } from '../cache-breaks.ts';
 import { tokenRatio } from '../../storage/token-ratios.ts';
 import { chooseStrategy, engineSetup, previewStrategy, summarizerNote } from '../engine.ts';
+import { finishElision } from '../image-elision.ts';
+import { elisionStats } from '../../storage/image-elision.ts';
 import type { Kernel } from '../kernels.ts';
 import { cacheSlot } from '../../strategies/harness/kernel-cache.ts';
 
@@ -111,6 +113,20 @@ function record(ctx: CallContext, f: Frame, observation: Observation, prompt?: {
   return withId;
 }
 
+/**
+ * Finishes the image elision a compaction just scheduled (or a crash left pending) before the
+ * request goes out, so the prefix this request records already reflects the rewritten rows.
+ */
+async function elideLeftBehind<P extends { observation: Observation; compacted: boolean }>(ctx: CallContext, session: string, sid: number, method: string, prepared: P): Promise<P> {
+  if (prepared.compacted && ctx.daemon.settings.fault === 'kill-before-elision') process.kill(process.pid, 'SIGKILL');
+  const t = await finishElision(ctx.daemon.db, sid);
+  if (t.rows === 0) return prepared;
+  ctx.daemon.log.info({ session, method, ...t }, 'elided tool-output images the compacted request no longer carries');
+  const e = elisionStats(ctx.daemon.db, sid);
+  const images = { ...prepared.observation.images, elided: e.imagesElided, payloads_deleted: e.payloadsDeleted, bytes_freed: e.bytesFreed };
+  return { ...prepared, observation: { ...prepared.observation, images } };
+}
+
 export const prepare: Handler<'prepare'> = (params, ctx) =>
   ctx.daemon.kernels.run(params.session, async (kernel) => {
     const prompt = { model: params.model, instructions: params.instructions, tools: params.tools };
@@ -118,7 +134,7 @@ export const prepare: Handler<'prepare'> = (params, ctx) =>
     // Before the head is taken: a pin found at adoption comes with a notice this request carries.
     adoptKnown(kernel, ctx.daemon.db, ctx.daemon.config(), requireSession(ctx.daemon.db, params.session).sid);
     const f = frameFor(ctx, kernel, params.session, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream });
-    const prepared = await prepareRequest({ ...f.setup, pinnedContext: pinnedContext(kernel, f.setup) }, f.args);
+    const prepared = await elideLeftBehind(ctx, params.session, f.args.session.sid, 'prepare', await prepareRequest({ ...f.setup, pinnedContext: pinnedContext(kernel, f.setup) }, f.args));
     noteSent(ctx.daemon.db, f.args.session.sid, kernel, f.setup, prepared);
     const id = randomUUID();
     const cache_breaks = notePrefix(kernel, ctx.daemon.db, f.args.session.sid, {
@@ -176,7 +192,7 @@ export const compact: Handler<'compact'> = (params, ctx) =>
       const reason = f.setup.strategy === null ? 'no compaction strategy is enabled' : dryRun === null ? `${f.setup.strategy.name} has no dry run` : dryRun.reason;
       return { compacted: false, strategy: f.setup.strategy?.name ?? null, reason, plan: dryRun?.plan ?? null, observation };
     }
-    const prepared = await prepareRequest(f.setup, f.args);
+    const prepared = await elideLeftBehind(ctx, params.session, s.sid, 'compact', await prepareRequest(f.setup, f.args));
     // Its compaction rebuilt the system prompt: the next request sends the current one.
     if (prepared.compacted) {
       noteSent(db, s.sid, kernel, f.setup, prepared);

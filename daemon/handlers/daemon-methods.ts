@@ -1,7 +1,7 @@
 // Connection and process methods: initialize, daemon.status, daemon.shutdown, payload.get.
 import { AlbedoError, RpcCode, rpcError } from '../../protocol/errors.ts';
 import { PROTOCOL_VERSION } from '../../protocol/methods.ts';
-import { getPayload } from '../../storage/payloads.ts';
+import { getPayload, payloadStats } from '../../storage/payloads.ts';
 import type { Handler } from '../context.ts';
 
 export const initialize: Handler<'initialize'> = (params, { daemon, conn }) => {
@@ -28,6 +28,7 @@ export const daemonStatus: Handler<'daemon.status'> = (_params, { daemon }) => {
     loaded_kernels: daemon.kernels.loaded,
     connections: daemon.connectionCount(),
     config_errors: daemon.configProblems(),
+    payloads: payloadStats(daemon.db),
   };
 };
 

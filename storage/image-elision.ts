@@ -1,0 +1,183 @@
+// Image elision: after a compaction, tool-output images the new request no longer carries lose
+// their payloads. The rows keep their text and gain the elided mark (their rendered text then
+// says the image is gone); a payload goes once no row, pin or cached frame names it. Which
+// seqs a compaction left behind is the engine's call (strategies/prepare.ts schedules it in
+// the commit's transaction); when batches run is the daemon's (daemon/image-elision.ts).
+// Each batch is one transaction — marks, reference deletes, payload deletes and counters —
+// so a crash leaves either a batch done or not started, and the job itself stays here.
+import { z } from 'zod';
+import { StoredBody } from '../protocol/rows.ts';
+import { type Db, perDb } from './db.ts';
+import { renderedGraphemesWithoutSeq } from './graphemes.ts';
+import { rowText } from './row-text.ts';
+
+/** What one session's elision did so far, for /context. */
+export interface ElisionStats {
+  imagesElided: number;
+  payloadsDeleted: number;
+  bytesFreed: number;
+  /** A job is waiting (scheduled, or cut short by a crash). */
+  pending: boolean;
+}
+
+/** What one batch did. */
+export interface ElisionBatch {
+  rows: number;
+  images: number;
+  payloadsDeleted: number;
+  bytesFreed: number;
+  /** The job is finished (nothing pending for the session any more). */
+  done: boolean;
+}
+
+function prepare(db: Db) {
+  return {
+    schedule: db.prepare<[number, number]>(
+      `INSERT INTO image_elision (sid, pending_below) VALUES (?, ?)
+       ON CONFLICT (sid) DO UPDATE SET pending_below = max(coalesce(pending_below, 0), excluded.pending_below)
+        WHERE excluded.pending_below > image_elision.done_below`,
+    ),
+    job: db.prepare<[number], { pending_below: number | null; done_below: number }>(
+      'SELECT pending_below, done_below FROM image_elision WHERE sid = ?',
+    ),
+    pendingSessions: db.prepare<[], { sid: number; name: string }>(
+      `SELECT e.sid, s.name FROM image_elision e INDEXED BY image_elision_pending JOIN sessions s ON s.sid = e.sid
+        WHERE e.pending_below IS NOT NULL ORDER BY e.sid`,
+    ),
+    stats: db.prepare<[number], { images_elided: number; payloads_deleted: number; bytes_freed: number; pending_below: number | null }>(
+      'SELECT images_elided, payloads_deleted, bytes_freed, pending_below FROM image_elision WHERE sid = ?',
+    ),
+    // The next rows to look at: tool results of the session with a payload reference, from the
+    // reference index's seq range (references of other sessions' rows in it are joined away).
+    nextRows: db.prepare<[number, number, number, number], { seq: number; body: string }>(
+      `SELECT DISTINCT t.seq, t.body FROM payload_refs r INDEXED BY payload_refs_seq JOIN transcript t ON t.seq = r.seq
+        WHERE r.seq >= ? AND r.seq < ? AND t.sid = ? AND t.kind = 'tool_result'
+        ORDER BY t.seq LIMIT ?`,
+    ),
+    rowRefs: db.prepare<[number], string>('DELETE FROM payload_refs WHERE seq = ? RETURNING hash').pluck(),
+    rewrite: db.prepare<[string, string, number, number]>('UPDATE transcript SET body = ?, text = ?, graphemes = ? WHERE seq = ?'),
+    // Garbage collection of one hash: an indexed probe of each table that can name it.
+    collect: db.prepare<[string, string, string], number>(
+      `DELETE FROM payloads WHERE hash = ?
+         AND NOT EXISTS (SELECT 1 FROM payload_refs INDEXED BY payload_refs_hash WHERE hash = ?)
+         AND NOT EXISTS (SELECT 1 FROM snapcompact_frames INDEXED BY snapcompact_frames_hash WHERE hash = ?)
+       RETURNING bytes`,
+    ).pluck(),
+    progress: db.prepare<[number, number, number, number, number, number]>(
+      `UPDATE image_elision SET done_below = ?, images_elided = images_elided + ?, payloads_deleted = payloads_deleted + ?,
+         bytes_freed = bytes_freed + ?, pending_below = CASE WHEN ? THEN NULL ELSE pending_below END WHERE sid = ?`,
+    ),
+    bumpRewrites: db.prepare<[number]>('UPDATE sessions SET rewrites = rewrites + 1 WHERE sid = ?'),
+    // The newest result row (at or below the head) answering a call with this id.
+    resultOf: db.prepare<[number, string, number], number | null>(
+      'SELECT max(result_seq) FROM tool_calls WHERE sid = ? AND call_id = ? AND result_seq <= ?',
+    ).pluck(),
+  };
+}
+
+const stmts = perDb(prepare);
+
+/**
+ * Records that the session's tool-output images in rows below `belowSeq` are no longer in its
+ * request. Call it inside the transaction that commits the compaction, so the job is durable
+ * exactly when the compaction is. A range already handled is not scheduled again.
+ */
+export function scheduleElision(db: Db, sid: number, belowSeq: number): void {
+  stmts(db).schedule.run(sid, belowSeq);
+}
+
+/**
+ * The seq below which a request carries none of the session's tool results verbatim: the
+ * oldest result row that answers one of `callIds` (the tool results the request holds), taking
+ * for an id used twice its newest answer at or below `head`; `head + 1` when it holds none.
+ */
+export function firstCarriedResult(db: Db, sid: number, head: number, callIds: Iterable<string>): number {
+  const st = stmts(db);
+  let first = head + 1;
+  for (const id of new Set(callIds)) {
+    const seq = st.resultOf.get(sid, id, head);
+    if (seq != null && seq < first) first = seq;
+  }
+  return first;
+}
+
+/** Sessions with an elision job waiting (after a crash, or scheduled and not yet run). */
+export function pendingElisions(db: Db): { sid: number; name: string }[] {
+  return stmts(db).pendingSessions.all();
+}
+
+export function elisionStats(db: Db, sid: number): ElisionStats {
+  const s = stmts(db).stats.get(sid);
+  if (s === undefined) return { imagesElided: 0, payloadsDeleted: 0, bytesFreed: 0, pending: false };
+  return { imagesElided: s.images_elided, payloadsDeleted: s.payloads_deleted, bytesFreed: s.bytes_freed, pending: s.pending_below !== null };
+}
+
+/** Just enough of a stored body to find its image parts; the rest is kept as it is. */
+const LooseBody = z.looseObject({ kind: z.string(), content: z.array(z.looseObject({ type: z.string() })) });
+
+/** Rows per batch: each is a parse, a rewrite and a reference delete, well under a slice. */
+export const ELISION_BATCH_ROWS = 64;
+
+/**
+ * Elides the next batch of the session's pending job, in one transaction. Rows are rewritten
+ * from their stored JSON with only the `elided` mark added, so nothing else about them
+ * changes; their text and rendered size follow. Returns what it did; `done` once the job is
+ * finished (also when there was none).
+ */
+export function elideBatch(db: Db, sid: number, maxRows = ELISION_BATCH_ROWS): ElisionBatch {
+  const st = stmts(db);
+  return db.transaction((): ElisionBatch => {
+    const job = st.job.get(sid);
+    const none: ElisionBatch = { rows: 0, images: 0, payloadsDeleted: 0, bytesFreed: 0, done: true };
+    if (job?.pending_below == null) return none;
+    const rows = st.nextRows.all(job.done_below, job.pending_below, sid, maxRows);
+    const out: ElisionBatch = { rows: 0, images: 0, payloadsDeleted: 0, bytesFreed: 0, done: rows.length < maxRows };
+    const hashes = new Set<string>();
+    for (const row of rows) {
+      const marked = markImages(row.seq, row.body);
+      if (marked !== null) {
+        st.rewrite.run(marked.json, marked.text, marked.graphemes, row.seq);
+        out.images += marked.images;
+      }
+      for (const h of st.rowRefs.all(row.seq)) hashes.add(h);
+      out.rows++;
+    }
+    for (const h of hashes) {
+      const bytes = st.collect.get(h, h, h);
+      if (bytes !== undefined) {
+        out.payloadsDeleted++;
+        out.bytesFreed += bytes;
+      }
+    }
+    const doneBelow = out.done ? job.pending_below : rows[rows.length - 1]!.seq + 1;
+    st.progress.run(doneBelow, out.images, out.payloadsDeleted, out.bytesFreed, out.done ? 1 : 0, sid);
+    // The rows changed in place: caches of rows and rendered sizes key on this counter.
+    if (out.rows > 0) st.bumpRewrites.run(sid);
+    return out;
+  })();
+}
+
+/** A row's body with every image part marked elided, its new text and size; null if it had none unmarked. */
+function markImages(seq: number, json: string): { json: string; text: string; graphemes: number; images: number } | null {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch (err) {
+    throw new Error(`transcript row ${seq} is corrupt: body is not JSON (${(err as Error).message})`);
+  }
+  const loose = LooseBody.safeParse(raw);
+  if (!loose.success) throw new Error(`transcript row ${seq} is corrupt: a tool result without content`);
+  // The parsed JSON itself is edited, not zod's copy of it, so the stored key order stays.
+  const next = raw as { content: Record<string, unknown>[] };
+  let images = 0;
+  next.content = next.content.map((p) => {
+    if (p.type !== 'image' || p.elided === true) return p;
+    images++;
+    return { ...p, elided: true };
+  });
+  if (images === 0) return null;
+  const body = StoredBody.safeParse(next);
+  if (!body.success) throw new Error(`transcript row ${seq} is corrupt: ${z.prettifyError(body.error).replaceAll('\n', '; ')}`);
+  const text = rowText(body.data);
+  return { json: JSON.stringify(next), text, graphemes: renderedGraphemesWithoutSeq(body.data, text), images };
+}

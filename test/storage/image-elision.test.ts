@@ -1,0 +1,143 @@
+// Image elision in storage: batches over the scheduled range, marks added without touching the
+// rest of a row, references and payloads dropped together, other sessions and user uploads
+// left alone, and a job cut short between batches finished on the next open.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { openDb, type Db } from '../../storage/db.ts';
+import { elideBatch, elisionStats, firstCarriedResult, pendingElisions, scheduleElision } from '../../storage/image-elision.ts';
+import { openSession } from '../../storage/sessions.ts';
+import { appendRows } from '../../storage/transcript.ts';
+import { readTranscript } from '../../storage/transcript-read.ts';
+import { ELIDED_IMAGE_TEXT } from '../../storage/row-text.ts';
+import { assistant, count, imageIn, pngBytes, rowsOf, tempDbWithPath, toolResult, user } from './factories.ts';
+
+/** A session of `n` turns, each a user input, a call and a result with its own screenshot. */
+async function screenshots(db: Db, session: string, n: number, offset = 0): Promise<number[]> {
+  openSession(db, { session });
+  const resultSeqs: number[] = [];
+  for (let i = offset; i < offset + n; i++) {
+    const upload = i % 4 === 0 ? [imageIn(await pngBytes(30 + i, 20, { r: 1, g: 2, b: i }), 'image/png')] : [];
+    const { seqs } = await appendRows(db, session, [
+      user(`look at view ${i}`, { images: upload }),
+      assistant(`checking ${i}`, [`c${i}`]),
+      toolResult(`c${i}`, `view ${i} rendered`, { images: [imageIn(await pngBytes(40 + i, 30), 'image/png')] }),
+    ]);
+    resultSeqs.push(seqs[2]!);
+  }
+  return resultSeqs;
+}
+
+function sidOf(db: Db, session: string): number {
+  return db.prepare('SELECT sid FROM sessions WHERE name = ?').pluck().get(session) as number;
+}
+
+function bodyOf(db: Db, seq: number): string {
+  return db.prepare('SELECT body FROM transcript WHERE seq = ?').pluck().get(seq) as string;
+}
+
+test('a job elides tool-output images below its seq in batches; payloads go with their last reference', async (t) => {
+  const { db } = tempDbWithPath(t);
+  const results = await screenshots(db, 's', 10);
+  await screenshots(db, 'other', 3, 50);
+  const sid = sidOf(db, 's');
+  const payloadsBefore = count(db, 'SELECT count(*) FROM payloads');
+  const below = results[7]!; // results 0-6 are covered; 7-9 stay
+  const bodyBefore = bodyOf(db, results[8]!);
+  scheduleElision(db, sid, below);
+  assert.deepEqual(pendingElisions(db), [{ sid, name: 's' }]);
+
+  const first = elideBatch(db, sid, 3);
+  assert.equal(first.rows, 3);
+  assert.equal(first.done, false);
+  assert.equal(elisionStats(db, sid).pending, true);
+  let batches = 1;
+  while (!elideBatch(db, sid, 3).done) batches++;
+  assert.equal(batches, 2, 'seven rows in batches of three: 3, 3, then 1 and done');
+  assert.deepEqual(pendingElisions(db), []);
+
+  const rows = rowsOf(db, 's');
+  for (const seq of results) {
+    const row = rows.find((r) => r.seq === seq)!;
+    const covered = seq < below;
+    assert.equal(row.text.includes(ELIDED_IMAGE_TEXT), covered, `row #${seq} text`);
+    assert.equal(count(db, 'SELECT count(*) FROM payload_refs WHERE seq = ?', seq), covered ? 0 : 1);
+  }
+  assert.equal(bodyOf(db, results[8]!), bodyBefore, 'a row above the range is untouched');
+  // User uploads keep their images and references, and the other session is untouched.
+  for (const r of rows.filter((x) => x.kind === 'user' && x.body.includes('"image"'))) {
+    assert.equal(r.text.includes(ELIDED_IMAGE_TEXT), false);
+    assert.equal(count(db, 'SELECT count(*) FROM payload_refs WHERE seq = ?', r.seq), 1);
+  }
+  assert.ok(rowsOf(db, 'other').every((r) => !r.text.includes(ELIDED_IMAGE_TEXT)));
+  const stats = elisionStats(db, sid);
+  assert.equal(stats.imagesElided, 7);
+  assert.equal(stats.payloadsDeleted, 7);
+  assert.equal(count(db, 'SELECT count(*) FROM payloads'), payloadsBefore - 7);
+  assert.equal(stats.bytesFreed > 0, true);
+  assert.equal(count(db, 'SELECT count(*) FROM payload_refs r LEFT JOIN payloads p ON p.hash = r.hash WHERE p.hash IS NULL'), 0);
+
+  // Rendered reads show the marker, and the stored size follows the new text.
+  const read = await readTranscript(db, { session: 's', offset: 0, limit: 100_000 });
+  assert.equal(read.text.split(ELIDED_IMAGE_TEXT).length - 1, 7);
+  // A deep page skips whole rows by their stored sizes: it matches the full rendering only if
+  // the sizes follow the rewritten text.
+  const graphemes = [...new Intl.Segmenter().segment(read.text)].map((g) => g.segment);
+  const offset = graphemes.length - 120;
+  const page = await readTranscript(db, { session: 's', offset, limit: 60 });
+  assert.equal(page.text, graphemes.slice(offset, offset + 60).join(''));
+});
+
+test('the mark is the only change: key order, the rest of the body and retries of the row stay the same', async (t) => {
+  const { db } = tempDbWithPath(t);
+  const results = await screenshots(db, 's', 2);
+  const before = JSON.parse(bodyOf(db, results[0]!)) as Record<string, unknown>;
+  scheduleElision(db, sidOf(db, 's'), results[1]!);
+  elideBatch(db, sidOf(db, 's'));
+  const afterJson = bodyOf(db, results[0]!);
+  const after = JSON.parse(afterJson) as { content: Record<string, unknown>[] };
+  assert.deepEqual(Object.keys(after), Object.keys(before));
+  const image = after.content.find((p) => p.type === 'image')!;
+  assert.equal(image.elided, true);
+  const { elided: _e, ...unmarked } = image;
+  assert.deepEqual({ ...after, content: after.content.map((p) => (p === image ? unmarked : p)) }, before);
+  // The client retrying the same row (same key) still gets its stored seq, not a conflict.
+  const again = await appendRows(db, 's', [toolResult('c0', 'view 0 rendered', { key: undefined, images: [imageIn(await pngBytes(40, 30), 'image/png')] })]);
+  assert.equal(again.seqs.length, 1);
+});
+
+test('a job cut short by a crash is finished after reopening; scheduling a handled range again does nothing', async (t) => {
+  const { db, path } = tempDbWithPath(t);
+  const results = await screenshots(db, 's', 6);
+  const sid = sidOf(db, 's');
+  scheduleElision(db, sid, results[5]!);
+  elideBatch(db, sid, 2);
+  // A second connection stands in for the next start (the first never finishes its job).
+  const next = openDb(path, { synchronous: 'NORMAL' });
+  try {
+    assert.deepEqual(pendingElisions(next), [{ sid, name: 's' }]);
+    while (!elideBatch(next, sid, 2).done);
+    assert.equal(elisionStats(next, sid).imagesElided, 5);
+    const rewrites = next.prepare('SELECT rewrites FROM sessions WHERE sid = ?').pluck().get(sid);
+    scheduleElision(next, sid, results[2]!);
+    assert.deepEqual(pendingElisions(next), [], 'an older boundary than the one handled is no job');
+    assert.equal(elideBatch(next, sid).rows, 0);
+    assert.equal(next.prepare('SELECT rewrites FROM sessions WHERE sid = ?').pluck().get(sid), rewrites);
+  } finally {
+    next.close();
+  }
+});
+
+test('firstCarriedResult: the oldest result the request holds, by the newest answer of a reused id', async (t) => {
+  const { db } = tempDbWithPath(t);
+  openSession(db, { session: 's' });
+  const a = await appendRows(db, 's', [user('go'), assistant('x', ['c1']), toolResult('c1', 'one'), assistant('y', ['c2']), toolResult('c2', 'two')]);
+  // The id c1 comes back once its first call was answered.
+  const b = await appendRows(db, 's', [assistant('z', ['c1']), toolResult('c1', 'three')]);
+  const sid = sidOf(db, 's');
+  const head = b.seqs[1]!;
+  assert.equal(firstCarriedResult(db, sid, head, ['c2']), a.seqs[4]);
+  assert.equal(firstCarriedResult(db, sid, head, ['c1']), b.seqs[1], 'a reused id means its newest answer');
+  assert.equal(firstCarriedResult(db, sid, head, ['c1', 'c2']), a.seqs[4]);
+  assert.equal(firstCarriedResult(db, sid, head, []), head + 1, 'no results carried: everything below the head');
+  assert.equal(firstCarriedResult(db, sid, a.seqs[4]!, ['c1']), a.seqs[2], 'answers after the head do not count');
+});
