@@ -49,11 +49,12 @@ function prepare(db: Db) {
     ),
     // The next rows to look at: tool results of the session with a payload reference, from the
     // reference index's seq range (references of other sessions' rows in it are joined away).
-    nextRows: db.prepare<[number, number, number, number], { seq: number; body: string }>(
-      `SELECT DISTINCT t.seq, t.body FROM payload_refs r INDEXED BY payload_refs_seq JOIN transcript t ON t.seq = r.seq
+    nextRows: db.prepare<[number, number, number, number], number>(
+      `SELECT DISTINCT r.seq FROM payload_refs r INDEXED BY payload_refs_seq JOIN transcript t ON t.seq = r.seq
         WHERE r.seq >= ? AND r.seq < ? AND t.sid = ? AND t.kind = 'tool_result'
-        ORDER BY t.seq LIMIT ?`,
-    ),
+        ORDER BY r.seq LIMIT ?`,
+    ).pluck(),
+    body: db.prepare<[number], string>('SELECT body FROM transcript WHERE seq = ?').pluck(),
     rowRefs: db.prepare<[number], string>('DELETE FROM payload_refs WHERE seq = ? RETURNING hash').pluck(),
     rewrite: db.prepare<[string, string, number, number]>('UPDATE transcript SET body = ?, text = ?, graphemes = ? WHERE seq = ?'),
     // Garbage collection of one hash: an indexed probe of each table that can name it.
@@ -115,8 +116,10 @@ export function elisionStats(db: Db, sid: number): ElisionStats {
 /** Just enough of a stored body to find its image parts; the rest is kept as it is. */
 const LooseBody = z.looseObject({ kind: z.string(), content: z.array(z.looseObject({ type: z.string() })) });
 
-/** Rows per batch: each is a parse, a rewrite and a reference delete, well under a slice. */
+/** Rows per batch at most: each is a parse, a rewrite and a reference delete. */
 export const ELISION_BATCH_ROWS = 64;
+/** Milliseconds of row work per batch at most, so that a batch and its commit stay well inside 50 ms. */
+export const ELISION_SLICE_MS = 10;
 
 /**
  * Elides the next batch of the session's pending job, in one transaction. Rows are rewritten
@@ -133,13 +136,19 @@ export function elideBatch(db: Db, sid: number, maxRows = ELISION_BATCH_ROWS): E
     const rows = st.nextRows.all(job.done_below, job.pending_below, sid, maxRows);
     const out: ElisionBatch = { rows: 0, images: 0, payloadsDeleted: 0, bytesFreed: 0, done: rows.length < maxRows };
     const hashes = new Set<string>();
-    for (const row of rows) {
-      const marked = markImages(row.seq, row.body);
+    const started = performance.now();
+    for (const seq of rows) {
+      // A slice of work per batch (the commit's fsync comes on top): the rest waits for the next.
+      if (out.rows > 0 && performance.now() - started >= ELISION_SLICE_MS) {
+        out.done = false;
+        break;
+      }
+      const marked = markImages(seq, st.body.get(seq)!);
       if (marked !== null) {
-        st.rewrite.run(marked.json, marked.text, marked.graphemes, row.seq);
+        st.rewrite.run(marked.json, marked.text, marked.graphemes, seq);
         out.images += marked.images;
       }
-      for (const h of st.rowRefs.all(row.seq)) hashes.add(h);
+      for (const h of st.rowRefs.all(seq)) hashes.add(h);
       out.rows++;
     }
     for (const h of hashes) {
@@ -149,7 +158,7 @@ export function elideBatch(db: Db, sid: number, maxRows = ELISION_BATCH_ROWS): E
         out.bytesFreed += bytes;
       }
     }
-    const doneBelow = out.done ? job.pending_below : rows[rows.length - 1]!.seq + 1;
+    const doneBelow = out.done ? job.pending_below : rows[out.rows - 1]! + 1;
     st.progress.run(doneBelow, out.images, out.payloadsDeleted, out.bytesFreed, out.done ? 1 : 0, sid);
     // The rows changed in place: caches of rows and rendered sizes key on this counter.
     if (out.rows > 0) st.bumpRewrites.run(sid);
