@@ -236,6 +236,11 @@ describe('image elision over the socket', () => {
       assert.ok(results.some((x) => x.elided), 'something was elided');
       for (const img of results) assert.equal(img.elided, !carried.has(img.callId!), `row #${img.seq}`);
       assertNoDanglingRefs(db);
+      if (strategy === 'snapcompact') {
+        const archive = db.prepare('SELECT a.text FROM snapcompact_archive a JOIN sessions s ON s.sid = a.sid WHERE s.name = ?').pluck().get(session) as string;
+        assert.ok(archive.length > 0, 'the archive holds the evicted rows');
+        assert.doesNotMatch(archive, /iVBORw0KGgo|[A-Za-z0-9+/]{120,}/, 'and never image bytes');
+      }
     });
   }
 });
