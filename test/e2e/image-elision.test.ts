@@ -94,7 +94,7 @@ describe('image elision over the socket', () => {
   before(async () => {
     const home = tempHome();
     const window = { contextWindowTokens: 6000 };
-    fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify({ rolling: window, lcm: window, snapcompact: window }));
+    fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify({ rolling: window, lcm: window, snapcompact: { contextWindowTokens: 24000 } }));
     d = await start({ home });
     client = await d.connect({
       summarize: async (params) => {
