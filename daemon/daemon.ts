@@ -117,14 +117,18 @@ export class Daemon implements DaemonServices {
       },
     });
     this.configStore.load();
-    this.pruneFrames();
+    this.collectPayloads();
   }
 
-  /** Frames no request used for FRAME_TTL_MS go, and with them the payloads nothing else names. */
-  private pruneFrames(): void {
-    const frames = pruneFrames(this.db, Date.now() - FRAME_TTL_MS);
-    const payloads = frames === 0 ? 0 : collectPayloadGarbage(this.db);
+  /**
+   * Start-up upkeep of the payloads table: frames no request used for FRAME_TTL_MS go, with the
+   * payloads nothing else names, and the sweep removes any payload stored without a reference.
+   */
+  private collectPayloads(): void {
+    const { frames, payloads } = pruneFrames(this.db, Date.now() - FRAME_TTL_MS);
     if (frames > 0) this.log.info({ frames, payloads }, 'pruned snapcompact frames unused for 30 days');
+    const swept = collectPayloadGarbage(this.db);
+    if (swept > 0) this.log.info({ payloads: swept }, 'deleted payloads nothing named (stored just before a crash)');
   }
 
   /**

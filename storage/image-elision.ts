@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { StoredBody } from '../protocol/rows.ts';
 import { type Db, perDb } from './db.ts';
+import { releasePayloads } from './payloads.ts';
 import { renderedGraphemesWithoutSeq } from './graphemes.ts';
 import { rowText } from './row-text.ts';
 
@@ -57,13 +58,6 @@ function prepare(db: Db) {
     body: db.prepare<[number], string>('SELECT body FROM transcript WHERE seq = ?').pluck(),
     rowRefs: db.prepare<[number], string>('DELETE FROM payload_refs WHERE seq = ? RETURNING hash').pluck(),
     rewrite: db.prepare<[string, string, number, number]>('UPDATE transcript SET body = ?, text = ?, graphemes = ? WHERE seq = ?'),
-    // Garbage collection of one hash: an indexed probe of each table that can name it.
-    collect: db.prepare<[string, string, string], number>(
-      `DELETE FROM payloads WHERE hash = ?
-         AND NOT EXISTS (SELECT 1 FROM payload_refs INDEXED BY payload_refs_hash WHERE hash = ?)
-         AND NOT EXISTS (SELECT 1 FROM snapcompact_frames INDEXED BY snapcompact_frames_hash WHERE hash = ?)
-       RETURNING bytes`,
-    ).pluck(),
     progress: db.prepare<[number, number, number, number, number, number]>(
       `UPDATE image_elision SET done_below = ?, images_elided = images_elided + ?, payloads_deleted = payloads_deleted + ?,
          bytes_freed = bytes_freed + ?, pending_below = CASE WHEN ? THEN NULL ELSE pending_below END WHERE sid = ?`,
@@ -151,13 +145,9 @@ export function elideBatch(db: Db, sid: number, maxRows = ELISION_BATCH_ROWS): E
       for (const h of st.rowRefs.all(seq)) hashes.add(h);
       out.rows++;
     }
-    for (const h of hashes) {
-      const bytes = st.collect.get(h, h, h);
-      if (bytes !== undefined) {
-        out.payloadsDeleted++;
-        out.bytesFreed += bytes;
-      }
-    }
+    const freed = releasePayloads(db, hashes);
+    out.payloadsDeleted = freed.count;
+    out.bytesFreed = freed.bytes;
     const doneBelow = out.done ? job.pending_below : rows[out.rows - 1]! + 1;
     st.progress.run(doneBelow, out.images, out.payloadsDeleted, out.bytesFreed, out.done ? 1 : 0, sid);
     // The rows changed in place: caches of rows and rendered sizes key on this counter.

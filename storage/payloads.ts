@@ -45,6 +45,13 @@ function prepare(db: Db) {
         WHERE NOT EXISTS (SELECT 1 FROM payload_refs WHERE hash = ? AND pin_sid = ?)`,
     ),
     unpin: db.prepare<[number]>('DELETE FROM payload_refs WHERE pin_sid = ?'),
+    // One hash released: an indexed probe of each table that can name it.
+    release: db.prepare<[string, string, string], number>(
+      `DELETE FROM payloads WHERE hash = ?
+         AND NOT EXISTS (SELECT 1 FROM payload_refs INDEXED BY payload_refs_hash WHERE hash = ?)
+         AND NOT EXISTS (SELECT 1 FROM snapcompact_frames INDEXED BY snapcompact_frames_hash WHERE hash = ?)
+       RETURNING bytes`,
+    ).pluck(),
     stats: db.prepare<[], { count: number; bytes: number }>('SELECT count(*) AS count, coalesce(sum(bytes), 0) AS bytes FROM payloads'),
   };
 }
@@ -140,7 +147,29 @@ export function hasPayload(db: Db, hash: string): boolean {
   return stmts(db).meta.get(hash) !== undefined;
 }
 
-/** Deletes every payload no transcript row, pin or cached snapcompact frame names; returns how many went. */
+/**
+ * Deletes those of `hashes` that no transcript row, pin or cached frame names any more: what a
+ * caller runs, in its own transaction, right after it dropped references to them. Returns how
+ * many payloads went and their bytes.
+ */
+export function releasePayloads(db: Db, hashes: Iterable<string>): { count: number; bytes: number } {
+  const st = stmts(db);
+  const out = { count: 0, bytes: 0 };
+  for (const h of new Set(hashes)) {
+    const bytes = st.release.get(h, h, h);
+    if (bytes !== undefined) {
+      out.count++;
+      out.bytes += bytes;
+    }
+  }
+  return out;
+}
+
+/**
+ * The sweep: deletes every payload nothing names. Releases keep the table clean as references
+ * go; this catches a payload stored without one (a crash between storing a fitted image and
+ * writing its notice). It reads the payloads table, never transcript rows. Returns how many went.
+ */
 export function collectPayloadGarbage(db: Db): number {
   return stmts(db).gc.run().changes;
 }

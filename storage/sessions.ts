@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { AlbedoError } from '../protocol/errors.ts';
 import { type Db, perDb } from './db.ts';
-import { collectPayloadGarbage } from './payloads.ts';
+import { releasePayloads } from './payloads.ts';
 
 /** A `sessions` row with its parent's public id resolved. */
 export interface SessionRecord {
@@ -77,6 +77,13 @@ function prepare(db: Db) {
         ORDER BY s.sid`,
     ),
     delete: db.prepare<[string]>('DELETE FROM sessions WHERE name = ?'),
+    // Every payload hash the session's rows or pinned prompt name.
+    namedHashes: db
+      .prepare<[number, number], string>(
+        `SELECT r.hash FROM transcript t INDEXED BY transcript_session JOIN payload_refs r INDEXED BY payload_refs_seq ON r.seq = t.seq WHERE t.sid = ?
+         UNION SELECT hash FROM payload_refs INDEXED BY payload_refs_pin WHERE pin_sid = ?`,
+      )
+      .pluck(),
   };
 }
 
@@ -132,12 +139,15 @@ export function listSessions(db: Db): SessionSummary[] {
 
 /**
  * Deletes a session with its rows, tool calls, fork entries and payload references (all by
- * cascade), then the payloads nothing names any more. Child sessions stay, parentless.
+ * cascade), then those of its payloads nothing else names. Child sessions stay, parentless.
  */
 export function deleteSession(db: Db, name: string): boolean {
   return db.transaction(() => {
-    if (stmts(db).delete.run(name).changes === 0) return false;
-    collectPayloadGarbage(db);
+    const s = findSession(db, name);
+    if (s === undefined) return false;
+    const named = stmts(db).namedHashes.all(s.sid, s.sid);
+    stmts(db).delete.run(name);
+    releasePayloads(db, named);
     return true;
   })();
 }

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { type Db, perDb } from './db.ts';
-import { putPayload } from './payloads.ts';
+import { putPayload, releasePayloads } from './payloads.ts';
 import { SavedCut, type CutHints } from './saved-cut.ts';
 
 /** Where each archived row starts in the archive text: [UTF-16 offset, seq], in order. */
@@ -60,7 +60,7 @@ const stmts = perDb((db: Db) => ({
     'INSERT INTO snapcompact_frames (key, hash, width, height, used_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET used_at = excluded.used_at',
   ),
   touch: db.prepare<[number, string]>('UPDATE snapcompact_frames SET used_at = ? WHERE key = ?'),
-  prune: db.prepare<[number]>('DELETE FROM snapcompact_frames WHERE used_at < ?'),
+  prune: db.prepare<[number], string>('DELETE FROM snapcompact_frames WHERE used_at < ? RETURNING hash').pluck(),
 }));
 
 /** When the session's archive was last saved (ms since the epoch), from its row alone; undefined without one. */
@@ -112,7 +112,10 @@ export function cacheFrame(db: Db, key: string, png: Buffer, width: number, heig
   return { hash, width, height };
 }
 
-/** Drops frames unused since `before` (ms since the epoch); their payloads go at the next collection. */
-export function pruneFrames(db: Db, before: number): number {
-  return stmts(db).prune.run(before).changes;
+/** Drops frames unused since `before` (ms since the epoch), and their payloads unless something else names them. */
+export function pruneFrames(db: Db, before: number): { frames: number; payloads: number } {
+  return db.transaction(() => {
+    const hashes = stmts(db).prune.all(before);
+    return { frames: hashes.length, payloads: releasePayloads(db, hashes).count };
+  })();
 }
