@@ -11,6 +11,7 @@ import { sql as m009 } from './009-notes.ts';
 import { sql as m010 } from './010-snapcompact.ts';
 import { sql as m011 } from './011-session-prompts.ts';
 import { sql as m012 } from './012-known-told.ts';
+import { sql as m013 } from './013-image-fits.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -32,4 +33,5 @@ export const migrations: readonly Migration[] = [
   { version: 10, name: 'snapcompact', sql: m010 },
   { version: 11, name: 'session-prompts', sql: m011 },
   { version: 12, name: 'known-told', sql: m012 },
+  { version: 13, name: 'image-fits', sql: m013 },
 ];
