@@ -14,6 +14,7 @@ import { FOLD_PLUGINS, LAYERS, STRATEGIES } from '../strategies/index.ts';
 import type { EngineSetup } from '../strategies/prepare.ts';
 import { createSummarizer } from '../strategies/summarizer/index.ts';
 import { SummarizerConfig } from '../strategies/summarizer/types.ts';
+import type { ModelEntry } from '../strategies/catalog/models.ts';
 import type { ConfigSnapshot } from './config.ts';
 import type { ConnectionState } from './context.ts';
 
@@ -103,6 +104,11 @@ export function summarizerNote(config: ConfigSnapshot, via: ConnectionState | un
   return `summarizer client: written by connection ${via.id}${who}, the agent connection that last prepared this session`;
 }
 
+/** The catalog's entry for a model; none with the `models` extension off (the catalog is not consulted). */
+export function catalogEntry(config: ConfigSnapshot, resolution: Resolution, modelId: string | null): ModelEntry | undefined {
+  return modelId === null || !resolution.enabled.includes('models') ? undefined : config.models.lookup(modelId);
+}
+
 export function engineSetup(args: {
   db: Db;
   config: ConfigSnapshot;
@@ -128,8 +134,7 @@ export function engineSetup(args: {
     strategy,
     settings: settingsFor(args.config, strategy),
     modelId: args.modelId,
-    // With the `models` extension off the catalog is not consulted: no window, modalities or provider from it.
-    model: args.modelId === null || !resolution.enabled.includes('models') ? undefined : args.config.models.lookup(args.modelId),
+    model: catalogEntry(args.config, resolution, args.modelId),
     extensionContext: extensionContext(resolution),
     extensionTools: enabledMemoryTools(resolution.enabled).map(toolSpec),
     summarizer: createSummarizer(summarizerConfig, { env: args.env ?? process.env, clientCall }),

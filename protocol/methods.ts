@@ -30,9 +30,13 @@ export const Upstream = z.strictObject({
   provider: z.string().min(1).max(100).optional(),
   /** Images one request may carry. */
   max_images: z.number().int().positive().max(100_000).optional(),
-  /** Longest image edge kept without downsizing, in pixels. */
+  /** Longest image edge kept without downsizing, in pixels (larger ones are downsized, not refused). */
   max_image_edge_px: z.number().int().positive().max(1_000_000).optional(),
-  /** Largest image accepted, in bytes. */
+  /** Longest image edge accepted at all, in pixels; a larger image is fitted before it goes out. */
+  max_image_accepted_edge_px: z.number().int().positive().max(1_000_000).optional(),
+  /** Most pixels (width x height) one image may have; a larger image is fitted. */
+  max_image_pixels: z.number().int().positive().max(1e12).optional(),
+  /** Largest image accepted, in bytes of the image file (not its base64); a larger one is fitted. */
   max_image_bytes: z.number().int().positive().max(1e10).optional(),
   /** Images go up through a files API instead of inline request bytes. */
   uploads_images: z.boolean().optional(),

@@ -3,7 +3,8 @@
 // every measurement of that size, deleted after), the lcm-memory tools on two databases of their
 // own and lcm's own compaction and prepare costs (section lcm), replays the real fixture
 // transcripts turn by turn into fresh daemons (section replay), renders snapcompact frames
-// (section frames), and times the CLI and the daemon's start (section startup). Prints tables
+// (section frames), fits oversized images (section images), and times the CLI and the daemon's
+// start (section startup). Prints tables
 // and PASS/FAIL; writes JSON.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -15,6 +16,8 @@ import { parseArgs, type BenchArgs, type Section } from './bench/args.ts';
 import { corpusStats, loadCorpus, type Corpus } from './bench/corpus.ts';
 import { buildDataset, checkpoint, fileSize, type Dataset } from './bench/dataset.ts';
 import { benchFrames } from './bench/frames.ts';
+import { benchImageFit } from './bench/images-fit.ts';
+import { benchElision, ELISION_ROWS } from './bench/images-elision.ts';
 import { benchSnapPrepare } from './bench/snapcompact-prepare.ts';
 import { benchGrep } from './bench/grep.ts';
 import { benchLcm } from './bench/lcm.ts';
@@ -156,6 +159,12 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
     log('frames ...');
     results.frames = await benchFrames(corpus, { quick: args.quick }, log);
     results.snap_prepare = await benchSnapPrepare(root, corpus, args.quick ? 4000 : 20_000, log, args.prepareRuns);
+  }
+  if (args.only.has('images')) {
+    log('images ...');
+    results.images = { fit: await benchImageFit({ quick: args.quick }, log) };
+    log('image elision ...');
+    results.images.elision = await benchElision(root, args.quick ? 200 : ELISION_ROWS);
   }
   if (args.only.has('prepare')) {
     log('prepare over the socket ...');

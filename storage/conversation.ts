@@ -297,6 +297,21 @@ class FitTable {
   }
 }
 
+/** How one image reads at one seq, given the session's image-fit notices (see FitTable). */
+export interface ImageFits {
+  /** True when the session has no fit through the boundary. */
+  readonly empty: boolean;
+  /** The image a part at `seq` reads as; the same object when no fit applies. */
+  resolve(part: ImagePart, seq: number): ImagePart;
+}
+
+/** The session's image-fit notices through `boundary` (default: its head), for single lookups. */
+export function imageFits(db: Db, session: string, boundary?: number): ImageFits {
+  const s = requireSession(db, session);
+  const st = stmts(db);
+  return new FitTable(st.fits.all(s.sid, boundary ?? st.head.get(s.sid) ?? 0), s.name);
+}
+
 /** The first fit with seq > at, in a list sorted by seq. */
 function firstAfter(list: readonly Fit[], at: number): Fit | undefined {
   let lo = 0;

@@ -23,6 +23,7 @@ import { finishElision } from '../image-elision.ts';
 import { elisionStats } from '../../storage/image-elision.ts';
 import type { Kernel } from '../kernels.ts';
 import { cacheSlot } from '../../strategies/harness/kernel-cache.ts';
+import { fitSessionImages, limitsForPrepare } from '../image-fit.ts';
 
 interface Frame {
   setup: EngineSetup;
@@ -133,6 +134,9 @@ export const prepare: Handler<'prepare'> = (params, ctx) =>
     ctx.daemon.summarizeRoutes.notePrepare(params.session, ctx.conn);
     // Before the head is taken: a pin found at adoption comes with a notice this request carries.
     adoptKnown(kernel, ctx.daemon.db, ctx.daemon.config(), requireSession(ctx.daemon.db, params.session).sid);
+    // Before the head is taken too: the request must read the fitted images (docs/images.md).
+    const limits = limitsForPrepare(ctx.daemon.db, ctx.daemon.config(), { session: params.session, model: params.model, provider: params.provider, upstream: params.upstream });
+    const fit = limits === null ? null : await fitSessionImages({ db: ctx.daemon.db, log: ctx.daemon.log, kernel, session: params.session, method: 'prepare', limits });
     const f = frameFor(ctx, kernel, params.session, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream });
     const prepared = await elideLeftBehind(ctx, params.session, f.args.session.sid, 'prepare', await prepareRequest({ ...f.setup, pinnedContext: pinnedContext(kernel, f.setup) }, f.args));
     noteSent(ctx.daemon.db, f.args.session.sid, kernel, f.setup, prepared);
@@ -148,7 +152,8 @@ export const prepare: Handler<'prepare'> = (params, ctx) =>
       compacted: prepared.compacted,
       observation: prepared.observation,
     });
-    const observation = record(ctx, f, { ...prepared.observation, cache_breaks }, prompt, id);
+    const notes = fit === null || fit.notes.length === 0 ? prepared.observation.notes : [...prepared.observation.notes, ...fit.notes];
+    const observation = record(ctx, f, { ...prepared.observation, cache_breaks, notes }, prompt, id);
     if (prepared.compacted) ctx.daemon.log.info({ session: params.session, method: 'prepare', tokens: observation.last_compaction }, 'compacted');
     const inputs = params.images === 'inline' ? inlineImages(prepared.inputs, (hash) => getPayload(ctx.daemon.db, hash)?.data) : prepared.inputs;
     return {

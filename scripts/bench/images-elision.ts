@@ -13,7 +13,7 @@ import { openDb } from '../../storage/db.ts';
 import { elisionStats, scheduleElision } from '../../storage/image-elision.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
-import { nowMs } from './timing.ts';
+import { fmtMs, nowMs } from './timing.ts';
 
 export const ELISION_ROWS = 1_000;
 /** The longest the event loop may wait on elision work, in ms (the daemon's slice rule). */
@@ -89,4 +89,20 @@ export async function benchElision(root: string, rows = ELISION_ROWS): Promise<E
     db.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+export function judgeElision(r: ElisionResult): { target: string; measured: string; pass: boolean } {
+  return {
+    target: `images: eliding ${r.rows} screenshot rows after a compaction stalls the event loop at most ${ELISION_STALL_TARGET_MS} ms`,
+    measured: `longest stall ${fmtMs(r.max_stall_ms)}; whole job ${fmtMs(r.total_ms)}`,
+    pass: r.max_stall_ms <= ELISION_STALL_TARGET_MS,
+  };
+}
+
+export function renderElision(r: ElisionResult): string {
+  return (
+    `\nimages: elision of ${r.rows} tool-output screenshots (marks, references, payload deletes; synchronous=FULL)\n` +
+    `  ${r.images_elided} images elided · ${r.payloads_deleted} payloads deleted · ${(r.bytes_freed / 1024).toFixed(0)} KiB freed · ` +
+    `job ${fmtMs(r.total_ms)} (${((r.total_ms * 1000) / Math.max(1, r.rows)).toFixed(0)} µs/row) · longest event-loop stall ${fmtMs(r.max_stall_ms)} · built in ${fmtMs(r.build_ms)}`
+  );
 }

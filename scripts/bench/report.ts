@@ -3,6 +3,8 @@
 import type { AppendResult, FloorComparison, IndexerLatency } from './append.ts';
 import type { GrepResult } from './grep.ts';
 import { judgeFrames, type FramesResult } from './frames.ts';
+import { judgeImageFit, renderImageFit, type ImageFitResult } from './images-fit.ts';
+import { judgeElision, renderElision, type ElisionResult } from './images-elision.ts';
 import { judgeSnapPrepare, type SnapPrepare } from './snapcompact-prepare.ts';
 import type { LcmResult } from './lcm.ts';
 import type { CompactionWork, PrepareResult } from './prepare.ts';
@@ -51,6 +53,8 @@ export interface Results {
   lcm_prepare?: LcmPrepare;
   frames?: FramesResult;
   snap_prepare?: SnapPrepare;
+  /** Section images: `fit` (images-fit.ts) and `elision` (images-elision.ts). */
+  images?: { fit?: ImageFitResult; elision?: ElisionResult };
   startup?: StartupResult;
   segmenter_probe?: Array<{ chars: number; whole_us_per_grapheme: number; sliced_us_per_grapheme: number }>;
   verdicts: Verdict[];
@@ -167,6 +171,8 @@ export function judge(r: Results): Verdict[] {
   out.push(...judgeLcmEngine(r.lcm_compaction, r.lcm_prepare));
   if (r.frames !== undefined) out.push(...judgeFrames(r.frames));
   out.push(...judgeSnapPrepare(r.snap_prepare));
+  if (r.images?.fit !== undefined) out.push(...judgeImageFit(r.images.fit));
+  if (r.images?.elision !== undefined) out.push(judgeElision(r.images.elision));
   if (r.startup !== undefined) out.push(...judgeStartup(r.startup));
   return out;
 }
@@ -402,6 +408,8 @@ export function render(r: Results): string {
       ),
     );
   }
+  if (r.images?.fit !== undefined) out.push(renderImageFit(r.images.fit));
+  if (r.images?.elision !== undefined) out.push(renderElision(r.images.elision));
   if (r.startup !== undefined) out.push(renderStartup(r.startup));
   if (r.verdicts.length > 0) {
     out.push('\ntargets (this run):');

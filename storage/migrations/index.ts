@@ -11,6 +11,7 @@ import { sql as m009 } from './009-notes.ts';
 import { sql as m010 } from './010-snapcompact.ts';
 import { sql as m011 } from './011-session-prompts.ts';
 import { sql as m012 } from './012-known-told.ts';
+import { sql as m013 } from './013-image-fits.ts';
 import { sql as m014 } from './014-image-elision.ts';
 
 export interface Migration {
@@ -33,5 +34,6 @@ export const migrations: readonly Migration[] = [
   { version: 10, name: 'snapcompact', sql: m010 },
   { version: 11, name: 'session-prompts', sql: m011 },
   { version: 12, name: 'known-told', sql: m012 },
+  { version: 13, name: 'image-fits', sql: m013 },
   { version: 14, name: 'image-elision', sql: m014 },
 ];
