@@ -41,6 +41,9 @@ function accept(kind: IdentifierKind, s: string): boolean {
       if (!/[A-Za-z]/.test(s)) return false;
       if (/^(?:\/|\.{1,2}\/|~\/)/.test(s)) return true;
       const segments = s.split('/').filter((x) => x !== '');
+      // "Update/add", "SessionLive/SubagentLive": two capitalized words joined by a slash are
+      // prose or two symbols (the symbol rule then finds each), not a relative path.
+      if (segments.length === 2 && segments.every((x) => /^[A-Za-z]+$/.test(x)) && /^[A-Z]/.test(segments[0] ?? '')) return false;
       if (segments.length >= 3 || FILE_EXTENSION.test(segments.at(-1) ?? '')) return true;
       return segments.every((x) => x.length >= 3) && segments.some((x) => x.length >= 4);
     }

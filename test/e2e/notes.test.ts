@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import type { AlbedoClient } from '../../protocol/client.ts';
 import type { ParamsIn, Result } from '../../protocol/methods.ts';
 import { NOTES_HEADER } from '../../strategies/notes/notes.ts';
+import { SUMMARY_HEADER } from '../../strategies/rolling/rolling.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
 import { startDaemon, tempHome, type DaemonHandle } from './harness.ts';
 
@@ -160,7 +161,8 @@ describe('the extractive backend keeps planted identifiers in the notes', () => 
     await client.call('transcript.append', { session, rows });
     const p = await client.call('prepare', { session, model: 'm', instructions: INSTRUCTIONS });
     assert.equal(p.compacted, true);
-    const rest = JSON.stringify(p.inputs.slice(1));
+    // The verbatim part: what follows the notes, without rolling's own summary (which may name them too).
+    const rest = JSON.stringify(p.inputs.slice(1).filter((i) => !(i.content[0]?.type === 'text' && i.content[0].text.startsWith(SUMMARY_HEADER))));
     const notes = firstText(p);
     assert.ok(notes.startsWith(NOTES_HEADER), notes.slice(0, 100));
     // Evicted: the request quotes at most the three user messages rolling's recap keeps.

@@ -28,6 +28,17 @@ test('prose is not identifiers: and/or, sentence ends, short numbers, plain word
   assert.deepEqual([...ids.keys()], []);
 });
 
+test('two capitalized words joined by a slash are prose or two symbols, not a path', () => {
+  const ids = extractIdentifiers('Update/add tests for SessionLive/SubagentLive; Add/update docs in src/strategies and Sources/App.swift.');
+  assert.equal(ids.has('Update/add'), false);
+  assert.equal(ids.has('Add/update'), false);
+  assert.equal(ids.has('SessionLive/SubagentLive'), false);
+  assert.equal(ids.get('SessionLive'), 'symbol');
+  assert.equal(ids.get('SubagentLive'), 'symbol');
+  assert.equal(ids.get('src/strategies'), 'path');
+  assert.equal(ids.get('Sources/App.swift'), 'path');
+});
+
 test('retainedShare counts verbatim occurrences', () => {
   assert.deepEqual(retainedShare(['a.ts', 'fooBar', 'ENOENT'], 'kept a.ts and ENOENT only'), { kept: 2, total: 3, share: 2 / 3 });
   assert.equal(retainedShare([], 'x').share, 1);

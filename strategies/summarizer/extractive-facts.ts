@@ -1,0 +1,340 @@
+// What the offline summarizer reads out of a summary prompt: the transcript as entries (a
+// message, a tool call with its result), the identifiers each mentions, and from those the
+// facts a summary is made of (the task, files touched and what changed, errors and their
+// fixes, what was verified, open work, the next step, other findings). Choosing and writing
+// the facts within a budget is extractive.ts's job.
+import { BLOB_PLACEHOLDER, parseTranscriptLine, redactBlobs, type TranscriptLineKind } from './prompt-format.ts';
+import { IMAGE_MARKER_PATTERN } from '../../storage/row-text.ts';
+
+// ---------------------------------------------------------------------------------------------
+// Identifiers and line features
+
+const FILE_EXTENSIONS = new Set([
+  'ts', 'tsx', 'mts', 'cts', 'js', 'jsx', 'mjs', 'cjs', 'json', 'jsonl', 'py', 'pyi', 'rs', 'go', 'java', 'kt',
+  'c', 'h', 'cc', 'cpp', 'hpp', 'cs', 'rb', 'php', 'swift', 'scala', 'ex', 'exs', 'heex', 'eex', 'erl', 'gleam', 'hs', 'ml',
+  'lua', 'sh', 'bash', 'zsh', 'ps1', 'md', 'rst', 'txt', 'yml', 'yaml', 'toml', 'ini', 'cfg', 'conf', 'env',
+  'lock', 'sql', 'db', 'css', 'scss', 'html', 'vue', 'svelte', 'xml', 'proto', 'gradle', 'tf', 'nix', 'log',
+  'csv', 'png', 'jpg', 'svg', 'wasm', 'zig', 'dart', 'r', 'jl', 'sol',
+]);
+const KEYWORDS = new Set([
+  'decided', 'decide', 'decision', 'agreed', 'must', 'should', 'will', 'need', 'needs', 'required',
+  'never', 'always', "don't", 'dont', 'instead', 'because', 'plan', 'planned', 'next', 'todo',
+  'fix', 'fixed', 'fixes', 'bug', 'bugs', 'error', 'errors', 'failed', 'fails', 'failing', 'failure',
+  'broken', 'crash', 'crashes', 'exception', 'panic', 'regression', 'missing', 'warning', 'cannot',
+  "can't", 'problem', 'issue', 'cause', 'caused', 'found', 'reverted', 'revert', 'blocked', 'remaining',
+  'done', 'verified', 'verify', 'works', 'passes', 'passing', 'tested', 'confirmed',
+]);
+const STOPWORDS = new Set([
+  'the', 'and', 'for', 'with', 'that', 'this', 'from', 'into', 'about', 'what', 'when', 'where',
+  'which', 'keep', 'are', 'was', 'were', 'has', 'have', 'had', 'not', 'but', 'all', 'any', 'our',
+  'you', 'your', 'its', 'then', 'than', 'there', 'their', 'them', 'they', 'how', 'why', 'who',
+  'can', 'also', 'just', 'only', 'some', 'more', 'most', 'other', 'such', 'very', 'one', 'out',
+]);
+
+const CUT_MARKER = /\[…\d+ more characters cut\]/g;
+const BACKTICKED = /`[^`\n]+`/g;
+const TOKEN = /[\w$@.:/~+-]+/g;
+const CAMEL = /^[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*$/;
+const PASCAL = /^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+$/;
+const SNAKE = /^[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+$/;
+const DOTTED = /^[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)+$/;
+const VERSION = /^v?\d+(?:\.\d+)+[\w.+-]*$/;
+const HEX = /^(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,64}$/i;
+const ERROR_CODE = /^(?:[A-Z]{1,6}-?\d{2,}|E[A-Z]{3,})$/;
+const NUMBER = /^-?\d{3,}(?:[.,]\d+)?(?:ms|s|kb|mb|gb|k|m|%|px)?$/i;
+const ARITY = /\/\d+$/;
+const WORD = /[\p{L}\p{N}_']+/gu;
+const PLAIN_WORD = /^[a-z]+$/;
+
+export type IdKind = 'path' | 'symbol' | 'number';
+
+function isPath(tok: string): boolean {
+  if (tok.includes('/')) {
+    // Two path segments with something word-like on each side; bare "/" or "a/" are not paths.
+    return /[\w.~-]\/[\w.@-]/.test(tok) || /^\/[\w.@-]+/.test(tok);
+  }
+  const dot = tok.lastIndexOf('.');
+  if (dot <= 0 || dot === tok.length - 1) return false;
+  return /^[\w.@-]+$/.test(tok) && /[A-Za-z_]/.test(tok.slice(0, dot)) && FILE_EXTENSIONS.has(tok.slice(dot + 1).toLowerCase());
+}
+
+function isSymbol(tok: string): boolean {
+  if (CAMEL.test(tok) || PASCAL.test(tok) || SNAKE.test(tok)) return true;
+  if (!DOTTED.test(tok)) return false;
+  // `MapSet.new`, `Enum.take`, `a.fooBar`: a module or a code-like part; not "e.g" or "i.e".
+  const parts = tok.split(/\.|::/);
+  return /^[A-Z]/.test(parts[0] ?? '') || parts.some((p) => CAMEL.test(p) || SNAKE.test(p) || PASCAL.test(p));
+}
+
+/** One token's identifier, if it is one: leading sigils (`@attr`, `:atom`) and an arity (`f/2`) dropped. */
+function identifierOf(raw: string): { id: string; kind: IdKind } | undefined {
+  let tok = raw.replace(/^[@:+~-]+(?=[\w/.~])/, '').replace(/[.:,+-]+$/, '');
+  if (tok.length < 3 || tok.length > 120) return undefined;
+  if (ARITY.test(tok) && !tok.slice(0, tok.lastIndexOf('/')).includes('/')) tok = tok.replace(ARITY, '');
+  if (PLAIN_WORD.test(tok)) return undefined;
+  if (isPath(tok)) return { id: tok.replace(/^~(?=\/)/, '~'), kind: 'path' };
+  if (isSymbol(tok)) return { id: tok, kind: 'symbol' };
+  if (VERSION.test(tok) || HEX.test(tok) || ERROR_CODE.test(tok) || NUMBER.test(tok)) return { id: tok, kind: 'number' };
+  return undefined;
+}
+
+/** A cut marker and the token it cut short (`load_ses […1436 more characters cut]`): neither names anything. */
+const CUT_WITH_TOKEN = /[^\s[]*\s?\[…\d+ more characters cut\]/g;
+
+/** The identifiers of a text, once each, in order of first appearance. */
+export function identifiers(text: string): Map<string, IdKind> {
+  const out = new Map<string, IdKind>();
+  const clean = text.includes('more characters cut]') ? text.replace(CUT_WITH_TOKEN, ' ') : text;
+  for (const m of clean.matchAll(TOKEN)) {
+    const found = identifierOf(m[0]);
+    if (found !== undefined && !out.has(found.id)) out.set(found.id, found.kind);
+  }
+  return out;
+}
+
+export interface Features {
+  paths: number;
+  identifiers: number;
+  numbers: number;
+  keywords: number;
+}
+
+/** Counts what a line carries: paths, identifiers (with `backticked` spans), numbers, decision words. */
+export function features(text: string): Features {
+  const clean = text.replace(IMAGE_MARKER_PATTERN, ' ').replace(CUT_MARKER, ' ').replaceAll(BLOB_PLACEHOLDER, ' ');
+  const f: Features = { paths: 0, identifiers: (clean.match(BACKTICKED) ?? []).length, numbers: 0, keywords: 0 };
+  for (const m of clean.matchAll(TOKEN)) {
+    const raw = m[0];
+    if (PLAIN_WORD.test(raw)) {
+      if (KEYWORDS.has(raw)) f.keywords++;
+      continue;
+    }
+    const found = identifierOf(raw);
+    if (found?.kind === 'path') f.paths++;
+    else if (found?.kind === 'symbol') f.identifiers++;
+    else if (found?.kind === 'number') f.numbers++;
+    if (KEYWORDS.has(raw.toLowerCase())) f.keywords++;
+  }
+  for (const w of clean.toLowerCase().match(/\b(?:don't|can't)\b/g) ?? []) if (KEYWORDS.has(w)) f.keywords++;
+  return f;
+}
+
+/** Lowercase words of two or more characters. */
+export function wordSet(text: string): Set<string> {
+  const out = new Set<string>();
+  for (const w of text.toLowerCase().match(WORD) ?? []) if (w.length >= 2) out.add(w);
+  return out;
+}
+
+export function focusWords(focus: string | undefined): Set<string> {
+  const out = new Set<string>();
+  for (const w of wordSet(focus ?? '')) if (w.length >= 3 && !STOPWORDS.has(w)) out.add(w);
+  return out;
+}
+
+/**
+ * What a line carries, as a number: 3 per file path, 1.5 per identifier, 1 per number, version,
+ * hash or error code, 2 per decision or open-work word, each kind capped so one long line cannot
+ * win on volume, plus 3 per focus word it shares (up to 3). 0 for a line that carries nothing.
+ */
+export function contentScore(text: string, focus: ReadonlySet<string>): number {
+  const f = features(text);
+  let s = 3 * Math.min(f.paths, 3) + 1.5 * Math.min(f.identifiers, 4) + Math.min(f.numbers, 3) + 2 * Math.min(f.keywords, 3);
+  if (focus.size > 0) {
+    const words = wordSet(text);
+    let shared = 0;
+    for (const w of focus) if (words.has(w)) shared++;
+    s += 3 * Math.min(shared, 3);
+  }
+  return s;
+}
+
+/** Prose rather than code, markup or a log line: mostly letters, starting with a word, at least `n` words. */
+export function isProse(line: string, n = 4): boolean {
+  const t = line.replace(/^(?:[-*•]|\d+[.)])\s+/, '').replace(/\*\*/g, '');
+  if (!/^[\p{L}`"'(]/u.test(t) || !hasWords(t, n)) return false;
+  const chars = t.replace(/\s+/g, '');
+  const letters = (chars.match(/\p{L}/gu) ?? []).length;
+  return letters >= chars.length * 0.6;
+}
+
+/** Whether a line has at least `n` words: "ok", "let me look" are chat, not content. */
+export function hasWords(text: string, n: number): boolean {
+  return text.split(/\s+/, n + 1).filter((w) => w !== '' && w !== '-').length >= n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entries: the transcript as messages and tool calls
+
+export interface Call {
+  name: string;
+  args: Map<string, unknown>;
+}
+
+export interface Entry {
+  /** Position in the transcript, from 0. */
+  index: number;
+  kind: Exclude<TranscriptLineKind, 'continuation'>;
+  /** `¶user (notes):` -> 'notes'. */
+  origin?: string;
+  /** The entry's text, continuation lines included (their two-space indent removed). */
+  text: string;
+  isError: boolean;
+  /** For `call` entries. */
+  call?: Call;
+  /** For `out` entries: the call it answers (calls are answered in the order they were made). */
+  answers?: Entry;
+  /** For `call` entries: the output that answered it. */
+  result?: Entry;
+}
+
+/**
+ * The JSON value starting at `at` (a string, number, literal, object or array) and where it ends;
+ * for a value cut short (the call line was capped), what there is of it.
+ */
+function jsonValue(text: string, at: number): { value: unknown; end: number } {
+  const c = text[at];
+  let end = at;
+  if (c === '"') {
+    end = at + 1;
+    while (end < text.length && text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+    const raw = text.slice(at, Math.min(end + 1, text.length));
+    try {
+      return { value: JSON.parse(raw.endsWith('"') && raw.length > 1 ? raw : `${raw.replace(/\\$/, '')}"`), end: end + 1 };
+    } catch {
+      return { value: raw.slice(1), end: end + 1 };
+    }
+  }
+  if (c === '{' || c === '[') {
+    let depth = 0;
+    for (; end < text.length; end++) {
+      const ch = text[end];
+      if (ch === '"') {
+        end++;
+        while (end < text.length && text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      } else if (ch === '{' || ch === '[') depth++;
+      else if (ch === '}' || ch === ']') {
+        depth--;
+        if (depth === 0) break;
+      }
+    }
+    const raw = text.slice(at, end + 1);
+    try {
+      return { value: JSON.parse(raw), end: end + 1 };
+    } catch {
+      return { value: raw, end: end + 1 };
+    }
+  }
+  const stop = text.indexOf(', ', at);
+  end = stop < 0 ? text.length : stop;
+  const raw = text.slice(at, end).replace(/\)$/, '');
+  try {
+    return { value: JSON.parse(raw), end };
+  } catch {
+    return { value: raw, end };
+  }
+}
+
+/** `name(k = v, ...)` (callLine's layout) read back into a name and argument values. */
+export function parseCall(text: string): Call {
+  const open = text.indexOf('(');
+  const name = open < 0 ? text.trim() : text.slice(0, open).trim();
+  const args = new Map<string, unknown>();
+  if (open < 0) return { name, args };
+  const arg = /(?:, )?([\w$-]+) = /y;
+  let at = open + 1;
+  while (at < text.length) {
+    arg.lastIndex = at;
+    const m = arg.exec(text);
+    if (m === null || m[1] === undefined) break;
+    const v = jsonValue(text, arg.lastIndex);
+    args.set(m[1], v.value);
+    at = v.end;
+  }
+  return { name, args };
+}
+
+/** The transcript's entries, calls linked with their results. */
+export function readEntries(transcript: string): Entry[] {
+  const entries: Entry[] = [];
+  const pending: Entry[] = [];
+  let current: Entry | undefined;
+  for (const raw of transcript.split('\n')) {
+    const parsed = parseTranscriptLine(redactBlobs(raw));
+    if (parsed.kind === 'continuation') {
+      if (current === undefined) {
+        current = { index: entries.length, kind: 'note', text: parsed.text, isError: false };
+        entries.push(current);
+      } else current.text += `\n${parsed.text.replace(/^ {2}/, '')}`;
+      continue;
+    }
+    current = { index: entries.length, kind: parsed.kind, text: parsed.text, isError: parsed.isError === true };
+    if (parsed.kind === 'user' && parsed.origin !== undefined) current.origin = parsed.origin;
+    if (parsed.kind === 'call') {
+      current.call = parseCall(parsed.text);
+      pending.push(current);
+    } else if (parsed.kind === 'out') {
+      const call = pending.shift();
+      if (call !== undefined) {
+        current.answers = call;
+        call.result = current;
+      }
+    } else if (parsed.kind === 'user') pending.length = 0;
+    entries.push(current);
+  }
+  return entries;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Later references
+
+/** Weight of a mention by entry kind: a tool output (file contents, logs) mentions everything. */
+function mentionWeight(kind: Entry['kind']): number {
+  return kind === 'out' ? 0.34 : 1;
+}
+
+/**
+ * For each identifier, the entries that mention it (ascending) with their weights; how much
+ * later turns refer back to an identifier is the weight of the mentions after a given entry.
+ */
+export class References {
+  private readonly at = new Map<string, { index: number[]; weight: number[] }>();
+  /** Identifiers the assistant or the user wrote (not only tools). */
+  readonly spoken = new Set<string>();
+
+  constructor(entries: readonly Entry[]) {
+    for (const e of entries) {
+      const w = mentionWeight(e.kind);
+      for (const id of identifiers(e.text).keys()) {
+        let r = this.at.get(id);
+        if (r === undefined) this.at.set(id, (r = { index: [], weight: [] }));
+        r.index.push(e.index);
+        r.weight.push(w);
+        if (e.kind === 'ai' || e.kind === 'user' || e.kind === 'thinking') this.spoken.add(id);
+      }
+    }
+  }
+
+  /** Weighted mentions of `id` in entries after `entry` (-1: the whole transcript). */
+  after(id: string, entry: number): number {
+    const r = this.at.get(id);
+    if (r === undefined) return 0;
+    let lo = 0;
+    let hi = r.index.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((r.index[mid] ?? 0) <= entry) lo = mid + 1;
+      else hi = mid;
+    }
+    let sum = 0;
+    for (let i = lo; i < r.index.length; i++) sum += r.weight[i] ?? 0;
+    return sum;
+  }
+
+  /** How much later entries refer back to what `text` names: per identifier at most 3, in all at most 8. */
+  of(text: string, entry: number): number {
+    let sum = 0;
+    for (const id of identifiers(text).keys()) sum += Math.min(3, this.after(id, entry));
+    return Math.min(8, sum);
+  }
+}
