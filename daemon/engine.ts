@@ -4,13 +4,13 @@
 import { AlbedoError } from '../protocol/errors.ts';
 import { sessionChoices, saveSessionChoices } from '../storage/engine-log.ts';
 import type { Db } from '../storage/db.ts';
-import { BUILTIN_REGISTRY, type Registry } from '../strategies/extensions/catalog.ts';
+import { createRegistry, type Registry } from '../strategies/extensions/catalog.ts';
 import { applySelection, globalChoices, resolve, type Choice, type Resolution, type SelectionChange } from '../strategies/extensions/selection.ts';
 import { enabledMemoryTools, toolSpec } from '../strategies/extensions/tools.ts';
 import type { WindowSettings } from '../strategies/harness/window.ts';
 import type { Strategy } from '../strategies/contract.ts';
 import { foldPluginsFor } from '../strategies/harness/prior.ts';
-import { FOLD_PLUGINS, LAYERS, STRATEGIES } from '../strategies/index.ts';
+import { extensionDefs, FOLD_PLUGINS, LAYERS, STRATEGIES } from '../strategies/index.ts';
 import type { EngineSetup } from '../strategies/prepare.ts';
 import { createSummarizer } from '../strategies/summarizer/index.ts';
 import { SummarizerConfig } from '../strategies/summarizer/types.ts';
@@ -18,7 +18,8 @@ import type { ModelEntry } from '../strategies/catalog/models.ts';
 import type { ConfigSnapshot } from './config.ts';
 import type { ConnectionState } from './context.ts';
 
-export const registry: Registry = BUILTIN_REGISTRY;
+/** The shipped extensions, plus the strategies a script added before the daemon loaded (strategies/index.ts). */
+export const registry: Registry = createRegistry(extensionDefs());
 
 /** The session's resolved extensions: defaults, then extensions.json, then its own choices. */
 export function resolveExtensions(db: Db, config: ConfigSnapshot, sid: number | undefined): Resolution {

@@ -1,6 +1,7 @@
 // Replays an imported transcript into a real daemon turn by turn, the way an agent CLI drives
 // it: before every assistant row (a model call) the rows not yet appended go in, then `prepare`,
-// then `usage.report` with a measured count of 1.3x the estimate. Collects what each prepared
+// then `usage.report` with a measured count of 1.3x the estimate (or what the caller's `usage`
+// says: the eval adds the cached prefix). Collects what each prepared
 // request would have been: its size against the window, compaction state, unanswered calls and
 // whether the request prefix stayed stable between compactions.
 import { isDeepStrictEqual } from 'node:util';
@@ -33,7 +34,20 @@ export interface ReplayOptions {
   batchBytes?: number;
   /** Called after each prepare (progress, debugging). */
   onPrepare?: (p: PrepareRecord, index: number) => void;
+  /**
+   * What `usage.report` says for a prepared request; default measuredRatio x the estimate,
+   * nothing cached. `previous` is the request before it in this replay.
+   */
+  usage?: (p: PreparedRequest, previous: PreparedRequest | null) => { input_tokens: number; cached_tokens?: number };
+  /**
+   * Sees each whole prepared request after its usage report, with the number of transcript
+   * rows appended before it; awaited before the next rows go in (the eval reads state here).
+   */
+  inspect?: (p: PreparedRequest, rec: PrepareRecord, appended: number) => Promise<void> | void;
 }
+
+/** What `prepare` answers. */
+export type PreparedRequest = Result<'prepare'>;
 
 export interface PrepareRecord {
   /** Index of the assistant row this model call produced. */
@@ -86,7 +100,7 @@ export interface ReplayStats {
   records: PrepareRecord[];
 }
 
-type Prepared = Result<'prepare'>;
+type Prepared = PreparedRequest;
 
 /** Pairing as a provider checks it: every call is answered in the next input, every result follows its call. */
 export function unpairedParts(inputs: readonly PlainInput[]): { calls: number; results: number } {
@@ -199,7 +213,8 @@ export async function replayTranscript(client: AlbedoClient, session: string, im
     const p0 = performance.now();
     const p = await client.call('prepare', { session, model, ...(provider === undefined ? {} : { provider }), instructions, tools });
     const ms = performance.now() - p0;
-    await client.call('usage.report', { session, prepared_id: p.prepared_id, input_tokens: Math.round(measured * p.observation.estimated_input_tokens) });
+    const usage = opts.usage?.(p, previous) ?? { input_tokens: Math.round(measured * p.observation.estimated_input_tokens) };
+    await client.call('usage.report', { session, prepared_id: p.prepared_id, ...usage });
 
     const o = p.observation;
     const unpaired = unpairedParts(p.inputs);
@@ -221,6 +236,7 @@ export async function replayTranscript(client: AlbedoClient, session: string, im
     const index = stats.records.length;
     stats.records.push(rec);
     opts.onPrepare?.(rec, index);
+    await opts.inspect?.(p, rec, appended);
     previous = p;
   }
   await appendUpTo(rows.length);

@@ -1,0 +1,125 @@
+// The eval's two baselines, written against the Strategy contract (strategies/contract.ts) and
+// run inside the daemon like any strategy, but registered only by the eval's daemon entry
+// (scripts/eval/daemon-entry.ts), never shipped:
+// - `none`: what a client without compaction sends: the whole history, cut from the oldest end
+//   when it no longer fits the window, whole exchanges at a time (a call keeps its results).
+// - `single-summary`: one summary of everything evicted, rewritten from the old one at each
+//   compaction, then only the newest exchange verbatim; no recap, no tail budget. This is the
+//   shape of Claude Code's and Codex's auto-compact.
+// Both reuse the harness (cut planning, projection, the summarizer prompt); single-summary
+// saves its summary where rolling does (rolling_state), which is safe because an eval daemon
+// runs one strategy per session and never switches.
+import type { PlainInput, Section } from '../../protocol/prepared.ts';
+import type { StoredRow } from '../../protocol/rows.ts';
+import { yieldToEventLoop } from '../../storage/db.ts';
+import { saveRollingState } from '../../storage/rolling-state.ts';
+import { nothingCompacted, type CompactOptions, type CompactOutcome, type Projection, type Strategy, type StrategyInput } from '../../strategies/contract.ts';
+import { inputsTokens, textTokens } from '../../strategies/estimate.ts';
+import { planCut, startCut } from '../../strategies/harness/cut.ts';
+import { priorTail } from '../../strategies/harness/prior.ts';
+import { rowMemo } from '../../strategies/harness/row-memo.ts';
+import { resolveState } from '../../strategies/harness/running-summary-state.ts';
+import { summaryCap } from '../../strategies/harness/running-summary.ts';
+import { summaryPrompt, SUMMARIZER_SYSTEM } from '../../strategies/harness/summarizer-prompt.ts';
+import { summaryChunks } from '../../strategies/harness/summary-text.ts';
+import { evictionChunkTokens, groupUnits, opensExchange, opensUnit } from '../../strategies/harness/units.ts';
+import { isDue, roomUnderWindow } from '../../strategies/harness/window.ts';
+import { forModel, tokenCounter } from '../../strategies/projection.ts';
+import { RollingSettings } from '../../strategies/rolling/settings.ts';
+
+export const SINGLE_SUMMARY_HEADER = 'Summary of the conversation so far:';
+
+function tailSection(rows: readonly StoredRow[], inputs: PlainInput[]): Section[] {
+  if (rows.length === 0) return [];
+  return [{ name: 'tail', source: `rows #${rows[0]!.seq}-#${rows[rows.length - 1]!.seq} (${rows.length} rows, verbatim)`, estimated_tokens: inputsTokens(inputs) }];
+}
+
+/** `none`: the newest whole exchanges that fit the window; never due, never compacts. */
+function projectNone(input: StrategyInput): Projection {
+  const { rest } = priorTail(input, startCut());
+  const memo = rowMemo(input);
+  const tokens = tokenCounter(rest, input.target, memo.sizes, memo.inputs);
+  const groups = groupUnits(rest, (r) => opensUnit(r) || opensExchange(r), tokens);
+  const room = roomUnderWindow(input.window, input.pinnedTokens);
+  let start = 0;
+  let total = groups.reduce((n, g) => n + g.tokens, 0);
+  while (room !== null && start < groups.length - 1 && total > room) total -= groups[start++]!.tokens;
+  // Row sizes are close to, not exactly, the projected size: settle on the exact estimate.
+  for (;;) {
+    const rows = groups.slice(start).flatMap((g) => g.items);
+    const inputs = forModel(rows, input.target, memo.inputs);
+    const estimate = input.pinnedTokens + inputsTokens(inputs);
+    if (room === null || estimate - input.pinnedTokens <= room || start >= groups.length - 1) {
+      const notes = start > 0 ? [`none: ${groups.slice(0, start).reduce((n, g) => n + g.items.length, 0)} oldest row(s) dropped to fit the window`] : [];
+      return { inputs, sections: tailSection(rows, inputs), estimate, due: false, notes };
+    }
+    start++;
+  }
+}
+
+export const none: Strategy = {
+  name: 'none',
+  settings: RollingSettings,
+  project: projectNone,
+  compact: () => Promise.resolve(nothingCompacted('none never compacts')),
+};
+
+function summaryInput(summary: string): PlainInput {
+  return { role: 'user', content: [{ type: 'text', text: `${SINGLE_SUMMARY_HEADER}\n\n${summary}` }] };
+}
+
+function projectSingle(input: StrategyInput): Projection {
+  const resolved = resolveState(input);
+  const { rest } = priorTail(input, resolved.located);
+  const tail = forModel(rest, input.target, rowMemo(input).inputs);
+  const inputs: PlainInput[] = [];
+  const sections: Section[] = [];
+  if (resolved.state !== undefined) {
+    const s = summaryInput(resolved.state.summary);
+    inputs.push(s);
+    sections.push({ name: 'summary', source: `single summary by ${resolved.state.backend ?? 'unknown'}`, estimated_tokens: inputsTokens([s]) });
+  }
+  inputs.push(...tail);
+  sections.push(...tailSection(rest, tail));
+  const estimate = input.pinnedTokens + inputsTokens(inputs);
+  return { inputs, sections, estimate, due: isDue(estimate, input.window), notes: resolved.notes };
+}
+
+/** Evicts everything but the newest exchange (and its unit's opener) into one new summary. */
+async function compactSingle(input: StrategyInput, projection: Projection, opts: CompactOptions): Promise<CompactOutcome> {
+  const resolved = resolveState(input);
+  const { rest } = priorTail(input, resolved.located);
+  const memo = rowMemo(input);
+  const tokens = tokenCounter(rest, input.target, memo.sizes, memo.inputs);
+  const cut = planCut(input, resolved.located, rest, { tokens, budget: 0, settles: () => false });
+  if (cut === undefined || cut.evicted.length === 0) return nothingCompacted('nothing to evict but the newest exchange');
+  const basis = input.window.window ?? rest.reduce((n, r) => n + tokens(r), 0);
+  const cap = summaryCap(basis);
+  let summary = resolved.state?.summary ?? '';
+  let tokensIn = 0;
+  let tokensOut = 0;
+  let backend: string | null = null;
+  for (const transcript of summaryChunks(cut.evicted, tokens, evictionChunkTokens(basis))) {
+    await yieldToEventLoop();
+    const prompt = summaryPrompt({ previousSummary: summary, transcript, focus: opts.focus, maxOutputTokens: cap, what: 'a summary of the whole conversation' });
+    const result = await opts.summarizer.summarize({ session: input.session.name, purpose: 'single-summary', system: SUMMARIZER_SYSTEM, prompt, maxOutputTokens: cap, signal: opts.signal });
+    summary = result.text;
+    backend = result.backend;
+    tokensIn += textTokens(SUMMARIZER_SYSTEM) + textTokens(prompt);
+    tokensOut += result.outputTokens;
+  }
+  const after = input.pinnedTokens + inputsTokens([summaryInput(summary), ...forModel(cut.tail, input.target, memo.inputs)]);
+  if (after >= projection.estimate) {
+    return { ...nothingCompacted(`the summary would not make the request smaller (~${projection.estimate} -> ~${after})`), backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut };
+  }
+  const commit = (): void => saveRollingState(input.db, input.session.sid, { summary, cut: cut.cut, hints: cut.hints, backend });
+  return { compacted: true, commit, reason: null, backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut, evictedRows: cut.evicted.length };
+}
+
+export const singleSummary: Strategy = { name: 'single-summary', settings: RollingSettings, project: projectSingle, compact: compactSingle };
+
+/** What the eval's daemon entry registers. */
+export const BASELINES = [
+  { strategy: none, description: 'eval baseline: the whole history, oldest exchanges dropped to fit the window' },
+  { strategy: singleSummary, description: 'eval baseline: one summary of everything evicted, then the newest exchange' },
+] as const;
