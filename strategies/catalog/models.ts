@@ -1,6 +1,7 @@
-// The models catalog: the shipped models.json merged with the user's file, a forgiving id
-// lookup, and the image facts strategies need (vision or not, images per request).
-// Reading and watching the user's file is daemon/config.ts's job; this module only takes data.
+// The models catalog: the shipped models.json (generated from @pydantic/genai-prices by
+// scripts/catalog.ts) merged with the user's file, a forgiving id lookup, and the image facts
+// strategies need (vision or not, images per request). Reading and watching the user's file is
+// daemon/config.ts's job; this module only takes data.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
@@ -39,7 +40,7 @@ export const ModelEntry = z
   }));
 export type ModelEntry = z.output<typeof ModelEntry>;
 
-/** The shape of both the shipped file and `$ALBEDO_HOME/models.json`. Ids must be unique. */
+/** The shape of `$ALBEDO_HOME/models.json` (the user's entries). Ids must be unique. */
 export const ModelsFile = z
   .strictObject({ models: z.array(ModelEntry) })
   .superRefine((file, ctx) => {
@@ -54,6 +55,36 @@ export type ModelsFile = z.output<typeof ModelsFile>;
 /** What a caller may hand to `loadCatalog` before parsing (e.g. a test literal). */
 export type ModelsFileInput = z.input<typeof ModelsFile>;
 
+/** The shipped file: the entries, the other ids the package knows them by, and where they came from. */
+export const ShippedModelsFile = z
+  .strictObject({
+    source: z.strictObject({
+      /** The npm package the facts come from, its version, and its licence and copyright notice. */
+      package: z.string().min(1),
+      version: z.string().min(1),
+      license: z.string().min(1),
+      /** Day (YYYY-MM-DD) whose prices are listed, for prices that change on a date. */
+      prices_as_of: z.string().regex(/^\d{4}-\d{2}-\d{2}$/),
+    }),
+    models: z.array(ModelEntry),
+    /** Another id (lower case) -> the catalog id it names, e.g. `claude-sonnet-4.5` -> `claude-sonnet-4-5`. */
+    aliases: z.record(z.string().min(1), z.string().min(1)),
+  })
+  .superRefine((file, ctx) => {
+    const ids = new Set<string>();
+    file.models.forEach((m, i) => {
+      if (ids.has(m.id)) ctx.addIssue({ code: 'custom', message: `duplicate model id "${m.id}"`, path: ['models', i, 'id'] });
+      if (m.id !== m.id.toLowerCase()) ctx.addIssue({ code: 'custom', message: `model id "${m.id}" is not lower case`, path: ['models', i, 'id'] });
+      ids.add(m.id);
+    });
+    for (const [alias, id] of Object.entries(file.aliases)) {
+      if (ids.has(alias)) ctx.addIssue({ code: 'custom', message: `alias "${alias}" is also a model id`, path: ['aliases', alias] });
+      if (!ids.has(id)) ctx.addIssue({ code: 'custom', message: `alias "${alias}" names no model ("${id}")`, path: ['aliases', alias] });
+      if (alias !== alias.toLowerCase()) ctx.addIssue({ code: 'custom', message: `alias "${alias}" is not lower case`, path: ['aliases', alias] });
+    }
+  });
+export type ShippedModelsFile = z.output<typeof ShippedModelsFile>;
+
 export interface Catalog {
   /** Every entry, shipped first (in file order), then user additions. */
   readonly models: readonly ModelEntry[];
@@ -61,44 +92,78 @@ export interface Catalog {
   lookup(modelId: string): ModelEntry | undefined;
 }
 
-let shipped: ModelsFile | undefined;
+let shipped: ShippedModelsFile | undefined;
 
 /** The catalog file this package ships, parsed once. A broken shipped file is a build bug. */
-export function shippedModels(): ModelsFile {
+export function shippedModels(): ShippedModelsFile {
   if (shipped === undefined) {
     const text = readFileSync(new URL('./models.json', import.meta.url), 'utf8');
-    shipped = ModelsFile.parse(JSON.parse(text));
+    shipped = ShippedModelsFile.parse(JSON.parse(text));
   }
   return shipped;
 }
 
 /**
- * Builds the catalog from the shipped list plus the user's file. A user entry whose id matches a
- * shipped one (ignoring case) replaces it entirely, in the shipped entry's position; any other
- * user entry is appended. Fields are never merged, so a user entry says everything about its model.
+ * Builds the catalog from the shipped list plus the user's file. A user entry whose id is a
+ * shipped id or alias (ignoring case) replaces that shipped entry entirely, in its position, and
+ * the shipped entry's other ids then find the user's; any other user entry is appended. Fields
+ * are never merged, so a user entry says everything about its model.
+ *
+ * The user's file is checked now (its errors belong to the reload that read it); the shipped file
+ * is parsed, and the merged table built, on the first lookup, so a daemon start or a reload that
+ * no request follows does not pay for them.
  */
 export function loadCatalog(userFile?: ModelsFile | ModelsFileInput): Catalog {
   const user = userFile === undefined ? [] : ModelsFile.parse(userFile).models;
-  const byId = new Map<string, ModelEntry>();
-  for (const m of shippedModels().models) byId.set(m.id.toLowerCase(), m);
-  for (const m of user) byId.set(m.id.toLowerCase(), m);
-  return createCatalog([...byId.values()]);
+  let built: Catalog | undefined;
+  const catalog = (): Catalog => (built ??= mergeWithShipped(user));
+  return {
+    get models() {
+      return catalog().models;
+    },
+    lookup: (modelId) => catalog().lookup(modelId),
+  };
+}
+
+function mergeWithShipped(user: readonly ModelEntry[]): Catalog {
+  const base = shippedModels();
+  const models: ModelEntry[] = [...base.models];
+  const keys = new Map<string, number>(models.map((m, i) => [m.id, i] as const));
+  for (const [alias, id] of Object.entries(base.aliases)) {
+    const at = keys.get(id);
+    if (at !== undefined) keys.set(alias, at);
+  }
+  for (const m of user) {
+    const key = m.id.toLowerCase();
+    const at = keys.get(key);
+    if (at === undefined) {
+      keys.set(key, models.length);
+      models.push(m);
+    } else {
+      models[at] = m;
+    }
+  }
+  return createCatalog(models, keys);
 }
 
 const DATE_SUFFIX = /(?:[-@]\d{8}|-\d{4}-\d{2}-\d{2})$/;
 const ID_BOUNDARY = /[^a-z0-9]/;
 
 /**
- * Lookup, first hit wins, all comparisons lower-cased:
+ * Lookup, first hit wins, all comparisons lower-cased, each against the catalog ids and the
+ * aliases (`keys`, lower case, each naming an index into `models`):
  * 1. the id exactly as requested;
  * 2. without a provider prefix (everything up to the last `/`, as in `openrouter/anthropic/x`);
  * 3. then also without a trailing date (`-20250929`, `@20250929`, `-2025-04-14`);
- * 4. the longest catalog id that starts the remaining id and ends at a separator, so
+ * 4. the longest key that starts the remaining id and ends at a separator, so
  *    `gemini-2.5-pro-preview-06-05` finds `gemini-2.5-pro` but `o30` does not find `o3`.
  */
-function createCatalog(models: readonly ModelEntry[]): Catalog {
-  const byId = new Map(models.map((m) => [m.id.toLowerCase(), m] as const));
-  const idsLongestFirst = [...byId.keys()].sort((a, b) => b.length - a.length);
+function createCatalog(models: readonly ModelEntry[], keys: ReadonlyMap<string, number>): Catalog {
+  const keysLongestFirst = [...keys.keys()].sort((a, b) => b.length - a.length);
+  const at = (key: string): ModelEntry | undefined => {
+    const i = keys.get(key);
+    return i === undefined ? undefined : models[i];
+  };
   return {
     models,
     lookup(modelId) {
@@ -106,12 +171,12 @@ function createCatalog(models: readonly ModelEntry[]): Catalog {
       const bare = exact.slice(exact.lastIndexOf('/') + 1);
       const undated = bare.replace(DATE_SUFFIX, '');
       for (const candidate of [exact, bare, undated]) {
-        const hit = byId.get(candidate);
+        const hit = at(candidate);
         if (hit !== undefined) return hit;
       }
-      for (const id of idsLongestFirst) {
-        if (undated.length > id.length && undated.startsWith(id) && ID_BOUNDARY.test(undated.charAt(id.length))) {
-          return byId.get(id);
+      for (const key of keysLongestFirst) {
+        if (undated.length > key.length && undated.startsWith(key) && ID_BOUNDARY.test(undated.charAt(key.length))) {
+          return at(key);
         }
       }
       return undefined;
