@@ -5,6 +5,7 @@
 import type { Duplex } from 'node:stream';
 import { DomainCode, RpcCode, toWireError, type AlbedoError, type WireError } from './errors.ts';
 import { DEFAULT_MAX_LINE_BYTES, LineDecoder } from './framing.ts';
+import { topLevelMemberTokens } from './json-tokens.ts';
 import type { PartialLineBudget } from './line-budget.ts';
 
 export interface RequestContext {
@@ -94,12 +95,21 @@ interface Outgoing {
 
 const isObject = (v: unknown): v is Msg => typeof v === 'object' && v !== null && !Array.isArray(v);
 /**
- * A usable id: a string, or a number that JSON.stringify gives back as it was parsed. Past 2^53
- * (`12345678901234567890` parses as ...7000), non-finite (`1e400` parses as Infinity, written as
- * null), fractional or -0, the echo could differ from what was sent, so such ids are refused.
+ * The id rule, one for every number: a number id is usable only when the reply would carry the
+ * very token that was sent, that is, a safe integer written as JSON.stringify writes it. The
+ * parsed value alone cannot tell: past 2^53 `12345678901234567890` parses as ...7000, `1e400`
+ * as Infinity (written as null), and `-0`, `1.0`, `1e0` or `1.0000000000000000001` as integers
+ * whose echo would read differently. So the raw token (`rawToken`, from the line) is compared;
+ * ids that fail are refused with -32600. Strings are echoed as parsed, which is exact.
  */
-const isId = (v: unknown): v is Id =>
-  typeof v === 'string' || (typeof v === 'number' && Number.isSafeInteger(v) && !Object.is(v, -0));
+function usableId(v: unknown, rawToken: string | undefined): v is Id {
+  return typeof v === 'string' || (typeof v === 'number' && Number.isSafeInteger(v) && rawToken === String(v));
+}
+
+/** Whether `usableId` needs raw tokens for the message(s) of a parsed line: only for number ids. */
+function hasNumberId(value: unknown): boolean {
+  return Array.isArray(value) ? value.some((m) => isObject(m) && typeof m.id === 'number') : isObject(value) && typeof value.id === 'number';
+}
 
 function errorLine(id: Id | null, error: WireError): string {
   return JSON.stringify({ jsonrpc: '2.0', id, error });
@@ -333,13 +343,15 @@ export class RpcPeer {
       this.send(parseError());
       return;
     }
+    // The raw id tokens cost a scan of the line, so only lines with a number id pay it.
+    const idTokens = hasNumberId(value) ? topLevelMemberTokens(line, 'id') : [];
     let handled: Promise<string | undefined>;
     if (!Array.isArray(value)) {
-      handled = this.onMessage(value);
+      handled = this.onMessage(value, idTokens[0]);
     } else if (value.length === 0) {
       handled = Promise.resolve(invalidRequest(null, 'empty batch'));
     } else {
-      handled = Promise.all(value.map((m) => this.onMessage(m))).then((replies) => {
+      handled = Promise.all(value.map((m, i) => this.onMessage(m, idTokens[i]))).then((replies) => {
         const present = replies.filter((r): r is string => r !== undefined);
         return present.length > 0 ? `[${present.join(',')}]` : undefined;
       });
@@ -383,9 +395,12 @@ export class RpcPeer {
     else if (this._state === 'closing') this.flush();
   }
 
-  /** Handles one message; resolves to the encoded reply, or undefined when none is due. Never rejects. */
-  private async onMessage(m: unknown): Promise<string | undefined> {
-    const id = isObject(m) && isId(m.id) ? m.id : null;
+  /**
+   * Handles one message; resolves to the encoded reply, or undefined when none is due. Never
+   * rejects. `rawId` is the id's token as written in the line (needed when the id is a number).
+   */
+  private async onMessage(m: unknown, rawId: string | undefined): Promise<string | undefined> {
+    const id = isObject(m) && usableId(m.id, rawId) ? m.id : null;
     if (!isObject(m) || m.jsonrpc !== '2.0') return invalidRequest(id, 'not a JSON-RPC 2.0 message');
     if (!('method' in m)) {
       const isResponse = ('result' in m || 'error' in m) && (id !== null || m.id === null);
@@ -395,14 +410,15 @@ export class RpcPeer {
     }
     const { method, params } = m;
     if (typeof method !== 'string') return invalidRequest(id, 'method must be a string');
-    if ('id' in m && id === null) return invalidRequest(null, 'request id must be a string or a safe integer');
+    if ('id' in m && id === null) return invalidRequest(null, 'request id must be a string or a safe integer in plain digits (ids are echoed exactly as sent)');
     if (params !== undefined && (typeof params !== 'object' || params === null)) {
       return invalidRequest(id, 'params must be an object or an array');
     }
     if (id !== null && this.incoming.has(id)) return invalidRequest(id, `request id ${JSON.stringify(id)} is already in flight`);
     if (id === null && method === CANCEL_METHOD) {
       const target = isObject(params) ? params.id : undefined;
-      if (isId(target)) this.incoming.get(target)?.abort(new Error('request cancelled'));
+      // Only ids that passed usableId are in flight, so any string or number may be looked up.
+      if (typeof target === 'string' || typeof target === 'number') this.incoming.get(target)?.abort(new Error('request cancelled'));
       return undefined;
     }
     if (this.queueIsFull()) {

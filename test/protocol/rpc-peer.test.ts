@@ -561,11 +561,12 @@ test('dispose without answerWith still drops the late answers and ends at once',
   await srv.aborted.reach(1);
 });
 
-// issue 11, defect 11: `12345678901234567890` came back as 12345678901234567000, `1e400` as null.
+// issue 11, defect 11: `12345678901234567890` came back as 12345678901234567000, `1e400` as null,
+// and `1.0000000000000000001` (which JSON.parse makes exactly 1) as 1.
 test('a numeric id that would not come back as sent gets -32600 with id null; safe integers are echoed', async (t) => {
   const srv = await startServer(t);
   const c = await rawConnect(t, srv.sock);
-  for (const id of ['12345678901234567890', '1e400', '-1e400', '9007199254740992', '1.5', '-0']) {
+  for (const id of ['12345678901234567890', '1e400', '-1e400', '9007199254740992', '1.5', '-0', '1.0000000000000000001', '1.0', '1e0', '10E-1', '7.00']) {
     c.send(`{"jsonrpc":"2.0","id":${id},"method":"echo","params":[1]}\n`);
     const r = await c.reply();
     assert.equal(r.id, null, id);
@@ -575,6 +576,18 @@ test('a numeric id that would not come back as sent gets -32600 with id null; sa
   c.send('{"jsonrpc":"2.0","id":9007199254740991,"method":"echo","params":[1]}\n{"jsonrpc":"2.0","id":-9007199254740991,"method":"echo","params":[2]}\n');
   assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 9007199254740991, result: [1] });
   assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: -9007199254740991, result: [2] });
+  // In a batch each element's own token counts; a repeated id counts as JSON.parse reads it (the
+  // last), and an escaped key is the same member.
+  c.send('[{"jsonrpc":"2.0","id":3,"method":"echo","params":[3]},{"jsonrpc":"2.0","id":4.0,"method":"echo","params":[4]}]\n');
+  assert.deepEqual(
+    new Set((await c.batch()).map((r) => `${String(r.id)} ${r.error?.code ?? 'ok'}`)),
+    new Set(['3 ok', `null ${RpcCode.InvalidRequest}`]),
+  );
+  c.send('{"jsonrpc":"2.0","id":5,"method":"echo","params":[5],"id":5.0}\n{"jsonrpc":"2.0","\\u0069d":6e0,"method":"echo","params":[6]}\n');
+  assert.equal((await c.reply()).error?.code, RpcCode.InvalidRequest);
+  assert.equal((await c.reply()).error?.code, RpcCode.InvalidRequest);
+  c.send('{"jsonrpc":"2.0","id":6,"method":"echo","params":[6],"note":"\\"id\\":6.0"}\n');
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 6, result: [6] });
   assert.equal(srv.started.n, 0);
 });
 
