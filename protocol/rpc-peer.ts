@@ -88,6 +88,13 @@ const CANCEL_METHOD = '$/cancelRequest';
 /** After dispose, how long the other side gets to close before the stream is destroyed (ms). */
 const CLOSE_GRACE_MS = 2000;
 
+/** What a handler did: its result, or what it threw. */
+type Outcome = { ok: true; value: unknown } | { ok: false; err: unknown };
+/** Bytes of a line's reply made and not yet queued (counted in RpcPeer.heldReplyBytes). */
+interface HeldReply {
+  bytes: number;
+}
+
 interface Outgoing {
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
@@ -147,6 +154,8 @@ export class RpcPeer {
   private readonly writeQueue: Array<{ line: string; bytes: number }> = [];
   /** UTF-8 bytes of the lines in writeQueue. */
   private writeQueueBytes = 0;
+  /** UTF-8 bytes of replies made and not yet queued (single messages only; see onLine). */
+  private heldReplyBytes = 0;
   private readonly maxQueuedOutputBytes: number;
   /** Runs while output is over maxQueuedOutputBytes; closes the connection when it fires. */
   private slowReaderTimer: NodeJS.Timeout | undefined;
@@ -202,9 +211,9 @@ export class RpcPeer {
     return this._state;
   }
 
-  /** Output not yet taken by the other side: our queue plus the stream's buffer, in bytes. */
+  /** Output not yet taken by the other side: replies made, our queue and the stream's buffer, in bytes. */
   get queuedOutputBytes(): number {
-    return this.writeQueueBytes + this.stream.writableLength;
+    return this.heldReplyBytes + this.writeQueueBytes + this.stream.writableLength;
   }
 
   /** Resolves once no incoming request or notification is running or waiting to run. */
@@ -345,19 +354,24 @@ export class RpcPeer {
     }
     // The raw id tokens cost a scan of the line, so only lines with a number id pay it.
     const idTokens = hasNumberId(value) ? topLevelMemberTokens(line, 'id') : [];
+    // The reply to a single message counts against the output bound from the moment it is made
+    // (see invoke). A batch's replies are not counted while it waits for all of them: counted,
+    // they could keep its own remaining requests from starting.
+    const held: HeldReply = { bytes: 0 };
     let handled: Promise<string | undefined>;
     if (!Array.isArray(value)) {
-      handled = this.onMessage(value, idTokens[0]);
+      handled = this.onMessage(value, idTokens[0], held);
     } else if (value.length === 0) {
       handled = Promise.resolve(invalidRequest(null, 'empty batch'));
     } else {
-      handled = Promise.all(value.map((m, i) => this.onMessage(m, idTokens[i]))).then((replies) => {
+      handled = Promise.all(value.map((m, i) => this.onMessage(m, idTokens[i], undefined))).then((replies) => {
         const present = replies.filter((r): r is string => r !== undefined);
         return present.length > 0 ? `[${present.join(',')}]` : undefined;
       });
     }
     this.unfinishedLines++;
     void handled.then((reply) => {
+      this.heldReplyBytes -= held.bytes;
       if (reply !== undefined) this.send(reply);
       this.lineFinished();
     });
@@ -397,9 +411,10 @@ export class RpcPeer {
 
   /**
    * Handles one message; resolves to the encoded reply, or undefined when none is due. Never
-   * rejects. `rawId` is the id's token as written in the line (needed when the id is a number).
+   * rejects. `rawId` is the id's token as written in the line (needed when the id is a number);
+   * `held`, when given, is where the reply's bytes are counted until it is sent.
    */
-  private async onMessage(m: unknown, rawId: string | undefined): Promise<string | undefined> {
+  private async onMessage(m: unknown, rawId: string | undefined, held: HeldReply | undefined): Promise<string | undefined> {
     const id = isObject(m) && usableId(m.id, rawId) ? m.id : null;
     if (!isObject(m) || m.jsonrpc !== '2.0') return invalidRequest(id, 'not a JSON-RPC 2.0 message');
     if (!('method' in m)) {
@@ -431,7 +446,7 @@ export class RpcPeer {
       this.opts.onNotificationError?.(busy, method);
       return undefined;
     }
-    return id === null ? this.runNotification(method, params) : this.runRequest(id, method, params);
+    return id === null ? this.runNotification(method, params) : this.runRequest(id, method, params, held);
   }
 
   private onResponse(id: Id | null, m: Msg): void {
@@ -452,14 +467,19 @@ export class RpcPeer {
     else pending?.resolve(m.result);
   }
 
-  private async runRequest(id: Id, method: string, params: unknown): Promise<string> {
+  private async runRequest(id: Id, method: string, params: unknown, held: HeldReply | undefined): Promise<string> {
     const ac = new AbortController();
     this.incoming.set(id, ac);
     try {
-      const result = await this.invoke(method, params, { id, signal: ac.signal, peer: this });
-      return this.encodeResult(id, method, result);
-    } catch (err) {
-      return this.encodeError(id, method, err, ac.signal.aborted);
+      return await this.invoke(method, params, { id, signal: ac.signal, peer: this }, (outcome) => {
+        const reply = outcome.ok ? this.encodeResult(id, method, outcome.value) : this.encodeError(id, method, outcome.err, ac.signal.aborted);
+        if (held !== undefined) {
+          const bytes = Buffer.byteLength(reply) + 1;
+          held.bytes += bytes;
+          this.heldReplyBytes += bytes;
+        }
+        return reply;
+      });
     } finally {
       this.incoming.delete(id);
     }
@@ -470,24 +490,34 @@ export class RpcPeer {
     const ac = new AbortController();
     this.notifications.add(ac);
     try {
-      await this.invoke(method, params, { id: undefined, signal: ac.signal, peer: this });
-    } catch (err) {
-      if (ac.signal.aborted) return undefined;
-      const { wire, internal } = toWireError(err);
-      if (internal) this.opts.onInternalError?.(err, method);
-      else this.opts.onNotificationError?.(wire, method);
+      return await this.invoke(method, params, { id: undefined, signal: ac.signal, peer: this }, (outcome) => {
+        if (outcome.ok || ac.signal.aborted) return undefined;
+        const { wire, internal } = toWireError(outcome.err);
+        if (internal) this.opts.onInternalError?.(outcome.err, method);
+        else this.opts.onNotificationError?.(wire, method);
+        return undefined;
+      });
     } finally {
       this.notifications.delete(ac);
     }
-    return undefined;
   }
 
-  /** Calls the handler inside an in-flight slot; a request aborted while it waited never starts. */
-  private async invoke(method: string, params: unknown, ctx: RequestContext): Promise<unknown> {
+  /**
+   * Calls the handler inside an in-flight slot; a request aborted while it waited never starts.
+   * `finish` turns the outcome into the reply while the slot is still held, so the reply is
+   * counted (see runRequest) before the freed slot lets another request start.
+   */
+  private async invoke<T>(method: string, params: unknown, ctx: RequestContext, finish: (outcome: Outcome) => T): Promise<T> {
     await this.acquireSlot();
+    let outcome: Outcome;
     try {
       if (ctx.signal.aborted) throw ctx.signal.reason;
-      return await this.opts.onRequest(method, params, ctx);
+      outcome = { ok: true, value: await this.opts.onRequest(method, params, ctx) };
+    } catch (err) {
+      outcome = { ok: false, err };
+    }
+    try {
+      return finish(outcome);
     } finally {
       this.releaseSlot();
     }
@@ -514,8 +544,19 @@ export class RpcPeer {
 
   // ---- in-flight bound ----
 
+  /**
+   * A request may start when a slot is free and the output already queued is within its bound.
+   * Pausing the reading is not enough for the second: one chunk can carry hundreds of requests,
+   * and each that starts adds a reply. Gated here, the output of a side that never reads stays
+   * under maxQueuedOutputBytes plus the replies of the requests already running.
+   */
+  private canStart(): boolean {
+    return this.running < this.maxInFlight && this.queuedOutputBytes <= this.maxQueuedOutputBytes;
+  }
+
   private acquireSlot(): Promise<void> {
-    if (this.running < this.maxInFlight || this._state === 'closing' || this._state === 'closed') {
+    // Waiters keep their order: a new request starts at once only when none waits.
+    if ((this.slotWaiters.length === 0 && this.canStart()) || this._state === 'closing' || this._state === 'closed') {
       this.takeSlot();
       return Promise.resolve();
     }
@@ -528,13 +569,18 @@ export class RpcPeer {
 
   private releaseSlot(): void {
     this.running--;
-    this.slotWaiters.shift()?.();
+    this.startWaiting();
     this.updateReading();
   }
 
+  /** Starts waiting requests while they may start (a slot freed, or output went under its bound). */
+  private startWaiting(): void {
+    while (this.slotWaiters.length > 0 && this.canStart()) this.slotWaiters.shift()?.();
+  }
+
   /**
-   * The bound on requests waiting for a slot. While every slot is taken reading pauses, so the
-   * wait queue holds at most what the last chunk (or batch line) carried. But reading cannot
+   * The bound on requests waiting to start. While none may start reading pauses, so the wait
+   * queue holds at most what the last chunk (or batch line) carried. But reading cannot
    * pause while one of our requests awaits its answer: the answer arrives on this stream behind
    * whatever the other side sent first, so pausing could leave a handler waiting on it forever
    * (a client summarize during /compact, while the agent keeps sending requests). Then the
@@ -542,14 +588,15 @@ export class RpcPeer {
    * refused at once with `busy` and never start, which the other side may retry.
    */
   private queueIsFull(): boolean {
-    return this.running >= this.maxInFlight && this.outgoing.size > 0 && this.slotWaiters.length >= this.maxQueued;
+    return !this.canStart() && this.outgoing.size > 0 && this.slotWaiters.length >= this.maxQueued;
   }
 
   /**
    * The output bound. Replies pile up when the other side sends requests and never reads the
-   * answers (the socket buffer fills, then ours). Past maxQueuedOutputBytes reading pauses, so
-   * no new requests make more replies; if the output stays over the bound for the grace period,
-   * the other side is not reading at all and the connection is closed (onSlowReader).
+   * answers (the socket buffer fills, then ours). Past maxQueuedOutputBytes reading pauses and
+   * no waiting request starts, so no new replies are made; if the output stays over the bound
+   * for the grace period, the other side is not reading at all and the connection is closed
+   * (onSlowReader).
    */
   private watchOutput(): void {
     const over = this.queuedOutputBytes > this.maxQueuedOutputBytes;
@@ -565,6 +612,7 @@ export class RpcPeer {
       clearTimeout(this.slowReaderTimer);
       this.slowReaderTimer = undefined;
     }
+    if (!over) this.startWaiting();
     this.updateReading();
   }
 

@@ -75,6 +75,10 @@ async function startServer(t: TestContext, opts: Partial<RpcPeerOptions> = {}) {
         return params;
       case 'nothing':
         return undefined;
+      case 'big':
+        // A small request with a large reply (as transcript.rows is).
+        started.inc();
+        return 'b'.repeat(64 * 1024);
       case 'slow':
         started.inc();
         if (!signal.aborted) await once(signal, 'abort');
@@ -613,6 +617,31 @@ test('past maxQueuedOutputBytes of unread replies, reading pauses; it resumes on
   for (let i = 0; i < count; i++) ids.push((await c.reply()).id);
   assert.deepEqual(ids, Array.from({ length: count }, (_, i) => i));
   assert.equal(server.isPaused(), false);
+});
+
+// issue 11, defect 6 (what was left): 500 small requests in one chunk each made a 300 KB reply
+// although reading had paused, so unread replies still grew the daemon by ~170 MB.
+test('requests already read do not start while the output is over its bound; they run once the other side reads', async (t) => {
+  const bound = 256 * 1024;
+  const maxInFlight = 4;
+  const reply = 64 * 1024 + 100;
+  const srv = await startServer(t, { maxInFlight, maxQueuedOutputBytes: bound });
+  const c = await rawConnect(t, srv.sock);
+  c.socket.pause();
+  const count = 300; // one small chunk of requests, ~20 MB of replies
+  c.send(Array.from({ length: count }, (_, i) => line(req(i, 'big'))).join(''));
+  for (let i = 0; i < 100_000 && (srv.peers[0]?.queuedOutputBytes ?? 0) <= bound; i++) await new Promise((r) => setImmediate(r));
+  const peer = srv.peers[0];
+  assert.ok(peer && peer.queuedOutputBytes > bound);
+  // Ungated, every request already read would have run by now (each turn finishes many).
+  for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+  assert.ok(peer.queuedOutputBytes <= bound + maxInFlight * reply, `queued ${peer.queuedOutputBytes} bytes`);
+  assert.ok(srv.started.n < count, `${srv.started.n} of ${count} started`);
+  c.socket.resume();
+  const ids: unknown[] = [];
+  for (let i = 0; i < count; i++) ids.push((await c.reply()).id);
+  assert.deepEqual(ids, Array.from({ length: count }, (_, i) => i));
+  assert.equal(srv.started.n, count);
 });
 
 test('a connection whose output stays over the bound for the grace period is closed and reported', async (t) => {
