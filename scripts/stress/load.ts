@@ -5,13 +5,14 @@ import type { AlbedoClient } from '../../protocol/client.ts';
 import { makeHome, MB, percentile, startDaemon } from './daemon.ts';
 import type { Prng } from './prng.ts';
 import { result, type PartResult } from './report.ts';
+import { byScale, type Scale } from './scale.ts';
 
 const KINDS = ['append', 'prepare', 'grep', 'read', 'context'] as const;
 
-export async function loadPart(tmp: string, prng: Prng, quick: boolean, log: (s: string) => void): Promise<PartResult> {
+export async function loadPart(tmp: string, prng: Prng, scale: Scale, log: (s: string) => void): Promise<PartResult> {
   const t0 = performance.now();
-  const clients = quick ? 16 : 64;
-  const perClient = quick ? 60 : 300;
+  const clients = byScale(scale, 64, 16, 8);
+  const perClient = byScale(scale, 300, 60, 20);
   const d = await startDaemon(makeHome(tmp, 'load', { rolling: { contextWindowTokens: 8000 } }));
   const rssBefore = d.rss();
   const latencies: number[] = [];
