@@ -619,7 +619,8 @@ export class RpcPeer {
   /**
    * Reading pauses while every slot is taken or output is over its bound, except while our own
    * requests await answers: those arrive on this stream, and a handler may be the one waiting
-   * for them (then only the slow-reader grace period bounds the output).
+   * for them (then requests read meanwhile wait to start, up to maxQueued, past which they get
+   * `busy`).
    */
   private updateReading(): void {
     if (this._state !== 'open') return;
