@@ -20,6 +20,8 @@ const LIVE_AFTER_LIMIT = 16 * MB;
 /** The daemon's output bound per connection and its in-flight requests per connection (defaults). */
 const OUTPUT_BOUND = 16 * MB;
 const MAX_IN_FLIGHT = 64;
+/** Longest wait for the partial lines to arrive (ms). */
+const PARTIAL_WAIT_MS = 60_000;
 
 type Memory = Result<'daemon.status'>['memory'];
 
@@ -107,7 +109,11 @@ export async function slowReaderPart(tmp: string, prng: Prng, scale: Scale, log:
     for (let i = 0; i < lineBytes / MB; i++) conn.write(chunk);
     partials.push(conn);
   }
-  await sample(d, watcher, byScale(scale, 4000, 2000, 1500));
+  // Until every byte left the clients (or their connection was closed), then a second more:
+  // on a busy machine the lines take a while to arrive.
+  const deadline = Date.now() + PARTIAL_WAIT_MS;
+  while (Date.now() < deadline && !partials.every((p) => p.closed || p.sock.writableLength === 0)) await sample(d, watcher, 200);
+  await sample(d, watcher, 1000);
   const liveHeld = await live(d);
   const closedPartials = partials.filter((p) => p.closed).length;
   for (const p of partials) p.destroy();
