@@ -55,6 +55,8 @@ export interface DaemonServices {
   readonly settings: DaemonSettings;
   readonly startedAt: number;
   connectionCount(): number;
+  /** What the connections hold: output not yet read by the clients, unfinished lines (bytes). */
+  connectionMemory(): { queuedOutputBytes: number; partialLineBytes: number; partialLineBudgetBytes: number };
   /** The current extensions.json and models.json (last good versions). */
   config(): ConfigSnapshot;
   configProblems(): ConfigProblem[];

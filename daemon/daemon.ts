@@ -164,6 +164,13 @@ export class Daemon implements DaemonServices {
     return this.connections.size;
   }
 
+  /** What the connections hold: output not yet read by the clients, unfinished lines (bytes). */
+  connectionMemory(): { queuedOutputBytes: number; partialLineBytes: number; partialLineBudgetBytes: number } {
+    let queued = 0;
+    for (const c of this.connections) queued += c.peer?.queuedOutputBytes ?? 0;
+    return { queuedOutputBytes: queued, partialLineBytes: this.partialLines.heldBytes, partialLineBudgetBytes: this.partialLines.maxBytes };
+  }
+
   config(): ConfigSnapshot {
     return this.configStore.current;
   }

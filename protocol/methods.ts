@@ -301,6 +301,19 @@ export const methods = {
       config_errors: z.array(z.object({ file: z.string(), message: z.string() })),
       /** Stored image payloads (uploads, fitted copies, snapcompact frames): how many, and their bytes. */
       payloads: z.object({ count: z.number().int().nonnegative(), bytes: z.number().int().nonnegative() }),
+      /** The process's memory (bytes), and what the connections hold of it. */
+      memory: z.object({
+        rss_bytes: z.number().int(),
+        /** Live and not yet collected JS objects (strings of queued replies among them). */
+        heap_used_bytes: z.number().int(),
+        /** Memory outside the JS heap: buffers (partial lines), SQLite is not counted here. */
+        external_bytes: z.number().int(),
+        /** Replies made for clients and not yet read by them, all connections together. */
+        queued_output_bytes: z.number().int(),
+        /** Unfinished incoming lines held, all connections together, and their bound. */
+        partial_line_bytes: z.number().int(),
+        partial_line_budget_bytes: z.number().int(),
+      }),
     }),
   },
   'daemon.shutdown': { params: Empty.default({}), result: Ok },

@@ -5,6 +5,7 @@
 import type { Duplex } from 'node:stream';
 import { DomainCode, RpcCode, toWireError, type AlbedoError, type WireError } from './errors.ts';
 import { DEFAULT_MAX_LINE_BYTES, LineDecoder } from './framing.ts';
+import { topLevelMemberTokens } from './json-tokens.ts';
 import type { PartialLineBudget } from './line-budget.ts';
 
 export interface RequestContext {
@@ -87,6 +88,13 @@ const CANCEL_METHOD = '$/cancelRequest';
 /** After dispose, how long the other side gets to close before the stream is destroyed (ms). */
 const CLOSE_GRACE_MS = 2000;
 
+/** What a handler did: its result, or what it threw. */
+type Outcome = { ok: true; value: unknown } | { ok: false; err: unknown };
+/** Bytes of a line's reply made and not yet queued (counted in RpcPeer.heldReplyBytes). */
+interface HeldReply {
+  bytes: number;
+}
+
 interface Outgoing {
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
@@ -94,12 +102,21 @@ interface Outgoing {
 
 const isObject = (v: unknown): v is Msg => typeof v === 'object' && v !== null && !Array.isArray(v);
 /**
- * A usable id: a string, or a number that JSON.stringify gives back as it was parsed. Past 2^53
- * (`12345678901234567890` parses as ...7000), non-finite (`1e400` parses as Infinity, written as
- * null), fractional or -0, the echo could differ from what was sent, so such ids are refused.
+ * The id rule, one for every number: a number id is usable only when the reply would carry the
+ * very token that was sent, that is, a safe integer written as JSON.stringify writes it. The
+ * parsed value alone cannot tell: past 2^53 `12345678901234567890` parses as ...7000, `1e400`
+ * as Infinity (written as null), and `-0`, `1.0`, `1e0` or `1.0000000000000000001` as integers
+ * whose echo would read differently. So the raw token (`rawToken`, from the line) is compared;
+ * ids that fail are refused with -32600. Strings are echoed as parsed, which is exact.
  */
-const isId = (v: unknown): v is Id =>
-  typeof v === 'string' || (typeof v === 'number' && Number.isSafeInteger(v) && !Object.is(v, -0));
+function usableId(v: unknown, rawToken: string | undefined): v is Id {
+  return typeof v === 'string' || (typeof v === 'number' && Number.isSafeInteger(v) && rawToken === String(v));
+}
+
+/** Whether `usableId` needs raw tokens for the message(s) of a parsed line: only for number ids. */
+function hasNumberId(value: unknown): boolean {
+  return Array.isArray(value) ? value.some((m) => isObject(m) && typeof m.id === 'number') : isObject(value) && typeof value.id === 'number';
+}
 
 function errorLine(id: Id | null, error: WireError): string {
   return JSON.stringify({ jsonrpc: '2.0', id, error });
@@ -137,6 +154,8 @@ export class RpcPeer {
   private readonly writeQueue: Array<{ line: string; bytes: number }> = [];
   /** UTF-8 bytes of the lines in writeQueue. */
   private writeQueueBytes = 0;
+  /** UTF-8 bytes of replies made and not yet queued (single messages only; see onLine). */
+  private heldReplyBytes = 0;
   private readonly maxQueuedOutputBytes: number;
   /** Runs while output is over maxQueuedOutputBytes; closes the connection when it fires. */
   private slowReaderTimer: NodeJS.Timeout | undefined;
@@ -192,9 +211,9 @@ export class RpcPeer {
     return this._state;
   }
 
-  /** Output not yet taken by the other side: our queue plus the stream's buffer, in bytes. */
+  /** Output not yet taken by the other side: replies made, our queue and the stream's buffer, in bytes. */
   get queuedOutputBytes(): number {
-    return this.writeQueueBytes + this.stream.writableLength;
+    return this.heldReplyBytes + this.writeQueueBytes + this.stream.writableLength;
   }
 
   /** Resolves once no incoming request or notification is running or waiting to run. */
@@ -333,19 +352,26 @@ export class RpcPeer {
       this.send(parseError());
       return;
     }
+    // The raw id tokens cost a scan of the line, so only lines with a number id pay it.
+    const idTokens = hasNumberId(value) ? topLevelMemberTokens(line, 'id') : [];
+    // The reply to a single message counts against the output bound from the moment it is made
+    // (see invoke). A batch's replies are not counted while it waits for all of them: counted,
+    // they could keep its own remaining requests from starting.
+    const held: HeldReply = { bytes: 0 };
     let handled: Promise<string | undefined>;
     if (!Array.isArray(value)) {
-      handled = this.onMessage(value);
+      handled = this.onMessage(value, idTokens[0], held);
     } else if (value.length === 0) {
       handled = Promise.resolve(invalidRequest(null, 'empty batch'));
     } else {
-      handled = Promise.all(value.map((m) => this.onMessage(m))).then((replies) => {
+      handled = Promise.all(value.map((m, i) => this.onMessage(m, idTokens[i], undefined))).then((replies) => {
         const present = replies.filter((r): r is string => r !== undefined);
         return present.length > 0 ? `[${present.join(',')}]` : undefined;
       });
     }
     this.unfinishedLines++;
     void handled.then((reply) => {
+      this.heldReplyBytes -= held.bytes;
       if (reply !== undefined) this.send(reply);
       this.lineFinished();
     });
@@ -383,9 +409,13 @@ export class RpcPeer {
     else if (this._state === 'closing') this.flush();
   }
 
-  /** Handles one message; resolves to the encoded reply, or undefined when none is due. Never rejects. */
-  private async onMessage(m: unknown): Promise<string | undefined> {
-    const id = isObject(m) && isId(m.id) ? m.id : null;
+  /**
+   * Handles one message; resolves to the encoded reply, or undefined when none is due. Never
+   * rejects. `rawId` is the id's token as written in the line (needed when the id is a number);
+   * `held`, when given, is where the reply's bytes are counted until it is sent.
+   */
+  private async onMessage(m: unknown, rawId: string | undefined, held: HeldReply | undefined): Promise<string | undefined> {
+    const id = isObject(m) && usableId(m.id, rawId) ? m.id : null;
     if (!isObject(m) || m.jsonrpc !== '2.0') return invalidRequest(id, 'not a JSON-RPC 2.0 message');
     if (!('method' in m)) {
       const isResponse = ('result' in m || 'error' in m) && (id !== null || m.id === null);
@@ -395,14 +425,15 @@ export class RpcPeer {
     }
     const { method, params } = m;
     if (typeof method !== 'string') return invalidRequest(id, 'method must be a string');
-    if ('id' in m && id === null) return invalidRequest(null, 'request id must be a string or a safe integer');
+    if ('id' in m && id === null) return invalidRequest(null, 'request id must be a string or a safe integer in plain digits (ids are echoed exactly as sent)');
     if (params !== undefined && (typeof params !== 'object' || params === null)) {
       return invalidRequest(id, 'params must be an object or an array');
     }
     if (id !== null && this.incoming.has(id)) return invalidRequest(id, `request id ${JSON.stringify(id)} is already in flight`);
     if (id === null && method === CANCEL_METHOD) {
       const target = isObject(params) ? params.id : undefined;
-      if (isId(target)) this.incoming.get(target)?.abort(new Error('request cancelled'));
+      // Only ids that passed usableId are in flight, so any string or number may be looked up.
+      if (typeof target === 'string' || typeof target === 'number') this.incoming.get(target)?.abort(new Error('request cancelled'));
       return undefined;
     }
     if (this.queueIsFull()) {
@@ -415,7 +446,7 @@ export class RpcPeer {
       this.opts.onNotificationError?.(busy, method);
       return undefined;
     }
-    return id === null ? this.runNotification(method, params) : this.runRequest(id, method, params);
+    return id === null ? this.runNotification(method, params) : this.runRequest(id, method, params, held);
   }
 
   private onResponse(id: Id | null, m: Msg): void {
@@ -436,14 +467,19 @@ export class RpcPeer {
     else pending?.resolve(m.result);
   }
 
-  private async runRequest(id: Id, method: string, params: unknown): Promise<string> {
+  private async runRequest(id: Id, method: string, params: unknown, held: HeldReply | undefined): Promise<string> {
     const ac = new AbortController();
     this.incoming.set(id, ac);
     try {
-      const result = await this.invoke(method, params, { id, signal: ac.signal, peer: this });
-      return this.encodeResult(id, method, result);
-    } catch (err) {
-      return this.encodeError(id, method, err, ac.signal.aborted);
+      return await this.invoke(method, params, { id, signal: ac.signal, peer: this }, (outcome) => {
+        const reply = outcome.ok ? this.encodeResult(id, method, outcome.value) : this.encodeError(id, method, outcome.err, ac.signal.aborted);
+        if (held !== undefined) {
+          const bytes = Buffer.byteLength(reply) + 1;
+          held.bytes += bytes;
+          this.heldReplyBytes += bytes;
+        }
+        return reply;
+      });
     } finally {
       this.incoming.delete(id);
     }
@@ -454,24 +490,34 @@ export class RpcPeer {
     const ac = new AbortController();
     this.notifications.add(ac);
     try {
-      await this.invoke(method, params, { id: undefined, signal: ac.signal, peer: this });
-    } catch (err) {
-      if (ac.signal.aborted) return undefined;
-      const { wire, internal } = toWireError(err);
-      if (internal) this.opts.onInternalError?.(err, method);
-      else this.opts.onNotificationError?.(wire, method);
+      return await this.invoke(method, params, { id: undefined, signal: ac.signal, peer: this }, (outcome) => {
+        if (outcome.ok || ac.signal.aborted) return undefined;
+        const { wire, internal } = toWireError(outcome.err);
+        if (internal) this.opts.onInternalError?.(outcome.err, method);
+        else this.opts.onNotificationError?.(wire, method);
+        return undefined;
+      });
     } finally {
       this.notifications.delete(ac);
     }
-    return undefined;
   }
 
-  /** Calls the handler inside an in-flight slot; a request aborted while it waited never starts. */
-  private async invoke(method: string, params: unknown, ctx: RequestContext): Promise<unknown> {
+  /**
+   * Calls the handler inside an in-flight slot; a request aborted while it waited never starts.
+   * `finish` turns the outcome into the reply while the slot is still held, so the reply is
+   * counted (see runRequest) before the freed slot lets another request start.
+   */
+  private async invoke<T>(method: string, params: unknown, ctx: RequestContext, finish: (outcome: Outcome) => T): Promise<T> {
     await this.acquireSlot();
+    let outcome: Outcome;
     try {
       if (ctx.signal.aborted) throw ctx.signal.reason;
-      return await this.opts.onRequest(method, params, ctx);
+      outcome = { ok: true, value: await this.opts.onRequest(method, params, ctx) };
+    } catch (err) {
+      outcome = { ok: false, err };
+    }
+    try {
+      return finish(outcome);
     } finally {
       this.releaseSlot();
     }
@@ -498,8 +544,19 @@ export class RpcPeer {
 
   // ---- in-flight bound ----
 
+  /**
+   * A request may start when a slot is free and the output already queued is within its bound.
+   * Pausing the reading is not enough for the second: one chunk can carry hundreds of requests,
+   * and each that starts adds a reply. Gated here, the output of a side that never reads stays
+   * under maxQueuedOutputBytes plus the replies of the requests already running.
+   */
+  private canStart(): boolean {
+    return this.running < this.maxInFlight && this.queuedOutputBytes <= this.maxQueuedOutputBytes;
+  }
+
   private acquireSlot(): Promise<void> {
-    if (this.running < this.maxInFlight || this._state === 'closing' || this._state === 'closed') {
+    // Waiters keep their order: a new request starts at once only when none waits.
+    if ((this.slotWaiters.length === 0 && this.canStart()) || this._state === 'closing' || this._state === 'closed') {
       this.takeSlot();
       return Promise.resolve();
     }
@@ -512,13 +569,18 @@ export class RpcPeer {
 
   private releaseSlot(): void {
     this.running--;
-    this.slotWaiters.shift()?.();
+    this.startWaiting();
     this.updateReading();
   }
 
+  /** Starts waiting requests while they may start (a slot freed, or output went under its bound). */
+  private startWaiting(): void {
+    while (this.slotWaiters.length > 0 && this.canStart()) this.slotWaiters.shift()?.();
+  }
+
   /**
-   * The bound on requests waiting for a slot. While every slot is taken reading pauses, so the
-   * wait queue holds at most what the last chunk (or batch line) carried. But reading cannot
+   * The bound on requests waiting to start. While none may start reading pauses, so the wait
+   * queue holds at most what the last chunk (or batch line) carried. But reading cannot
    * pause while one of our requests awaits its answer: the answer arrives on this stream behind
    * whatever the other side sent first, so pausing could leave a handler waiting on it forever
    * (a client summarize during /compact, while the agent keeps sending requests). Then the
@@ -526,14 +588,15 @@ export class RpcPeer {
    * refused at once with `busy` and never start, which the other side may retry.
    */
   private queueIsFull(): boolean {
-    return this.running >= this.maxInFlight && this.outgoing.size > 0 && this.slotWaiters.length >= this.maxQueued;
+    return !this.canStart() && this.outgoing.size > 0 && this.slotWaiters.length >= this.maxQueued;
   }
 
   /**
    * The output bound. Replies pile up when the other side sends requests and never reads the
-   * answers (the socket buffer fills, then ours). Past maxQueuedOutputBytes reading pauses, so
-   * no new requests make more replies; if the output stays over the bound for the grace period,
-   * the other side is not reading at all and the connection is closed (onSlowReader).
+   * answers (the socket buffer fills, then ours). Past maxQueuedOutputBytes reading pauses and
+   * no waiting request starts, so no new replies are made; if the output stays over the bound
+   * for the grace period, the other side is not reading at all and the connection is closed
+   * (onSlowReader).
    */
   private watchOutput(): void {
     const over = this.queuedOutputBytes > this.maxQueuedOutputBytes;
@@ -549,13 +612,15 @@ export class RpcPeer {
       clearTimeout(this.slowReaderTimer);
       this.slowReaderTimer = undefined;
     }
+    if (!over) this.startWaiting();
     this.updateReading();
   }
 
   /**
    * Reading pauses while every slot is taken or output is over its bound, except while our own
    * requests await answers: those arrive on this stream, and a handler may be the one waiting
-   * for them (then only the slow-reader grace period bounds the output).
+   * for them (then requests read meanwhile wait to start, up to maxQueued, past which they get
+   * `busy`).
    */
   private updateReading(): void {
     if (this._state !== 'open') return;

@@ -12,12 +12,13 @@ import { fuzzPart } from './stress/fuzz.ts';
 import { halfClosePart } from './stress/half-close.ts';
 import { loadPart } from './stress/load.ts';
 import { Prng } from './stress/prng.ts';
+import type { Scale } from './stress/scale.ts';
 import { line, result, type PartResult } from './stress/report.ts';
 import { slowReaderPart } from './stress/slow-reader.ts';
 import { startupPart } from './stress/startup.ts';
 import { summarizerPart } from './stress/summarizer.ts';
 
-type Runner = (tmp: string, prng: Prng, quick: boolean, log: (s: string) => void) => Promise<PartResult>;
+type Runner = (tmp: string, prng: Prng, scale: Scale, log: (s: string) => void) => Promise<PartResult>;
 
 const RUNNERS: Record<Part, Runner> = {
   crash: crashPart,
@@ -43,7 +44,7 @@ async function main(): Promise<void> {
     process.exit(130);
   });
   const t0 = performance.now();
-  console.log(`stress: seed=${args.seed} quick=${String(args.quick)} parts=${args.only.join(',')}`);
+  console.log(`stress: seed=${args.seed} scale=${args.scale} parts=${args.only.join(',')}`);
   const parts: PartResult[] = [];
   try {
     for (const [i, part] of args.only.entries()) {
@@ -52,7 +53,7 @@ async function main(): Promise<void> {
       let r: PartResult;
       try {
         // Each part gets its own stream, so --only gives a part the draws it gets in a full run.
-        r = await RUNNERS[part](root, new Prng(args.seed + 1000 * (i + 1)), args.quick, log);
+        r = await RUNNERS[part](root, new Prng(args.seed + 1000 * (i + 1)), args.scale, log);
       } catch (err) {
         r = result(part, p0, {}, [`the part itself failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`]);
       }
@@ -69,7 +70,7 @@ async function main(): Promise<void> {
   const doc = {
     date: new Date().toISOString(),
     seed: args.seed,
-    quick: args.quick,
+    scale: args.scale,
     machine: { cpus: cpus.length, cpu_model: cpus[0]?.model ?? '?', node: process.version, total_mem_bytes: os.totalmem() },
     total_ms: totalMs,
     parts,

@@ -19,6 +19,8 @@ export const initialize: Handler<'initialize'> = (params, { daemon, conn }) => {
 
 export const daemonStatus: Handler<'daemon.status'> = (_params, { daemon }) => {
   const row = daemon.db.prepare('SELECT count(*) AS n FROM sessions').get() as { n: number };
+  const mem = process.memoryUsage();
+  const held = daemon.connectionMemory();
   return {
     version: daemon.version,
     pid: process.pid,
@@ -29,6 +31,14 @@ export const daemonStatus: Handler<'daemon.status'> = (_params, { daemon }) => {
     connections: daemon.connectionCount(),
     config_errors: daemon.configProblems(),
     payloads: payloadStats(daemon.db),
+    memory: {
+      rss_bytes: mem.rss,
+      heap_used_bytes: mem.heapUsed,
+      external_bytes: mem.external,
+      queued_output_bytes: held.queuedOutputBytes,
+      partial_line_bytes: held.partialLineBytes,
+      partial_line_budget_bytes: held.partialLineBudgetBytes,
+    },
   };
 };
 

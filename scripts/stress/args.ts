@@ -1,13 +1,15 @@
-// Command-line flags of `npm run stress`: --only, --quick, --seed, --json, --tmp. Unknown flags
-// are errors. The counts each part runs with are chosen in the parts from `quick`.
+// Command-line flags of `npm run stress`: --only, --quick, --ci, --seed, --json, --tmp. Unknown
+// flags are errors. The counts each part runs with are chosen in the parts from the scale.
 import os from 'node:os';
 import { eachFlag, namesFrom } from '../flags.ts';
+import type { Scale } from './scale.ts';
 
 export const PARTS = ['crash', 'fuzz', 'load', 'slow-reader', 'half-close', 'startup', 'summarizer'] as const;
 export type Part = (typeof PARTS)[number];
 
 export interface StressArgs {
-  quick: boolean;
+  /** --quick: small counts; --ci: the smallest, for the run inside `npm test`; else full. */
+  scale: Scale;
   only: Part[];
   /** Seed of every PRNG of the run; printed so a run can be repeated. */
   seed: number;
@@ -15,10 +17,10 @@ export interface StressArgs {
   tmp: string;
 }
 
-const USAGE = `usage: npm run stress -- [--quick] [--only ${PARTS.join(',')}] [--seed N] [--json out.json] [--tmp DIR]`;
+const USAGE = `usage: npm run stress -- [--quick | --ci] [--only ${PARTS.join(',')}] [--seed N] [--json out.json] [--tmp DIR]`;
 
 export function parseArgs(argv: readonly string[]): StressArgs {
-  let quick = false;
+  let scale: Scale = 'full';
   let only: Part[] = [...PARTS];
   let seed = Math.floor(Math.random() * 2 ** 31);
   let json = '.bench/stress.json';
@@ -26,7 +28,10 @@ export function parseArgs(argv: readonly string[]): StressArgs {
   for (const { name, raw, value } of eachFlag(argv, USAGE)) {
     switch (name) {
       case '--quick':
-        quick = true;
+        scale = 'quick';
+        break;
+      case '--ci':
+        scale = 'ci';
         break;
       case '--only': {
         const names = namesFrom(value(), PARTS, 'part');
@@ -54,5 +59,5 @@ export function parseArgs(argv: readonly string[]): StressArgs {
         throw new Error(`unknown flag "${raw}"\n${USAGE}`);
     }
   }
-  return { quick, only, seed, json, tmp };
+  return { scale, only, seed, json, tmp };
 }

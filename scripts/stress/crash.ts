@@ -10,6 +10,7 @@ import type { ParamsIn } from '../../protocol/methods.ts';
 import { allRows, makeHome, percentile, sleep, startDaemon, type StressDaemon } from './daemon.ts';
 import type { Prng } from './prng.ts';
 import { result, type PartResult } from './report.ts';
+import { byScale, type Scale } from './scale.ts';
 
 type RowIn = ParamsIn<'transcript.append'>['rows'][number];
 
@@ -34,9 +35,9 @@ function text(prng: Prng, words: number): string {
   return out.join(' ');
 }
 
-export async function crashPart(tmp: string, prng: Prng, quick: boolean, log: (s: string) => void): Promise<PartResult> {
+export async function crashPart(tmp: string, prng: Prng, scale: Scale, log: (s: string) => void): Promise<PartResult> {
   const t0 = performance.now();
-  const kills = quick ? 6 : 32;
+  const kills = byScale(scale, 32, 6, 2);
   const home = makeHome(tmp, 'crash', { rolling: { contextWindowTokens: WINDOW } });
   const ledgers = new Map<string, SessionLedger>(SESSIONS.map((s) => [s, { acked: [], pending: [], next: 0 }]));
   const failures: string[] = [];

@@ -32,6 +32,8 @@ export interface StressDaemon {
   kill(): Promise<void>;
   /** SIGTERM (SIGKILL after 10 s), resolved once the process is gone. */
   stop(): Promise<void>;
+  /** After a full garbage collection: process.memoryUsage() (bytes). Only with `probe`. */
+  liveMemory(): Promise<NodeJS.MemoryUsage>;
 }
 
 /** A fresh home under `tmp`, with an extensions.json when given. */
@@ -41,9 +43,13 @@ export function makeHome(tmp: string, name: string, extensions?: Record<string, 
   return home;
 }
 
-/** Spawns the daemon; with `waitListening` false it resolves at once (the start-up part polls). */
-export async function startDaemon(home: string, opts: { env?: Record<string, string>; waitListening?: boolean } = {}): Promise<StressDaemon> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'daemon/main.ts')], {
+/**
+ * Spawns the daemon; with `waitListening` false it resolves at once (the start-up part polls).
+ * With `probe` it loads gc-probe.ts, which liveMemory() asks.
+ */
+export async function startDaemon(home: string, opts: { env?: Record<string, string>; waitListening?: boolean; probe?: boolean } = {}): Promise<StressDaemon> {
+  const probe = opts.probe === true ? ['--import', path.join(root, 'scripts/stress/gc-probe.ts')] : [];
+  const proc = spawn(process.execPath, ['--import', 'tsx', ...probe, path.join(root, 'daemon/main.ts')], {
     cwd: root,
     env: { ...process.env, ALBEDO_HOME: home, ALBEDO_LOG_LEVEL: 'warn', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -92,6 +98,14 @@ export async function startDaemon(home: string, opts: { env?: Record<string, str
     rss: () => rssOf(proc.pid ?? -1),
     kill: () => gone('SIGKILL', 0),
     stop: () => gone('SIGTERM', 10_000),
+    liveMemory: async () => {
+      if (opts.probe !== true) throw new Error('liveMemory needs a daemon started with probe');
+      const file = path.join(home, 'memory.json');
+      fs.rmSync(file, { force: true });
+      proc.kill('SIGUSR2');
+      for (let i = 0; i < 500 && !fs.existsSync(file); i++) await sleep(10);
+      return JSON.parse(fs.readFileSync(file, 'utf8')) as NodeJS.MemoryUsage;
+    },
   };
 }
 

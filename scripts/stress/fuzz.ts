@@ -10,6 +10,7 @@ import { allRows, makeHome, startDaemon } from './daemon.ts';
 import type { Prng } from './prng.ts';
 import { errorCodeOf, idOf, RawConn } from './raw.ts';
 import { result, type PartResult } from './report.ts';
+import { byScale, type Scale } from './scale.ts';
 
 const SEED_SESSION = 'fuzz-seed';
 /** Wait for one reply before the message counts as unanswered (ms). */
@@ -153,9 +154,9 @@ async function snapshot(client: AlbedoClient): Promise<string> {
   return JSON.stringify({ rows: await allRows(client, SEED_SESSION), read: await client.call('transcript_read', { session: SEED_SESSION, limit: 1_000_000 }) });
 }
 
-export async function fuzzPart(tmp: string, prng: Prng, quick: boolean, log: (s: string) => void): Promise<PartResult> {
+export async function fuzzPart(tmp: string, prng: Prng, scale: Scale, log: (s: string) => void): Promise<PartResult> {
   const t0 = performance.now();
-  const total = quick ? 1000 : 10_000;
+  const total = byScale(scale, 10_000, 1000, 300);
   const d = await startDaemon(makeHome(tmp, 'fuzz'));
   const failures: string[] = [];
   const client = await d.connect();

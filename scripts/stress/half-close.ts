@@ -5,12 +5,13 @@ import { makeHome, startDaemon } from './daemon.ts';
 import type { Prng } from './prng.ts';
 import { idOf, RawConn } from './raw.ts';
 import { result, type PartResult } from './report.ts';
+import { byScale, type Scale } from './scale.ts';
 
 const SESSION = 'half';
 
-export async function halfClosePart(tmp: string, prng: Prng, quick: boolean, log: (s: string) => void): Promise<PartResult> {
+export async function halfClosePart(tmp: string, prng: Prng, scale: Scale, log: (s: string) => void): Promise<PartResult> {
   const t0 = performance.now();
-  const trials = quick ? 3 : 10;
+  const trials = byScale(scale, 10, 3, 2);
   const d = await startDaemon(makeHome(tmp, 'half', { rolling: { contextWindowTokens: 4000 } }));
   const client = await d.connect();
   await client.call('session.open', { session: SESSION });

@@ -5,13 +5,14 @@ import type { AlbedoClient } from '../../protocol/client.ts';
 import { makeHome, MB, percentile, startDaemon } from './daemon.ts';
 import type { Prng } from './prng.ts';
 import { result, type PartResult } from './report.ts';
+import { byScale, type Scale } from './scale.ts';
 
 const KINDS = ['append', 'prepare', 'grep', 'read', 'context'] as const;
 
-export async function loadPart(tmp: string, prng: Prng, quick: boolean, log: (s: string) => void): Promise<PartResult> {
+export async function loadPart(tmp: string, prng: Prng, scale: Scale, log: (s: string) => void): Promise<PartResult> {
   const t0 = performance.now();
-  const clients = quick ? 16 : 64;
-  const perClient = quick ? 60 : 300;
+  const clients = byScale(scale, 64, 16, 8);
+  const perClient = byScale(scale, 300, 60, 20);
   const d = await startDaemon(makeHome(tmp, 'load', { rolling: { contextWindowTokens: 8000 } }));
   const rssBefore = d.rss();
   const latencies: number[] = [];
@@ -22,7 +23,9 @@ export async function loadPart(tmp: string, prng: Prng, quick: boolean, log: (s:
 
   const one = async (c: number): Promise<void> => {
     const session = `load-${c}`;
-    const client: AlbedoClient = await d.connect();
+    // The part counts failed requests; connecting 64 clients at once on a busy machine may take
+    // longer than the client's default 5 s, which is no failure of the daemon's.
+    const client: AlbedoClient = await d.connect({ connectTimeoutMs: 60_000 });
     try {
       await client.call('session.open', { session, workspace: `/w/${c % 4}` });
       await client.call('transcript.append', { session, rows: [{ kind: 'user', content: [{ type: 'text', text: `client ${c} starts: parser socket` }] }] });

@@ -5,15 +5,16 @@ import { makeHome, sleep, startDaemon } from './daemon.ts';
 import type { Prng } from './prng.ts';
 import { RawConn } from './raw.ts';
 import { result, type PartResult } from './report.ts';
+import { byScale, type Scale } from './scale.ts';
 
 const CONNECTORS = 4;
 /** How long the loop goes on after the first accepted connection (ms). */
 const AFTER_FIRST_MS = 300;
 const START_LIMIT_MS = 20_000;
 
-export async function startupPart(tmp: string, _prng: Prng, quick: boolean, log: (s: string) => void): Promise<PartResult> {
+export async function startupPart(tmp: string, _prng: Prng, scale: Scale, log: (s: string) => void): Promise<PartResult> {
   const t0 = performance.now();
-  const starts = quick ? 3 : 10;
+  const starts = byScale(scale, 10, 3, 2);
   let resets = 0;
   let served = 0;
   let refused = 0;

@@ -7,6 +7,7 @@ import type { Result } from '../../protocol/methods.ts';
 import { makeHome, sleep, startDaemon } from './daemon.ts';
 import type { Prng } from './prng.ts';
 import { result, type PartResult } from './report.ts';
+import { byScale, type Scale } from './scale.ts';
 
 const SESSION = 'summ';
 const MODEL = 'claude-sonnet-4-5';
@@ -22,9 +23,9 @@ function wire(p: Result<'prepare'>): string {
   return JSON.stringify({ system: p.system, tools: p.tools, inputs: p.inputs });
 }
 
-export async function summarizerPart(tmp: string, prng: Prng, quick: boolean, log: (s: string) => void): Promise<PartResult> {
+export async function summarizerPart(tmp: string, prng: Prng, scale: Scale, log: (s: string) => void): Promise<PartResult> {
   const t0 = performance.now();
-  const rounds = quick ? 1 : 3;
+  const rounds = byScale(scale, 3, 1, 1);
   const d = await startDaemon(makeHome(tmp, 'summ', { rolling: { contextWindowTokens: 3000 }, summarizer: { provider: 'client', timeoutMs: TIMEOUT_MS } }));
   let mode: Mode = 'ok';
   let cap = 0;
@@ -82,6 +83,7 @@ export async function summarizerPart(tmp: string, prng: Prng, quick: boolean, lo
       mode = fault;
       // New history to compact, and the request as it stands (any automatic try fails too).
       await append(12);
+      const callsAtStart = calls;
       let before: string;
       try {
         before = wire(await client.call('prepare', { session: SESSION, model: MODEL }));
@@ -100,7 +102,10 @@ export async function summarizerPart(tmp: string, prng: Prng, quick: boolean, lo
         failures.push(`round ${round} ${fault}: prepare failed instead of keeping the projection: ${err instanceof Error ? err.message : String(err)}`);
         continue;
       }
-      if (calls === callsBefore) notCalled++;
+      // An oversized answer may be used cut to its cap, and the automatic try may be the one that
+      // used it: then nothing is left for the forced one to compact, and that is the fault's outcome.
+      const usedByAutomatic = fault === 'oversized' && callsBefore > callsAtStart && obs.last_compaction?.ok === true && !obs.last_compaction.forced;
+      if (calls === callsBefore && !usedByAutomatic) notCalled++;
       const fitsCap = fault === 'oversized' && after.length - before.length < 2 * cap;
       if (after === before || fitsCap) kept++;
       else {

@@ -856,6 +856,11 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
         assert.equal(status.home, d.home);
         assert.ok(status.uptime_ms >= 0);
         assert.deepEqual(status.config_errors, []);
+        const m = status.memory;
+        assert.ok(m.rss_bytes > 0 && m.heap_used_bytes > 0 && m.external_bytes >= 0);
+        assert.equal(m.partial_line_bytes, 0);
+        assert.equal(m.partial_line_budget_bytes, 2 * 64 * 1024 * 1024);
+        assert.ok(m.queued_output_bytes >= 0);
         await c.call('session.open', { session: 'status-extra' });
         assert.equal((await extra.call('daemon.status', {})).sessions, status.sessions + 1);
       } finally {

@@ -73,6 +73,28 @@ describe('transport against the real daemon', () => {
     raw.end();
   });
 
+  // issue 11, defect 11: `12345678901234567890` came back as 12345678901234567000, and
+  // `1.0000000000000000001`, which JSON.parse makes exactly 1, as 1.
+  test('a number id that would not be echoed exactly as sent is refused with -32600 and nothing runs', async () => {
+    const d = await start();
+    const c = await d.connect();
+    await c.call('session.open', { session: 'ids' });
+    const raw = await rawConnection(d.socket);
+    await raw.initialize();
+    const appendWithId = (id: string, words: string): string =>
+      `{"jsonrpc":"2.0","id":${id},"method":"transcript.append","params":{"session":"ids","rows":[{"kind":"user","content":[{"type":"text","text":"${words}"}]}]}}\n`;
+    for (const id of ['1.0000000000000000001', '12345678901234567890', '1e400', '2.0', '3e0']) {
+      raw.write(appendWithId(id, `id ${id}`));
+      const r = (await raw.next()) as WireReply;
+      assert.equal(r.id, null, id);
+      assert.equal(r.error?.code, RpcCode.InvalidRequest, id);
+    }
+    raw.write(appendWithId('4', 'id 4'));
+    assert.deepEqual(((await raw.next()) as WireReply).id, 4);
+    assert.deepEqual((await allRows(c, 'ids')).map(text), ['id 4']);
+    raw.end();
+  });
+
   // issue 11, defect 5: `printf ... | socat` clients got answers only for the fast requests.
   test('a client that half-closes after writing its requests gets every reply, then the daemon closes', async () => {
     const d = await start();

@@ -75,6 +75,10 @@ async function startServer(t: TestContext, opts: Partial<RpcPeerOptions> = {}) {
         return params;
       case 'nothing':
         return undefined;
+      case 'big':
+        // A small request with a large reply (as transcript.rows is).
+        started.inc();
+        return 'b'.repeat(64 * 1024);
       case 'slow':
         started.inc();
         if (!signal.aborted) await once(signal, 'abort');
@@ -561,11 +565,12 @@ test('dispose without answerWith still drops the late answers and ends at once',
   await srv.aborted.reach(1);
 });
 
-// issue 11, defect 11: `12345678901234567890` came back as 12345678901234567000, `1e400` as null.
+// issue 11, defect 11: `12345678901234567890` came back as 12345678901234567000, `1e400` as null,
+// and `1.0000000000000000001` (which JSON.parse makes exactly 1) as 1.
 test('a numeric id that would not come back as sent gets -32600 with id null; safe integers are echoed', async (t) => {
   const srv = await startServer(t);
   const c = await rawConnect(t, srv.sock);
-  for (const id of ['12345678901234567890', '1e400', '-1e400', '9007199254740992', '1.5', '-0']) {
+  for (const id of ['12345678901234567890', '1e400', '-1e400', '9007199254740992', '1.5', '-0', '1.0000000000000000001', '1.0', '1e0', '10E-1', '7.00']) {
     c.send(`{"jsonrpc":"2.0","id":${id},"method":"echo","params":[1]}\n`);
     const r = await c.reply();
     assert.equal(r.id, null, id);
@@ -575,6 +580,18 @@ test('a numeric id that would not come back as sent gets -32600 with id null; sa
   c.send('{"jsonrpc":"2.0","id":9007199254740991,"method":"echo","params":[1]}\n{"jsonrpc":"2.0","id":-9007199254740991,"method":"echo","params":[2]}\n');
   assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 9007199254740991, result: [1] });
   assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: -9007199254740991, result: [2] });
+  // In a batch each element's own token counts; a repeated id counts as JSON.parse reads it (the
+  // last), and an escaped key is the same member.
+  c.send('[{"jsonrpc":"2.0","id":3,"method":"echo","params":[3]},{"jsonrpc":"2.0","id":4.0,"method":"echo","params":[4]}]\n');
+  assert.deepEqual(
+    new Set((await c.batch()).map((r) => `${String(r.id)} ${r.error?.code ?? 'ok'}`)),
+    new Set(['3 ok', `null ${RpcCode.InvalidRequest}`]),
+  );
+  c.send('{"jsonrpc":"2.0","id":5,"method":"echo","params":[5],"id":5.0}\n{"jsonrpc":"2.0","\\u0069d":6e0,"method":"echo","params":[6]}\n');
+  assert.equal((await c.reply()).error?.code, RpcCode.InvalidRequest);
+  assert.equal((await c.reply()).error?.code, RpcCode.InvalidRequest);
+  c.send('{"jsonrpc":"2.0","id":6,"method":"echo","params":[6],"note":"\\"id\\":6.0"}\n');
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 6, result: [6] });
   assert.equal(srv.started.n, 0);
 });
 
@@ -600,6 +617,31 @@ test('past maxQueuedOutputBytes of unread replies, reading pauses; it resumes on
   for (let i = 0; i < count; i++) ids.push((await c.reply()).id);
   assert.deepEqual(ids, Array.from({ length: count }, (_, i) => i));
   assert.equal(server.isPaused(), false);
+});
+
+// issue 11, defect 6 (what was left): 500 small requests in one chunk each made a 300 KB reply
+// although reading had paused, so unread replies still grew the daemon by ~170 MB.
+test('requests already read do not start while the output is over its bound; they run once the other side reads', async (t) => {
+  const bound = 256 * 1024;
+  const maxInFlight = 4;
+  const reply = 64 * 1024 + 100;
+  const srv = await startServer(t, { maxInFlight, maxQueuedOutputBytes: bound });
+  const c = await rawConnect(t, srv.sock);
+  c.socket.pause();
+  const count = 300; // one small chunk of requests, ~20 MB of replies
+  c.send(Array.from({ length: count }, (_, i) => line(req(i, 'big'))).join(''));
+  for (let i = 0; i < 100_000 && (srv.peers[0]?.queuedOutputBytes ?? 0) <= bound; i++) await new Promise((r) => setImmediate(r));
+  const peer = srv.peers[0];
+  assert.ok(peer && peer.queuedOutputBytes > bound);
+  // Ungated, every request already read would have run by now (each turn finishes many).
+  for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+  assert.ok(peer.queuedOutputBytes <= bound + maxInFlight * reply, `queued ${peer.queuedOutputBytes} bytes`);
+  assert.ok(srv.started.n < count, `${srv.started.n} of ${count} started`);
+  c.socket.resume();
+  const ids: unknown[] = [];
+  for (let i = 0; i < count; i++) ids.push((await c.reply()).id);
+  assert.deepEqual(ids, Array.from({ length: count }, (_, i) => i));
+  assert.equal(srv.started.n, count);
 });
 
 test('a connection whose output stays over the bound for the grace period is closed and reported', async (t) => {
