@@ -16,7 +16,7 @@ import {
 } from './extractive-facts.ts';
 import { parseSummaryPrompt, redactBlobs } from './prompt-format.ts';
 
-export const SECTIONS = ['task', 'decisions', 'files', 'errors', 'verified', 'open', 'next'] as const;
+export const SECTIONS = ['task', 'decisions', 'files', 'errors', 'verified', 'open', 'names', 'next'] as const;
 export type SectionName = (typeof SECTIONS)[number];
 
 /** Each section's heading in the output, in output order. */
@@ -27,6 +27,7 @@ export const HEADINGS: Record<SectionName, string> = {
   errors: 'Errors and fixes:',
   verified: 'Verified:',
   open: 'Open work:',
+  names: 'Names to keep:',
   next: 'Next step:',
 };
 
@@ -71,6 +72,11 @@ export interface FileFact {
 export interface Digest {
   facts: Fact[];
   files: Map<string, FileFact>;
+  /**
+   * Exact names (paths, symbols, numbers, errors) for the budget the facts leave: those a
+   * previous summary kept this way first, then the transcript's, most mentioned first.
+   */
+  names: string[];
   /** The directory most touched paths share; paths under it are written relative to it. */
   workspace: string | undefined;
 }
@@ -196,6 +202,8 @@ class Builder {
   workspace: string | undefined;
   /** Shell commands run, with how often, in first-seen order. */
   readonly commands = new Map<string, number>();
+  /** Names a previous summary listed under its names heading, in its order. */
+  readonly names: string[] = [];
   private readonly keys = new Set<string>();
 
   add(fact: Fact): void {
@@ -271,6 +279,10 @@ function readSummary(b: Builder, text: string, focus: ReadonlySet<string>, refs:
     }
     const body = line.replace(/^- /, '');
     const order = orderBase + i++;
+    if (section === 'names') {
+      for (const n of body.split(', ')) if (n !== '' && !n.endsWith('…')) b.names.push(n);
+      continue;
+    }
     if (section === 'task' && body.startsWith(WORKSPACE_PREFIX)) {
       b.workspace ??= body.slice(WORKSPACE_PREFIX.length);
       continue;
@@ -582,5 +594,6 @@ export function readDigest(prompt: string): Digest {
   // The first request is the task; it stays whatever else comes.
   const task = facts.filter((f) => f.section === 'task' && f.score > 0 && !f.text.startsWith(WORKSPACE_PREFIX) && !f.text.startsWith(COMMANDS_PREFIX)).sort((x, y) => x.order - y.order)[0];
   if (task !== undefined) task.mandatory = true;
-  return { facts, files: b.files, workspace: b.workspace };
+  const names = [...new Set([...b.names, ...refs.ranked()])];
+  return { facts, files: b.files, workspace: b.workspace, names };
 }

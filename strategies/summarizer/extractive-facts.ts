@@ -305,7 +305,9 @@ export class References {
   constructor(entries: readonly Entry[]) {
     for (const e of entries) {
       const w = mentionWeight(e.kind);
-      for (const id of identifiers(e.text).keys()) {
+      // An image marker's hash and size name nothing a summary keeps.
+      const text = e.text.includes('[image ') ? e.text.replace(IMAGE_MARKER_PATTERN, ' ') : e.text;
+      for (const id of identifiers(text).keys()) {
         let r = this.at.get(id);
         if (r === undefined) this.at.set(id, (r = { index: [], weight: [] }));
         r.index.push(e.index);
@@ -329,6 +331,13 @@ export class References {
     let sum = 0;
     for (let i = lo; i < r.index.length; i++) sum += r.weight[i] ?? 0;
     return sum;
+  }
+
+  /** Every identifier seen, the most mentioned (by weight) first; ties keep first appearance. */
+  ranked(): string[] {
+    const all = [...this.at.entries()].map(([id, r]) => ({ id, w: r.weight.reduce((a, b) => a + b, 0) }));
+    // Array.prototype.sort is stable: equal weights stay in first-appearance (insertion) order.
+    return all.sort((a, b) => b.w - a.w).map((x) => x.id);
   }
 
   /** How much later entries refer back to what `text` names: per identifier at most 3, in all at most 8. */

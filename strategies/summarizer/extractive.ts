@@ -154,15 +154,50 @@ export function extractSummary(prompt: string, maxOutputTokens: number): string 
   const headings = budget >= MIN_BUDGET_FOR_HEADINGS;
   const longestHeading = Math.max(...EXTRACTIVE_HEADINGS.map((h) => Buffer.byteLength(h, 'utf8')));
   const lineRoom = headings ? budget - longestHeading - 1 : budget;
-  const chosen = select(candidates(readDigest(prompt), budget, lineRoom), budget, headings);
+  const digest = readDigest(prompt);
+  const chosen = select(candidates(digest, budget, lineRoom), budget, headings);
 
-  const sections: string[] = [];
+  const bySection = new Map<SectionName, string[]>();
   for (const section of SECTIONS) {
     const lines = [...chosen].filter((c) => c.fact.section === section).sort((a, b) => a.fact.order - b.fact.order).map((c) => c.line);
-    if (lines.length === 0) continue;
-    sections.push(headings ? [HEADINGS[section], ...lines].join('\n') : lines.join('\n'));
+    if (lines.length > 0) bySection.set(section, lines);
   }
-  return sections.join(headings ? '\n\n' : '\n');
+  const render = (): string => {
+    const sections: string[] = [];
+    for (const [section, lines] of bySection) sections.push(headings ? [HEADINGS[section], ...lines].join('\n') : lines.join('\n'));
+    return sections.join(headings ? '\n\n' : '\n');
+  };
+  const facts = render();
+  if (!headings) return facts;
+  const names = namesLine(digest.names, facts, budget - Buffer.byteLength(facts, 'utf8') - Buffer.byteLength(HEADINGS.names, 'utf8') - 3);
+  if (names === undefined) return facts;
+  // Into its place in SECTIONS order (before the next step).
+  const ordered = new Map<SectionName, string[]>();
+  for (const section of SECTIONS) {
+    const lines = section === 'names' ? [names] : bySection.get(section);
+    if (lines !== undefined) ordered.set(section, lines);
+  }
+  bySection.clear();
+  for (const [k, v] of ordered) bySection.set(k, v);
+  return render();
+}
+
+/**
+ * The budget the facts leave, filled with exact names they do not already carry: the strings a
+ * later turn (or lcm_grep / transcript_grep) needs verbatim. Undefined when too little is left.
+ */
+function namesLine(names: readonly string[], written: string, room: number): string | undefined {
+  if (room < 24) return undefined;
+  const kept: string[] = [];
+  let bytes = 2; // "- "
+  for (const n of names) {
+    if (written.includes(n) || n.includes(', ')) continue;
+    const cost = Buffer.byteLength(n, 'utf8') + (kept.length > 0 ? 2 : 0);
+    if (bytes + cost > room) continue;
+    kept.push(n);
+    bytes += cost;
+  }
+  return kept.length === 0 ? undefined : `- ${kept.join(', ')}`;
 }
 
 /** The `extractive` backend: no model, no network, same input -> same output. */

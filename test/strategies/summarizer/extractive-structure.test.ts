@@ -48,7 +48,7 @@ function isBareToolLine(line: string): boolean {
 test('a coding session is summarized in sections, in order, ending in the next step, with no bare tool-call bullet', () => {
   const out = extractSummary(buildSummaryPrompt({ transcript: fixSession() }), 2048);
   const positions = EXTRACTIVE_HEADINGS.map((h) => out.split('\n').indexOf(h));
-  assert.deepEqual(EXTRACTIVE_HEADINGS, ['Task:', 'Decisions and findings:', 'Files touched:', 'Errors and fixes:', 'Verified:', 'Open work:', 'Next step:']);
+  assert.deepEqual(EXTRACTIVE_HEADINGS, ['Task:', 'Decisions and findings:', 'Files touched:', 'Errors and fixes:', 'Verified:', 'Open work:', 'Names to keep:', 'Next step:']);
   for (let i = 0; i < positions.length; i++) assert.ok(positions[i]! >= 0 && (i === 0 || positions[i]! > positions[i - 1]!), `section ${EXTRACTIVE_HEADINGS[i]} missing or out of order:\n${out}`);
 
   assert.match(section(out, 'Task:').join('\n'), /Fix the crash in src\/cache\/lru\.ts/);
@@ -131,4 +131,23 @@ test('the same prompt gives the same summary, and the cap holds at every size', 
     assert.ok(bytes(out) <= tokens * 4, `${bytes(out)} bytes > ${tokens * 4} at ${tokens} tokens`);
     if (tokens >= 64) assert.ok(out.includes('src/cache/lru.ts'), `the file fixed is named at ${tokens} tokens:\n${out}`);
   }
+});
+
+test('the budget the facts leave lists exact names they do not carry, most mentioned first, and a re-summary keeps them', () => {
+  const out = extractSummary(buildSummaryPrompt({ transcript: fixSession() }), 2048);
+  const names = section(out, 'Names to keep:');
+  assert.equal(names.length, 1, out);
+  const listed = names[0]!.replace(/^- /, '').split(', ');
+  assert.ok(listed.length >= 3, names[0]);
+  const rest = out.replace(names[0]!, '');
+  for (const n of listed) assert.ok(!rest.includes(n), `${n} is listed though another section names it`);
+  assert.equal(new Set(listed).size, listed.length, 'each name once');
+  assert.ok(Buffer.byteLength(out, 'utf8') <= 2048 * 4);
+  // Little budget: the facts come first, and the names only take what is left.
+  const small = extractSummary(buildSummaryPrompt({ transcript: fixSession() }), 120);
+  assert.ok(Buffer.byteLength(small, 'utf8') <= 480);
+  // A re-summary of the same history reads its previous names back.
+  const again = extractSummary(buildSummaryPrompt({ previousSummary: out, transcript: userLine('thanks, carry on') }), 2048);
+  const kept = section(again, 'Names to keep:').join(' ');
+  for (const n of listed.slice(0, 3)) assert.ok(again.includes(n), `${n} survives the re-summary:\n${kept}`);
 });
