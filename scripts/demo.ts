@@ -11,7 +11,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AlbedoClient } from '../protocol/client.ts';
 import type { Result } from '../protocol/methods.ts';
+import { renderContext } from '../cli/context-view.ts';
+import { colourWanted, makeStyle } from '../cli/io.ts';
 import { demoSession } from './demo-session.ts';
+
+/** What `albedo context <session>` prints, for the observation the daemon answered. */
+function contextView(r: Result<'context'>): string {
+  return renderContext(r.observation, { style: makeStyle(colourWanted(process.stdout, process.env)), columns: process.stdout.columns ?? 100 });
+}
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const WINDOW = 6000;
@@ -52,15 +59,15 @@ async function main(): Promise<void> {
     let last: Result<'prepare'> | undefined;
     for (const [i, turn] of demoSession().entries()) {
       await client.call('transcript.append', { session, rows: turn });
-      const before = await client.call('context', { session, format: 'text' });
+      const before = await client.call('context', { session });
       last = await client.call('prepare', { session, model: 'claude-sonnet-4-5', instructions, tools });
       if (last.compacted) {
         compactions += 1;
         if (!shownBefore) {
           banner(`/context before the first compaction (turn ${i + 1})`);
-          process.stdout.write(`${before.text}\n`);
+          process.stdout.write(`${contextView(before)}\n`);
           banner('/context after it');
-          process.stdout.write(`${(await client.call('context', { session, format: 'text' })).text}\n`);
+          process.stdout.write(`${contextView(await client.call('context', { session }))}\n`);
           const summary = last.inputs[0]?.content[0];
           banner('the summary the extractive backend wrote (first input of the request)');
           process.stdout.write(`${summary?.type === 'text' ? summary.text : '(none)'}\n`);
@@ -69,7 +76,7 @@ async function main(): Promise<void> {
       }
     }
     banner(`/context at the end: ${compactions} compaction(s) over the session`);
-    process.stdout.write(`${(await client.call('context', { session, format: 'text' })).text}\n`);
+    process.stdout.write(`${contextView(await client.call('context', { session }))}\n`);
     const grep = await client.call('transcript_grep', { session, pattern: 'ValidationError' });
     banner('the full transcript stays searchable: transcript_grep "ValidationError"');
     process.stdout.write(`${grep.total} matching row(s)\n${grep.matches.map((m) => `  #${m.seq}: ${m.preview}`).join('\n')}\n`);
@@ -85,7 +92,7 @@ async function main(): Promise<void> {
         if ((await client.call('prepare', { session: s, model: 'claude-sonnet-4-5', instructions, tools })).compacted) n += 1;
       }
       banner(`/context under ${strategy}: ${n} compaction(s)`);
-      process.stdout.write(`${(await client.call('context', { session: s, format: 'text' })).text}\n`);
+      process.stdout.write(`${contextView(await client.call('context', { session: s }))}\n`);
       if (strategy === 'lcm') {
         const list = await client.call('lcm_list', { session: s });
         banner(`lcm's tree: ${list.total} node(s); lcm_grep finds evicted detail and lcm_expand reads it back`);
