@@ -261,11 +261,14 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   }
 
   // Condensation: the oldest frontier nodes under one parent, until the request fits under
-  // the trigger (a forced compaction with nothing new to cover condenses once).
+  // the trigger with a node's cap to spare (a forced compaction with nothing new to cover
+  // condenses once). Without the spare, a pass left the request just under the trigger and
+  // the next turn compacted again: the eval measured lcm compacting (and missing the prompt
+  // cache) about twice as often as rolling on the same sessions.
   const sizeOf = (items: readonly FrontierItem[]) => input.pinnedTokens + items.reduce((t, n) => t + n.tokens, 0) + c.tailTokens;
   const notes: string[] = [];
   let rounds = 0;
-  const wantsRound = () => (drafts.length === 0 && rounds === 0) || isDue(sizeOf(frontier), input.window);
+  const wantsRound = () => (drafts.length === 0 && rounds === 0) || isDue(sizeOf(frontier) + c.cap, input.window);
   while (wantsRound() && condenseGroup(frontier.length) > 0) {
     if (rounds === MAX_CONDENSE_ROUNDS) {
       notes.push(`lcm stopped condensing after ${MAX_CONDENSE_ROUNDS} rounds; the frontier still holds ${frontier.length} nodes`);

@@ -11,7 +11,7 @@ import { appendRows, forkSession, forkMap } from '../../storage/transcript.ts';
 import { readTranscript } from '../../storage/transcript-read.ts';
 import { lcm } from '../../strategies/lcm/lcm.ts';
 import { lcmMemory } from '../../strategies/lcm/memory.ts';
-import { MAX_CONDENSE_ROUNDS } from '../../strategies/lcm/tree.ts';
+import { MAX_CONDENSE_ROUNDS, nodeCap } from '../../strategies/lcm/tree.ts';
 import { inspectRequest, planCompaction, prepareRequest } from '../../strategies/prepare.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
@@ -99,6 +99,34 @@ describe('lcm', () => {
       for (let i = 1; i < kids.length; i++) assert.ok(kids[i]!.firstSeq > kids[i - 1]!.lastSeq, 'children in source order');
       for (const k of kids) assert.equal(parentNode(db, k.node), p.node);
     }
+  });
+
+  test('a pass that condenses leaves room under the trigger for the next leaf, and no turn compacts right after one', async (t) => {
+    const db = tempDb(t);
+    const summarizer = new RecordingSummarizer();
+    summarizer.answer = (_req, n) => `summary #${n} ${'of the work so far '.repeat(150)}`;
+    const setup = setupFor({ window: 8000, summarizer, strategy: lcm });
+    const cache = new KernelCache();
+    openSession(db, { session: 's' });
+    const sid = sidOf(db, 's');
+    const compactedAt: number[] = [];
+    let condensed = 0;
+    for (let i = 0; i < 150; i++) {
+      await appendRows(db, 's', turn(i));
+      const parentsBefore = allNodes(db, sid).filter((n) => n.depth > 0).length;
+      const out = await prepareRequest(setup, argsFor(db, 's', { cache }));
+      if (!out.compacted) continue;
+      compactedAt.push(i);
+      if (allNodes(db, sid).filter((n) => n.depth > 0).length === parentsBefore) continue;
+      condensed += 1;
+      // What the pass left: under the trigger by at least the cap of the next pass's leaf.
+      const trigger = Math.floor((8000 * out.observation.trigger_percent) / 100);
+      const cap = nodeCap(8000, 0);
+      assert.ok(out.observation.estimated_input_tokens + cap <= trigger, `turn ${i}: ~${out.observation.estimated_input_tokens} + ${cap} over the trigger's ${trigger}`);
+    }
+    assert.ok(condensed >= 3, `${condensed} passes condensed`);
+    const backToBack = compactedAt.filter((at, k) => k > 0 && compactedAt[k - 1] === at - 1);
+    assert.deepEqual(backToBack, [], `turns compacting right after a compaction (of ${compactedAt.join(', ')})`);
   });
 
   test('a failed summary advances nothing: cursor, nodes and links as before', async (t) => {
