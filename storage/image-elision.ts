@@ -63,6 +63,9 @@ function prepare(db: Db) {
          bytes_freed = bytes_freed + ?, pending_below = CASE WHEN ? THEN NULL ELSE pending_below END WHERE sid = ?`,
     ),
     bumpRewrites: db.prepare<[number]>('UPDATE sessions SET rewrites = rewrites + 1 WHERE sid = ?'),
+    fitRows: db.prepare<[number], { seq: number; body: string }>(
+      "SELECT seq, body FROM transcript INDEXED BY transcript_class WHERE sid = ? AND row_class = 'image_fit' ORDER BY seq",
+    ),
     // The newest result row (at or below the head) answering a call with this id.
     resultOf: db.prepare<[number, string, number], number | null>(
       'SELECT max(result_seq) FROM tool_calls WHERE sid = ? AND call_id = ? AND result_seq <= ?',
@@ -145,15 +148,47 @@ export function elideBatch(db: Db, sid: number, maxRows = ELISION_BATCH_ROWS): E
       for (const h of st.rowRefs.all(seq)) hashes.add(h);
       out.rows++;
     }
-    const freed = releasePayloads(db, hashes);
+    let freed = releasePayloads(db, hashes);
     out.payloadsDeleted = freed.count;
     out.bytesFreed = freed.bytes;
+    // A fitted copy of an image that just went is named only by its image-fit notice, which no
+    // row can read any more (every row naming the original is gone or elided): drop the
+    // notice's reference too, and so on along a chain of fits.
+    let fits: FitNotice[] | undefined;
+    while (freed.deleted.length > 0) {
+      fits ??= fitNotices(st, sid);
+      const dead = new Set(freed.deleted);
+      const released: string[] = [];
+      for (const f of fits) {
+        if (!dead.has(f.from)) continue;
+        for (const h of st.rowRefs.all(f.seq)) released.push(h);
+      }
+      freed = releasePayloads(db, released);
+      out.payloadsDeleted += freed.count;
+      out.bytesFreed += freed.bytes;
+    }
     const doneBelow = out.done ? job.pending_below : rows[out.rows - 1]! + 1;
     st.progress.run(doneBelow, out.images, out.payloadsDeleted, out.bytesFreed, out.done ? 1 : 0, sid);
     // The rows changed in place: caches of rows and rendered sizes key on this counter.
     if (out.rows > 0) st.bumpRewrites.run(sid);
     return out;
   })();
+}
+
+interface FitNotice {
+  seq: number;
+  from: string;
+}
+
+const FitBody = z.object({ kind: z.literal('notice'), body: z.object({ notice: z.literal('image_fit'), from_hash: z.string() }) });
+
+/** The session's image-fit notices: where each is and which original it replaced. */
+function fitNotices(st: ReturnType<typeof prepare>, sid: number): FitNotice[] {
+  return st.fitRows.all(sid).map((r) => {
+    const parsed = FitBody.safeParse(JSON.parse(r.body));
+    if (!parsed.success) throw new Error(`transcript row ${r.seq} is corrupt: row_class image_fit without an image_fit notice`);
+    return { seq: r.seq, from: parsed.data.body.from_hash };
+  });
 }
 
 /** A row's body with every image part marked elided, its new text and size; null if it had none unmarked. */

@@ -150,16 +150,17 @@ export function hasPayload(db: Db, hash: string): boolean {
 /**
  * Deletes those of `hashes` that no transcript row, pin or cached frame names any more: what a
  * caller runs, in its own transaction, right after it dropped references to them. Returns how
- * many payloads went and their bytes.
+ * many payloads went, their bytes and their hashes.
  */
-export function releasePayloads(db: Db, hashes: Iterable<string>): { count: number; bytes: number } {
+export function releasePayloads(db: Db, hashes: Iterable<string>): { count: number; bytes: number; deleted: string[] } {
   const st = stmts(db);
-  const out = { count: 0, bytes: 0 };
+  const out = { count: 0, bytes: 0, deleted: [] as string[] };
   for (const h of new Set(hashes)) {
     const bytes = st.release.get(h, h, h);
     if (bytes !== undefined) {
       out.count++;
       out.bytes += bytes;
+      out.deleted.push(h);
     }
   }
   return out;

@@ -3,10 +3,12 @@
 // left alone, and a job cut short between batches finished on the next open.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { createHash } from 'node:crypto';
 import { openDb, type Db } from '../../storage/db.ts';
+import { getPayload, putPayload } from '../../storage/payloads.ts';
 import { elideBatch, elisionStats, firstCarriedResult, pendingElisions, scheduleElision } from '../../storage/image-elision.ts';
 import { openSession } from '../../storage/sessions.ts';
-import { appendRows } from '../../storage/transcript.ts';
+import { appendNotice, appendRows } from '../../storage/transcript.ts';
 import { readTranscript } from '../../storage/transcript-read.ts';
 import { ELIDED_IMAGE_TEXT } from '../../storage/row-text.ts';
 import { assistant, count, imageIn, pngBytes, rowsOf, tempDbWithPath, toolResult, user } from './factories.ts';
@@ -140,4 +142,32 @@ test('firstCarriedResult: the oldest result the request holds, by the newest ans
   assert.equal(firstCarriedResult(db, sid, head, ['c1', 'c2']), a.seqs[4]);
   assert.equal(firstCarriedResult(db, sid, head, []), head + 1, 'no results carried: everything below the head');
   assert.equal(firstCarriedResult(db, sid, a.seqs[4]!, ['c1']), a.seqs[2], 'answers after the head do not count');
+});
+
+test('a fitted copy goes with the last row that read its original; while one still does, it stays', async (t) => {
+  const { db } = tempDbWithPath(t);
+  openSession(db, { session: 's' });
+  const big = await pngBytes(90, 60, { r: 9, g: 9, b: 9 });
+  const small = await pngBytes(45, 30, { r: 9, g: 9, b: 9 });
+  const { seqs } = await appendRows(db, 's', [user('go'), assistant('shot', ['c1']), toolResult('c1', 'page', { images: [imageIn(big, 'image/png')] })]);
+  const fromHash = (JSON.parse(bodyOf(db, seqs[2]!)) as { content: { type: string; hash?: string }[] }).content.find((p) => p.type === 'image')!.hash!;
+  const toHash = createHash('sha256').update(small).digest('hex');
+  putPayload(db, toHash, 'image/png', 45, 30, small);
+  appendNotice(db, sidOf(db, 's'), { notice: 'image_fit', from_hash: fromHash, to: { type: 'image', hash: toHash, media_type: 'image/png', width: 45, height: 30 }, reason: 'test' });
+  // The same original uploaded again later by the user: it keeps the original (and so the fit's use).
+  const again = await appendRows(db, 's', [user('and this one', { images: [imageIn(big, 'image/png')] })]);
+  const sid = sidOf(db, 's');
+  scheduleElision(db, sid, seqs[2]! + 1);
+  elideBatch(db, sid);
+  assert.ok(getPayload(db, fromHash), 'the original is still named by the later upload');
+  assert.ok(getPayload(db, toHash), 'its fitted copy stays');
+  // Once nothing names the original, its fitted copy goes in the same batch.
+  db.prepare('DELETE FROM payload_refs WHERE seq = ?').run(again.seqs[0]);
+  db.prepare("UPDATE image_elision SET done_below = 0, pending_below = ? WHERE sid = ?").run(seqs[2]! + 1, sid);
+  db.prepare('INSERT INTO payload_refs (hash, seq) VALUES (?, ?)').run(fromHash, seqs[2]);
+  const b = elideBatch(db, sid);
+  assert.equal(getPayload(db, fromHash), undefined);
+  assert.equal(getPayload(db, toHash), undefined, 'the fitted copy went with it');
+  assert.equal(b.payloadsDeleted, 2);
+  assert.equal(count(db, 'SELECT count(*) FROM payload_refs r LEFT JOIN payloads p ON p.hash = r.hash WHERE p.hash IS NULL'), 0);
 });
