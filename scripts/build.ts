@@ -3,13 +3,15 @@
 // what tsc does not emit: the data files modules read beside themselves at run time, and the
 // search worker's entry. The CLI is also bundled into one file, dist/albedo.js: loading one
 // file instead of zod's and commander's hundreds of modules is most of what `albedo status`
-// costs beyond Node's own start. dist/ is rebuilt from nothing each time, so a file deleted
-// from the sources never lingers in it.
+// costs beyond Node's own start; verbs' rarely used parts (the frame renderer) split into chunks
+// loaded when a verb needs them, and zod's error messages in 40-odd languages stay out (see
+// zodEnglishOnly). dist/ is rebuilt from nothing each time, so a file deleted from the sources
+// never lingers in it.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dist = path.join(root, 'dist');
@@ -36,8 +38,11 @@ async function main(): Promise<void> {
     "// Entry of the search worker thread in built code (see scripts/build.ts).\nawait import('./search-worker-thread.js');\n",
   );
   await build({
-    entryPoints: [path.join(dist, 'cli', 'main.js')],
-    outfile: path.join(dist, 'albedo.js'),
+    entryPoints: { albedo: path.join(dist, 'cli', 'main.js') },
+    outdir: dist,
+    splitting: true,
+    chunkNames: 'cli-chunks/[name]-[hash]',
+    plugins: [zodEnglishOnly],
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -49,6 +54,24 @@ async function main(): Promise<void> {
   });
   process.stdout.write(`built dist/ (${copied} data file(s) copied, CLI bundled into dist/albedo.js)\n`);
 }
+
+/**
+ * zod re-exports every locale it ships as `z.locales` (about 260 kB of the 450 kB it adds to the
+ * bundle, parsed at each start); its messages default to English, and nothing of ours selects
+ * another. Inside zod, the locales index resolves to a module holding only `en`.
+ */
+const zodEnglishOnly: Plugin = {
+  name: 'zod-english-only',
+  setup(b) {
+    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      args.importer.includes(`${path.sep}zod${path.sep}`) ? { path: path.join(path.dirname(args.importer), '..', 'locales', 'en.js'), namespace: 'zod-locales' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({
+      contents: `export { default as en } from ${JSON.stringify(args.path)};`,
+      resolveDir: path.dirname(args.path),
+    }));
+  },
+};
 
 /** Copies the JSON data files under `dir` (not tests) to the same place under dist/. */
 function copyData(dir: string): number {
