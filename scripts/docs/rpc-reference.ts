@@ -110,14 +110,19 @@ export async function exampleDaemon(): Promise<{ socket: string; stop(): Promise
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   let err = '';
   proc.stderr?.setEncoding('utf8').on('data', (d: string) => (err += d));
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    proc.stdout?.setEncoding('utf8').on('data', (d: string) => {
-      out += d;
-      if (out.includes('listening on')) resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      proc.stdout?.setEncoding('utf8').on('data', (d: string) => {
+        out += d;
+        if (out.includes('listening on')) resolve();
+      });
+      void exited.then(() => reject(new Error(`albedod exited before listening: ${err}`)));
     });
-    void exited.then(() => reject(new Error(`albedod exited before listening: ${err}`)));
-  });
+  } catch (e) {
+    fs.rmSync(home, { recursive: true, force: true });
+    throw e;
+  }
   return {
     socket: path.join(home, 'albedod.sock'),
     async stop() {
