@@ -1,5 +1,5 @@
 #!/usr/bin/env node
 // albedo: the operator CLI, from its bundle in dist/ (npm install builds it; see scripts/build.ts).
-import { runBuilt } from './built.js';
+import { runBundle } from './built.js';
 
-await runBuilt('albedo.js');
+runBundle('albedo.cjs');

@@ -9,7 +9,7 @@ export const EXIT_USAGE = 2;
 
 export interface Io {
   stdout: { write(s: string): unknown; isTTY?: boolean; columns?: number };
-  stderr: { write(s: string): unknown; isTTY?: boolean };
+  stderr: { write(s: string): unknown; isTTY?: boolean; columns?: number };
   env: NodeJS.ProcessEnv;
 }
 

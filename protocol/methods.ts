@@ -25,6 +25,27 @@ export const MAX_ROWS_LIMIT = 1000;
 
 const Empty = z.strictObject({});
 
+/**
+ * A table whose entries are built by their functions on first read, then kept (the getter
+ * replaces itself with the value). Keys are own and enumerable, so `Object.keys` and
+ * `Object.hasOwn` see every entry without building it.
+ */
+function lazyTable<T extends Record<string, () => object>>(builders: T): { readonly [K in keyof T]: ReturnType<T[K]> } {
+  const table = {};
+  for (const [name, build] of Object.entries(builders)) {
+    Object.defineProperty(table, name, {
+      enumerable: true,
+      configurable: true,
+      get() {
+        const value = build();
+        Object.defineProperty(table, name, { value, enumerable: true });
+        return value;
+      },
+    });
+  }
+  return table as { readonly [K in keyof T]: ReturnType<T[K]> };
+}
+
 /** Limits the client's upstream declares for `prepare`; each one wins over the catalog. */
 export const Upstream = z.strictObject({
   provider: z.string().min(1).max(100).optional(),
@@ -185,9 +206,13 @@ export const LcmExpandParams = z.strictObject({
   limit: z.number().int().positive().max(MAX_READ_LIMIT).default(DEFAULT_READ_LIMIT),
 });
 
-/** The method table: name -> { params, result }. */
-export const methods = {
-  initialize: {
+/**
+ * The method table: name -> { params, result }. Each entry is built on first use and kept: zod
+ * takes tens of microseconds per schema, and a process that speaks a few methods (the CLI's
+ * `albedo status` speaks two) should not build all of them at load (bench section `startup`).
+ */
+export const methods = lazyTable({
+  initialize: () => ({
     params: z.strictObject({
       protocol: z.number().int(),
       client: z.strictObject({ name: z.string().min(1).max(200), version: z.string().max(100) }),
@@ -197,8 +222,8 @@ export const methods = {
       protocol: z.number().int(),
       server: z.object({ name: z.string(), version: z.string() }),
     }),
-  },
-  'session.open': {
+  }),
+  'session.open': () => ({
     params: z.strictObject({
       /** Open (or create) this id; without it a fresh id is made. */
       session: SessionId.optional(),
@@ -206,16 +231,16 @@ export const methods = {
       workspace: z.string().min(1).max(4096).optional(),
     }),
     result: z.object({ session: z.string(), created: z.boolean() }),
-  },
-  'session.list': {
+  }),
+  'session.list': () => ({
     params: Empty.default({}),
     result: z.object({ sessions: z.array(SessionSummary) }),
-  },
-  'session.delete': {
+  }),
+  'session.delete': () => ({
     params: z.strictObject({ session: SessionId }),
     result: z.object({ deleted: z.boolean() }),
-  },
-  'session.fork': {
+  }),
+  'session.fork': () => ({
     params: z.strictObject({
       session: SessionId,
       /** Copy rows up to and including this seq of the parent; default its head. */
@@ -232,20 +257,20 @@ export const methods = {
       /** Seq of the parent's excursion marker, when `excursion` was set. */
       marker_seq: z.number().int().positive().nullable(),
     }),
-  },
-  'session.return': {
+  }),
+  'session.return': () => ({
     params: z.strictObject({ branch: SessionId, outcome: z.string().max(1_000_000) }),
     result: z.object({ session: z.string(), seq: z.number().int().positive() }),
-  },
-  'transcript.append': {
+  }),
+  'transcript.append': () => ({
     params: z.strictObject({ session: SessionId, rows: z.array(RowIn).min(1).max(10_000) }),
     result: z.object({
       /** Seq of each row, in the order sent; a retried key answers with its stored seq. */
       seqs: z.array(z.number().int().positive()),
       head: z.number().int().nonnegative(),
     }),
-  },
-  'transcript.rows': {
+  }),
+  'transcript.rows': () => ({
     params: z.strictObject({
       session: SessionId,
       /** Rows with a seq after this one. */
@@ -253,31 +278,31 @@ export const methods = {
       limit: z.number().int().positive().max(MAX_ROWS_LIMIT).default(100),
     }),
     result: z.object({ rows: z.array(StoredRow), next_after: z.number().int().nullable() }),
-  },
-  transcript_read: { params: TranscriptReadParams, result: TranscriptReadResult },
-  transcript_grep: { params: TranscriptGrepParams, result: TranscriptGrepResult },
-  lcm_list: { params: LcmListParams, result: LcmListResult },
-  lcm_grep: { params: LcmGrepParams, result: LcmGrepResult },
-  lcm_describe: { params: LcmDescribeParams, result: LcmDescribeResult },
+  }),
+  transcript_read: () => ({ params: TranscriptReadParams, result: TranscriptReadResult }),
+  transcript_grep: () => ({ params: TranscriptGrepParams, result: TranscriptGrepResult }),
+  lcm_list: () => ({ params: LcmListParams, result: LcmListResult }),
+  lcm_grep: () => ({ params: LcmGrepParams, result: LcmGrepResult }),
+  lcm_describe: () => ({ params: LcmDescribeParams, result: LcmDescribeResult }),
   /** The node's source rows rendered as transcript_read renders them. */
-  lcm_expand: { params: LcmExpandParams, result: TranscriptReadResult },
-  'tools.list': {
+  lcm_expand: () => ({ params: LcmExpandParams, result: TranscriptReadResult }),
+  'tools.list': () => ({
     params: z.strictObject({ session: SessionId }),
     result: z.object({
       tools: z.array(
         z.object({ name: z.string(), description: z.string(), input_schema: JsonObject }),
       ),
     }),
-  },
-  'tools.call': {
+  }),
+  'tools.call': () => ({
     params: z.strictObject({
       session: SessionId,
       name: z.string().min(1),
       arguments: JsonObject.default({}),
     }),
     result: z.object({ name: z.string(), result: z.unknown() }),
-  },
-  'payload.get': {
+  }),
+  'payload.get': () => ({
     params: z.strictObject({ hash: z.string().regex(/^[0-9a-f]{64}$/) }),
     result: z.object({
       hash: z.string(),
@@ -287,8 +312,8 @@ export const methods = {
       /** Base64 of the stored bytes. */
       data: z.string(),
     }),
-  },
-  'daemon.status': {
+  }),
+  'daemon.status': () => ({
     params: Empty.default({}),
     result: z.object({
       version: z.string(),
@@ -315,9 +340,9 @@ export const methods = {
         partial_line_budget_bytes: z.number().int(),
       }),
     }),
-  },
-  'daemon.shutdown': { params: Empty.default({}), result: Ok },
-  prepare: {
+  }),
+  'daemon.shutdown': () => ({ params: Empty.default({}), result: Ok }),
+  prepare: () => ({
     params: z.strictObject({
       session: SessionId,
       /** Model id the request goes to; the catalog supplies its window and modalities. */
@@ -344,8 +369,8 @@ export const methods = {
       compacted: z.boolean(),
       observation: Observation,
     }),
-  },
-  'usage.report': {
+  }),
+  'usage.report': () => ({
     params: z.strictObject({
       session: SessionId,
       prepared_id: z.string().min(1).max(100),
@@ -353,8 +378,8 @@ export const methods = {
       cached_tokens: z.number().int().nonnegative().max(1e9).optional(),
     }),
     result: Ok,
-  },
-  compact: {
+  }),
+  compact: () => ({
     params: z.strictObject({
       session: SessionId,
       /** Make this strategy the session's own first, as /extensions would. */
@@ -373,20 +398,20 @@ export const methods = {
       plan: CompactPlan.nullable(),
       observation: Observation,
     }),
-  },
-  context: {
+  }),
+  context: () => ({
     params: z.strictObject({ session: SessionId, format: z.enum(['json', 'text']).default('json') }),
     result: z.object({ observation: Observation, text: z.string().nullable() }),
-  },
+  }),
   /** The snapcompact frames the session's next request would show (bytes through payload.get). */
-  frames: {
+  frames: () => ({
     params: z.strictObject({ session: SessionId, model: z.string().min(1).max(200).optional() }),
     result: z.object({
       model: z.string().nullable(),
       frames: z.array(z.object({ hash: z.string(), width: z.number().int(), height: z.number().int(), caption: z.string() })),
     }),
-  },
-  'extensions.list': {
+  }),
+  'extensions.list': () => ({
     params: z.strictObject({ session: SessionId.optional() }),
     result: z.object({
       strategy: z.string().nullable(),
@@ -403,8 +428,8 @@ export const methods = {
         }),
       ),
     }),
-  },
-  'extensions.select': {
+  }),
+  'extensions.select': () => ({
     params: z.strictObject({
       /** Without a session the choice is global and is written to extensions.json. */
       session: SessionId.optional(),
@@ -412,12 +437,12 @@ export const methods = {
       disable: z.array(z.string().min(1).max(100)).max(50).default([]),
     }),
     result: z.object({ strategy: z.string().nullable(), enabled: z.array(z.string()) }),
-  },
-  reload: {
+  }),
+  reload: () => ({
     params: Empty.default({}),
     result: z.object({ version: z.number().int(), config_errors: z.array(z.object({ file: z.string(), message: z.string() })) }),
-  },
-  command: {
+  }),
+  command: () => ({
     params: z.strictObject({ session: SessionId.optional(), line: z.string().min(1).max(100_000) }),
     result: z.object({
       /** The command that ran: compact, context, extensions, reload. */
@@ -427,8 +452,8 @@ export const methods = {
       /** The same, rendered for a terminal. */
       text: z.string(),
     }),
-  },
-} as const;
+  }),
+});
 
 export type Methods = typeof methods;
 export type MethodName = keyof Methods;
@@ -441,8 +466,8 @@ export function isMethodName(name: string): name is MethodName {
 }
 
 /** The daemon's reverse request to a client that declared `capabilities.summarize`. */
-export const reverseMethods = {
-  summarize: {
+export const reverseMethods = lazyTable({
+  summarize: () => ({
     params: z.object({
       session: z.string(),
       purpose: z.string(),
@@ -451,7 +476,7 @@ export const reverseMethods = {
       max_output_tokens: z.number().int().positive(),
     }),
     result: z.object({ text: z.string() }),
-  },
-} as const;
+  }),
+});
 export type ReverseMethods = typeof reverseMethods;
 export type ReverseMethodName = keyof ReverseMethods;

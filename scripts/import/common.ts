@@ -2,9 +2,9 @@
 // numbers, stable row keys, text and image parts checked against the wire row schemas.
 import { createHash } from 'node:crypto';
 import { MAX_KEY_LENGTH, type ImagePartIn, type RowIn, type TextPart } from '../../protocol/rows.ts';
+import type { ImportFormat } from './formats.ts';
 
-export const FORMATS = ['claude-code', 'codex', 'pi', 'swe-agent'] as const;
-export type ImportFormat = (typeof FORMATS)[number];
+export { FORMATS, type ImportFormat } from './formats.ts';
 
 /** A transcript of another agent as rows `transcript.append` accepts, in order. */
 export interface ImportedTranscript {

@@ -1,6 +1,8 @@
-// The CLI loads the client side only: walking its static imports from cli/main.ts must meet no
-// daemon, storage or strategy module and no package beyond commander and zod. That keeps
-// `albedo status` fast (no SQLite, no engine) and keeps the CLI usable where only the client is.
+// The CLI loads the client side only: walking its imports from cli/main.ts must meet no daemon,
+// storage or strategy module and no package beyond commander and zod. That keeps `albedo status`
+// fast (no SQLite, no engine) and keeps the CLI usable where only the client is. What every verb
+// loads at start (the static imports) leaves out the importers and the frame renderer, which the
+// verbs that use them import when they run.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -9,9 +11,13 @@ import { test } from 'node:test';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const IMPORT = /^\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]/gm;
+const DYNAMIC = /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
 
-/** Every module the entry reaches by value imports (type-only imports are erased), and every package. */
-function graph(entry: string): { files: Set<string>; packages: Set<string> } {
+/**
+ * Every module the entry reaches by value imports (type-only imports are erased), and every
+ * package; with `dynamic`, also through `import('...')` calls.
+ */
+function graph(entry: string, opts: { dynamic: boolean } = { dynamic: true }): { files: Set<string>; packages: Set<string> } {
   const files = new Set<string>();
   const packages = new Set<string>();
   const todo = [entry];
@@ -20,9 +26,9 @@ function graph(entry: string): { files: Set<string>; packages: Set<string> } {
     if (files.has(file)) continue;
     files.add(file);
     const text = fs.readFileSync(file, 'utf8');
-    for (const m of text.matchAll(IMPORT)) {
-      if (/^\s*(?:import|export)\s+type\s/.test(m[0])) continue;
-      const spec = m[1]!;
+    const specs = [...text.matchAll(IMPORT)].filter((m) => !/^\s*(?:import|export)\s+type\s/.test(m[0])).map((m) => m[1]!);
+    if (opts.dynamic) specs.push(...[...text.matchAll(DYNAMIC)].map((m) => m[1]!));
+    for (const spec of specs) {
       if (spec.startsWith('.')) todo.push(path.resolve(path.dirname(file), spec));
       else if (!spec.startsWith('node:')) packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
     }
@@ -34,9 +40,18 @@ test('the CLI imports no daemon, storage or strategy module, and no package but 
   const { files, packages } = graph(path.join(root, 'cli/main.ts'));
   const rel = [...files].map((f) => path.relative(root, f)).sort();
   assert.ok(rel.includes('cli/verbs/compaction.ts') && rel.includes('protocol/client.ts'), rel.join(', '));
-  const outside = rel.filter((f) => !/^(cli|protocol|scripts\/import)\//.test(f));
+  assert.ok(rel.includes('cli/transcript-files.ts') && rel.includes('render/index.ts'), 'the walk follows import() calls');
+  const outside = rel.filter((f) => !/^(cli|protocol|scripts\/import|render)\//.test(f));
   assert.deepEqual(outside, [], 'modules outside the client side');
   assert.deepEqual([...packages].sort(), ['commander', 'zod']);
+});
+
+test('what every verb loads at start leaves the importers and the renderer to the verbs that use them', () => {
+  const { files } = graph(path.join(root, 'cli/main.ts'), { dynamic: false });
+  const rel = [...files].map((f) => path.relative(root, f)).sort();
+  assert.ok(rel.includes('cli/verbs/transfer.ts'), rel.join(', '));
+  const heavy = rel.filter((f) => f.startsWith('render/') || (f.startsWith('scripts/import/') && f !== 'scripts/import/formats.ts') || f === 'cli/transcript-files.ts');
+  assert.deepEqual(heavy, []);
 });
 
 test('the walk sees through to SQLite where it is imported', () => {

@@ -1,0 +1,234 @@
+// The work of `albedo export` and `albedo import` (cli/verbs/transfer.ts declares the verbs and
+// loads this module when one runs, so other verbs do not load the importers). `export` writes a
+// session as JSON lines of rows `transcript.append` takes back; `import` reads such a file, or
+// another agent's transcript (scripts/import/), checks all of it, and only then appends it. Every
+// row carries a client key, so importing the same file again completes an interrupted import
+// instead of doubling it.
+import fs from 'node:fs';
+import path from 'node:path';
+import { allRows } from '../protocol/client.ts';
+import { RowIn, type StoredRow } from '../protocol/rows.ts';
+import { parseJsonl } from '../scripts/import/common.ts';
+import { IMPORT_FORMATS, OWN_FORMAT, type AnyFormat } from '../scripts/import/formats.ts';
+import { ImportError, importTranscript, rowCounts } from '../scripts/import/index.ts';
+import type { DaemonLink } from './daemon-link.ts';
+import { CliError, n, UsageError, type Report } from './io.ts';
+import type { VerbContext } from './program.ts';
+import { ProgressBar, progressWanted } from './progress.ts';
+
+/** One `transcript.append` carries at most this many rows, and about this many bytes of JSON. */
+const BATCH_ROWS = 1000;
+const BATCH_BYTES = 8 * 1024 * 1024;
+
+type ImageIn = Extract<Extract<RowIn, { kind: 'user' }>['content'][number], { type: 'image' }>;
+type StoredImage = { type: 'image'; hash: string; media_type: string };
+const INLINE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+
+/** Turns stored images into uploadable ones: inline base64 (fetched once per hash), or a hash reference. */
+class ImageSource {
+  private readonly cache = new Map<string, ImageIn>();
+  inlined = 0;
+  constructor(
+    private readonly link: DaemonLink,
+    private readonly refs: boolean,
+  ) {}
+
+  async part(p: StoredImage): Promise<ImageIn> {
+    if (this.refs || !INLINE_TYPES.has(p.media_type)) return { type: 'image', hash: p.hash };
+    let got = this.cache.get(p.hash);
+    if (got === undefined) {
+      const payload = await this.link.call('payload.get', { hash: p.hash });
+      got = { type: 'image', media_type: payload.media_type as 'image/png', data: payload.data };
+      this.cache.set(p.hash, got);
+      this.inlined += 1;
+    }
+    return got;
+  }
+}
+
+/** A stored row as `transcript.append` takes it; null for daemon-written notices, which clients cannot append. */
+async function toRowIn(row: StoredRow, images: ImageSource): Promise<RowIn | null> {
+  const b = row.body;
+  // Rows appended without a key get one from their seq, so a re-import is idempotent too.
+  const key = row.key ?? `seq:${row.seq}`;
+  const content = async <P extends { type: string }>(parts: readonly P[]) =>
+    Promise.all(parts.map(async (p) => (p.type === 'image' ? images.part(p as unknown as StoredImage) : p)));
+  switch (b.kind) {
+    case 'notice':
+      return null;
+    case 'user':
+      return RowIn.parse({ kind: 'user', origin: b.origin, key, content: await content(b.content) });
+    case 'assistant':
+      return RowIn.parse({ kind: 'assistant', key, provider: b.provider, model: b.model, content: b.content });
+    case 'tool_result':
+      return RowIn.parse({ kind: 'tool_result', key, call_id: b.call_id, is_error: b.is_error, content: await content(b.content) });
+  }
+}
+
+/**
+ * Our own JSONL: every non-blank line a row `transcript.append` accepts. Null when the text is
+ * not that (another agent's format), judged by its first record; past that, a bad line is an error.
+ */
+function ownRows(text: string, forced: boolean): RowIn[] | null {
+  let recs: ReturnType<typeof parseJsonl>;
+  try {
+    recs = parseJsonl(text);
+  } catch (err) {
+    const first = text.split('\n').find((l) => l.trim() !== '') ?? '';
+    if (err instanceof ImportError && (forced || RowIn.safeParse(parseOrNull(first)).success)) throw new CliError(err.message, undefined, 'nothing was stored; fix or remove that line');
+    return null;
+  }
+  const rows: RowIn[] = [];
+  for (const { line, rec } of recs) {
+    const r = RowIn.safeParse(rec);
+    if (r.success) rows.push(r.data);
+    else if (rows.length === 0 && !forced) return null;
+    else throw new CliError(`line ${line} is not a row transcript.append accepts: ${r.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join('; ')}`, undefined, 'nothing was stored; fix or remove that line');
+  }
+  return rows.length === 0 ? null : rows;
+}
+
+function parseOrNull(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return null;
+  }
+}
+
+/** A session id from a file name: the characters ids allow, at most 200 of them. */
+export function sessionFromPath(file: string): string {
+  const base = path.basename(file).replace(/\.(jsonl|json|traj)$/i, '');
+  const id = base.replace(/[^A-Za-z0-9._:@-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 200);
+  return id === '' ? 'imported' : id;
+}
+
+/** The rows in appends of at most BATCH_ROWS rows and about BATCH_BYTES, each with its JSON size (UTF-16 units). */
+function batches(rows: readonly RowIn[]): Array<{ rows: RowIn[]; bytes: number }> {
+  const out: Array<{ rows: RowIn[]; bytes: number }> = [];
+  let batch: RowIn[] = [];
+  let bytes = 0;
+  for (const r of rows) {
+    const size = JSON.stringify(r).length;
+    if (batch.length > 0 && (batch.length >= BATCH_ROWS || bytes + size > BATCH_BYTES)) {
+      out.push({ rows: batch, bytes });
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(r);
+    bytes += size;
+  }
+  if (batch.length > 0) out.push({ rows: batch, bytes });
+  return out;
+}
+
+export interface ExportOptions {
+  out?: string;
+  imageRefs?: boolean;
+}
+
+/** `albedo export [session]`: the rows to stdout (summary on stderr), or to --out with the summary as the report. */
+export async function exportSession(ctx: VerbContext, given: string | undefined, opts: ExportOptions): Promise<Report | number> {
+  const session = ctx.session(given);
+  const stored = await ctx.link.with('transcript.rows', (c) => allRows(c, session));
+  const images = new ImageSource(ctx.link, opts.imageRefs === true);
+  const lines: string[] = [];
+  let notices = 0;
+  for (const row of stored) {
+    const r = await toRowIn(row, images);
+    if (r === null) notices += 1;
+    else lines.push(JSON.stringify(r));
+  }
+  const body = lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+  const summary = { session, rows: lines.length, skipped_notices: notices, images_inlined: images.inlined, out: opts.out ?? null };
+  const text = `exported ${n(lines.length)} rows of ${session}${notices === 0 ? '' : ` (${n(notices)} daemon notices left out)`}${opts.out === undefined ? '' : ` to ${opts.out}`}`;
+  if (opts.out !== undefined) {
+    fs.writeFileSync(opts.out, body);
+    return { json: summary, text };
+  }
+  // The rows are the output; the summary goes to stderr so a pipe gets only rows.
+  ctx.io.stdout.write(body);
+  if (!ctx.out.json) ctx.out.note(ctx.out.errStyle.dim(text));
+  return 0;
+}
+
+export interface ImportOptions {
+  format?: string;
+  dryRun?: boolean;
+}
+
+/** `albedo import <file>`: parse and check the whole file, then append it in batches (a bar on a terminal for large files). */
+export async function importFile(ctx: VerbContext, file: string, opts: ImportOptions): Promise<Report> {
+  if (opts.format !== undefined && !(IMPORT_FORMATS as readonly string[]).includes(opts.format)) {
+    throw new UsageError(`unknown format "${opts.format}"`, `known: ${IMPORT_FORMATS.join(', ')}`);
+  }
+  const forced = opts.format as AnyFormat | undefined;
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read ${file}: ${(err as Error).message}`);
+  }
+  const fileBytes = Buffer.byteLength(text);
+  const bar = progressWanted(ctx.io.stderr, ctx.io.env, { json: ctx.out.json, bytes: fileBytes }) ? new ProgressBar(ctx.io.stderr) : undefined;
+  try {
+    return await importText(ctx, file, text, fileBytes, forced, opts.dryRun === true, bar);
+  } finally {
+    bar?.end();
+  }
+}
+
+async function importText(ctx: VerbContext, file: string, text: string, fileBytes: number, forced: AnyFormat | undefined, dryRun: boolean, bar: ProgressBar | undefined): Promise<Report> {
+  // The whole file is parsed and checked before anything is appended.
+  bar?.update('checking', 0, fileBytes);
+  let rows: RowIn[];
+  let format: AnyFormat;
+  let skipped: Record<string, number> = {};
+  const own = forced === undefined || forced === OWN_FORMAT ? ownRows(text, forced === OWN_FORMAT) : null;
+  if (own !== null) {
+    rows = own;
+    format = OWN_FORMAT;
+  } else if (forced === OWN_FORMAT) {
+    throw new CliError(`${file} holds no rows in albedo's export format`, undefined, 'leave out --format to detect the format');
+  } else {
+    try {
+      const t = importTranscript(text, { path: file, format: forced });
+      rows = t.rows;
+      format = t.format;
+      skipped = t.skipped;
+    } catch (err) {
+      if (err instanceof ImportError) throw new CliError(`${file}: ${err.message}`, undefined, 'nothing was stored; --format forces a format');
+      throw err;
+    }
+  }
+  bar?.update('checking', fileBytes, fileBytes, `${n(rows.length)} rows`, true);
+  const counts = rowCounts(rows);
+  const session = ctx.session(ctx.maybeSession() ?? sessionFromPath(file));
+  let added = 0;
+  if (!dryRun && rows.length > 0) {
+    await ctx.link.call('session.open', { session });
+    const before = (await ctx.link.call('session.list', {})).sessions.find((s) => s.session === session)?.rows ?? 0;
+    const plan = batches(rows);
+    const total = plan.reduce((sum, b) => sum + b.bytes, 0);
+    let sent = 0;
+    let stored = 0;
+    bar?.update('storing', 0, total, `0/${n(rows.length)} rows`, true);
+    for (const batch of plan) {
+      await ctx.link.call('transcript.append', { session, rows: batch.rows });
+      sent += batch.bytes;
+      stored += batch.rows.length;
+      bar?.update('storing', sent, total, `${n(stored)}/${n(rows.length)} rows`, stored === rows.length);
+    }
+    const after = (await ctx.link.call('session.list', {})).sessions.find((s) => s.session === session)?.rows ?? 0;
+    added = after - before;
+  }
+  const json = { session, format, dry_run: dryRun, ...counts, added, already_stored: dryRun ? 0 : counts.rows - added, skipped };
+  const skips = Object.entries(skipped).map(([why, k]) => `${why} ×${k}`);
+  const lines = [
+    `${dryRun ? 'checked' : 'imported'} ${file} (${format}) ${dryRun ? '' : `into ${ctx.out.style.bold(session)}`}`.trimEnd(),
+    `  ${n(counts.rows)} rows: ${n(counts.user)} user, ${n(counts.assistant)} assistant, ${n(counts.tool_result)} tool results · ${n(counts.tool_calls)} tool calls · ${n(counts.images)} images`,
+  ];
+  if (!dryRun) lines.push(`  ${n(added)} new, ${n(counts.rows - added)} already stored`);
+  if (skips.length > 0) lines.push(`  skipped: ${skips.join(', ')}`);
+  return { json, text: lines.join('\n') };
+}
