@@ -102,6 +102,20 @@ test('idle kernels are unloaded least recently used first once their caches hold
   assert.equal(big.loaded, 1);
 });
 
+test('a cache that grew in place is measured by the sweep that follows its task, and the byte bound applies to it', async () => {
+  const kernels = new SessionKernels({ maxLoaded: 100, maxBytes: 250_000 });
+  const slot = cacheSlot<string[]>('test.growing');
+  for (const s of ['a', 'b', 'c']) {
+    await kernels.run(s, (k) => k.cache.set(slot, []));
+    // The same array, filled after it was stored: no store tells the kernels it changed.
+    await kernels.run(s, (k) => void k.cache.get(slot)!.push(...Array.from({ length: 1000 }, (_, i) => `row ${i} `.repeat(5))));
+  }
+  const deadline = Date.now() + 5000;
+  while (kernels.loaded > 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(kernels.loaded, 2, 'the oldest kernel went once the growth was measured');
+  assert.ok(kernels.cacheBytes > 150_000 && kernels.cacheBytes <= 250_000, `${kernels.cacheBytes} bytes`);
+});
+
 test('approxBytes counts strings by length, samples long arrays and maps, and counts shared values once', () => {
   assert.ok(approxBytes('x'.repeat(1000)) >= 2000);
   const long = Array.from({ length: 100_000 }, () => 'y'.repeat(10));
