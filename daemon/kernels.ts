@@ -5,8 +5,8 @@
 // Different sessions run concurrently. Idle kernels are unloaded least-recently-used first, while
 // more than `maxLoaded` are loaded or their caches together hold more than `maxBytes` (each
 // kernel's cache is measured when a task of its session settles, at most every
-// MEASURE_INTERVAL_MS unless a value was stored or dropped, and otherwise by a sweep that
-// follows within that interval); unloading loses nothing,
+// MEASURE_INTERVAL_MS, and otherwise by a sweep that follows within that interval); unloading
+// loses nothing,
 // because state lives in SQLite. A session has at most one slot at any time: a slot leaves the
 // map only once it is idle.
 import { KernelCache } from '../strategies/harness/kernel-cache.ts';
@@ -30,17 +30,16 @@ interface Slot {
   pending: number;
   /** Set by forget while tasks are queued: the slot is dropped as soon as its queue drains. */
   forgotten: boolean;
-  /** When its cache was last measured (performance.now()), and the cache's generation then. */
+  /** When its cache was last measured (performance.now()). */
   measuredAt: number;
-  measuredGeneration: number;
   /** A task settled since that measure without one: the next sweep measures it. */
   stale: boolean;
 }
 
 /**
- * How often one kernel's cache is re-measured at most while its values stay the same ones.
- * Measuring walks the cached values (a fraction of a millisecond for a warm kernel), which a
- * session's back-to-back requests would otherwise pay on every one of them.
+ * How often one kernel's cache is re-measured at most. Measuring walks the cached values (a
+ * fraction of a millisecond for a warm kernel), which a session's back-to-back requests would
+ * otherwise pay on every one of them; a task settling sooner leaves it to the sweep.
  */
 const MEASURE_INTERVAL_MS = 250;
 
@@ -51,7 +50,6 @@ function freshKernel(session: string): Kernel {
 function remeasure(slot: Slot, now: number): void {
   slot.kernel.cache.measure();
   slot.measuredAt = now;
-  slot.measuredGeneration = slot.kernel.cache.generation;
   slot.stale = false;
 }
 
@@ -144,7 +142,6 @@ export class SessionKernels {
       pending: 0,
       forgotten: false,
       measuredAt: -Infinity,
-      measuredGeneration: -1,
       stale: false,
     };
     this.slots.set(session, slot);
@@ -162,9 +159,8 @@ export class SessionKernels {
 
   /** Measures the slot's cache now when due, else leaves it to the sweep. */
   private measure(slot: Slot): void {
-    const cache = slot.kernel.cache;
     const now = performance.now();
-    if (cache.generation !== slot.measuredGeneration || now - slot.measuredAt >= MEASURE_INTERVAL_MS) {
+    if (now - slot.measuredAt >= MEASURE_INTERVAL_MS) {
       remeasure(slot, now);
       return;
     }

@@ -74,7 +74,6 @@ export function approxBytes(value: unknown, seen: Set<object> = new Set()): numb
 export class KernelCache {
   private readonly values = new Map<CacheSlot<unknown>, unknown>();
   private estimate = 0;
-  private sets = 0;
 
   get<T>(slot: CacheSlot<T>): T | undefined {
     return this.values.get(slot) as T | undefined;
@@ -82,7 +81,6 @@ export class KernelCache {
 
   set<T>(slot: CacheSlot<T>, value: T): void {
     this.values.set(slot, value);
-    this.sets += 1;
   }
 
   /** The slot's value, computed and stored when absent. */
@@ -90,19 +88,12 @@ export class KernelCache {
     if (this.values.has(slot)) return this.values.get(slot) as T;
     const v = make();
     this.values.set(slot, v);
-    this.sets += 1;
     return v;
   }
 
   clear(): void {
     this.values.clear();
     this.estimate = 0;
-    this.sets += 1;
-  }
-
-  /** Counts every value stored or dropped; what mutates a stored value in place does not count. */
-  get generation(): number {
-    return this.sets;
   }
 
   /** The estimate of the bytes held, as of the last `measure()`. */
