@@ -2,6 +2,7 @@
 import { AlbedoError, RpcCode, rpcError } from '../../protocol/errors.ts';
 import { PROTOCOL_VERSION } from '../../protocol/methods.ts';
 import { getPayload } from '../../storage/payloads.ts';
+import { storageSize, unpackParts } from '../../storage/storage-size.ts';
 import type { Handler } from '../context.ts';
 
 export const initialize: Handler<'initialize'> = (params, { daemon, conn }) => {
@@ -17,7 +18,9 @@ export const initialize: Handler<'initialize'> = (params, { daemon, conn }) => {
   return { protocol: PROTOCOL_VERSION, server: { name: 'albedod', version: daemon.version } };
 };
 
-export const daemonStatus: Handler<'daemon.status'> = (_params, { daemon }) => {
+export const daemonStatus: Handler<'daemon.status'> = async (_params, { daemon }) => {
+  // The page walk reads the whole file: the search worker does it, off the event loop.
+  const storage = await storageSize(daemon.db, daemon.paths.db, { walk: async () => unpackParts(await daemon.search.pageParts()) });
   const row = daemon.db.prepare('SELECT count(*) AS n FROM sessions').get() as { n: number };
   return {
     version: daemon.version,
@@ -28,6 +31,7 @@ export const daemonStatus: Handler<'daemon.status'> = (_params, { daemon }) => {
     loaded_kernels: daemon.kernels.loaded,
     connections: daemon.connectionCount(),
     config_errors: daemon.configProblems(),
+    storage,
   };
 };
 

@@ -23,6 +23,8 @@ describe('albedod process', () => {
     const status = await c.call('daemon.status', {});
     assert.equal(status.home, home);
     assert.equal(status.pid, d.proc.pid);
+    assert.equal(status.storage.file_bytes, fs.statSync(path.join(home, 'albedo.db')).size);
+    assert.ok(status.storage.parts.rows > 0 && status.storage.parts.engine > 0, JSON.stringify(status.storage));
     assert.equal(await d.stop(), 0);
   });
 
