@@ -53,10 +53,13 @@ export const StorageSize = z.object({
   file_bytes: z.number().int(),
   wal_bytes: z.number().int(),
   free_bytes: z.number().int(),
-  /** Bytes of the pages of each part, as of `measured_at` (a page walk is reused for minutes). */
-  parts: z.record(z.enum(STORAGE_PARTS), z.number().int()),
+  /**
+   * Bytes of the pages of each part, as of `measured_at` (a page walk, reused for minutes); null
+   * when no walk was asked for yet (`daemon.status {storage_parts: true}`).
+   */
+  parts: z.record(z.enum(STORAGE_PARTS), z.number().int()).nullable(),
   /** Milliseconds since the epoch of the page walk the parts come from. */
-  measured_at: z.number().int(),
+  measured_at: z.number().int().nullable(),
 });
 export type StorageSize = z.infer<typeof StorageSize>;
 
@@ -305,7 +308,12 @@ export const methods = {
     }),
   },
   'daemon.status': {
-    params: Empty.default({}),
+    params: z
+      .strictObject({
+        /** Walk the database's pages for `storage.parts` when the last walk is old (reads the whole file, off the event loop). */
+        storage_parts: z.boolean().default(false),
+      })
+      .default({ storage_parts: false }),
     result: z.object({
       version: z.string(),
       pid: z.number().int(),

@@ -41,6 +41,11 @@ export class SearchWorker {
     return worker;
   }
 
+  /** Whether the thread was started (by a first query) and still runs. */
+  get running(): boolean {
+    return this.started !== undefined && !this.closed;
+  }
+
   /** Indexed rows (seq <= maxSeq) matching the phrase query, as (seq, sid) pairs. */
   hits(query: string, maxSeq: number): Promise<Float64Array> {
     return this.ask({ kind: 'transcript', query, maxSeq });

@@ -81,20 +81,15 @@ export function unpackParts(packed: Float64Array): StorageParts {
 }
 
 /**
- * The database's size and its parts. The parts come from a walk at most PARTS_MAX_AGE_MS old
- * (`fresh` walks now), done by `walk` (default: on `db` itself, synchronously); concurrent
- * callers share one walk. The totals are read now.
+ * The database's size and its parts. With `walk`, the parts come from a walk at most
+ * PARTS_MAX_AGE_MS old, done by `walk` when the last one is older (concurrent callers share it);
+ * without, from the last walk if there was one. The totals are read now.
  */
-export async function storageSize(
-  db: Db,
-  file: string,
-  opts: { now?: number; fresh?: boolean; walk?: () => Promise<StorageParts> } = {},
-): Promise<StorageSize> {
+export async function storageSize(db: Db, file: string, opts: { now?: number; walk?: () => Promise<StorageParts> } = {}): Promise<StorageSize> {
   const now = opts.now ?? Date.now();
   let last = walks.get(db);
-  if (last === undefined || opts.fresh === true || now - last.at > PARTS_MAX_AGE_MS) {
-    const run = opts.walk ?? (() => Promise.resolve(pageWalk(db)));
-    const current: { at: number; parts: Promise<StorageParts> } = { at: now, parts: run() };
+  if (opts.walk !== undefined && (last === undefined || now - last.at > PARTS_MAX_AGE_MS)) {
+    const current = { at: now, parts: opts.walk() };
     // A failed walk is not kept: the next call tries again.
     current.parts.catch(() => {
       if (walks.get(db) === current) walks.delete(db);
@@ -102,8 +97,8 @@ export async function storageSize(
     walks.set(db, current);
     last = current;
   }
-  const parts = await last.parts;
+  const parts = last === undefined ? null : await last.parts;
   const pageSize = db.pragma('page_size', { simple: true }) as number;
   const free = db.pragma('freelist_count', { simple: true }) as number;
-  return { file_bytes: fileSize(file), wal_bytes: fileSize(`${file}-wal`), free_bytes: free * pageSize, parts, measured_at: last.at };
+  return { file_bytes: fileSize(file), wal_bytes: fileSize(`${file}-wal`), free_bytes: free * pageSize, parts, measured_at: last?.at ?? null };
 }
