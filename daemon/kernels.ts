@@ -4,7 +4,7 @@
 // waits behind a model call; `all` waits for both lanes and holds both (delete, fork).
 // Different sessions run concurrently. Idle kernels are unloaded least-recently-used first, while
 // more than `maxLoaded` are loaded or their caches together hold more than `maxBytes` (each
-// kernel's cache is measured when a task of its session settles, at most every
+// kernel's cache is measured when a task of its session settles; a large cache at most every
 // MEASURE_INTERVAL_MS, and otherwise by a sweep that follows within that interval); unloading
 // loses nothing,
 // because state lives in SQLite. A session has at most one slot at any time: a slot leaves the
@@ -42,6 +42,8 @@ interface Slot {
  * otherwise pay on every one of them; a task settling sooner leaves it to the sweep.
  */
 const MEASURE_INTERVAL_MS = 250;
+/** A cache whose last measure visited fewer objects than this is cheap to measure: every time. */
+const CHEAP_MEASURE_VISITS = 2000;
 
 function freshKernel(session: string): Kernel {
   return { session, loadedAt: Date.now(), cache: new KernelCache() };
@@ -160,7 +162,7 @@ export class SessionKernels {
   /** Measures the slot's cache now when due, else leaves it to the sweep. */
   private measure(slot: Slot): void {
     const now = performance.now();
-    if (now - slot.measuredAt >= MEASURE_INTERVAL_MS) {
+    if (slot.kernel.cache.measureVisits < CHEAP_MEASURE_VISITS || now - slot.measuredAt >= MEASURE_INTERVAL_MS) {
       remeasure(slot, now);
       return;
     }
