@@ -4,7 +4,9 @@
 // waits behind a model call; `all` waits for both lanes and holds both (delete, fork).
 // Different sessions run concurrently. Idle kernels are unloaded least-recently-used first, while
 // more than `maxLoaded` are loaded or their caches together hold more than `maxBytes` (each
-// kernel's cache is measured when a task of its session settles); unloading loses nothing,
+// kernel's cache is measured when a task of its session settles; a large cache at most every
+// MEASURE_INTERVAL_MS, and otherwise by a sweep that follows within that interval); unloading
+// loses nothing,
 // because state lives in SQLite. A session has at most one slot at any time: a slot leaves the
 // map only once it is idle.
 import { KernelCache } from '../strategies/harness/kernel-cache.ts';
@@ -28,10 +30,29 @@ interface Slot {
   pending: number;
   /** Set by forget while tasks are queued: the slot is dropped as soon as its queue drains. */
   forgotten: boolean;
+  /** When its cache was last measured (performance.now()). */
+  measuredAt: number;
+  /** A task settled since that measure without one: the next sweep measures it. */
+  stale: boolean;
 }
+
+/**
+ * How often one kernel's cache is re-measured at most. Measuring walks the cached values (a
+ * fraction of a millisecond for a warm kernel), which a session's back-to-back requests would
+ * otherwise pay on every one of them; a task settling sooner leaves it to the sweep.
+ */
+const MEASURE_INTERVAL_MS = 250;
+/** A cache whose last measure visited fewer objects than this is cheap to measure: every time. */
+const CHEAP_MEASURE_VISITS = 2000;
 
 function freshKernel(session: string): Kernel {
   return { session, loadedAt: Date.now(), cache: new KernelCache() };
+}
+
+function remeasure(slot: Slot, now: number): void {
+  slot.kernel.cache.measure();
+  slot.measuredAt = now;
+  slot.stale = false;
 }
 
 /** Default bound of all kernels' caches together (estimated bytes). */
@@ -41,6 +62,7 @@ export class SessionKernels {
   private readonly slots = new Map<string, Slot>();
   private readonly maxLoaded: number;
   private readonly maxBytes: number;
+  private sweepTimer: NodeJS.Timeout | undefined;
 
   constructor(opts: { maxLoaded?: number; maxBytes?: number } = {}) {
     this.maxLoaded = opts.maxLoaded ?? 256;
@@ -116,7 +138,14 @@ export class SessionKernels {
       this.slots.set(session, slot);
       return slot;
     }
-    slot = { kernel: freshKernel(session), tails: { engine: Promise.resolve(), transcript: Promise.resolve() }, pending: 0, forgotten: false };
+    slot = {
+      kernel: freshKernel(session),
+      tails: { engine: Promise.resolve(), transcript: Promise.resolve() },
+      pending: 0,
+      forgotten: false,
+      measuredAt: -Infinity,
+      stale: false,
+    };
     this.slots.set(session, slot);
     this.evictIdle();
     return slot;
@@ -124,10 +153,29 @@ export class SessionKernels {
 
   private settled(session: string, slot: Slot): void {
     slot.pending -= 1;
-    slot.kernel.cache.measure();
+    this.measure(slot);
     if (slot.pending !== 0 || this.slots.get(session) !== slot) return;
     if (slot.forgotten) this.slots.delete(session);
     else this.evictIdle();
+  }
+
+  /** Measures the slot's cache now when due, else leaves it to the sweep. */
+  private measure(slot: Slot): void {
+    const now = performance.now();
+    if (slot.kernel.cache.measureVisits < CHEAP_MEASURE_VISITS || now - slot.measuredAt >= MEASURE_INTERVAL_MS) {
+      remeasure(slot, now);
+      return;
+    }
+    slot.stale = true;
+    this.sweepTimer ??= setTimeout(() => this.sweep(), MEASURE_INTERVAL_MS).unref();
+  }
+
+  /** Measures every kernel left stale since its last measure, then applies the bounds. */
+  private sweep(): void {
+    this.sweepTimer = undefined;
+    const now = performance.now();
+    for (const slot of this.slots.values()) if (slot.stale) remeasure(slot, now);
+    this.evictIdle();
   }
 
   /**

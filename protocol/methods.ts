@@ -65,6 +65,29 @@ export const Upstream = z.strictObject({
 export type Upstream = z.infer<typeof Upstream>;
 const Ok = z.strictObject({ ok: z.literal(true) });
 
+/**
+ * Parts of the database `daemon.status` sizes: transcript rows (with sessions, tool-call and
+ * fork records), their indexes, the search index, payloads, the strategies' state, the engine's
+ * bookkeeping (prepared requests, compaction log, prompts), and the rest.
+ */
+export const STORAGE_PARTS = ['rows', 'row_indexes', 'search_index', 'payloads', 'strategy_state', 'engine', 'other'] as const;
+export type StoragePart = (typeof STORAGE_PARTS)[number];
+
+export const StorageSize = z.object({
+  /** The main database file, the WAL beside it, and the file's free pages, in bytes. */
+  file_bytes: z.number().int(),
+  wal_bytes: z.number().int(),
+  free_bytes: z.number().int(),
+  /**
+   * Bytes of the pages of each part, as of `measured_at` (a page walk, reused for minutes); null
+   * when no walk was asked for yet (`daemon.status {storage_parts: true}`).
+   */
+  parts: z.record(z.enum(STORAGE_PARTS), z.number().int()).nullable(),
+  /** Milliseconds since the epoch of the page walk the parts come from. */
+  measured_at: z.number().int().nullable(),
+});
+export type StorageSize = z.infer<typeof StorageSize>;
+
 const SessionSummary = z.object({
   session: z.string(),
   /** Newest seq of the session; 0 when it has no rows. */
@@ -314,7 +337,12 @@ export const methods = lazyTable({
     }),
   }),
   'daemon.status': () => ({
-    params: Empty.default({}),
+    params: z
+      .strictObject({
+        /** Walk the database's pages for `storage.parts` when the last walk is old (reads the whole file, off the event loop). */
+        storage_parts: z.boolean().default(false),
+      })
+      .default({ storage_parts: false }),
     result: z.object({
       version: z.string(),
       pid: z.number().int(),
@@ -339,6 +367,8 @@ export const methods = lazyTable({
         partial_line_bytes: z.number().int(),
         partial_line_budget_bytes: z.number().int(),
       }),
+      /** The database's size on disk and how it divides (storage/storage-size.ts). */
+      storage: StorageSize,
     }),
   }),
   'daemon.shutdown': () => ({ params: Empty.default({}), result: Ok }),

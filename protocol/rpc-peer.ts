@@ -118,6 +118,24 @@ function hasNumberId(value: unknown): boolean {
   return Array.isArray(value) ? value.some((m) => isObject(m) && typeof m.id === 'number') : isObject(value) && typeof value.id === 'number';
 }
 
+/**
+ * A message's line as UTF-8 bytes with its "\n", encoded in one pass. A string handed to a
+ * socket is measured (Buffer.byteLength) and then encoded again by the stream, at a fraction
+ * of this speed for strings with any non-Latin-1 character; a buffer is written as it is.
+ * A UTF-16 unit never takes more than 3 UTF-8 bytes, so the buffer is sized without measuring;
+ * when that leaves much unused, the bytes are copied out so a queued line holds only its own.
+ */
+function encodeLine(line: string): Buffer {
+  const buf = Buffer.allocUnsafe(line.length * 3 + 1);
+  const n = buf.write(line, 0, 'utf8');
+  buf[n] = 0x0a;
+  const bytes = buf.subarray(0, n + 1);
+  return buf.length - bytes.length > SLACK_BYTES ? Buffer.from(bytes) : bytes;
+}
+
+/** Unused bytes an encoded line may keep alive. */
+const SLACK_BYTES = 64 * 1024;
+
 function errorLine(id: Id | null, error: WireError): string {
   return JSON.stringify({ jsonrpc: '2.0', id, error });
 }
@@ -151,7 +169,7 @@ export class RpcPeer {
    * getting no reply, and our side ends only once they have been.
    */
   private cutOff: WireError | undefined;
-  private readonly writeQueue: Array<{ line: string; bytes: number }> = [];
+  private readonly writeQueue: Buffer[] = [];
   /** UTF-8 bytes of the lines in writeQueue. */
   private writeQueueBytes = 0;
   /** UTF-8 bytes of replies made and not yet queued (single messages only; see onLine). */
@@ -315,18 +333,18 @@ export class RpcPeer {
    */
   private send(line: string): void {
     if (this._state !== 'open' && this._state !== 'draining' && this.cutOff === undefined) return;
-    const bytes = Buffer.byteLength(line) + 1;
-    this.writeQueue.push({ line: line + '\n', bytes });
-    this.writeQueueBytes += bytes;
+    const chunk = encodeLine(line);
+    this.writeQueue.push(chunk);
+    this.writeQueueBytes += chunk.length;
     this.flush();
   }
 
   private flush(): void {
     if (this.stream.destroyed) return;
     while (!this.waitingDrain && this.writeQueue.length > 0) {
-      const { line, bytes } = this.writeQueue.shift()!;
-      this.writeQueueBytes -= bytes;
-      if (!this.stream.write(line)) {
+      const chunk = this.writeQueue.shift()!;
+      this.writeQueueBytes -= chunk.length;
+      if (!this.stream.write(chunk)) {
         this.waitingDrain = true;
         this.stream.once('drain', () => {
           this.waitingDrain = false;

@@ -1,10 +1,11 @@
-// Worker-thread side of the search index queries (transcript rows, lcm node summaries): its own
-// read-only connection, one query per message, the (id, sid) pairs sent back as a transferred
-// Float64Array. Started and spoken to by storage/search-worker.ts only.
+// Worker-thread side of the search index queries (transcript rows, lcm node summaries) and the
+// storage page walk: its own read-only connection, one query per message, the (id, sid) pairs
+// (or the packed parts) sent back as a transferred Float64Array. Started and spoken to by storage/search-worker.ts only.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openReadOnly } from './db.ts';
 import { FTS_HITS_SQL, packHits, SUMMARY_HITS_SQL } from './search.ts';
 import type { SearchAsk } from './search-worker.ts';
+import { packParts, pageWalk } from './storage-size.ts';
 
 type Ask = SearchAsk & { id: number };
 
@@ -15,7 +16,8 @@ if (port !== null) {
   const summaries = db.prepare<[string, number], unknown[]>(SUMMARY_HITS_SQL).raw();
   port.on('message', (ask: Ask) => {
     try {
-      const pairs = packHits(ask.kind === 'transcript' ? rows.all(ask.query, ask.maxSeq) : summaries.all(ask.query, ask.sid));
+      const pairs =
+        ask.kind === 'pages' ? packParts(pageWalk(db)) : packHits(ask.kind === 'transcript' ? rows.all(ask.query, ask.maxSeq) : summaries.all(ask.query, ask.sid));
       port.postMessage({ id: ask.id, pairs }, [pairs.buffer as ArrayBuffer]);
     } catch (err) {
       port.postMessage({ id: ask.id, error: err instanceof Error ? err.message : String(err) });

@@ -1,12 +1,12 @@
-// Runs the search index queries (grep's over rows, lcm_grep's over node summaries) on a worker
-// thread, so a query that takes long on a large index never stalls the daemon's event loop. One
+// Runs the search index queries (grep's over rows, lcm_grep's over node summaries), and the page
+// walk that sizes the database's parts, on a worker thread, so a query that takes long on a large index never stalls the daemon's event loop. One
 // worker, requests answered in order; grep works the same without it (tests and scripts run the
 // query inline). The thread starts with the first query: a worker is a V8 instance of its own
 // with the TypeScript loader in it (tens of MiB), which a daemon nobody searches does not need.
 import { Worker } from 'node:worker_threads';
 
 /** One query for the thread: over transcript rows up to maxSeq, or over one session's node summaries. */
-export type SearchAsk = { kind: 'transcript'; query: string; maxSeq: number } | { kind: 'summaries'; query: string; sid: number };
+export type SearchAsk = { kind: 'transcript'; query: string; maxSeq: number } | { kind: 'summaries'; query: string; sid: number } | { kind: 'pages' };
 
 interface Pending {
   resolve: (pairs: Float64Array) => void;
@@ -41,6 +41,11 @@ export class SearchWorker {
     return worker;
   }
 
+  /** Whether the thread was started (by a first query) and still runs. */
+  get running(): boolean {
+    return this.started !== undefined && !this.closed;
+  }
+
   /** Indexed rows (seq <= maxSeq) matching the phrase query, as (seq, sid) pairs. */
   hits(query: string, maxSeq: number): Promise<Float64Array> {
     return this.ask({ kind: 'transcript', query, maxSeq });
@@ -49,6 +54,11 @@ export class SearchWorker {
   /** Nodes of one session whose summary matches the phrase query, as (node, sid) pairs (SUMMARY_HITS_SQL). */
   summaryHits(query: string, sid: number): Promise<Float64Array> {
     return this.ask({ kind: 'summaries', query, sid });
+  }
+
+  /** The file's page bytes per storage part (storage/storage-size.ts pageWalk), packed. */
+  pageParts(): Promise<Float64Array> {
+    return this.ask({ kind: 'pages' });
   }
 
   private ask(msg: SearchAsk): Promise<Float64Array> {

@@ -38,17 +38,35 @@ export function imageTokens(width: number, height: number, maxEdgePx?: number): 
   return 85 + 170 * Math.ceil(seen.width / 512) * Math.ceil(seen.height / 512) + 20;
 }
 
+/**
+ * Sizes of parts that depend on nothing but themselves (text, tool calls, reasoning), by part.
+ * A projection hands on the same part objects from request to request (a row's projected parts
+ * are memoized per kernel), so a tail is not re-serialized and re-measured on every prepare.
+ * Parts are never changed after they are built.
+ */
+const OWN_SIZES = new WeakMap<OutPart, number>();
+
 /** `maxImageEdgePx` below: the target's image edge in pixels; undefined uses the default. */
 export function partTokens(part: OutPart, maxImageEdgePx?: number): number {
   switch (part.type) {
-    case 'text':
-      return textTokens(part.text);
     case 'image':
       return imageTokens(part.width, part.height, maxImageEdgePx);
-    case 'tool_call':
-      return textTokens(part.name) + textTokens(stringifyJson(part.arguments));
     case 'tool_result':
       return textTokens(part.call_id) + part.content.reduce((n, p) => n + partTokens(p, maxImageEdgePx), 0);
+    default: {
+      let n = OWN_SIZES.get(part);
+      if (n === undefined) OWN_SIZES.set(part, (n = ownTokens(part)));
+      return n;
+    }
+  }
+}
+
+function ownTokens(part: Exclude<OutPart, { type: 'image' | 'tool_result' }>): number {
+  switch (part.type) {
+    case 'text':
+      return textTokens(part.text);
+    case 'tool_call':
+      return textTokens(part.name) + textTokens(stringifyJson(part.arguments));
     case 'reasoning':
       return textTokens(part.text ?? '') + textTokens(part.encrypted ?? '');
   }

@@ -14,17 +14,24 @@ function configErrors(errors: ReadonlyArray<{ file: string; message: string }>, 
 export const daemonVerbs: VerbModule = (program, run) => {
   program
     .command('status')
-    .description('the running daemon: version, pid, home, uptime, sessions, connections, image payloads, configuration errors')
+    .description('the running daemon: version, pid, home, uptime, sessions, connections, database size, image payloads, configuration errors')
+    .option('--storage', 'also how the database divides (rows, indexes, search index, payloads, strategy state; reads every page)')
     .action(
-      run(async ({ link, out }) => {
-        const s = await link.call('daemon.status', {});
+      run(async ({ link, out }, opts: { storage?: boolean }) => {
+        const s = await link.call('daemon.status', { storage_parts: opts.storage === true });
         const st = out.style;
-        const text = [
+        const db = s.storage;
+        const lines = [
           `${st.bold('albedod')} ${s.version} · pid ${s.pid} · up ${n(Math.round(s.uptime_ms / 1000))} s`,
           `home ${s.home} · socket ${link.socket}`,
           `${n(s.sessions)} sessions · ${n(s.loaded_kernels)} loaded · ${n(s.connections)} connections`,
-          `${n(s.payloads.count)} image payloads · ${bytes(s.payloads.bytes)}`,
-        ].join('\n');
+          `database ${bytes(db.file_bytes)} (+ ${bytes(db.wal_bytes)} WAL, ${bytes(db.free_bytes)} free) · ${n(s.payloads.count)} image payloads · ${bytes(s.payloads.bytes)}`,
+        ];
+        if (db.parts !== null) {
+          const parts = Object.entries(db.parts).sort((a, b) => b[1] - a[1]);
+          lines.push(`  ${parts.map(([name, size]) => `${name.replaceAll('_', ' ')} ${bytes(size)}`).join(' · ')}`);
+        }
+        const text = lines.join('\n');
         return { json: s, text: text + configErrors(s.config_errors, st.red) };
       }),
     );

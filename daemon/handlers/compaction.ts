@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Observation } from '../../protocol/prepared.ts';
 import { sessionHead } from '../../storage/conversation.ts';
 import { lastPrompt, latestPrepared, reportUsage, savePrepared } from '../../storage/engine-log.ts';
+import { yieldToEventLoop } from '../../storage/db.ts';
 import { getPayload } from '../../storage/payloads.ts';
 import { requireSession } from '../../storage/sessions.ts';
 import { learnTokenRatio } from '../../storage/token-ratios.ts';
@@ -99,18 +100,27 @@ function frameFor(
   return { setup, args, summarizerNote: summarizerNote(config, via, ctx.conn), summarized: () => calls > 0 };
 }
 
-function record(ctx: CallContext, f: Frame, observation: Observation, prompt?: { instructions: string; tools: PrepareArgs['tools'] }, id: string = randomUUID()): Observation {
+/** The observation as it goes out: its prepared id, and the summarizer's note when it was called. */
+function identified(f: Frame, observation: Observation, id: string): Observation {
   const notes = f.summarizerNote !== null && f.summarized() ? [...observation.notes, f.summarizerNote] : observation.notes;
-  const withId = { ...observation, prepared_id: id, notes };
+  return { ...observation, prepared_id: id, notes };
+}
+
+function save(ctx: CallContext, f: Frame, observation: Observation, prompt?: { instructions: string; tools: PrepareArgs['tools'] }): void {
   savePrepared(ctx.daemon.db, {
-    id,
+    id: observation.prepared_id ?? '',
     sid: f.args.session.sid,
     head: f.args.head,
     model: f.setup.modelId,
     estimate: observation.estimated_input_tokens,
-    observation: withId,
+    observation,
     prompt,
   });
+}
+
+function record(ctx: CallContext, f: Frame, observation: Observation, prompt?: { instructions: string; tools: PrepareArgs['tools'] }, id: string = randomUUID()): Observation {
+  const withId = identified(f, observation, id);
+  save(ctx, f, withId, prompt);
   return withId;
 }
 
@@ -126,6 +136,21 @@ async function elideLeftBehind<P extends { observation: Observation; compacted: 
   const e = elisionStats(ctx.daemon.db, sid);
   const images = { ...prepared.observation.images, elided: e.imagesElided, payloads_deleted: e.payloadsDeleted, bytes_freed: e.bytesFreed };
   return { ...prepared, observation: { ...prepared.observation, images } };
+}
+
+/**
+ * Saves a prepare's record once its response is out: a task of its own on the session's engine
+ * lane, after a turn of the event loop, so the write is not part of the round trip and every
+ * later task of the session (the usage report naming this id, /context, /compact) still finds
+ * it. A failed save is logged; the usage report for that id then gets unknown_prepared.
+ */
+function saveAfterReply(ctx: CallContext, session: string, f: Frame, observation: Observation, prompt: { instructions: string; tools: PrepareArgs['tools'] }): void {
+  ctx.daemon.kernels
+    .run(session, async () => {
+      await yieldToEventLoop();
+      save(ctx, f, observation, prompt);
+    })
+    .catch((err: unknown) => ctx.daemon.log.error({ err, session, method: 'prepare' }, 'the prepared request could not be recorded'));
 }
 
 export const prepare: Handler<'prepare'> = (params, ctx) =>
@@ -153,7 +178,8 @@ export const prepare: Handler<'prepare'> = (params, ctx) =>
       observation: prepared.observation,
     });
     const notes = fit === null || fit.notes.length === 0 ? prepared.observation.notes : [...prepared.observation.notes, ...fit.notes];
-    const observation = record(ctx, f, { ...prepared.observation, cache_breaks, notes }, prompt, id);
+    const observation = identified(f, { ...prepared.observation, cache_breaks, notes }, id);
+    saveAfterReply(ctx, params.session, f, observation, prompt);
     if (prepared.compacted) ctx.daemon.log.info({ session: params.session, method: 'prepare', tokens: observation.last_compaction }, 'compacted');
     const inputs = params.images === 'inline' ? inlineImages(prepared.inputs, (hash) => getPayload(ctx.daemon.db, hash)?.data) : prepared.inputs;
     return {

@@ -1,7 +1,9 @@
 // Connection and process methods: initialize, daemon.status, daemon.shutdown, payload.get.
+import fs from 'node:fs';
 import { AlbedoError, RpcCode, rpcError } from '../../protocol/errors.ts';
 import { PROTOCOL_VERSION } from '../../protocol/methods.ts';
 import { getPayload, payloadStats } from '../../storage/payloads.ts';
+import { pageWalk, storageSize, unpackParts } from '../../storage/storage-size.ts';
 import type { Handler } from '../context.ts';
 
 export const initialize: Handler<'initialize'> = (params, { daemon, conn }) => {
@@ -17,7 +19,15 @@ export const initialize: Handler<'initialize'> = (params, { daemon, conn }) => {
   return { protocol: PROTOCOL_VERSION, server: { name: 'albedod', version: daemon.version } };
 };
 
-export const daemonStatus: Handler<'daemon.status'> = (_params, { daemon }) => {
+/** Files up to this size are walked on the daemon's own connection (tens of milliseconds at most). */
+const INLINE_WALK_BYTES = 16 * 2 ** 20;
+
+export const daemonStatus: Handler<'daemon.status'> = async (params, { daemon }) => {
+  // A large file's walk goes to the search worker, off the event loop; a small one is not worth
+  // starting the worker thread for.
+  const inline = fs.statSync(daemon.paths.db).size <= INLINE_WALK_BYTES && !daemon.search.running;
+  const walk = !params.storage_parts ? undefined : inline ? () => Promise.resolve(pageWalk(daemon.db)) : async () => unpackParts(await daemon.search.pageParts());
+  const storage = await storageSize(daemon.db, daemon.paths.db, { walk });
   const row = daemon.db.prepare('SELECT count(*) AS n FROM sessions').get() as { n: number };
   const mem = process.memoryUsage();
   const held = daemon.connectionMemory();
@@ -39,6 +49,7 @@ export const daemonStatus: Handler<'daemon.status'> = (_params, { daemon }) => {
       partial_line_bytes: held.partialLineBytes,
       partial_line_budget_bytes: held.partialLineBudgetBytes,
     },
+    storage,
   };
 };
 

@@ -27,7 +27,7 @@ const MAX_VISITS = 20_000;
  * large cache; values shared between two places are counted once per `seen`. WeakMaps cannot
  * be walked and count as empty. A ranking for eviction, not an exact measure.
  */
-export function approxBytes(value: unknown, seen: Set<object> = new Set()): number {
+export function approxBytes(value: unknown, seen: Set<object> = new Set(), stats?: { visits: number }): number {
   let visits = 0;
   const size = (v: unknown): number => {
     switch (typeof v) {
@@ -68,12 +68,15 @@ export function approxBytes(value: unknown, seen: Set<object> = new Set()): numb
     for (const k of Object.keys(o)) sum += 8 + size((o as Record<string, unknown>)[k]);
     return sum;
   };
-  return size(value);
+  const n = size(value);
+  if (stats !== undefined) stats.visits += visits;
+  return n;
 }
 
 export class KernelCache {
   private readonly values = new Map<CacheSlot<unknown>, unknown>();
   private estimate = 0;
+  private visits = 0;
 
   get<T>(slot: CacheSlot<T>): T | undefined {
     return this.values.get(slot) as T | undefined;
@@ -109,9 +112,16 @@ export class KernelCache {
   measure(): number {
     let n = 0;
     const seen = new Set<object>();
-    for (const v of this.values.values()) n += approxBytes(v, seen);
+    const stats = { visits: 0 };
+    for (const v of this.values.values()) n += approxBytes(v, seen, stats);
     this.estimate = n;
+    this.visits = stats.visits;
     return n;
+  }
+
+  /** Objects the last `measure()` visited: what measuring again would about cost. */
+  get measureVisits(): number {
+    return this.visits;
   }
 
   /** Estimated bytes per slot name, largest first (for diagnostics). */

@@ -102,6 +102,32 @@ test('idle kernels are unloaded least recently used first once their caches hold
   assert.equal(big.loaded, 1);
 });
 
+test('a large cache that grew in place is measured by the sweep that follows its task, and the byte bound applies to it', async () => {
+  // Many objects, so that measuring it is not cheap and re-measuring waits for the sweep.
+  const make = (): { many: Array<Array<{ s: string }>>; grow: string[] } => ({
+    many: Array.from({ length: 64 }, () => Array.from({ length: 64 }, () => ({ s: 'x' }))),
+    grow: [],
+  });
+  const fill = (v: { grow: string[] }): void => void v.grow.push(...Array.from({ length: 2000 }, (_, i) => `row ${i} `.repeat(20)));
+  const sample = make();
+  const base = approxBytes(sample);
+  fill(sample);
+  const grown = approxBytes(sample);
+  const maxBytes = Math.floor(2.5 * grown);
+  assert.ok(3 * base <= maxBytes && 3 * grown > maxBytes, `${base} / ${grown}`);
+  const kernels = new SessionKernels({ maxLoaded: 100, maxBytes });
+  const slot = cacheSlot<ReturnType<typeof make>>('test.growing');
+  for (const s of ['a', 'b', 'c']) {
+    await kernels.run(s, (k) => k.cache.set(slot, make()));
+    // The same value, filled after it was stored: no store tells the kernels it changed.
+    await kernels.run(s, (k) => fill(k.cache.get(slot)!));
+  }
+  const deadline = Date.now() + 5000;
+  while (kernels.loaded > 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(kernels.loaded, 2, 'the oldest kernel went once the growth was measured');
+  assert.ok(kernels.cacheBytes > grown && kernels.cacheBytes <= maxBytes, `${kernels.cacheBytes} bytes`);
+});
+
 test('approxBytes counts strings by length, samples long arrays and maps, and counts shared values once', () => {
   assert.ok(approxBytes('x'.repeat(1000)) >= 2000);
   const long = Array.from({ length: 100_000 }, () => 'y'.repeat(10));

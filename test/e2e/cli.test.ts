@@ -111,9 +111,17 @@ describe('albedo against a running daemon', () => {
     const r = await cli(['status']);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, new RegExp(`^albedod \\S+ · pid ${d.proc.pid} · up \\d+ s\\nhome ${d.home} · socket ${d.socket}\\n\\d+ sessions`));
+    assert.match(r.stdout, /\ndatabase \d[\d.]* (?:B|KB|MB|GB) \(\+ .* WAL, .* free\) · \d+ image payloads · /);
     const s = await json<Result<'daemon.status'>>(['status']);
     assert.equal(s.pid, d.proc.pid);
     assert.equal(s.home, d.home);
+    assert.equal(s.storage.parts, null, 'no page walk unless asked');
+    // --storage walks the pages and prints the parts, largest first.
+    const withParts = await cli(['status', '--storage']);
+    assert.equal(withParts.code, 0, withParts.stderr);
+    assert.match(withParts.stdout, /\n {2}\S.* (?:B|KB|MB|GB)( · .* (?:B|KB|MB|GB))+\n?$/);
+    const walked = await json<Result<'daemon.status'>>(['status', '--storage']);
+    assert.ok(walked.storage.parts !== null && Object.values(walked.storage.parts).reduce((a, b) => a + b, 0) > 0);
   });
 
   test('sessions: one line per session with its rows; --json is session.list', async () => {

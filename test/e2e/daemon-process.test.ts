@@ -23,6 +23,10 @@ describe('albedod process', () => {
     const status = await c.call('daemon.status', {});
     assert.equal(status.home, home);
     assert.equal(status.pid, d.proc.pid);
+    assert.equal(status.storage.file_bytes, fs.statSync(path.join(home, 'albedo.db')).size);
+    assert.equal(status.storage.parts, null, 'no page walk unless asked for');
+    const { storage } = await c.call('daemon.status', { storage_parts: true });
+    assert.ok(storage.parts !== null && storage.parts.rows > 0 && storage.parts.engine > 0, JSON.stringify(storage));
     assert.equal(await d.stop(), 0);
   });
 

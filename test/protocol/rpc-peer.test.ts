@@ -412,6 +412,16 @@ test('outgoing requests resolve with the result or reject with RpcRemoteError', 
   assert.deepEqual(err.data, { code: 'unknown_session', session: 's1' });
 });
 
+test('lines of any size and script arrive byte for byte: multi-byte characters, surrogate pairs, long ASCII', async (t) => {
+  const srv = await startServer(t);
+  const { client } = await peerConnect(t, srv.sock);
+  const mixed = { text: 'Größe — 日本語 😀 '.repeat(5000), lone: 'x' };
+  assert.deepEqual(await client.request('echo', mixed), mixed);
+  const ascii = { text: 'a'.repeat(300_000) };
+  assert.deepEqual(await client.request('echo', ascii), ascii);
+  assert.deepEqual(await client.request('echo', { e: 'é' }), { e: 'é' });
+});
+
 test('aborting an outgoing request rejects it and sends $/cancelRequest to the other side', async (t) => {
   const srv = await startServer(t);
   const { client } = await peerConnect(t, srv.sock);
