@@ -2,7 +2,7 @@
 // a request holds, condensation, the smaller-than-source rule, failures, forks, settling and the
 // lcm-memory folds another strategy reads. The shape rules alone are in lcm-tree.test.ts.
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import type { PlainInput } from '../../protocol/prepared.ts';
 import type { Db } from '../../storage/db.ts';
 import { childNodes, frontierNodes, lcmNode, loadLcmState, parentNode, writeTreePass, type LcmNode } from '../../storage/lcm-tree.ts';
@@ -28,6 +28,17 @@ function allNodes(db: Db, sid: number): LcmNode[] {
 }
 
 const sidOf = (db: Db, name: string) => argsFor(db, name).session.sid;
+
+/** An empty session `s` under lcm at an 8k window whose summaries are bulky (~700 tokens), so that passes condense. */
+function bulkySession(t: TestContext) {
+  const db = tempDb(t);
+  const summarizer = new RecordingSummarizer();
+  summarizer.answer = (_req, n) => `summary #${n} ${'of the work so far '.repeat(150)}`;
+  const setup = setupFor({ window: 8000, summarizer, strategy: lcm });
+  const cache = new KernelCache();
+  openSession(db, { session: 's' });
+  return { db, summarizer, setup, cache };
+}
 
 describe('lcm', () => {
   test('below the trigger: no summarizer call, no tree, history verbatim', async (t) => {
@@ -102,12 +113,7 @@ describe('lcm', () => {
   });
 
   test('a pass that condenses leaves room under the trigger for the next leaf, and no turn compacts right after one', async (t) => {
-    const db = tempDb(t);
-    const summarizer = new RecordingSummarizer();
-    summarizer.answer = (_req, n) => `summary #${n} ${'of the work so far '.repeat(150)}`;
-    const setup = setupFor({ window: 8000, summarizer, strategy: lcm });
-    const cache = new KernelCache();
-    openSession(db, { session: 's' });
+    const { db, setup, cache } = bulkySession(t);
     const sid = sidOf(db, 's');
     const compactedAt: number[] = [];
     let condensed = 0;
@@ -253,12 +259,7 @@ describe('lcm', () => {
   });
 
   test('forks copy the nodes wholly before the fork point, remapped, without a model call', async (t) => {
-    const db = tempDb(t);
-    const summarizer = new RecordingSummarizer();
-    summarizer.answer = (_req, n) => `summary #${n} ${'of the work so far '.repeat(150)}`;
-    const setup = setupFor({ window: 8000, summarizer, strategy: lcm });
-    const cache = new KernelCache();
-    openSession(db, { session: 's' });
+    const { db, summarizer, setup, cache } = bulkySession(t);
     for (let i = 0; i < 120; i++) {
       await appendRows(db, 's', turn(i));
       await prepareRequest(setup, argsFor(db, 's', { cache }));
