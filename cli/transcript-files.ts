@@ -178,6 +178,32 @@ export async function importFile(ctx: VerbContext, file: string, opts: ImportOpt
   }
 }
 
+/**
+ * The one pairing rule the daemon would refuse a batch for, checked over the whole file first:
+ * a tool call id may come back only once its earlier call has its result. Refused here, the
+ * import stores nothing and names the rows, instead of failing halfway with the daemon's error.
+ */
+function checkCallIds(file: string, rows: readonly RowIn[]): void {
+  const open = new Map<string, number>();
+  const where = (i: number): string => `row ${i + 1}${rows[i]!.key === undefined ? '' : ` (key ${rows[i]!.key})`}`;
+  rows.forEach((row, i) => {
+    if (row.kind === 'tool_result') open.delete(row.call_id);
+    if (row.kind !== 'assistant') return;
+    for (const p of row.content) {
+      if (p.type !== 'tool_call') continue;
+      const earlier = open.get(p.id);
+      if (earlier !== undefined) {
+        throw new CliError(
+          `${file}: tool call id "${p.id}" at ${where(i)} is used again while its call at ${where(earlier)} has no result yet`,
+          undefined,
+          'nothing was stored; a session can hold an id twice only after its first call was answered',
+        );
+      }
+      open.set(p.id, i);
+    }
+  });
+}
+
 async function importText(ctx: VerbContext, file: string, text: string, fileBytes: number, forced: AnyFormat | undefined, dryRun: boolean, bar: ProgressBar | undefined): Promise<Report> {
   // The whole file is parsed and checked before anything is appended.
   bar?.update('checking', 0, fileBytes);
@@ -201,6 +227,7 @@ async function importText(ctx: VerbContext, file: string, text: string, fileByte
       throw err;
     }
   }
+  checkCallIds(file, rows);
   bar?.update('checking', fileBytes, fileBytes, `${n(rows.length)} rows`, true);
   const counts = rowCounts(rows);
   const session = ctx.session(ctx.maybeSession() ?? sessionFromPath(file));

@@ -283,6 +283,15 @@ describe('albedo against a running daemon', () => {
     assert.match(b.stderr, /line 4: not JSON/);
     assert.match(b.stderr, /nothing was stored/);
     assert.equal((await client.call('session.list', {})).sessions.some((s) => s.session === 'broken'), false);
+
+    // A call id used again before its first call has a result: refused whole, named, no session made.
+    const reused = path.join(tempHome(), 'reused-ids.jsonl');
+    const call = (id: string) => JSON.stringify({ kind: 'assistant', content: [{ type: 'tool_call', id, name: 'run', arguments: {} }] });
+    fs.writeFileSync(reused, [JSON.stringify({ kind: 'user', content: [{ type: 'text', text: 'go' }] }), call('c1'), call('c1')].join('\n') + '\n');
+    const u = await cli(['import', reused]);
+    assert.equal(u.code, 1);
+    assert.match(u.stderr, /tool call id "c1" at row 3 is used again while its call at row 2 has no result yet\nnothing was stored/);
+    assert.equal((await client.call('session.list', {})).sessions.some((s) => s.session === 'reused-ids'), false);
   });
 
   test('slash forms go to the daemon as typed, with --session or ALBEDO_SESSION', async () => {
