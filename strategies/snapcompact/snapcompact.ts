@@ -38,14 +38,34 @@ export const FRAME_CAP = 80;
 /** Estimated tokens of a frame's caption input beside its image. */
 const CAPTION_TOKENS = 40;
 
-function settingsOf(input: StrategyInput) {
-  return SnapcompactSettings.parse(input.settings);
+/** Parsed settings per section object: a request reads them several times, the config rarely changes. */
+type Settings = ReturnType<typeof SnapcompactSettings.parse>;
+const parsedSettings = new WeakMap<object, Settings>();
+
+function settingsOf(input: StrategyInput): Settings {
+  let s = parsedSettings.get(input.settings);
+  if (s === undefined) {
+    s = SnapcompactSettings.parse(input.settings);
+    parsedSettings.set(input.settings, s);
+  }
+  return s;
 }
+
+/** Geometries by provider, model and edge: a few per host, asked for on every request. */
+const geometries = new Map<string, Geometry>();
 
 /** The frame shape for the target, clamped to the upstream's image edge. */
 function geometryOf(input: StrategyInput): Geometry {
-  const shape = shapeFor(input.target.provider, input.target.model);
-  return input.target.maxImageEdgePx === undefined ? shape : clampGeometry(shape, input.target.maxImageEdgePx);
+  const { provider, model, maxImageEdgePx } = input.target;
+  const key = `${provider ?? ''}\u0000${model ?? ''}\u0000${maxImageEdgePx ?? ''}`;
+  let g = geometries.get(key);
+  if (g === undefined) {
+    const shape = shapeFor(provider, model);
+    g = maxImageEdgePx === undefined ? shape : clampGeometry(shape, maxImageEdgePx);
+    if (geometries.size >= 256) geometries.clear();
+    geometries.set(key, g);
+  }
+  return g;
 }
 
 function providerCap(provider: string | undefined): number {
