@@ -36,6 +36,14 @@ function exchange(i: number, size = 1200): RowIn[] {
   return [assistant(`step ${i}: reading src/part${i}.ts`, [`c${i}`]), toolResult(`c${i}`, `part ${i}: ${'const x = 1; '.repeat(Math.ceil(size / 13))}`)];
 }
 
+/** An Anthropic turn whose signed thinking precedes a call, and the call's short result. */
+function signedExchange(thinking: string, signature: string, id: string): RowIn[] {
+  return [
+    { kind: 'assistant', provider: 'anthropic', content: [{ type: 'reasoning', provider: 'anthropic', text: thinking, encrypted: signature }, { type: 'tool_call', id, name: 'read_file', arguments: { path: 'src/parser.ts' } }] },
+    toolResult(id, 'export function parse() {}'),
+  ];
+}
+
 /** A session whose only unit is one prompt followed by `n` exchanges. */
 async function autonomousSession(db: Db, n: number): Promise<void> {
   openSession(db, { session: 's' });
@@ -221,8 +229,7 @@ describe('a newest exchange the provider needs whole', () => {
     const thinking = 'weighing the options for the parser rewrite; '.repeat(360); // ~4,000 tokens, signed
     await appendRows(db, 's', [
       user('now rewrite the parser'),
-      { kind: 'assistant', provider: 'anthropic', content: [{ type: 'reasoning', provider: 'anthropic', text: thinking, encrypted: 'sig-1' }, { type: 'tool_call', id: 'p1', name: 'read_file', arguments: { path: 'src/parser.ts' } }] },
-      toolResult('p1', 'export function parse() {}'),
+      ...signedExchange(thinking, 'sig-1', 'p1'),
     ]);
     const summarizer = new RecordingSummarizer();
     const window = 4700; // its usual summary cap is a tenth: 470 tokens
@@ -280,8 +287,7 @@ describe('a newest exchange that cannot fit the window beside its opener', () =>
     const thinking = 'weighing the options for the parser rewrite; '.repeat(330); // ~3,700 tokens, signed
     await appendRows(db, 's', [
       user('now rewrite the parser'),
-      { kind: 'assistant', provider: 'anthropic', content: [{ type: 'reasoning', provider: 'anthropic', text: thinking, encrypted: 'sig-1' }, { type: 'tool_call', id: 'p1', name: 'read_file', arguments: { path: 'src/parser.ts' } }] },
-      toolResult('p1', 'export function parse() {}'),
+      ...signedExchange(thinking, 'sig-1', 'p1'),
     ]);
     const out = await prepareFits(db, setupFor({ window, strategy }));
     assert.equal(out.compacted, true, out.observation.failure ?? '');
@@ -303,8 +309,7 @@ describe('a newest exchange that cannot fit the window beside its opener', () =>
     // One exchange that fits beside a short summary but not beside that one.
     const thinking = 'weighing the options for the parser rewrite; '.repeat(220); // ~2,500 tokens, signed
     await appendRows(db, 's', [
-      { kind: 'assistant', provider: 'anthropic', content: [{ type: 'reasoning', provider: 'anthropic', text: thinking, encrypted: 'sig-2' }, { type: 'tool_call', id: 'p2', name: 'read_file', arguments: { path: 'src/parser.ts' } }] },
-      toolResult('p2', 'export function parse() {}'),
+      ...signedExchange(thinking, 'sig-2', 'p2'),
     ]);
     const calls = summarizer.calls.length;
     const out = await prepareFits(db, setup);
