@@ -25,8 +25,13 @@
 //    (same rewrite counter), the saved hints are trusted after one index count; otherwise the
 //    fingerprints are re-checked from the transcript (reads every user input before the cut).
 // 5. `planCut` chooses the next cut: whole units whenever evicting them brings the request
-//    under the trigger, otherwise exchanges inside the newest unit, always keeping its newest
+//    under the trigger, otherwise exchanges inside the newest unit, keeping its newest
 //    exchange.
+// 6. Except when that exchange cannot fit the window beside its opener even with the state at
+//    its smallest (the caller's `fits`): a signed thinking block the provider needs whole, say,
+//    with a large pinned prompt at a small window. Then it leaves the tail as well, with its
+//    calls and results together, and the tail is the opener alone until the next rows arrive.
+//    The saved cut counts every exchange of the unit, so it resumes at the head.
 import { createHash } from 'node:crypto';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { foldSources } from '../../storage/conversation.ts';
@@ -262,6 +267,12 @@ export interface CutChoice {
   budget: number;
   /** Whether a request whose verbatim tail costs this many tokens lands under the trigger. */
   settles: (tailTokens: number) => boolean;
+  /**
+   * Whether a request whose verbatim tail costs this many tokens fits the whole window, with
+   * the strategy's saved state at the smallest it would write. When the newest unit's opener
+   * and newest exchange alone do not, that exchange leaves the tail too (see planCut).
+   */
+  fits?: (tailTokens: number) => boolean;
 }
 
 const sum = (units: readonly Unit<StoredRow>[]): number => units.reduce((n, u) => n + u.tokens, 0);
@@ -274,17 +285,31 @@ const sum = (units: readonly Unit<StoredRow>[]): number => units.reduce((n, u) =
 export function planCut(input: StrategyInput, located: LocatedCut, rows: readonly StoredRow[], choice: CutChoice): CutPlan | undefined {
   const units = groupUnits(rows, opensUnit, choice.tokens);
   if (units.length === 0) return undefined;
+  const newest = units[units.length - 1]!;
+  const opener = newest.items[0]!;
+  const exchanges = opensUnit(opener) ? groupUnits(newest.items.slice(1), opensExchange, choice.tokens) : [];
+  // Invariant 6: a newest exchange that cannot fit the window beside its opener leaves too.
+  const last = exchanges[exchanges.length - 1];
+  if (last !== undefined && choice.fits !== undefined && !choice.fits(choice.tokens(opener) + last.tokens)) {
+    return withinUnitPlan(input, located, units, exchanges, exchanges.length, choice);
+  }
   const wholeStart = selectTail(units, choice.budget);
   const wholeTail = units.slice(wholeStart);
   if (wholeStart > 0 && choice.settles(sum(wholeTail))) return wholePlan(input, located, units, wholeStart);
 
   // Whole units are not enough: split the newest unit between its exchanges.
-  const newest = units[units.length - 1]!;
-  const opener = newest.items[0]!;
-  const exchanges = opensUnit(opener) ? groupUnits(newest.items.slice(1), opensExchange, choice.tokens) : [];
   const keepFrom = exchanges.length < 2 ? 0 : selectTail(exchanges, choice.budget - choice.tokens(opener));
   if (keepFrom === 0) return wholeStart > 0 ? wholePlan(input, located, units, wholeStart) : undefined;
+  return withinUnitPlan(input, located, units, exchanges, keepFrom, choice);
+}
 
+/**
+ * The cut after the first `keepFrom` exchanges of the newest unit (its opener stays at the head
+ * of the tail); every exchange when `keepFrom` is their count, so the tail is the opener alone
+ * until new rows arrive.
+ */
+function withinUnitPlan(input: StrategyInput, located: LocatedCut, units: readonly Unit<StoredRow>[], exchanges: readonly Unit<StoredRow>[], keepFrom: number, choice: CutChoice): CutPlan {
+  const opener = units[units.length - 1]!.items[0]!;
   const evicted = [...units.slice(0, -1).flatMap((u) => u.items), ...exchanges.slice(0, keepFrom).flatMap((e) => e.items)];
   const kept = exchanges.slice(keepFrom);
   const tail = [opener, ...kept.flatMap((e) => e.items)];
@@ -302,7 +327,7 @@ export function planCut(input: StrategyInput, located: LocatedCut, rows: readonl
       exchanges: priorExchanges + keepFrom,
       exchange_fingerprint: extendFingerprint(priorFp, newlyEvicted.map(exchangeDigest)),
     },
-    hints: { openerSeq: opener.seq, resumeSeq: kept[0]!.items[0]!.seq },
+    hints: { openerSeq: opener.seq, resumeSeq: kept[0]?.items[0]?.seq ?? input.head + 1 },
     withinUnit: true,
   };
 }

@@ -19,7 +19,7 @@ import { rowMemo, warmRowMemo } from './row-memo.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from './summarizer-prompt.ts';
 import { summaryChunks } from './summary-text.ts';
 import { evictionChunkTokens } from './units.ts';
-import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from './window.ts';
+import { isDue, overWindow, roomUnderTrigger, roomUnderWindow, tailBudget } from './window.ts';
 import { forModel, tokenCounter } from '../projection.ts';
 import { locateItemCut, resolveState } from './running-summary-state.ts';
 
@@ -164,7 +164,7 @@ interface Eviction {
  * rows are folded into the summary whenever anything is; the cut is then planned over the rows
  * they leave, which start at a unit opener.
  */
-function selectEviction(input: StrategyInput, forced: boolean): Eviction {
+function selectEviction(input: StrategyInput, forced: boolean, estimate: number): Eviction {
   const resolved = resolveState(input);
   const { folds, rest } = priorTail(input, resolved.located);
   const from = folds.length === 0 || rest.length === 0 ? resolved.located : (locateAt(input, rest[0]!) ?? resolved.located);
@@ -181,21 +181,31 @@ function selectEviction(input: StrategyInput, forced: boolean): Eviction {
     tokens,
     budget,
     settles: (tail) => input.window.window === null || !isDue(fixed + tail, input.window),
+    // The smallest summary this compaction could write (see `fitted` below).
+    fits: (tail) => tail <= (roomUnderWindow(input.window, fixed - cap + MIN_SUMMARY_TOKENS) ?? Infinity),
   });
   // Folds alone are worth folding into the summary: the cut moves to where they end.
   if (plan === undefined && folds.length > 0 && from !== resolved.located) {
     plan = { evicted: [], tail: [...rest], tailTokens: historyTokens, cut: from.cut, hints: { openerSeq: from.openerSeq, resumeSeq: from.resumeSeq }, withinUnit: false };
+  }
+  // Nothing can leave the tail, yet the request is over the window with the summary it has
+  // (its newest exchange grew since the last compaction): the summary alone is written again,
+  // shorter. planCut has already evicted a newest exchange that would not fit beside the
+  // shortest summary, so this one does.
+  const { located } = resolved;
+  if (plan === undefined && resolved.state !== undefined && overWindow(estimate + (input.window.reserved ?? 0), input.window)) {
+    plan = { evicted: [], tail: [...rest], tailTokens: historyTokens, cut: located.cut, hints: { openerSeq: located.openerSeq, resumeSeq: located.resumeSeq }, withinUnit: located.withinUnit };
   }
   // A newest exchange too large to leave the summary its usual cap under the whole window (a
   // long signed thinking block, say) gets a shorter summary instead, down to the minimum.
   const recap = plan === undefined ? undefined : recapInput(input, plan.hints.openerSeq);
   const left = plan === undefined ? null : roomUnderWindow(input.window, input.pinnedTokens + PER_INPUT_TOKENS + textTokens(SUMMARY_HEADER) + (recap?.tokens ?? 0) + plan.tailTokens);
   const fitted = left === null ? cap : Math.max(MIN_SUMMARY_TOKENS, Math.min(cap, left));
-  return { located: resolved.located, previous: resolved.state, folds, plan, tokens, cap: fitted, basis };
+  return { located, previous: resolved.state, folds, plan, tokens, cap: fitted, basis };
 }
 
 function plan(input: StrategyInput, projection: Projection, forced: boolean): DryRun {
-  const { located, plan: cut, cap } = selectEviction(input, forced);
+  const { located, plan: cut, cap } = selectEviction(input, forced, projection.estimate);
   const after = cut === undefined ? projection : build(input, { summary: 'x'.repeat(cap * 4), backend: null }, locatedAfter(cut), cut.tail, []);
   return {
     plan: {
@@ -219,7 +229,7 @@ function worthless(before: number, after: number): string {
 }
 
 async function compact(input: StrategyInput, projection: Projection, opts: CompactOptions): Promise<CompactOutcome> {
-  const { previous, folds, plan: cut, tokens, cap, basis } = selectEviction(input, opts.forced);
+  const { previous, folds, plan: cut, tokens, cap, basis } = selectEviction(input, opts.forced, projection.estimate);
   if (cut === undefined) return nothingCompacted(NOTHING_TO_EVICT);
   // Sized with the summary at its cap: when even that is no smaller, no model call is made.
   const bound = build(input, { summary: 'x'.repeat(cap * 4), backend: null }, locatedAfter(cut), cut.tail, []);
@@ -234,6 +244,8 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   // I/O, so each chunk gives the event loop a turn.
   // Stored folds are the oldest part of the eviction and go first, as the text they already are.
   const transcripts = [...(folds.length === 0 ? [] : [folds.map(foldText).join('\n\n')]), ...summaryChunks(cut.evicted, tokens, evictionChunkTokens(basis))];
+  // A summary written again shorter, with nothing newly evicted, is one call over no transcript.
+  if (transcripts.length === 0) transcripts.push('');
   for (const transcript of transcripts) {
     await yieldToEventLoop();
     const prompt = summaryPrompt({

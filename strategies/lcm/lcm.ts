@@ -177,6 +177,8 @@ function choose(input: StrategyInput, forced: boolean): Choice {
     tokens,
     budget,
     settles: (tail) => input.window.window === null || !isDue(fixed + tail, input.window),
+    // Beside the pinned prompt and one node at its cap (the frontier once condensed).
+    fits: (tail) => tail <= (roomUnderWindow(input.window, fixed) ?? Infinity),
   });
   const leafRows = plan === undefined ? [] : plan.evicted.filter((r) => r.seq > coveredSeq);
   // The first exchange-level eviction inside a unit takes its opener into the leaf as well, so

@@ -15,7 +15,7 @@ import { cacheSlot } from '../harness/kernel-cache.ts';
 import { foldText, priorTail, warmPriorTail } from '../harness/prior.ts';
 import { rowMemo, warmRowMemo } from '../harness/row-memo.ts';
 import { runningSummary } from '../harness/running-summary.ts';
-import { isDue, overWindow, roomUnderTrigger, tailBudget } from '../harness/window.ts';
+import { isDue, overWindow, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
 import { forModel, tokenCounter } from '../projection.ts';
 import { extendArchive, resolveArchive, rowsIn } from './archive.ts';
 import { SnapcompactSettings } from './settings.ts';
@@ -279,7 +279,13 @@ function choose(input: StrategyInput, forced: boolean) {
   let budget = tailBudget(input.window, historyTokens, forced);
   const room = roomUnderTrigger(input.window, fixed);
   if (room !== null) budget = Math.min(budget, Math.max(0, Math.floor(room / 2)));
-  const plan = planCut(input, from, rest, { tokens, budget, settles: (tail) => input.window.window === null || !isDue(fixed + tail, input.window) });
+  const plan = planCut(input, from, rest, {
+    tokens,
+    budget,
+    settles: (tail) => input.window.window === null || !isDue(fixed + tail, input.window),
+    // With the archive at its full frame budget.
+    fits: (tail) => tail <= (roomUnderWindow(input.window, fixed) ?? Infinity),
+  });
   return { r, folds, kept, plan, budget: frameBudget(input, full), fullFrameTokens: full, fixedBeforeFrames: fixed - archiveTokens };
 }
 

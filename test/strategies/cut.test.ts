@@ -1,6 +1,7 @@
 // The shared cut module as rolling uses it: cuts between exchanges inside an oversized unit,
 // late tool results that land in evicted history, unreadable saved cuts, image-fit openers,
-// and the tail sizing that keeps a large pinned prompt from compacting every turn.
+// the tail sizing that keeps a large pinned prompt from compacting every turn, and a newest
+// exchange too large for the window beside its opener.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { PlainInput } from '../../protocol/prepared.ts';
@@ -14,6 +15,8 @@ import { KernelCache, cacheSlot } from '../../strategies/harness/kernel-cache.ts
 import { inspectRequest, prepareRequest } from '../../strategies/prepare.ts';
 import { assistant, imageIn, pngBytes, tempDb, toolResult, user } from '../storage/factories.ts';
 import { plainTarget } from '../../strategies/projection.ts';
+import { lcm } from '../../strategies/lcm/lcm.ts';
+import { rolling } from '../../strategies/rolling/rolling.ts';
 import { argsFor, assertCallsPaired, RecordingSummarizer, sessionWithTurns, setupFor, turn } from './engine-fixtures.ts';
 
 const WINDOW = 8000;
@@ -31,6 +34,14 @@ function texts(inputs: readonly PlainInput[]): string {
 /** One exchange of an autonomous turn: the assistant calls a tool and gets ~`size` characters back. */
 function exchange(i: number, size = 1200): RowIn[] {
   return [assistant(`step ${i}: reading src/part${i}.ts`, [`c${i}`]), toolResult(`c${i}`, `part ${i}: ${'const x = 1; '.repeat(Math.ceil(size / 13))}`)];
+}
+
+/** An Anthropic turn whose signed thinking precedes a call, and the call's short result. */
+function signedExchange(thinking: string, signature: string, id: string): RowIn[] {
+  return [
+    { kind: 'assistant', provider: 'anthropic', content: [{ type: 'reasoning', provider: 'anthropic', text: thinking, encrypted: signature }, { type: 'tool_call', id, name: 'read_file', arguments: { path: 'src/parser.ts' } }] },
+    toolResult(id, 'export function parse() {}'),
+  ];
 }
 
 /** A session whose only unit is one prompt followed by `n` exchanges. */
@@ -218,8 +229,7 @@ describe('a newest exchange the provider needs whole', () => {
     const thinking = 'weighing the options for the parser rewrite; '.repeat(360); // ~4,000 tokens, signed
     await appendRows(db, 's', [
       user('now rewrite the parser'),
-      { kind: 'assistant', provider: 'anthropic', content: [{ type: 'reasoning', provider: 'anthropic', text: thinking, encrypted: 'sig-1' }, { type: 'tool_call', id: 'p1', name: 'read_file', arguments: { path: 'src/parser.ts' } }] },
-      toolResult('p1', 'export function parse() {}'),
+      ...signedExchange(thinking, 'sig-1', 'p1'),
     ]);
     const summarizer = new RecordingSummarizer();
     const window = 4700; // its usual summary cap is a tenth: 470 tokens
@@ -228,6 +238,86 @@ describe('a newest exchange the provider needs whole', () => {
     assert.ok(JSON.stringify(out.inputs).includes('sig-1'), 'the signed block goes back whole');
     assert.ok(out.observation.estimated_input_tokens <= window, `fits: ${out.observation.estimated_input_tokens}`);
     assert.ok(summarizer.calls.every((c) => c.maxOutputTokens < 470), `the summary was asked shorter than its usual 470: ${summarizer.calls.map((c) => c.maxOutputTokens).join(',')}`);
+  });
+});
+
+describe('a newest exchange that cannot fit the window beside its opener', () => {
+  // A pinned prompt of ~1,500 tokens: with a 4,700-token window the newest exchange below has
+  // ~3,000 tokens left even with no summary at all.
+  const instructions = `You are a coding agent. ${'Follow the house rules for every change you make. '.repeat(115)}`;
+  const window = 4700;
+
+  /** Prepares, then checks what every request from the first due one on must hold. */
+  async function prepareFits(db: Db, setup: ReturnType<typeof setupFor>) {
+    const out = await prepareRequest(setup, { ...argsFor(db, 's', { instructions }), provider: 'anthropic' });
+    assert.ok(out.observation.estimated_input_tokens <= window, `fits: ${out.observation.estimated_input_tokens} of ${window} (${out.observation.failure ?? 'no failure'})`);
+    assert.equal(out.observation.latched, false);
+    assertCallsPaired(out.inputs);
+    return out;
+  }
+
+  test('many capped tool results of one turn leave with their call; the next exchange extends the request', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 20);
+    const ids = Array.from({ length: 24 }, (_, i) => `r${i}`);
+    await appendRows(db, 's', [
+      user('now read every billing module'),
+      assistant('reading all of them at once', ids),
+      ...ids.map((id) => toolResult(id, `${id}: ${'export const rate = 1; '.repeat(200)}`)), // ~1,150 tokens each, held to 128
+    ]);
+    const summarizer = new RecordingSummarizer();
+    const setup = setupFor({ window, summarizer });
+    const out = await prepareFits(db, setup);
+    assert.equal(out.compacted, true, out.observation.failure ?? '');
+    assert.ok(!texts(out.inputs).includes('"r0"'), 'the call and its results left together');
+    assert.ok(texts(out.inputs.slice(-1)).includes('now read every billing module'), 'the opener stays verbatim, last');
+    assert.ok(summarizer.calls.some((c) => c.prompt.includes('reading all of them at once')), 'the evicted exchange was summarized');
+
+    // The agent goes on: the next exchange lands after the opener, on a stable prefix.
+    await appendRows(db, 's', exchange(99, 400));
+    const next = await prepareFits(db, setup);
+    assert.equal(next.compacted, false, next.observation.failure ?? '');
+    assert.deepEqual(next.inputs.slice(0, out.inputs.length), out.inputs, 'the previous request is a prefix');
+    assert.ok(texts(next.inputs).includes('"c99"'));
+  });
+
+  for (const strategy of [rolling, lcm]) test(`${strategy.name}: a long signed thinking block leaves whole with its exchange instead of going over the window`, async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 20);
+    const thinking = 'weighing the options for the parser rewrite; '.repeat(330); // ~3,700 tokens, signed
+    await appendRows(db, 's', [
+      user('now rewrite the parser'),
+      ...signedExchange(thinking, 'sig-1', 'p1'),
+    ]);
+    const out = await prepareFits(db, setupFor({ window, strategy }));
+    assert.equal(out.compacted, true, out.observation.failure ?? '');
+    assert.ok(!texts(out.inputs).includes('sig-1'), 'the signed block is not cut: it left with its turn');
+    assert.ok(!texts(out.inputs).includes('"p1"'), 'its call and result left together');
+  });
+
+  test('with nothing left to evict, a summary that no longer leaves room is written again shorter', async (t) => {
+    const db = tempDb(t);
+    // Units larger than the tail budget: the opener alone is the tail after this compaction,
+    // under a summary at its cap (470 tokens).
+    await sessionWithTurns(db, 's', 6, 3000);
+    await appendRows(db, 's', [user('now rewrite the parser')]);
+    const summarizer = new RecordingSummarizer();
+    summarizer.answer = (req) => `summary: ${'kept facts '.repeat(Math.floor((req.maxOutputTokens * 4) / 11) - 2)}`;
+    const setup = setupFor({ window, summarizer });
+    const first = await prepareFits(db, setup);
+    assert.equal(first.compacted, true, first.observation.failure ?? '');
+    // One exchange that fits beside a short summary but not beside that one.
+    const thinking = 'weighing the options for the parser rewrite; '.repeat(220); // ~2,500 tokens, signed
+    await appendRows(db, 's', [
+      ...signedExchange(thinking, 'sig-2', 'p2'),
+    ]);
+    const calls = summarizer.calls.length;
+    const out = await prepareFits(db, setup);
+    assert.equal(out.compacted, true, out.observation.failure ?? '');
+    assert.ok(texts(out.inputs).includes('sig-2'), 'the exchange stays verbatim');
+    const again = summarizer.calls.slice(calls);
+    assert.equal(again.length, 1);
+    assert.ok(again[0]!.maxOutputTokens < 470, `asked shorter than 470: ${again[0]!.maxOutputTokens}`);
   });
 });
 
