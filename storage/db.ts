@@ -2,7 +2,7 @@
 // One writer connection per process; read-only connections (for worker scans) use openReadOnly.
 import Database from 'better-sqlite3';
 import { AlbedoError } from '../protocol/errors.ts';
-import { fold } from './fold.ts';
+import { distinctChars, fold, lastTwoChars } from './fold.ts';
 import { migrations, type Migration } from './migrations/index.ts';
 
 export type Db = Database.Database;
@@ -22,8 +22,21 @@ function applyPragmas(db: Db, opts: OpenOptions): void {
   db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
   db.pragma('foreign_keys = ON');
   db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
-  // The search index stores folded text; its triggers call this (see migration 3).
-  db.function('albedo_fold', { deterministic: true }, (text: unknown) => (typeof text === 'string' ? fold(text) : text));
+  // The search index stores folded text and what short patterns need of it; its triggers and
+  // the indexer call these (migrations 3 and 16), the three on the same text in a row, so the
+  // last fold is kept.
+  let lastText: string | undefined;
+  let lastFolded = '';
+  const folded = (text: string): string => {
+    if (text !== lastText) {
+      lastFolded = fold(text);
+      lastText = text;
+    }
+    return lastFolded;
+  };
+  db.function('albedo_fold', { deterministic: true }, (text: unknown) => (typeof text === 'string' ? folded(text) : text));
+  db.function('albedo_fold_tail', { deterministic: true }, (text: unknown) => (typeof text === 'string' ? lastTwoChars(folded(text)) : text));
+  db.function('albedo_fold_chars', { deterministic: true }, (text: unknown) => (typeof text === 'string' ? distinctChars(folded(text)) : text));
 }
 
 export function openDb(path: string, opts: OpenOptions = {}): Db {

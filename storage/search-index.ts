@@ -2,6 +2,7 @@
 // trigram index, a bounded batch per call. When to call it (idle time) is the daemon's choice;
 // keeping already-indexed rows exact on rewrite is the schema triggers' job.
 import { type Db, perDb, withoutFsync } from './db.ts';
+import { distinctChars, fold, lastTwoChars } from './fold.ts';
 
 /** Rows indexed per call unless the caller says otherwise. */
 export const DEFAULT_INDEX_BATCH_ROWS = 2048;
@@ -15,9 +16,11 @@ function prepare(db: Db) {
         'SELECT max(seq) FROM (SELECT seq FROM transcript WHERE seq > ? ORDER BY seq LIMIT ?)',
       )
       .pluck(),
-    index: db.prepare<[number, number]>(
-      'INSERT INTO transcript_fts (rowid, text) SELECT seq, albedo_fold(text) FROM transcript WHERE seq > ? AND seq <= ? ORDER BY seq',
+    pending: db.prepare<[number, number], { seq: number; sid: number; text: string }>(
+      'SELECT seq, sid, text FROM transcript WHERE seq > ? AND seq <= ? ORDER BY seq',
     ),
+    index: db.prepare<[number, string, number]>('INSERT INTO transcript_fts (rowid, text, sid) VALUES (?, ?, ?)'),
+    row: db.prepare<[number, number, string, string]>('INSERT INTO search_rows (seq, sid, tail, chars) VALUES (?, ?, ?, ?)'),
     advance: db.prepare<[number]>('UPDATE search_index_state SET indexed_through = ? WHERE id = 1'),
     lag: db.prepare<[number], number>('SELECT count(*) FROM transcript WHERE seq > ?').pluck(),
   };
@@ -43,7 +46,14 @@ export function indexPending(db: Db, maxRows: number = DEFAULT_INDEX_BATCH_ROWS)
     const from = st.cursor.get() ?? 0;
     const end = st.batchEnd.get(from, maxRows);
     if (end === null || end === undefined) return 0;
-    const indexed = st.index.run(from, end).changes;
+    // Folded here once per row for both tables (the schema triggers fold through SQL functions).
+    let indexed = 0;
+    for (const r of st.pending.all(from, end)) {
+      const folded = fold(r.text);
+      st.index.run(r.seq, folded, r.sid);
+      st.row.run(r.seq, r.sid, lastTwoChars(folded), distinctChars(folded));
+      indexed++;
+    }
     st.advance.run(end);
     return indexed;
   })());

@@ -3,7 +3,7 @@
 // (or the packed parts) sent back as a transferred Float64Array. Started and spoken to by storage/search-worker.ts only.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openReadOnly } from './db.ts';
-import { FTS_HITS_SQL, packHits, SUMMARY_HITS_SQL } from './search.ts';
+import { indexHits, packHits, SUMMARY_HITS_SQL } from './search.ts';
 import type { SearchAsk } from './search-worker.ts';
 import { packParts, pageWalk } from './storage-size.ts';
 
@@ -12,12 +12,11 @@ type Ask = SearchAsk & { id: number };
 const port = parentPort;
 if (port !== null) {
   const db = openReadOnly((workerData as { path: string }).path);
-  const rows = db.prepare<[string, number], unknown[]>(FTS_HITS_SQL).raw();
   const summaries = db.prepare<[string, number], unknown[]>(SUMMARY_HITS_SQL).raw();
   port.on('message', (ask: Ask) => {
     try {
       const pairs =
-        ask.kind === 'pages' ? packParts(pageWalk(db)) : packHits(ask.kind === 'transcript' ? rows.all(ask.query, ask.maxSeq) : summaries.all(ask.query, ask.sid));
+        ask.kind === 'pages' ? packParts(pageWalk(db)) : ask.kind === 'transcript' ? indexHits(db, ask.needle, ask.maxSeq) : packHits(summaries.all(ask.query, ask.sid));
       port.postMessage({ id: ask.id, pairs }, [pairs.buffer as ArrayBuffer]);
     } catch (err) {
       port.postMessage({ id: ask.id, error: err instanceof Error ? err.message : String(err) });

@@ -6,7 +6,7 @@
 import { Worker } from 'node:worker_threads';
 
 /** One query for the thread: over transcript rows up to maxSeq, or over one session's node summaries. */
-export type SearchAsk = { kind: 'transcript'; query: string; maxSeq: number } | { kind: 'summaries'; query: string; sid: number } | { kind: 'pages' };
+export type SearchAsk = { kind: 'transcript'; needle: string; maxSeq: number } | { kind: 'summaries'; query: string; sid: number } | { kind: 'pages' };
 
 interface Pending {
   resolve: (pairs: Float64Array) => void;
@@ -46,9 +46,9 @@ export class SearchWorker {
     return this.started !== undefined && !this.closed;
   }
 
-  /** Indexed rows (seq <= maxSeq) matching the phrase query, as (seq, sid) pairs. */
-  hits(query: string, maxSeq: number): Promise<Float64Array> {
-    return this.ask({ kind: 'transcript', query, maxSeq });
+  /** Indexed rows (seq <= maxSeq) containing the folded needle, as (seq, sid) pairs (indexHits). */
+  hits(needle: string, maxSeq: number): Promise<Float64Array> {
+    return this.ask({ kind: 'transcript', needle, maxSeq });
   }
 
   /** Nodes of one session whose summary matches the phrase query, as (node, sid) pairs (SUMMARY_HITS_SQL). */

@@ -1,6 +1,6 @@
-// Literal transcript search (`transcript_grep`). Rows the trigram index covers are matched by
-// the index, which holds folded text (storage/fold.ts), so a phrase query is exact; newer rows
-// and patterns too short for trigrams are scanned here in bounded batches. Filling the index is
+// Literal transcript search (`transcript_grep`). Rows the index covers are matched by it (it
+// holds folded text, storage/fold.ts, so its answers are exact for any pattern length: see
+// indexHits); newer rows are scanned here in bounded batches. Filling the index is
 // storage/search-index.ts's job; queueing a search beside its session's writes is the caller's.
 import type { Params, Result } from '../protocol/methods.ts';
 import { type Db, perDb, timeSlicer, yieldToEventLoop } from './db.ts';
@@ -14,11 +14,11 @@ export interface GrepOptions {
   /** Awaited between batches so a long search lets other work run; default setImmediate. */
   yieldEvery?: () => Promise<void>;
   /**
-   * Runs the index query (FTS_HITS_SQL with the query and the highest indexed seq) and returns
-   * its rows as interleaved (seq, sid) pairs. The daemon passes a worker thread's
+   * Runs the index query (indexHits with the folded pattern and the highest indexed seq) and
+   * returns its rows as interleaved (seq, sid) pairs. The daemon passes a worker thread's
    * (storage/search-worker.ts); by default it runs inline on `db`.
    */
-  hits?: (query: string, maxSeq: number) => Promise<Float64Array>;
+  hits?: (needle: string, maxSeq: number) => Promise<Float64Array>;
   /**
    * Only rows with from <= seq <= to (inclusive): lcm_grep's scope to a node's source range.
    * The scan starts at `from` and stops after `to`; index hits outside it are not counted.
@@ -31,20 +31,15 @@ export interface SeqRange {
   to: number;
 }
 
-/** Indexed rows whose folded text contains the phrase, with their session, in seq order. */
-export const FTS_HITS_SQL = `SELECT transcript_fts.rowid, t.sid FROM transcript_fts
-  JOIN transcript t ON t.seq = transcript_fts.rowid
-  WHERE transcript_fts MATCH ? AND transcript_fts.rowid <= ? ORDER BY transcript_fts.rowid`;
-
 /**
  * lcm_grep's index query over node summaries (migration 8's lcm_summary_fts, folded the same
  * way): one session's matching nodes as (node, sid) pairs, in lcm_list's order. Here beside
- * FTS_HITS_SQL because the search worker runs both.
+ * indexHits because the search worker runs both.
  */
 export const SUMMARY_HITS_SQL = `SELECT n.node, n.sid FROM lcm_summary_fts f JOIN lcm_nodes n ON n.node = f.rowid
   WHERE lcm_summary_fts MATCH ? AND n.sid = ? ORDER BY n.first_seq, n.node`;
 
-/** Runs FTS_HITS_SQL on a statement and packs the rows as (seq, sid) pairs. */
+/** Packs an index query's rows as (id, sid) pairs. */
 export function packHits(rows: ReadonlyArray<readonly unknown[]>): Float64Array {
   const out = new Float64Array(rows.length * 2);
   rows.forEach((r, i) => {
@@ -77,7 +72,6 @@ function prepare(db: Db) {
     sessionPage: db.prepare<[number, number, number, number], Candidate>(
       'SELECT seq AS id, sid, text FROM transcript WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?',
     ),
-    hits: db.prepare<[string, number], unknown[]>(FTS_HITS_SQL).raw(),
     bySeqs: db.prepare<[string], Candidate>(
       'SELECT seq AS id, sid, text FROM transcript WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq',
     ),
@@ -89,6 +83,46 @@ function prepare(db: Db) {
 const stmts = perDb(prepare);
 
 
+function prepareIndex(db: Db) {
+  return {
+    // Three characters or more: the trigram phrase, with the session the index keeps beside it.
+    phrase: db
+      .prepare<[string, number], unknown[]>('SELECT rowid, sid FROM transcript_fts WHERE transcript_fts MATCH ? AND rowid <= ? ORDER BY rowid')
+      .raw(),
+    // Two: rows with a trigram that starts with them, and rows that end with them.
+    pair: db
+      .prepare<{ needle: string; top: string; maxSeq: number }, unknown[]>(
+        `SELECT seq, sid FROM search_rows WHERE seq <= $maxSeq AND (tail = $needle
+          OR seq IN (SELECT doc FROM transcript_fts_terms WHERE term >= $needle AND term <= $top)) ORDER BY seq`,
+      )
+      .raw(),
+    // One: rows among whose characters it is.
+    single: db
+      .prepare<[number, string], unknown[]>('SELECT seq, sid FROM search_rows WHERE seq <= ? AND instr(chars, ?) > 0 ORDER BY seq')
+      .raw(),
+  };
+}
+
+const indexStmts = perDb(prepareIndex);
+
+/**
+ * Indexed rows (seq <= maxSeq) whose folded text contains `needle` (already folded, not empty),
+ * as (seq, sid) pairs in seq order; exact for every length (migration 16). The daemon runs it
+ * on the search worker's connection.
+ */
+export function indexHits(db: Db, needle: string, maxSeq: number): Float64Array {
+  const st = indexStmts(db);
+  const chars = [...needle];
+  if (chars.length >= 3) return packHits(st.phrase.all(phrase(needle), maxSeq));
+  // Every trigram starting with the pair sorts between the pair and the pair plus the last code point.
+  if (chars.length === 2) return packHits(st.pair.all({ needle, top: `${needle}\u{10ffff}`, maxSeq }));
+  return packHits(st.single.all(maxSeq, needle));
+}
+
+function phrase(folded: string): string {
+  return `"${folded.replaceAll('"', '""')}"`;
+}
+
 /**
  * The phrase query for a pattern, or null when the index cannot answer it: a trigram phrase
  * needs at least three characters. The index holds folded text and is case-sensitive, so the
@@ -97,7 +131,7 @@ const stmts = perDb(prepare);
 export function trigramQuery(pattern: string): string | null {
   const folded = fold(pattern);
   if ([...folded].length < 3) return null;
-  return `"${folded.replaceAll('"', '""')}"`;
+  return phrase(folded);
 }
 
 /**
@@ -187,11 +221,11 @@ export class MatchPage {
  * Literal, Unicode case-insensitive search over transcript rows, paged in matching rows.
  *
  * Rows are visited in seq order in two parts split at the index cursor C (read once):
- *  - seq <= C, when the pattern has a trigram query: one index query lists every matching
+ *  - seq <= C: one index query (indexHits) lists every matching
  *    row with its session (on the daemon's worker thread), and the scope is applied to that
  *    list. The index holds folded text and is case-sensitive, so its matches are exact and
  *    no row text is read except for the previews of the page.
- *  - everything else (seq > C, or a pattern of fewer than three characters): keyset scans of
+ *  - everything else (seq > C): keyset scans of
  *    actual rows, GREP_BATCH_ROWS at a time, matched here with fold(): the session's rows
  *    through the (sid, seq) index for a session-scoped search, global rows otherwise, with
  *    the workspace's sessions filtered here so every SQL batch stays bounded.
@@ -219,10 +253,9 @@ export async function grep(
 
   if ((sids === null || sids.size > 0) && range.from <= range.to) {
     const cursor = Math.min(indexedThrough(db), range.to);
-    const query = trigramQuery(params.pattern);
     let after = range.from - 1;
-    if (query !== null && cursor > after) {
-      await matches.hits(opts.hits === undefined ? packHits(st.hits.all(query, cursor)) : await opts.hits(query, cursor), slice);
+    if (matches.needle !== '' && cursor > after) {
+      await matches.hits(opts.hits === undefined ? indexHits(db, matches.needle, cursor) : await opts.hits(matches.needle, cursor), slice);
       after = cursor;
     }
     for (;;) {

@@ -38,7 +38,7 @@ const walks = new WeakMap<Db, { at: number; parts: Promise<StorageParts> }>();
 
 /** The part a b-tree of `table` (an index when `isIndex`) belongs to. */
 function partOf(table: string, isIndex: boolean): StoragePart {
-  if (table.startsWith('transcript_fts') || table === 'search_index_state') return 'search_index';
+  if (table.startsWith('transcript_fts') || table === 'search_rows' || table === 'search_index_state') return 'search_index';
   if (table.startsWith('lcm_summary_fts')) return 'strategy_state';
   const part = PART_OF_TABLE[table] ?? 'other';
   return part === 'rows' && isIndex ? 'row_indexes' : part;

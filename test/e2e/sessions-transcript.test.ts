@@ -742,6 +742,28 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       const greek = await c.call('transcript_grep', { session: 'grep-u', pattern: 'σίσυφος' });
       assert.deepEqual(greek.matches.map((m) => m.seq), [seqs[3]]);
     });
+
+    test('matching folds case fully: GRÖSSE finds Größe, ß and ss meet, final sigma; one and two characters count exactly', async () => {
+      await c.call('session.open', { session: 'grep-f' });
+      const { seqs } = await c.call('transcript.append', {
+        session: 'grep-f',
+        rows: [user('Die Größe der Datei'), user('GRÖSSE Dateien'), user('ΟΔΥΣΣΕΥΣ'), user('the ﬁle ends in DB'), user('q')],
+      });
+      const ask = async (pattern: string): Promise<number[]> => (await c.call('transcript_grep', { session: 'grep-f', pattern })).matches.map((m) => m.seq);
+      const expect = async (): Promise<void> => {
+        assert.deepEqual(await ask('GRÖSSE'), [seqs[0], seqs[1]]);
+        assert.deepEqual(await ask('straße'.slice(4)), [seqs[0], seqs[1]], '"ße" folds to "sse"');
+        assert.deepEqual(await ask('ß'), [seqs[0], seqs[1]], 'a one-character pattern that folds to two');
+        assert.deepEqual(await ask('ὀδυσσεύς'.normalize('NFD').replace(/\p{M}/gu, '')), [seqs[2]], 'a final sigma finds the capital one');
+        assert.deepEqual(await ask('FILE'), [seqs[3]]);
+        assert.deepEqual(await ask('db'), [seqs[3]], 'two characters at a row end');
+        assert.deepEqual(await ask('Q'), [seqs[4]], 'one character, a whole row');
+      };
+      await expect();
+      // The same answers once the idle-time indexer has had a chance to index these rows.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await expect();
+    });
   });
 
   describe('memory tools', () => {

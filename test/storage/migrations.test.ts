@@ -128,3 +128,26 @@ test('migration 10 moves the last prompt out of the sessions row and the next pr
   const columns = db.prepare('SELECT name FROM pragma_table_info(\'sessions\')').pluck().all();
   assert.ok(!columns.includes('last_instructions') && !columns.includes('last_tools'));
 });
+
+test('migration 16 empties the row index for the indexer to refill with the full fold', async (t) => {
+  const file = tempFile(t);
+  const v14 = openDb(file, { synchronous: 'NORMAL', migrations: migrations.filter((m) => m.version <= 14) });
+  const sid = Number(v14.prepare("INSERT INTO sessions (name, created_at) VALUES ('s', 1)").run().lastInsertRowid);
+  put(v14, sid, said('die Straße'));
+  put(v14, sid, said('STRASSE'));
+  v14.prepare('UPDATE search_index_state SET indexed_through = 2').run();
+  v14.prepare("INSERT INTO transcript_fts(rowid, text) VALUES (1, 'die straße'), (2, 'strasse')").run();
+  v14.close();
+
+  const db = openDb(file);
+  t.after(() => db.close());
+  const { indexedThrough, indexPending } = await import('../../storage/search-index.ts');
+  const { grep } = await import('../../storage/search.ts');
+  assert.equal(indexedThrough(db), 0, 'the cursor starts over');
+  assert.equal(db.prepare('SELECT count(*) FROM search_rows').pluck().get(), 0);
+  const find = async (pattern: string): Promise<number> => (await grep(db, { pattern, offset: 0, limit: 10 })).total;
+  assert.equal(await find('straße'), 2, 'scanned with the new fold');
+  assert.equal(indexPending(db), 2);
+  assert.equal(await find('straße'), 2, 'indexed with the new fold');
+  assert.equal(await find('ß'), 2);
+});

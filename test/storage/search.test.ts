@@ -50,11 +50,21 @@ async function agree(t: TestContext, build: (db: Db) => Promise<void>, queries: 
   return out;
 }
 
-test('fold is NFC plus lower case', () => {
+test('fold is NFC plus full case folding', () => {
   assert.equal(fold('ÉCOLE'), 'école');
   assert.equal(fold('E\u0301COLE'), 'école');
   assert.equal(fold('STRASSE'), 'strasse');
-  assert.equal(fold('Straße'), 'straße', 'no full case folding: ß stays ß');
+  assert.equal(fold('Straße'), 'strasse', 'ß folds to ss');
+  assert.equal(fold('GROẞE'), 'grosse', 'capital sharp s too');
+  assert.equal(fold('GRÖSSE'), fold('Größe'));
+  assert.equal(fold('ὈΔΥΣΣΕΎΣ'), fold('ὀδυσσεύς'), 'final sigma folds like the medial one');
+  assert.equal(fold('ﬁle'), 'file', 'ligatures expand');
+  assert.equal(fold('ŉ'), 'ʼn');
+  assert.equal(fold('µ'), 'μ', 'micro sign is mu');
+  assert.equal(fold('ſ'), 's', 'long s');
+  assert.equal(fold('ᾼ'), 'αι', 'iota subscript');
+  assert.equal(fold('İ'), 'i\u0307');
+  assert.equal(fold('Ꭰ'), fold('ꭰ'), 'both Cherokee cases fold alike');
 });
 
 test('matching is literal and Unicode case-insensitive, on every path', async (t) => {
@@ -87,17 +97,46 @@ test('matching is literal and Unicode case-insensitive, on every path', async (t
     { pattern: 'bul i' },
   ]);
   assert.equal(ecole!.total, 3, 'école, ÉCOLE and the decomposed form; not "ecole"');
-  assert.deepEqual(
-    strasse!.matches.map((m) => m.preview),
-    ['die straße'],
-    'ß is not expanded to ss: "straße" does not find "STRASSE"',
-  );
-  assert.deepEqual(strasseLower!.matches.map((m) => m.preview), ['STRASSE in capitals']);
+  assert.deepEqual(strasse!.matches.map((m) => m.preview), ['STRASSE in capitals', 'die straße'], 'ß folds to ss');
+  assert.deepEqual(strasseLower!.matches.map((m) => m.preview), ['STRASSE in capitals', 'die straße']);
   assert.equal(regex!.total, 1, 'the pattern is not a regular expression');
   assert.equal(quoted!.total, 1, 'double quotes are literal, also in the trigram query');
   assert.equal(kelvin!.total, 1, 'the Kelvin sign folds to k');
   assert.equal(greek!.total, 1, 'U+037E normalizes to ";"');
   assert.equal(dotted!.total, 1, 'İ lower-cases to i + U+0307, so a pattern ending in i finds it');
+});
+
+test('one- and two-character patterns count exactly on every path: row ends, short rows, any script', async (t) => {
+  const build = async (db: Db): Promise<void> => {
+    openSession(db, { session: 's' });
+    openSession(db, { session: 'o' });
+    await add(db, 's', 'db', 'x', 'ends in DB', 'DB starts it', 'no match here', 'mid dbx', 'Größe', 'STRASSE', 'ΟΔΥΣΣΕΥΣ', '😀 grin', 'a😀', 'ﬁ', 'Zz');
+    await add(db, 'o', 'd b', 'dB', 'ö');
+  };
+  const [db, d, oe, ss, sharp, sigma, finalSigma, emoji, fi, z, dbOther] = await agree(t, build, [
+    { pattern: 'db' },
+    { pattern: 'D' },
+    { pattern: 'Ö' },
+    { pattern: 'ss' },
+    { pattern: 'ß' },
+    { pattern: 'σ' },
+    { pattern: 'ς' },
+    { pattern: '😀' },
+    { pattern: 'FI' },
+    { pattern: 'z' },
+    { pattern: 'db', session: 'o' },
+  ]);
+  assert.equal(db!.total, 5, 'a whole row, a row end, a row start, a middle, another session');
+  assert.equal(d!.total, 6);
+  assert.equal(oe!.total, 2);
+  assert.equal(ss!.total, 2, 'Größe and STRASSE');
+  assert.equal(sharp!.total, 2, 'a one-character pattern that folds to two');
+  assert.equal(sigma!.total, 1);
+  assert.equal(finalSigma!.total, 1);
+  assert.equal(emoji!.total, 2, 'a character outside the BMP, also at a row end');
+  assert.equal(fi!.total, 1, 'the ligature row');
+  assert.equal(z!.total, 1, 'a row counts once');
+  assert.equal(dbOther!.total, 1);
 });
 
 test('the trigram query is the folded pattern as one phrase, for any script, from three characters', () => {
