@@ -59,7 +59,7 @@ export function fold(s: string): string {
 
 /**
  * The distinct characters (code points) of a folded text, in first-seen order: the index answers
- * a one-character pattern with them (migration 16's search_rows.chars).
+ * a one-character pattern with them (migration 15's search_rows.chars).
  */
 export function distinctChars(folded: string): string {
   const ascii = new Uint8Array(128);
@@ -89,7 +89,7 @@ export function distinctChars(folded: string): string {
 /**
  * The last two characters (code points) of a folded text, or all of it when shorter: with the
  * trigrams that start with a two-character pattern they find every row containing it
- * (migration 16's search_rows.tail).
+ * (migration 15's search_rows.tail).
  */
 export function lastTwoChars(folded: string): string {
   return [...folded.slice(-4)].slice(-2).join('');

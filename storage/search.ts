@@ -107,7 +107,7 @@ const indexStmts = perDb(prepareIndex);
 
 /**
  * Indexed rows (seq <= maxSeq) whose folded text contains `needle` (already folded, not empty),
- * as (seq, sid) pairs in seq order; exact for every length (migration 16). The daemon runs it
+ * as (seq, sid) pairs in seq order; exact for every length (migration 15). The daemon runs it
  * on the search worker's connection.
  */
 export function indexHits(db: Db, needle: string, maxSeq: number): Float64Array {

@@ -13,7 +13,7 @@ import { sql as m011 } from './011-session-prompts.ts';
 import { sql as m012 } from './012-known-told.ts';
 import { sql as m013 } from './013-image-fits.ts';
 import { sql as m014 } from './014-image-elision.ts';
-import { sql as m016 } from './016-full-fold-search.ts';
+import { sql as m015 } from './015-full-fold-search.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -37,5 +37,5 @@ export const migrations: readonly Migration[] = [
   { version: 12, name: 'known-told', sql: m012 },
   { version: 13, name: 'image-fits', sql: m013 },
   { version: 14, name: 'image-elision', sql: m014 },
-  { version: 16, name: 'full-fold-search', sql: m016 },
+  { version: 15, name: 'full-fold-search', sql: m015 },
 ];

@@ -129,7 +129,7 @@ test('migration 10 moves the last prompt out of the sessions row and the next pr
   assert.ok(!columns.includes('last_instructions') && !columns.includes('last_tools'));
 });
 
-test('migration 16 empties the row index for the indexer to refill with the full fold', async (t) => {
+test('migration 15 empties the row index for the indexer to refill with the full fold', async (t) => {
   const file = tempFile(t);
   const v14 = openDb(file, { synchronous: 'NORMAL', migrations: migrations.filter((m) => m.version <= 14) });
   const sid = Number(v14.prepare("INSERT INTO sessions (name, created_at) VALUES ('s', 1)").run().lastInsertRowid);
