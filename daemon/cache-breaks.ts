@@ -5,6 +5,7 @@
 // in place, a model or provider switch). A usage report whose cached tokens fall far below the
 // prefix that stayed identical is the provider's own doing (expiry, eviction). The last few
 // breaks are kept per kernel and shown in /context.
+import { createHash } from 'node:crypto';
 import type { CacheBreak, Observation, PlainInput, ToolSpec } from '../protocol/prepared.ts';
 import type { Db } from '../storage/db.ts';
 import { sessionRewrites } from '../storage/user-rows.ts';
@@ -16,6 +17,11 @@ export const KEPT_BREAKS = 8;
 /** A usage report whose cached tokens are below this share of the identical prefix is a break. */
 export const PROVIDER_MISS_SHARE = 0.5;
 
+/**
+ * The last request of a session, its long texts as digests: the breaks only ask whether they
+ * changed, and a copy of the instructions, tools and notes of every loaded session would be tens
+ * of kilobytes a kernel held for that one comparison.
+ */
 interface Last {
   preparedId: string;
   instructions: string;
@@ -40,6 +46,10 @@ function notesText(inputs: readonly PlainInput[], observation: Observation): str
   return first?.type === 'text' ? first.text : undefined;
 }
 
+function digest(text: string): string {
+  return createHash('sha256').update(text).digest('base64url');
+}
+
 function push(kernel: Kernel, b: CacheBreak): void {
   const list = kernel.cache.getOrSet(BREAKS, () => []);
   list.push(b);
@@ -58,8 +68,11 @@ export function notePrefix(
   now = Date.now(),
 ): CacheBreak[] {
   const last = kernel.cache.get(LAST);
-  const tools = JSON.stringify(req.tools);
-  const notes = notesText(req.inputs, req.observation);
+  const instructions = digest(req.instructions);
+  const context = digest(req.context);
+  const tools = digest(JSON.stringify(req.tools));
+  const notesFull = notesText(req.inputs, req.observation);
+  const notes = notesFull === undefined ? undefined : digest(notesFull);
   const rewrites = sessionRewrites(db, sid);
   const pinned = req.observation.sections.find((s) => s.name === 'system')?.estimated_tokens ?? 0;
   let kept = req.observation.estimated_input_tokens;
@@ -67,8 +80,8 @@ export function notePrefix(
     const found: Array<Omit<CacheBreak, 'at'>> = [];
     if (last.model !== req.model) found.push({ part: 'model', detail: `model switch from ${last.model ?? 'none'} to ${req.model ?? 'none'}` });
     else if (last.provider !== req.provider) found.push({ part: 'model', detail: `provider switch from ${last.provider ?? 'unknown'} to ${req.provider ?? 'unknown'}` });
-    if (last.instructions !== req.instructions) found.push({ part: 'system', detail: "the client's instructions changed" });
-    if (last.context !== req.context) found.push({ part: 'system', detail: 'the extension context in the system prompt changed' });
+    if (last.instructions !== instructions) found.push({ part: 'system', detail: "the client's instructions changed" });
+    if (last.context !== context) found.push({ part: 'system', detail: 'the extension context in the system prompt changed' });
     if (last.tools !== tools) found.push({ part: 'tools', detail: 'the tool schemas changed' });
     if (req.compacted) {
       const c = req.observation.last_compaction;
@@ -84,7 +97,7 @@ export function notePrefix(
   } else {
     kept = 0;
   }
-  kernel.cache.set(LAST, { preparedId: req.preparedId, instructions: req.instructions, context: req.context, tools, model: req.model, provider: req.provider, rewrites, notes, kept, estimate: req.observation.estimated_input_tokens });
+  kernel.cache.set(LAST, { preparedId: req.preparedId, instructions, context, tools, model: req.model, provider: req.provider, rewrites, notes, kept, estimate: req.observation.estimated_input_tokens });
   return [...(kernel.cache.get(BREAKS) ?? [])];
 }
 

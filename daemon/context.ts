@@ -30,6 +30,11 @@ export interface DaemonSettings {
   /** Whether the background search indexer runs (off: searches scan every row past the cursor). */
   searchIndexer: boolean;
   /**
+   * Whether V8 sizes its heap for memory rather than speed (the entry, daemon/main.ts, sets it
+   * for the whole process before the daemon starts; an in-process daemon leaves it alone).
+   */
+  leanHeap: boolean;
+  /**
    * A crash to stage, for tests of recovery only: `kill-before-elision` makes the daemon kill
    * itself (SIGKILL) right after a compaction committed and before its image elision ran.
    */

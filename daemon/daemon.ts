@@ -33,6 +33,7 @@ export const DEFAULT_SETTINGS: DaemonSettings = {
   shutdownGraceMs: 10_000,
   watchConfig: true,
   searchIndexer: true,
+  leanHeap: true,
   fault: undefined,
 };
 

@@ -1,6 +1,7 @@
 // Entry point of albedod: checks the home, takes its lock before touching the socket, starts
 // the daemon and wires the signals (TERM/INT stop in order, HUP is the reload signal).
-import { Daemon } from './daemon.ts';
+import v8 from 'node:v8';
+import { Daemon, DEFAULT_SETTINGS } from './daemon.ts';
 import { acquireHomeLock, prepareHome, resolvePaths, StartupError } from './home.ts';
 import { createLogger } from './logger.ts';
 import { settingsFromEnv } from './settings.ts';
@@ -8,6 +9,13 @@ import { settingsFromEnv } from './settings.ts';
 async function main(): Promise<void> {
   const paths = resolvePaths();
   const settings = settingsFromEnv();
+  // A daemon serving many sessions churns through short-lived request data. V8's defaults for a
+  // large host let the young generation grow to 32 MiB and the old one to several times what is
+  // live, most of it garbage between collections; sized for memory, the resident set after a
+  // thousand sessions is about a third lower (bench section memory) for somewhat more time spent
+  // collecting. V8 consults the flag as it sizes the heap after each collection, so setting it
+  // here, after start, still applies.
+  if (settings.leanHeap ?? DEFAULT_SETTINGS.leanHeap) v8.setFlagsFromString('--optimize-for-size');
   prepareHome(paths.home);
   const lock = acquireHomeLock(paths);
   const { log, flush } = createLogger(paths.log);

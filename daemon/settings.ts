@@ -1,7 +1,7 @@
 // Process limits and switches from the environment (ALBEDO_MAX_LINE_BYTES, ALBEDO_MAX_IMAGE_BYTES,
-// ALBEDO_SHUTDOWN_GRACE_MS, ALBEDO_CONFIG_WATCH, ALBEDO_SEARCH_INDEXER, and ALBEDO_FAULT for
-// recovery tests), parsed with zod so a typo
-// stops the start instead of being ignored.
+// ALBEDO_SHUTDOWN_GRACE_MS, ALBEDO_CONFIG_WATCH, ALBEDO_SEARCH_INDEXER, ALBEDO_LEAN_HEAP, and
+// ALBEDO_FAULT for recovery tests), parsed with zod so a typo stops the start instead of being
+// ignored.
 import { z } from 'zod';
 import type { DaemonSettings } from './context.ts';
 import { StartupError } from './home.ts';
@@ -15,6 +15,8 @@ const EnvSettings = z.object({
   /** `off`: the configuration files are read at start, /reload and SIGHUP only. */
   ALBEDO_CONFIG_WATCH: z.enum(['on', 'off']).optional(),
   ALBEDO_SEARCH_INDEXER: z.enum(['on', 'off']).optional(),
+  /** `off`: V8 keeps its default heap sizing (faster collections, a larger resident set). */
+  ALBEDO_LEAN_HEAP: z.enum(['on', 'off']).optional(),
   /** Recovery tests only: a crash to stage (see DaemonSettings.fault). */
   ALBEDO_FAULT: z.enum(['kill-before-elision']).optional(),
 });
@@ -31,6 +33,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<D
   if (e.ALBEDO_SHUTDOWN_GRACE_MS !== undefined) out.shutdownGraceMs = e.ALBEDO_SHUTDOWN_GRACE_MS;
   if (e.ALBEDO_CONFIG_WATCH !== undefined) out.watchConfig = e.ALBEDO_CONFIG_WATCH === 'on';
   if (e.ALBEDO_SEARCH_INDEXER !== undefined) out.searchIndexer = e.ALBEDO_SEARCH_INDEXER === 'on';
+  if (e.ALBEDO_LEAN_HEAP !== undefined) out.leanHeap = e.ALBEDO_LEAN_HEAP === 'on';
   if (e.ALBEDO_FAULT !== undefined) out.fault = e.ALBEDO_FAULT;
   return out;
 }

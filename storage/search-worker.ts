@@ -2,7 +2,8 @@
 // walk that sizes the database's parts, on a worker thread, so a query that takes long on a large index never stalls the daemon's event loop. One
 // worker, requests answered in order; grep works the same without it (tests and scripts run the
 // query inline). The thread starts with the first query: a worker is a V8 instance of its own
-// with the TypeScript loader in it (tens of MiB), which a daemon nobody searches does not need.
+// with the TypeScript loader in it (tens of MiB), which a daemon nobody searches does not need;
+// for the same reason it stops after a while without queries, and the next one starts it again.
 import { Worker } from 'node:worker_threads';
 
 /** One query for the thread: over transcript rows up to maxSeq, or over one session's node summaries. */
@@ -13,13 +14,23 @@ interface Pending {
   reject: (err: Error) => void;
 }
 
+/** A worker without a query for this long is stopped (its heap and connection freed). */
+export const DEFAULT_IDLE_STOP_MS = 60_000;
+
 export class SearchWorker {
   private started: Worker | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closed = false;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private readonly idleStopMs: number;
 
-  constructor(private readonly dbPath: string) {}
+  constructor(
+    private readonly dbPath: string,
+    opts: { idleStopMs?: number } = {},
+  ) {
+    this.idleStopMs = opts.idleStopMs ?? DEFAULT_IDLE_STOP_MS;
+  }
 
   private get worker(): Worker {
     if (this.started !== undefined) return this.started;
@@ -29,12 +40,16 @@ export class SearchWorker {
       const p = this.pending.get(msg.id);
       if (p === undefined) return;
       this.pending.delete(msg.id);
-      if (this.pending.size === 0) worker.unref();
+      if (this.pending.size === 0) {
+        worker.unref();
+        this.stopWhenIdle(worker);
+      }
       if (msg.error !== undefined || msg.pairs === undefined) p.reject(new Error(`search worker: ${msg.error ?? 'no answer'}`));
       else p.resolve(msg.pairs);
     });
-    worker.on('error', (err) => this.failAll(err));
-    worker.on('exit', (code) => this.failAll(new Error(`search worker exited with code ${code}`)));
+    // A worker stopped for idleness is no longer `started`: its exit concerns no query.
+    worker.on('error', (err) => this.started === worker && this.failAll(err));
+    worker.on('exit', (code) => this.started === worker && this.failAll(new Error(`search worker exited with code ${code}`)));
     // An idle worker must not keep the process alive; one with a query out must.
     worker.unref();
     this.started = worker;
@@ -64,6 +79,7 @@ export class SearchWorker {
   private ask(msg: SearchAsk): Promise<Float64Array> {
     if (this.closed) return Promise.reject(new Error('search worker is closed'));
     const id = this.nextId++;
+    clearTimeout(this.idleTimer);
     const worker = this.worker;
     return new Promise((resolve, reject) => {
       if (this.pending.size === 0) worker.ref();
@@ -72,9 +88,20 @@ export class SearchWorker {
     });
   }
 
+  /** Stops the worker once it has had no query for idleStopMs. */
+  private stopWhenIdle(worker: Worker): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      if (this.started !== worker || this.pending.size > 0) return;
+      this.started = undefined;
+      void worker.terminate();
+    }, this.idleStopMs).unref();
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.idleTimer);
     this.failAll(new Error('search worker is closed'));
     if (this.started === undefined) return;
     this.started.ref();

@@ -91,28 +91,31 @@ function imageOut(p: ImagePart, target: ProjectionTarget): ResultPart {
   return { type: 'image', hash: p.hash, media_type: p.media_type, width: p.width, height: p.height };
 }
 
-/** UTF-8 bytes of the code point starting at `i`, and its length in UTF-16 units. */
-function codePointAt(text: string, i: number): [bytes: number, units: number] {
+// The two helpers below return a number, not a pair: they run once per character of a capped
+// text, and a tuple each time was the largest allocation of a prepare.
+
+/** UTF-8 bytes of the code point starting at `i`; 4 (a surrogate pair) spans two UTF-16 units, the others one. */
+function codePointAt(text: string, i: number): number {
   const c = text.charCodeAt(i);
-  if (c < 0x80) return [1, 1];
-  if (c < 0x800) return [2, 1];
+  if (c < 0x80) return 1;
+  if (c < 0x800) return 2;
   if (c >= 0xd800 && c <= 0xdbff) {
     const d = text.charCodeAt(i + 1);
-    if (d >= 0xdc00 && d <= 0xdfff) return [4, 2];
+    if (d >= 0xdc00 && d <= 0xdfff) return 4;
   }
-  return [3, 1];
+  return 3;
 }
 
-/** UTF-8 bytes of the code point ending just before `i`, and its length in UTF-16 units. */
-function codePointBefore(text: string, i: number): [bytes: number, units: number] {
+/** UTF-8 bytes of the code point ending just before `i`; units as for codePointAt. */
+function codePointBefore(text: string, i: number): number {
   const c = text.charCodeAt(i - 1);
-  if (c < 0x80) return [1, 1];
-  if (c < 0x800) return [2, 1];
+  if (c < 0x80) return 1;
+  if (c < 0x800) return 2;
   if (c >= 0xdc00 && c <= 0xdfff && i >= 2) {
     const h = text.charCodeAt(i - 2);
-    if (h >= 0xd800 && h <= 0xdbff) return [4, 2];
+    if (h >= 0xd800 && h <= 0xdbff) return 4;
   }
-  return [3, 1];
+  return 3;
 }
 
 const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/g;
@@ -153,10 +156,10 @@ function capText(text: string, capTokens: number, session: string, seq: number):
 
   let head = 0;
   for (let used = 0; head < text.length; ) {
-    const [bytes, units] = codePointAt(text, head);
+    const bytes = codePointAt(text, head);
     if (used + bytes > headBytes) break;
     used += bytes;
-    head += units;
+    head += bytes === 4 ? 2 : 1;
   }
   if (head > 0 && text[head - 1] !== '\n') {
     const nl = text.lastIndexOf('\n', head - 1);
@@ -165,10 +168,10 @@ function capText(text: string, capTokens: number, session: string, seq: number):
 
   let tail = text.length;
   for (let used = 0; tail > head; ) {
-    const [bytes, units] = codePointBefore(text, tail);
+    const bytes = codePointBefore(text, tail);
     if (used + bytes > tailBytes) break;
     used += bytes;
-    tail -= units;
+    tail -= bytes === 4 ? 2 : 1;
   }
   if (tail < text.length && text[tail - 1] !== '\n') {
     const nl = text.indexOf('\n', tail);

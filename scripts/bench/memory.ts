@@ -1,7 +1,13 @@
 // Daemon memory: a real daemon's resident set after N sessions were each opened, given 50 rows
 // and prepared (the kernels, their caches and SQLite's, as a host with many agents has them),
-// read from /proc (Linux only; elsewhere the section reports nothing).
+// read from /proc (Linux only; elsewhere the section reports nothing). The daemon measured is
+// the built one (bin/albedod.js -> dist/, as `npm start` runs it), rebuilt first so the number is
+// for the code in the tree: under tsx the loader, its transpiled sources and their source maps
+// add tens of MiB that no user's daemon holds.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startReplayDaemon } from '../replay/daemon.ts';
 import type { Corpus } from './corpus.ts';
 import { agentPrompt, MODEL_ID } from './prepare.ts';
@@ -24,8 +30,18 @@ function rssOf(pid: number): number | null {
   }
 }
 
-export async function benchMemory(tmp: string, corpus: Corpus, opts: { sessions: number; rows: number }, log: (s: string) => void): Promise<MemoryResult | null> {
-  const d = await startReplayDaemon({ window: 200_000, tmp });
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export async function benchMemory(
+  tmp: string,
+  corpus: Corpus,
+  opts: { sessions: number; rows: number; nodeArgs?: string[] },
+  log: (s: string) => void,
+): Promise<MemoryResult | null> {
+  log('  memory: building dist/ (npm run build)');
+  const built = spawnSync('npm', ['run', 'build', '--silent'], { cwd: root, encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`npm run build failed: ${built.stderr}${built.stdout}`);
+  const d = await startReplayDaemon({ window: 200_000, tmp, built: true, ...(opts.nodeArgs === undefined ? {} : { nodeArgs: opts.nodeArgs }) });
   try {
     const status = await d.client.call('daemon.status', {});
     const idle = rssOf(status.pid);

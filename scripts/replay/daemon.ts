@@ -1,6 +1,7 @@
 // A throwaway daemon for a replay: a fresh temp home with an extensions.json that sets the
-// rolling window, `node --import tsx daemon/main.ts` (or another entry) spawned with ALBEDO_HOME, a connected
-// client, and a stop() that shuts it down and deletes the home.
+// rolling window, `node --import tsx daemon/main.ts` (or another entry; or, with `built`, the
+// built daemon bin/albedod.js as `npm start` runs it, without tsx) spawned with ALBEDO_HOME, a
+// connected client, and a stop() that shuts it down and deletes the home.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -18,10 +19,11 @@ export interface ReplayDaemon {
   stop(): Promise<void>;
 }
 
-export async function startReplayDaemon(opts: { window: number; tmp?: string; extensions?: Record<string, unknown>; env?: Record<string, string>; nodeArgs?: string[]; entry?: string }): Promise<ReplayDaemon> {
+export async function startReplayDaemon(opts: { window: number; tmp?: string; extensions?: Record<string, unknown>; env?: Record<string, string>; nodeArgs?: string[]; entry?: string; built?: boolean }): Promise<ReplayDaemon> {
   const home = fs.mkdtempSync(path.join(opts.tmp ?? os.tmpdir(), 'albedo-replay-'));
   fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify(opts.extensions ?? { rolling: { contextWindowTokens: opts.window } }));
-  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', opts.entry ?? path.join(root, 'daemon/main.ts')], {
+  const entry = opts.built === true ? [path.join(root, 'bin/albedod.js')] : ['--import', 'tsx', opts.entry ?? path.join(root, 'daemon/main.ts')];
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...entry], {
     cwd: root,
     env: { ...process.env, ALBEDO_HOME: home, ALBEDO_LOG_LEVEL: 'warn', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,4 +1,5 @@
-// The worker-thread index queries give grep and lcm_grep exactly what the inline queries give.
+// The worker-thread index queries give grep and lcm_grep exactly what the inline queries give;
+// an idle worker stops and the next query starts another.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { LcmGrepParams, TranscriptGrepParams } from '../../protocol/methods.ts';
@@ -52,4 +53,20 @@ test('a closed search worker refuses new queries', async (t) => {
   const worker = new SearchWorker(path);
   await worker.close();
   await assert.rejects(worker.hits('"abc"', 10), /closed/);
+});
+
+test('an idle search worker stops, and the next query starts it again', { timeout: 30_000 }, async (t) => {
+  const { db, path } = tempDbWithPath(t);
+  openSession(db, { session: 'a' });
+  for (let i = 0; i < 20; i++) await appendRows(db, 'a', [user(`row ${i} ${i % 5 === 0 ? 'NeedleInHay' : 'plain'}`)]);
+  while (indexPending(db, 1000) > 0);
+  const worker = new SearchWorker(path, { idleStopMs: 20 });
+  t.after(() => worker.close());
+  const p = TranscriptGrepParams.parse({ pattern: 'needleinhay', limit: 50 });
+  const first = await grep(db, p, { hits: (q, max) => worker.hits(q, max) });
+  assert.equal(first.total, 4);
+  while (worker.running) await new Promise((resolve) => setTimeout(resolve, 10));
+  const again = await grep(db, p, { hits: (q, max) => worker.hits(q, max) });
+  assert.deepEqual(again, first);
+  assert.ok(worker.running, 'the query started a new worker');
 });
