@@ -108,9 +108,12 @@ export class SearchWorker {
     await this.started.terminate();
   }
 
+  /** The thread died (an error, or an exit nobody asked for): its queries fail, the next query starts a new one. */
   private failAll(err: Error): void {
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
-    this.started?.unref();
+    const dead = this.started;
+    this.started = undefined;
+    if (dead !== undefined) void dead.terminate();
   }
 }

@@ -70,3 +70,23 @@ test('an idle search worker stops, and the next query starts it again', { timeou
   assert.deepEqual(again, first);
   assert.ok(worker.running, 'the query started a new worker');
 });
+
+test('a worker thread that died is replaced by the next query', { timeout: 30_000 }, async (t) => {
+  const { db, path } = tempDbWithPath(t);
+  openSession(db, { session: 'a' });
+  for (let i = 0; i < 10; i++) await appendRows(db, 'a', [user(`row ${i} NeedleInHay`)]);
+  while (indexPending(db, 1000) > 0);
+  const worker = new SearchWorker(path);
+  t.after(() => worker.close());
+  const p = TranscriptGrepParams.parse({ pattern: 'needleinhay', limit: 50 });
+  const first = await grep(db, p, { hits: (q, max) => worker.hits(q, max) });
+  assert.equal(first.total, 10);
+  // The thread goes away without the daemon asking (a crash in the worker, an OOM kill of the thread).
+  const thread = (worker as unknown as { started: import('node:worker_threads').Worker }).started;
+  const exited = new Promise((resolve) => thread.once('exit', resolve));
+  await thread.terminate();
+  await exited;
+  assert.equal(worker.running, false, 'a dead thread is not running');
+  const again = await grep(db, p, { hits: (q, max) => worker.hits(q, max) });
+  assert.deepEqual(again, first, 'the next query started a new thread');
+});
