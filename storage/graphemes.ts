@@ -21,9 +21,17 @@ export const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme'
  * Per-character answers for counting, built once from the same classes as ONE_GRAPHEME_PER_CHAR:
  * 1 for a BMP unit that is a grapheme on its own, and for an astral pictograph in plane 1
  * (emoji without modifiers or joiners: one grapheme of two units). A loop over these tables
- * runs far faster than the Unicode-class regex on long non-ASCII text.
+ * runs far faster than the Unicode-class regex on long non-ASCII text. In `bmp`, CONTROL marks
+ * such a unit after which nothing joins (a grapheme break always follows it), and VS16 the
+ * emoji presentation selector U+FE0F, which extends the character before it unless that is a
+ * control (as in ⚠️ or ✅️, common in tool output), so that text need not go to the segmenter.
  */
 let tables: { bmp: Uint8Array; plane1: Uint8Array } | undefined;
+
+const CONTROL = 2;
+const VS16 = 3;
+/** Grapheme_Cluster_Break=Control among the units the tables count: breaks on both sides. */
+const CONTROL_CHAR = /^(?:[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]|(?=\p{Cn})\p{Default_Ignorable_Code_Point})$/u;
 
 function countingTables(): { bmp: Uint8Array; plane1: Uint8Array } {
   if (tables !== undefined) return tables;
@@ -31,7 +39,9 @@ function countingTables(): { bmp: Uint8Array; plane1: Uint8Array } {
   const plane1 = new Uint8Array(0x10000);
   for (let c = 0; c < 0x10000; c++) {
     if (c >= 0xd800 && c <= 0xdfff) continue;
-    bmp[c] = c === 0x0d || ONE_GRAPHEME_PER_CHAR.test(String.fromCharCode(c)) ? 1 : 0;
+    const ch = String.fromCharCode(c);
+    if (c === 0xfe0f) bmp[c] = VS16;
+    else if (c === 0x0d || ONE_GRAPHEME_PER_CHAR.test(ch)) bmp[c] = CONTROL_CHAR.test(ch) ? CONTROL : 1;
   }
   const pictograph = /^\p{Extended_Pictographic}$/u;
   for (let c = 0; c < 0x10000; c++) plane1[c] = pictograph.test(String.fromCodePoint(0x10000 + c)) ? 1 : 0;
@@ -62,6 +72,10 @@ function countSimple(text: string, from: number, to: number): number {
         if (cp >= 0x20000 || plane1[cp - 0x10000] === 0) return -1;
         n--; // two units, one grapheme
         i++;
+      } else if (bmp[c] === VS16) {
+        // Joins the unit before it in this piece (one the tables passed) unless that is a control.
+        const before = i > from ? text.charCodeAt(i - 1) : 0;
+        if (before > 0x7f ? bmp[before] !== CONTROL : before >= 0x20 && before !== 0x7f) n--;
       } else if (bmp[c] === 0) {
         return -1;
       }

@@ -2,7 +2,6 @@
 // result beside its call, orphan results), daemon notices, forks and excursions, each batch in
 // one transaction. Reads, snapshots and search live in conversation.ts, transcript-read.ts, search*.ts.
 import { randomUUID } from 'node:crypto';
-import Database from 'better-sqlite3';
 import { AlbedoError } from '../protocol/errors.ts';
 import { MAX_JSON_DEPTH, tooDeepPath } from '../protocol/json-depth.ts';
 import type { ImagePart, ImagePartIn, Notice, RowClass, RowIn, StoredBody, TextPart } from '../protocol/rows.ts';
@@ -96,12 +95,17 @@ function prepare(db: Db) {
       .pluck(),
     rowSid: db.prepare<[number], { sid: number }>('SELECT sid FROM transcript WHERE seq = ?'),
     head: db.prepare<[number], { head: number | null }>('SELECT max(seq) AS head FROM transcript WHERE sid = ?'),
-    // The session's one unanswered call with this id (tool_calls_open keeps it to one).
-    openCall: db.prepare<[number, string], { seq: number }>(
-      'SELECT seq FROM tool_calls WHERE sid = ? AND call_id = ? AND result_seq IS NULL',
-    ),
     insertCall: db.prepare<[number, string, number, number | null]>(
       'INSERT INTO tool_calls (sid, call_id, seq, result_seq) VALUES (?, ?, ?, ?)',
+    ),
+    // A batch's call records in one statement: a JSON array of [call_id, seq, result_seq].
+    insertCalls: db.prepare<[number, string]>(
+      `INSERT INTO tool_calls (sid, call_id, seq, result_seq)
+       SELECT ?, value->>0, value->>1, value->>2 FROM json_each(?)`,
+    ),
+    // The session's open calls among a JSON array of ids, in one statement.
+    openCalls: db.prepare<[number, string], { call_id: string; seq: number }>(
+      'SELECT call_id, seq FROM tool_calls WHERE sid = ? AND result_seq IS NULL AND call_id IN (SELECT value FROM json_each(?))',
     ),
     // Answers the session's open call with this id, if any, and names the call's row.
     answerOpen: db.prepare<[number, number, string], { seq: number }>(
@@ -326,6 +330,84 @@ interface BatchContext {
   session: string;
   images: Map<ImagePartIn, PreparedImage>;
   now: number;
+  calls: CallBook;
+}
+
+/**
+ * The tool_calls bookkeeping of one batch. The calls the batch makes are kept here and written
+ * in one statement (already answered when their result came in the same batch) instead of an
+ * INSERT per call and an UPDATE per result. The session's open calls from before the batch,
+ * for the ids the batch names, are read in one statement at the start; a result answering one
+ * of them updates its record at once. A call whose id has an open call, stored or kept here,
+ * is refused, as the index of open calls (tool_calls_open) would refuse its record.
+ *
+ * Settling reads and rewrites call records, so `flush` writes the kept records before each
+ * settle (the calls still open among them join the stored ones), and `follow` moves the
+ * stored calls' rows with a settle's moves.
+ */
+class CallBook {
+  /** Open calls whose records are written: id -> the call's row. */
+  private readonly stored = new Map<string, number>();
+  /** Records not written yet: [call_id, seq, result_seq]. */
+  private pending: Array<[string, number, number | null]> = [];
+  /** Unanswered calls among `pending`: id -> its record. */
+  private readonly open = new Map<string, [string, number, number | null]>();
+
+  constructor(
+    private readonly st: Statements,
+    private readonly sid: number,
+    rows: readonly RowIn[],
+  ) {
+    const ids = new Set<string>();
+    for (const r of rows) {
+      if (r.kind === 'tool_result') ids.add(r.call_id);
+      else if (r.kind === 'assistant') for (const p of r.content) if (p.type === 'tool_call') ids.add(p.id);
+    }
+    if (ids.size === 0) return;
+    for (const c of st.openCalls.all(sid, JSON.stringify([...ids]))) this.stored.set(c.call_id, c.seq);
+  }
+
+  /**
+   * Records a call made by row `seq`; returns the row of the session's open call with the
+   * same id when there is one (the call is then refused), else undefined.
+   */
+  call(id: string, seq: number): number | undefined {
+    const open = this.open.get(id)?.[1] ?? this.stored.get(id);
+    if (open !== undefined) return open;
+    const rec: [string, number, number | null] = [id, seq, null];
+    this.pending.push(rec);
+    this.open.set(id, rec);
+    return undefined;
+  }
+
+  /** Answers the session's open call with this id by row `seq`: the call's row, or undefined when none is open. */
+  answer(id: string, seq: number): number | undefined {
+    const rec = this.open.get(id);
+    if (rec !== undefined) {
+      rec[2] = seq;
+      this.open.delete(id);
+      return rec[1];
+    }
+    if (!this.stored.delete(id)) return undefined;
+    return this.st.answerOpen.get(seq, this.sid, id)?.seq;
+  }
+
+  /** Writes the kept records. */
+  flush(): void {
+    if (this.pending.length === 0) return;
+    this.st.insertCalls.run(this.sid, JSON.stringify(this.pending));
+    for (const [id, rec] of this.open) this.stored.set(id, rec[1]);
+    this.pending = [];
+    this.open.clear();
+  }
+
+  /** After a settle (which runs after `flush`): stored calls' rows that moved, where they went. */
+  follow(dest: ReadonlyMap<number, number>): void {
+    for (const [id, seq] of this.stored) {
+      const to = dest.get(seq);
+      if (to !== undefined) this.stored.set(id, to);
+    }
+  }
 }
 
 /**
@@ -357,7 +439,8 @@ function writeBatch(
   now: number,
 ): AppendResult {
   const st = stmts(db);
-  const cx: BatchContext = { db, st, sid: requireSession(db, session).sid, session, images, now };
+  const sid = requireSession(db, session).sid;
+  const cx: BatchContext = { db, st, sid, session, images, now, calls: new CallBook(st, sid, rows) };
   const seqs: number[] = [];
   let origin: Map<number, number> | undefined;
   // Keys to look up one by one: those stored before the batch (one statement finds them all)
@@ -388,6 +471,7 @@ function writeBatch(
     const { seq, callSeq } = writeRow(cx, row, body, json, key, index);
     const inSlot = callSeq !== undefined && callSeq === tailCall;
     tailCall = body.kind === 'assistant' ? seq : inSlot ? tailCall : undefined;
+    if (callSeq !== undefined && !inSlot) cx.calls.flush();
     const dest = callSeq === undefined || inSlot ? undefined : settle(st, cx.sid, seq, callSeq);
     if (dest === undefined) {
       seqs.push(seq);
@@ -395,6 +479,7 @@ function writeBatch(
     }
     // Derived tables that name source seqs follow the moved contents in this transaction.
     followSettle(db, cx.sid, callSeq!, dest.get(seq)!, dest);
+    cx.calls.follow(dest);
     for (let i = 0; i < seqs.length; i++) seqs[i] = dest.get(seqs[i]!) ?? seqs[i]!;
     seqs.push(dest.get(seq)!);
     const next = new Map<number, number>();
@@ -403,6 +488,7 @@ function writeBatch(
     origin = next;
   });
 
+  cx.calls.flush();
   const result: AppendResult = { seqs, head: headOf(st, cx.sid) };
   const moved = [...(origin ?? [])].filter(([to, from]) => to !== from).map(([to, from]) => ({ from, to }));
   if (moved.length > 0) result.moved = moved.sort((a, b) => a.from - b.from);
@@ -425,11 +511,6 @@ function storedUnderKey(cx: BatchContext, key: string, json: string, index: numb
   return hit.seq;
 }
 
-/** A UNIQUE or PRIMARY KEY constraint refused the statement. */
-function isUniqueViolation(err: unknown): boolean {
-  return err instanceof Database.SqliteError && (err.code === 'SQLITE_CONSTRAINT_UNIQUE' || err.code === 'SQLITE_CONSTRAINT_PRIMARYKEY');
-}
-
 /**
  * Inserts one new client row at the end with its bookkeeping: an assistant row records its
  * calls (each id must have no open call: `duplicate_tool_call`); a tool result with an open
@@ -437,10 +518,8 @@ function isUniqueViolation(err: unknown): boolean {
  * call's row, for settling); a tool result without one is stored as an orphan, its body marked
  * and its call_id column NULL, linked to nothing. Image rows record their payload references.
  *
- * One statement per call and per result: the index of open calls (tool_calls_open) refuses a
- * second open call with the same id, so no lookup precedes the insert; a result is written as
- * answering, and the one UPDATE that answers the open call tells whether there was one (an
- * orphan, rare, then gets its mark and loses its call_id column in a second statement).
+ * The call records go through the batch's CallBook. A result is written as answering; an
+ * orphan, rare, then gets its mark and loses its call_id column in a second statement.
  */
 function writeRow(
   cx: BatchContext,
@@ -463,11 +542,8 @@ function writeRow(
   if (body.kind === 'assistant') {
     for (const p of body.content) {
       if (p.type !== 'tool_call') continue;
-      try {
-        st.insertCall.run(sid, p.id, seq, null);
-      } catch (err) {
-        if (!isUniqueViolation(err)) throw err;
-        const open = st.openCall.get(sid, p.id)?.seq ?? seq;
+      const open = cx.calls.call(p.id, seq);
+      if (open !== undefined) {
         const msg = `tool call id "${p.id}" is already used in session "${session}" by a call with no result yet (seq ${open})`;
         throw new AlbedoError('duplicate_tool_call', msg, {
           session,
@@ -491,7 +567,7 @@ function writeRow(
   }
 
   if (body.kind !== 'tool_result') return { seq, callSeq: undefined };
-  const callSeq = st.answerOpen.get(seq, sid, body.call_id)?.seq;
+  const callSeq = cx.calls.answer(body.call_id, seq);
   if (callSeq === undefined) st.markOrphan.run(JSON.stringify({ ...body, orphan: true }), seq);
   return { seq, callSeq };
 }

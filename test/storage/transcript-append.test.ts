@@ -362,3 +362,52 @@ test('a batch stores, links and settles exactly as the same rows appended one by
     ['start', 'two calls', 'second first', 'first second', 'one call', 'late', 'typed meanwhile', 'c', 'for the earlier call', 'd', 'after an orphan', 'orphan', 'again', 'reused id'],
   );
 });
+
+test('call records of a batch: calls opened before a settle in it, and open calls from earlier batches whose rows it moved', async (t) => {
+  // The batch's call records are written at its end and before each settle; a settle can move
+  // the row of a call opened earlier in the batch or before it, and a later result or a
+  // reused id must still find that call where it went.
+  const before: RowIn[] = [assistant('p', ['p1', 'p2'])];
+  const rows: RowIn[] = [
+    user('typed meanwhile'),
+    assistant('e', ['e1']),
+    toolResult('p1', 'late p1'),
+    toolResult('e1', 'e answered after its row moved'),
+    toolResult('p2', 'late p2'),
+    assistant('f', ['e1', 'f1']),
+    toolResult('f1', 'f1 in its slot'),
+  ];
+  const batched = tempDb(t);
+  const single = tempDb(t);
+  for (const db of [batched, single]) {
+    openSession(db, { session: 's' });
+    await appendRows(db, 's', before);
+  }
+  await appendRows(batched, 's', rows);
+  for (const r of rows) await appendRows(single, 's', [r]);
+  const contents = (db: Db) => rowsOf(db, 's').map((r) => ({ seq: r.seq, body: r.body, call_id: r.call_id }));
+  assert.deepEqual(contents(batched), contents(single));
+  const calls = (db: Db) => db.prepare('SELECT call_id, seq, result_seq FROM tool_calls ORDER BY seq, call_id').all();
+  assert.deepEqual(calls(batched), calls(single));
+  assert.deepEqual(
+    rowsOf(batched, 's').map((r) => r.text.split('\n')[0]),
+    ['p', 'late p1', 'late p2', 'typed meanwhile', 'e', 'e answered after its row moved', 'f', 'f1 in its slot'],
+  );
+  assert.equal(count(batched, "SELECT count(*) FROM transcript WHERE kind = 'tool_result' AND call_id IS NULL"), 0, 'no result is an orphan');
+  // e1 was answered, then reused by f, whose call is open: a third use is refused, naming f's row.
+  const f = rowsOf(batched, 's').find((r) => r.text.startsWith('f\n'))!;
+  await assert.rejects(appendRows(batched, 's', [assistant('again', ['e1'])]), fails('duplicate_tool_call', { call_id: 'e1', seq: f.seq }));
+  await assert.rejects(
+    appendRows(batched, 's', [assistant('g', ['g1']), toolResult('g1', 'ok'), assistant('h', ['g1', 'g1'])]),
+    fails('duplicate_tool_call', { call_id: 'g1', index: 2 }),
+  );
+  // A settle moves a call opened earlier in the batch: reusing its id names the row it moved to
+  // (p=1, u=2, q=3, the late result settles at 2 and q moves to 4).
+  const moved = tempDb(t);
+  openSession(moved, { session: 's' });
+  await appendRows(moved, 's', [assistant('p', ['p1'])]);
+  await assert.rejects(
+    appendRows(moved, 's', [user('u'), assistant('q', ['q1']), toolResult('p1', 'late'), assistant('dup', ['q1'])]),
+    fails('duplicate_tool_call', { call_id: 'q1', seq: 4, index: 3 }),
+  );
+});
