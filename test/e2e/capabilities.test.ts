@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import type { ParamsIn, Result } from '../../protocol/methods.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { capabilitiesNote } from '../../strategies/projection.ts';
-import { allRows, startEach, tempHome, type DaemonHandle } from './harness.ts';
+import { allRows, loggedLine, startEach, tempHome } from './harness.ts';
 
 const start = startEach();
 const INSTRUCTIONS = 'You are a careful coding agent working in /repo.';
@@ -27,18 +27,6 @@ const notices = (rows: readonly StoredRow[]): string[] =>
   rows.flatMap((r) => (r.body.kind === 'notice' && r.body.body.notice === 'capabilities_changed' ? [r.body.body.context] : []));
 
 const texts = (p: Prepared): string[] => p.inputs.map((i) => i.content.map((c) => (c.type === 'text' ? c.text : '')).join(''));
-
-/**
- * Waits until the daemon's log has a line with `text` (signals are handled asynchronously);
- * fails at once if the daemon exits instead, as it would on a signal it does not handle.
- */
-async function logged(d: DaemonHandle, text: string): Promise<void> {
-  const file = path.join(d.home, 'albedod.log');
-  while (!(fs.existsSync(file) && fs.readFileSync(file, 'utf8').includes(text))) {
-    assert.ok(d.proc.exitCode === null && d.proc.signalCode === null, `albedod exited (${d.proc.signalCode ?? d.proc.exitCode}) instead of logging "${text}"`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('capability notices on /reload', () => {
   test('a changed extension set adds one notice per live session; the model sees it while the prompt stays; the next compaction drops it and rebuilds the prompt', async () => {
@@ -115,7 +103,7 @@ describe('capability notices on /reload', () => {
     assert.equal((await prepare()).observation.window, 4000);
     d.proc.kill('SIGHUP');
     // The handler re-reads the files in the same turn in which it logs this line.
-    await logged(d, 'SIGHUP received');
+    await loggedLine(d, 'SIGHUP received');
     assert.equal((await prepare()).observation.window, 9000, 'SIGHUP re-read the file');
     await d.stop();
   });

@@ -98,6 +98,20 @@ export function startEach(): (opts?: StartOptions) => Promise<DaemonHandle> {
   };
 }
 
+/**
+ * The daemon's log once it has a line with `text` (pino writes asynchronously, so a request's
+ * reply can arrive before its log line); fails at once if the daemon exits instead.
+ */
+export async function loggedLine(d: DaemonHandle, text: string): Promise<string> {
+  const file = path.join(d.home, 'albedod.log');
+  for (;;) {
+    const log = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+    if (log.includes(text)) return log;
+    assert.ok(d.proc.exitCode === null && d.proc.signalCode === null, `albedod exited (${d.proc.signalCode ?? d.proc.exitCode}) instead of logging "${text}"`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** Spawns the daemon without waiting, for tests of start-up refusals. */
 export function spawnDaemon(home: string, env: Record<string, string> = {}) {
   const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'daemon/main.ts')], {

@@ -3,8 +3,6 @@
 // by sessions, and a fit that cannot succeed. Everything is checked on what a client sees:
 // the prepared inputs, payload.get, the stored rows and the daemon's log.
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import type { AlbedoClient } from '../../protocol/client.ts';
@@ -12,7 +10,7 @@ import type { Result } from '../../protocol/methods.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { imageTokens } from '../../strategies/estimate.ts';
 import { imageIn, pngBytes, user } from '../storage/factories.ts';
-import { allRows, startDaemon, type DaemonHandle } from './harness.ts';
+import { allRows, loggedLine, startDaemon, type DaemonHandle } from './harness.ts';
 
 type Prepared = Result<'prepare'>;
 type Image = { hash: string; media_type: string; width: number; height: number };
@@ -44,16 +42,6 @@ function uploadedHash(rows: StoredRow[]): string {
 
 function count(text: string, needle: string): number {
   return text.split(needle).length - 1;
-}
-
-/** The daemon's log once it has a line with `text` (lines are written asynchronously). */
-async function logOnce(d: DaemonHandle, text: string): Promise<string> {
-  const file = path.join(d.home, 'albedod.log');
-  for (;;) {
-    const log = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
-    if (log.includes(text)) return log;
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 describe('image fitting over the socket', () => {
@@ -113,7 +101,7 @@ describe('image fitting over the socket', () => {
     const second = await c.call('prepare', { session: 'big', model: CLAUDE, instructions: 'agent' });
     assert.deepEqual(imagesOf(second), shown);
     assert.equal(fitNotices(await allRows(c, 'big')).length, 1);
-    const log = await logOnce(d, `"from":"${original}"`);
+    const log = await loggedLine(d, `"from":"${original}"`);
     assert.equal(count(log, `"from":"${original}"`), 1, 'one fit logged');
   });
 
@@ -125,7 +113,7 @@ describe('image fitting over the socket', () => {
     const [notice] = fitNotices(await allRows(c, 'big-2'));
     assert.equal(img?.hash, notice?.to.hash);
     assert.equal(img?.width, 8000);
-    assert.match(await logOnce(d, 'image fitted (cached fit reused)'), /"session":"big-2"[^\n]*cached fit reused/);
+    assert.match(await loggedLine(d, 'image fitted (cached fit reused)'), /"session":"big-2"[^\n]*cached fit reused/);
   });
 
   test('declared limits win over the defaults; a shrinking limit chains onto the earlier fit; the estimate counts fitted sizes', async () => {
@@ -195,7 +183,7 @@ describe('image fitting over the socket', () => {
       assert.ok(p.observation.notes.some((n) => n.startsWith(`image ${A.slice(0, 8)} (300x200,`) && n.includes('could not be fitted')), p.observation.notes.join('\n'));
     }
     assert.equal(fitNotices(await allRows(c, 'stuck')).length, 0);
-    const failures = (await logOnce(d, 'image fit failed')).split('\n').filter((l) => l.includes('image fit failed') && l.includes(A));
+    const failures = (await loggedLine(d, 'image fit failed')).split('\n').filter((l) => l.includes('image fit failed') && l.includes(A));
     assert.equal(failures.length, 1);
     assert.match(failures[0]!, /"session":"stuck"/);
     assert.match(failures[0]!, /"method":"prepare"/);

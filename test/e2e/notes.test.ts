@@ -10,7 +10,7 @@ import type { ParamsIn, Result } from '../../protocol/methods.ts';
 import { NOTES_HEADER } from '../../strategies/notes/notes.ts';
 import { SUMMARY_HEADER } from '../../strategies/rolling/rolling.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
-import { startDaemon, tempHome, type DaemonHandle } from './harness.ts';
+import { loggedLine, startDaemon, tempHome, type DaemonHandle } from './harness.ts';
 
 const WINDOW = 6000;
 const INSTRUCTIONS = 'You are a careful coding agent working in /repo.';
@@ -112,7 +112,7 @@ describe('notes over the socket', () => {
     assert.equal(second.observation.failure, null, 'the compaction itself did not fail');
     const ctx = await client.call('context', { session: 'n2' });
     assert.ok(ctx.observation.notes.some((x) => /not rewritten at the last compaction/.test(x)));
-    const log = fs.readFileSync(path.join(d.home, 'albedod.log'), 'utf8');
+    const log = await loggedLine(d, 'layer notes failed');
     assert.equal(log.split('\n').filter((l) => l.includes('layer notes failed') && l.includes('"session":"n2"')).length, 1, 'logged once, with the session');
   });
 
