@@ -25,10 +25,18 @@ export function createLogger(file: string, env: NodeJS.ProcessEnv = process.env)
     log,
     flush: () =>
       new Promise<void>((resolve) => {
-        fileDest.flush((err) => {
-          if (err) process.stderr.write(`albedod: log flush failed: ${String(err)}\n`);
-          resolve();
-        });
+        const flush = (): void =>
+          fileDest.flush((err) => {
+            if (err) process.stderr.write(`albedod: log flush failed: ${String(err)}\n`);
+            resolve();
+          });
+        // The file opens asynchronously: a flush (or pino's own at exit) before it is open
+        // throws "sonic boom is not ready yet", as a start that fails at once would.
+        if ((fileDest as unknown as { fd: number }).fd >= 0) flush();
+        else {
+          fileDest.once('ready', flush);
+          fileDest.once('error', () => resolve());
+        }
       }),
   };
 }

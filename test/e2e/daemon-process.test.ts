@@ -81,6 +81,8 @@ describe('albedod process', () => {
     const p = spawnDaemon(home, { ALBEDO_SOCKET: bogus });
     assert.equal(await p.exited, 1);
     assert.match(p.stderr(), /exists and is not a socket/);
+    // The refusal is the only thing said: no crash of the logger on the way out.
+    assert.doesNotMatch(p.stderr(), /sonic boom|Error:|at /);
     assert.equal(fs.readFileSync(bogus, 'utf8'), 'keep me');
   });
 
