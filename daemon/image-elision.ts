@@ -6,15 +6,11 @@
 import type { Logger } from 'pino';
 import type { Db } from '../storage/db.ts';
 import { yieldToEventLoop } from '../storage/db.ts';
-import { elideBatch, pendingElisions } from '../storage/image-elision.ts';
+import { elideBatch, pendingElisions, type ElisionBatch } from '../storage/image-elision.ts';
 import type { SessionKernels } from './kernels.ts';
 
-export interface ElisionTotals {
-  rows: number;
-  images: number;
-  payloadsDeleted: number;
-  bytesFreed: number;
-}
+/** What a whole job did: its batches added up. */
+export type ElisionTotals = Omit<ElisionBatch, 'done'>;
 
 /**
  * Runs the session's pending elision job to its end (nothing when none is pending: one indexed

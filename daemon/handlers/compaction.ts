@@ -125,11 +125,13 @@ function record(ctx: CallContext, f: Frame, observation: Observation, prompt?: {
 }
 
 /**
- * Finishes the image elision a compaction just scheduled (or a crash left pending) before the
- * request goes out, so the prefix this request records already reflects the rewritten rows.
+ * Finishes the image elision a compaction just scheduled before the request goes out, so the
+ * prefix this request records already reflects the rewritten rows. A request that did not
+ * compact schedules nothing and costs nothing here (a job a crash left is the start's to finish).
  */
 async function elideLeftBehind<P extends { observation: Observation; compacted: boolean }>(ctx: CallContext, session: string, sid: number, method: string, prepared: P): Promise<P> {
-  if (prepared.compacted && ctx.daemon.settings.fault === 'kill-before-elision') process.kill(process.pid, 'SIGKILL');
+  if (!prepared.compacted) return prepared;
+  if (ctx.daemon.settings.fault === 'kill-before-elision') process.kill(process.pid, 'SIGKILL');
   const t = await finishElision(ctx.daemon.db, sid);
   if (t.rows === 0) return prepared;
   ctx.daemon.log.info({ session, method, ...t }, 'elided tool-output images the compacted request no longer carries');
