@@ -101,6 +101,12 @@ export function notePrefix(
   return [...(kernel.cache.get(BREAKS) ?? [])];
 }
 
+/** The latest request got another prepared id than the one notePrefix was given (see the prepare handler). */
+export function renameLastPrepared(kernel: Kernel, preparedId: string): void {
+  const last = kernel.cache.get(LAST);
+  if (last !== undefined) last.preparedId = preparedId;
+}
+
 /**
  * A usage report for the latest request: cached tokens far below the prefix the daemon kept
  * identical (calibrated by the session's ratio) mean the provider dropped its cache.

@@ -2,7 +2,7 @@
 // Handlers never reach past this (no globals), so tests can drive them over a real socket
 // against a real database without any other process state.
 import type { Params, Result, MethodName } from '../protocol/methods.ts';
-import type { RpcPeer } from '../protocol/rpc-peer.ts';
+import type { EncodedJson, RpcPeer } from '../protocol/rpc-peer.ts';
 import type { Db } from '../storage/db.ts';
 import type { SearchWorker } from '../storage/search-worker.ts';
 import type { ConfigSnapshot } from './config.ts';
@@ -94,4 +94,6 @@ export interface CallContext {
 }
 
 export type Handler<M extends MethodName> = (params: Params<M>, ctx: CallContext) => Promise<Result<M>> | Result<M>;
-export type HandlerTable = { [M in MethodName]: Handler<M> };
+/** A handler that may answer with its result already serialized (protocol/rpc-peer.ts EncodedJson). */
+export type EncodingHandler<M extends MethodName> = (params: Params<M>, ctx: CallContext) => Promise<Result<M> | EncodedJson<Result<M>>>;
+export type HandlerTable = { [M in MethodName]: Handler<M> | EncodingHandler<M> };

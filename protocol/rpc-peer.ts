@@ -81,6 +81,19 @@ export class RpcRemoteError extends Error {
  * queued output is flushed, then our side ends. closed: the stream has closed.
  */
 export type PeerState = 'open' | 'draining' | 'closing' | 'closed';
+
+/**
+ * A result a handler already serialized, as UTF-8 JSON: the peer splices the bytes into the
+ * reply as they are. For a handler that builds its reply from pieces it keeps encoded
+ * (daemon/prepare-reply.ts). `T` only records what the JSON holds.
+ */
+export class EncodedJson<T = unknown> {
+  declare readonly holds?: T;
+  constructor(readonly bytes: Buffer) {}
+}
+
+/** The end of a reply line around an EncodedJson result. */
+const RESULT_LINE_END = Buffer.from('}\n');
 type Id = string | number;
 type Msg = Record<string, unknown>;
 
@@ -328,12 +341,12 @@ export class RpcPeer {
   // ---- writing ----
 
   /**
-   * Queues one encoded message (no newline). Dropped once the peer is closing, except the replies
+   * Queues one message: its JSON (no newline), or its line as encodeLine made it. Dropped once the peer is closing, except the replies
    * to requests cut off by dispose({ answerWith }).
    */
-  private send(line: string): void {
+  private send(line: string | Buffer): void {
     if (this._state !== 'open' && this._state !== 'draining' && this.cutOff === undefined) return;
-    const chunk = encodeLine(line);
+    const chunk = typeof line === 'string' ? encodeLine(line) : line;
     this.writeQueue.push(chunk);
     this.writeQueueBytes += chunk.length;
     this.flush();
@@ -376,14 +389,14 @@ export class RpcPeer {
     // (see invoke). A batch's replies are not counted while it waits for all of them: counted,
     // they could keep its own remaining requests from starting.
     const held: HeldReply = { bytes: 0 };
-    let handled: Promise<string | undefined>;
+    let handled: Promise<string | Buffer | undefined>;
     if (!Array.isArray(value)) {
       handled = this.onMessage(value, idTokens[0], held);
     } else if (value.length === 0) {
       handled = Promise.resolve(invalidRequest(null, 'empty batch'));
     } else {
       handled = Promise.all(value.map((m, i) => this.onMessage(m, idTokens[i], undefined))).then((replies) => {
-        const present = replies.filter((r): r is string => r !== undefined);
+        const present = replies.filter((r) => r !== undefined).map((r) => (typeof r === 'string' ? r : r.toString('utf8', 0, r.length - 1)));
         return present.length > 0 ? `[${present.join(',')}]` : undefined;
       });
     }
@@ -432,7 +445,7 @@ export class RpcPeer {
    * rejects. `rawId` is the id's token as written in the line (needed when the id is a number);
    * `held`, when given, is where the reply's bytes are counted until it is sent.
    */
-  private async onMessage(m: unknown, rawId: string | undefined, held: HeldReply | undefined): Promise<string | undefined> {
+  private async onMessage(m: unknown, rawId: string | undefined, held: HeldReply | undefined): Promise<string | Buffer | undefined> {
     const id = isObject(m) && usableId(m.id, rawId) ? m.id : null;
     if (!isObject(m) || m.jsonrpc !== '2.0') return invalidRequest(id, 'not a JSON-RPC 2.0 message');
     if (!('method' in m)) {
@@ -485,18 +498,29 @@ export class RpcPeer {
     else pending?.resolve(m.result);
   }
 
-  private async runRequest(id: Id, method: string, params: unknown, held: HeldReply | undefined): Promise<string> {
+  /**
+   * A single message's reply comes back as its encoded line (counted in `held` by its length);
+   * a batch member's (no `held`) as its JSON, for the batch to join.
+   */
+  private async runRequest(id: Id, method: string, params: unknown, held: HeldReply | undefined): Promise<string | Buffer> {
     const ac = new AbortController();
     this.incoming.set(id, ac);
     try {
       return await this.invoke(method, params, { id, signal: ac.signal, peer: this }, (outcome) => {
-        const reply = outcome.ok ? this.encodeResult(id, method, outcome.value) : this.encodeError(id, method, outcome.err, ac.signal.aborted);
-        if (held !== undefined) {
-          const bytes = Buffer.byteLength(reply) + 1;
-          held.bytes += bytes;
-          this.heldReplyBytes += bytes;
+        if (outcome.ok && outcome.value instanceof EncodedJson) {
+          const head = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
+          if (held === undefined) return `${head}${outcome.value.bytes.toString('utf8')}}`;
+          const line = Buffer.concat([Buffer.from(head), outcome.value.bytes, RESULT_LINE_END]);
+          held.bytes += line.length;
+          this.heldReplyBytes += line.length;
+          return line;
         }
-        return reply;
+        const reply = outcome.ok ? this.encodeResult(id, method, outcome.value) : this.encodeError(id, method, outcome.err, ac.signal.aborted);
+        if (held === undefined) return reply;
+        const line = encodeLine(reply);
+        held.bytes += line.length;
+        this.heldReplyBytes += line.length;
+        return line;
       });
     } finally {
       this.incoming.delete(id);

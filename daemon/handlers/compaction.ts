@@ -3,6 +3,7 @@
 // and compacts at the same time; the engine itself lives in strategies/prepare.ts.
 import type { Result } from '../../protocol/methods.ts';
 import { randomUUID } from 'node:crypto';
+import { EncodedJson } from '../../protocol/rpc-peer.ts';
 import type { Observation } from '../../protocol/prepared.ts';
 import { sessionHead } from '../../storage/conversation.ts';
 import { lastPrompt, latestPrepared, reportUsage, savePrepared } from '../../storage/engine-log.ts';
@@ -14,10 +15,10 @@ import type { Resolution } from '../../strategies/extensions/selection.ts';
 import { inlineImages } from '../../strategies/projection.ts';
 import type { Summarizer } from '../../strategies/summarizer/types.ts';
 import { adoptSession, inspectRequest, planCompaction, prepareRequest, previewRequest, warmRequest, type EngineSetup, type PrepareArgs } from '../../strategies/prepare.ts';
-import type { CallContext, Handler } from '../context.ts';
+import type { CallContext, EncodingHandler, Handler } from '../context.ts';
 import { renderObservation } from '../context-text.ts';
 import { adoptKnown, noteSent, pinnedContext } from '../capabilities.ts';
-import { cacheBreaks, noteCompaction, notePrefix, noteUsage } from '../cache-breaks.ts';
+import { cacheBreaks, noteCompaction, notePrefix, noteUsage, renameLastPrepared } from '../cache-breaks.ts';
 import { tokenRatio } from '../../storage/token-ratios.ts';
 import { chooseStrategy, engineSetup, previewStrategy, summarizerNote } from '../engine.ts';
 import { finishElision } from '../image-elision.ts';
@@ -25,6 +26,7 @@ import { elisionStats } from '../../storage/image-elision.ts';
 import type { Kernel } from '../kernels.ts';
 import { cacheSlot } from '../../strategies/harness/kernel-cache.ts';
 import { fitSessionImages, limitsForPrepare } from '../image-fit.ts';
+import { encodePrepareReply } from '../prepare-reply.ts';
 
 interface Frame {
   setup: EngineSetup;
@@ -33,6 +35,16 @@ interface Frame {
   summarizerNote: string | null;
   summarized: () => boolean;
 }
+
+/**
+ * The session's latest prepare reply (its JSON bytes, head and prepared id). An agent that asks
+ * again without appending anything (a retried model call, a client that prepares twice) gets
+ * the same reply under the same id: the record the usage report names is already stored, so
+ * nothing is written. Any difference in what would be sent (system, inputs, tools,
+ * observation) makes a new record. The bytes are kept rather than a digest: comparing them is
+ * a memcmp where hashing costs as much as encoding, and the kernel cache's byte bound counts them.
+ */
+const LAST_REPLY = cacheSlot<{ head: number; id: string; bytes: Buffer }>('compaction.lastReply');
 
 /** Strategies whose one-time adoption already ran in this kernel. */
 const ADOPTED = cacheSlot<Set<string>>('compaction.adopted');
@@ -155,7 +167,7 @@ function saveAfterReply(ctx: CallContext, session: string, f: Frame, observation
     .catch((err: unknown) => ctx.daemon.log.error({ err, session, method: 'prepare' }, 'the prepared request could not be recorded'));
 }
 
-export const prepare: Handler<'prepare'> = (params, ctx) =>
+export const prepare: EncodingHandler<'prepare'> = (params, ctx) =>
   ctx.daemon.kernels.run(params.session, async (kernel) => {
     const prompt = { model: params.model, instructions: params.instructions, tools: params.tools };
     ctx.daemon.summarizeRoutes.notePrepare(params.session, ctx.conn);
@@ -167,7 +179,11 @@ export const prepare: Handler<'prepare'> = (params, ctx) =>
     const f = frameFor(ctx, kernel, params.session, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream });
     const prepared = await elideLeftBehind(ctx, params.session, f.args.session.sid, 'prepare', await prepareRequest({ ...f.setup, pinnedContext: pinnedContext(kernel, f.setup) }, f.args));
     noteSent(ctx.daemon.db, f.args.session.sid, kernel, f.setup, prepared);
-    const id = randomUUID();
+    // A prepare from the same head as the one before may be that one again: it then gets the
+    // same id and nothing is written (see LAST_REPLY).
+    const last = kernel.cache.get(LAST_REPLY);
+    const reuse = !prepared.compacted && last?.head === f.args.head ? last.id : undefined;
+    let id = reuse ?? randomUUID();
     const cache_breaks = notePrefix(kernel, ctx.daemon.db, f.args.session.sid, {
       preparedId: id,
       instructions: f.args.instructions,
@@ -180,19 +196,23 @@ export const prepare: Handler<'prepare'> = (params, ctx) =>
       observation: prepared.observation,
     });
     const notes = fit === null || fit.notes.length === 0 ? prepared.observation.notes : [...prepared.observation.notes, ...fit.notes];
-    const observation = identified(f, { ...prepared.observation, cache_breaks, notes }, id);
-    saveAfterReply(ctx, params.session, f, observation, prompt);
-    if (prepared.compacted) ctx.daemon.log.info({ session: params.session, method: 'prepare', tokens: observation.last_compaction }, 'compacted');
     const inputs = params.images === 'inline' ? inlineImages(prepared.inputs, (hash) => getPayload(ctx.daemon.db, hash)?.data) : prepared.inputs;
-    return {
-      prepared_id: observation.prepared_id ?? '',
-      head: f.args.head,
-      system: prepared.system,
-      inputs,
-      tools: prepared.tools,
-      compacted: prepared.compacted,
-      observation,
+    const answer = (preparedId: string) => {
+      const observation = identified(f, { ...prepared.observation, cache_breaks, notes }, preparedId);
+      const result: Result<'prepare'> = { prepared_id: preparedId, head: f.args.head, system: prepared.system, inputs, tools: prepared.tools, compacted: prepared.compacted, observation };
+      return { observation, bytes: encodePrepareReply(result) };
     };
+    let reply = answer(id);
+    if (reuse !== undefined && last !== undefined && reply.bytes.equals(last.bytes)) return new EncodedJson<Result<'prepare'>>(reply.bytes);
+    if (reuse !== undefined) {
+      id = randomUUID();
+      renameLastPrepared(kernel, id);
+      reply = answer(id);
+    }
+    saveAfterReply(ctx, params.session, f, reply.observation, prompt);
+    kernel.cache.set(LAST_REPLY, { head: f.args.head, id, bytes: reply.bytes });
+    if (prepared.compacted) ctx.daemon.log.info({ session: params.session, method: 'prepare', tokens: reply.observation.last_compaction }, 'compacted');
+    return new EncodedJson<Result<'prepare'>>(reply.bytes);
   });
 
 export const usageReport: Handler<'usage.report'> = (params, { daemon }) =>

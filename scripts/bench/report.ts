@@ -76,6 +76,12 @@ const DEEP_READ_TARGET = 2;
 const STALL_TARGET_MS = 50;
 const PREPARE_SCALE_TARGET = 1.2;
 const PREPARE_JSON_TARGET = 3;
+/**
+ * Ours, beside the issue's: a nothing-due prepare over the socket within this of the transport
+ * floor (the same bytes answered by a bare server), which says what the daemon's own work adds
+ * when the round trip of the bytes alone is already past the stringify target.
+ */
+const PREPARE_FLOOR_TARGET = 2;
 const LCM_FLAT_TARGET = 1.2;
 
 export function judge(r: Results): Verdict[] {
@@ -162,6 +168,13 @@ export function judge(r: Results): Verdict[] {
       measured: `${fmtMs(p.prepare.median_ms)} vs ${fmtMs(p.stringify.median_ms)} (${p.ratio.toFixed(1)}x)`,
       pass: p.ratio <= PREPARE_JSON_TARGET,
     });
+    if (p.floor !== undefined) {
+      out.push({
+        target: `prepare over the socket (nothing due) at ${fmtCount(p.history_rows)} rows within ${PREPARE_FLOOR_TARGET}x of the transport floor (same bytes, bare server)`,
+        measured: `${fmtMs(p.prepare.median_ms)} vs ${fmtMs(p.floor.median_ms)} (${p.floor_ratio.toFixed(1)}x; the floor alone is ${(p.floor.median_ms / p.stringify.median_ms).toFixed(1)}x the stringify)`,
+        pass: p.floor_ratio <= PREPARE_FLOOR_TARGET,
+      });
+    }
   }
   if (r.memory !== undefined) {
     out.push({
@@ -252,9 +265,9 @@ export function render(r: Results): string {
   if (r.prepare_socket !== undefined && r.prepare_socket.length > 0) {
     out.push(
       table(
-        'prepare over the socket, nothing due (round trip with the client parse) vs JSON.stringify of the response',
-        ['history rows', 'response', 'prepare median', 'min', 'stringify median', 'ratio'],
-        r.prepare_socket.map((p) => [fmtCount(p.history_rows), fmtBytes(p.response_bytes), fmtMs(p.prepare.median_ms), fmtMs(p.prepare.min_ms), fmtMs(p.stringify.median_ms), `${p.ratio.toFixed(1)}x`]),
+        'prepare over the socket, nothing due (round trip with the client parse) vs the transport floor and JSON.stringify of the response',
+        ['history rows', 'response', 'prepare median', 'min', 'transport floor', 'vs floor', 'stringify median', 'ratio'],
+        r.prepare_socket.map((p) => [fmtCount(p.history_rows), fmtBytes(p.response_bytes), fmtMs(p.prepare.median_ms), fmtMs(p.prepare.min_ms), p.floor === undefined ? '-' : fmtMs(p.floor.median_ms), p.floor === undefined ? '-' : `${p.floor_ratio.toFixed(1)}x`, fmtMs(p.stringify.median_ms), `${p.ratio.toFixed(1)}x`]),
       ),
     );
   }

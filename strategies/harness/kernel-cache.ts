@@ -27,7 +27,7 @@ const MAX_VISITS = 20_000;
  * large cache; values shared between two places are counted once per `seen`. WeakMaps cannot
  * be walked and count as empty. A ranking for eviction, not an exact measure.
  */
-export function approxBytes(value: unknown, seen: Set<object> = new Set(), stats?: { visits: number }): number {
+export function approxBytes(value: unknown, seen: Set<object> = new Set()): number {
   let visits = 0;
   const size = (v: unknown): number => {
     switch (typeof v) {
@@ -69,14 +69,12 @@ export function approxBytes(value: unknown, seen: Set<object> = new Set(), stats
     return sum;
   };
   const n = size(value);
-  if (stats !== undefined) stats.visits += visits;
   return n;
 }
 
 export class KernelCache {
   private readonly values = new Map<CacheSlot<unknown>, unknown>();
   private estimate = 0;
-  private visits = 0;
 
   get<T>(slot: CacheSlot<T>): T | undefined {
     return this.values.get(slot) as T | undefined;
@@ -112,16 +110,9 @@ export class KernelCache {
   measure(): number {
     let n = 0;
     const seen = new Set<object>();
-    const stats = { visits: 0 };
-    for (const v of this.values.values()) n += approxBytes(v, seen, stats);
+    for (const v of this.values.values()) n += approxBytes(v, seen);
     this.estimate = n;
-    this.visits = stats.visits;
     return n;
-  }
-
-  /** Objects the last `measure()` visited: what measuring again would about cost. */
-  get measureVisits(): number {
-    return this.visits;
   }
 
   /** Estimated bytes per slot name, largest first (for diagnostics). */

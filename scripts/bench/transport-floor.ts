@@ -1,0 +1,71 @@
+// The transport floor for a request over the daemon's socket: a bare Node process on a Unix
+// socket that parses each request line (as any server must) and answers with a reply it holds
+// ready, byte for byte the one the daemon sent. No validation, no storage, no work: what one
+// round trip of these bytes between two Node processes cannot cost less than, on this machine
+// at this moment. Timed with the same client as the daemon, in alternating blocks.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { RpcPeer } from '../../protocol/rpc-peer.ts';
+
+// Plain JavaScript run with `node -e`: reads newline-framed requests and answers each with the
+// canned result under the request's id.
+const SERVER = `
+const fs = require('node:fs');
+const net = require('node:net');
+const [sock, resultFile] = process.argv.slice(1);
+const result = fs.readFileSync(resultFile, 'utf8');
+const server = net.createServer((c) => {
+  let buf = '';
+  c.setEncoding('utf8');
+  c.on('data', (d) => {
+    buf += d;
+    let nl;
+    while ((nl = buf.indexOf('\\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      const m = JSON.parse(line);
+      if (m.id !== undefined) c.write(Buffer.from('{"jsonrpc":"2.0","id":' + JSON.stringify(m.id) + ',"result":' + result + '}\\n'));
+    }
+  });
+  c.on('error', () => {});
+});
+server.listen(sock, () => process.stdout.write('listening\\n'));
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
+`;
+
+export interface TransportFloor {
+  /** One round trip of `params` under `method`, answered with the canned result (parsed). */
+  call(method: string, params: unknown): Promise<unknown>;
+  stop(): Promise<void>;
+}
+
+/** Starts the floor server in `dir`, answering every request with `resultJson`. */
+export async function startTransportFloor(dir: string, resultJson: string): Promise<TransportFloor> {
+  const sock = path.join(dir, 'floor.sock');
+  const resultFile = path.join(dir, 'floor-result.json');
+  fs.writeFileSync(resultFile, resultJson);
+  const proc: ChildProcess = spawn(process.execPath, ['-e', SERVER, sock, resultFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    proc.stdout?.once('data', () => resolve());
+    proc.once('exit', (code) => reject(new Error(`the transport floor server exited (${code})`)));
+  });
+  const socket = await new Promise<net.Socket>((resolve, reject) => {
+    const s = net.connect(sock, () => resolve(s));
+    s.once('error', reject);
+  });
+  const peer = new RpcPeer(socket, {
+    onRequest: () => Promise.reject(new Error('the floor sends no requests')),
+  });
+  return {
+    call: (method, params) => peer.request(method, params),
+    async stop() {
+      peer.dispose('bench done');
+      const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+      proc.kill('SIGTERM');
+      await exited;
+      fs.rmSync(resultFile, { force: true });
+    },
+  };
+}

@@ -1,0 +1,62 @@
+// encodePrepareReply: the assembled bytes equal JSON.stringify of the result for every shape,
+// and a part's kept bytes serve the next reply that carries the same part object.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Result } from '../../protocol/methods.ts';
+import { encodePrepareReply } from '../../daemon/prepare-reply.ts';
+
+type Reply = Result<'prepare'>;
+
+function reply(inputs: Reply['inputs'], extra: Partial<Reply> = {}): Reply {
+  return {
+    prepared_id: 'p-1',
+    head: 42,
+    system: 'You are an agent.\nÜnïcödé → "quoted" \\ back\u2028slash',
+    inputs,
+    tools: [{ name: 'read', description: 'reads', input_schema: { type: 'object', properties: { p: { type: 'string' } } } }],
+    compacted: false,
+    observation: { session: 's', notes: ['a note'] } as unknown as Reply['observation'],
+    ...extra,
+  };
+}
+
+const parts = {
+  text: { type: 'text' as const, text: 'plain ascii' },
+  emoji: { type: 'text' as const, text: 'emoji 🙂 and lone \ud800 surrogate' },
+  call: { type: 'tool_call' as const, id: 'c1', name: 'read', arguments: { path: 'src/ä.ts', n: [1, 2.5, null, true] } },
+  result: { type: 'tool_result' as const, call_id: 'c1', is_error: false, content: [{ type: 'text' as const, text: 'x\ny' }] },
+};
+
+test('the bytes equal JSON.stringify of the result', () => {
+  const cases: Reply[] = [
+    reply([]),
+    reply([{ role: 'user', content: [parts.text, parts.emoji] }]),
+    reply([
+      { role: 'user', content: [parts.text] },
+      { role: 'assistant', content: [parts.call] },
+      { role: 'tool', content: [parts.result] },
+      { role: 'assistant', content: [] },
+    ]),
+    reply([{ role: 'user', content: [parts.text] }], { compacted: true, head: 0 }),
+  ];
+  for (const r of cases) assert.equal(encodePrepareReply(r).toString('utf8'), JSON.stringify(r));
+});
+
+test('shapes it does not assemble are serialized whole, still byte-identical', () => {
+  const odd = { content: [parts.text], role: 'user' } as Reply['inputs'][number];
+  const extraKey = { role: 'user', content: [parts.text], cache: true } as unknown as Reply['inputs'][number];
+  for (const r of [reply([odd]), reply([extraKey])]) assert.equal(encodePrepareReply(r).toString('utf8'), JSON.stringify(r));
+  const reordered = { head: 1, prepared_id: 'x', system: '', inputs: [], tools: [], compacted: false, observation: {} } as unknown as Reply;
+  assert.equal(encodePrepareReply(reordered).toString('utf8'), JSON.stringify(reordered));
+});
+
+test('a part object shared by two replies is encoded for the first and reused for the second', () => {
+  const shared = { type: 'text' as const, text: 'kept' };
+  const first = encodePrepareReply(reply([{ role: 'user', content: [shared] }]));
+  // The kept bytes are what is used: a (forbidden) change to the part after it was encoded does
+  // not reach the next reply. This pins the contract that parts are immutable once projected.
+  (shared as { text: string }).text = 'changed';
+  const second = encodePrepareReply(reply([{ role: 'assistant', content: [shared] }]));
+  assert.match(first.toString(), /"kept"/);
+  assert.match(second.toString(), /"role":"assistant","content":\[\{"type":"text","text":"kept"\}\]/);
+});
