@@ -391,6 +391,10 @@ export const methods = lazyTable({
       force: z.boolean().default(false),
     }),
     result: z.object({
+      /**
+       * Names this request for usage.report. A prepare that would send exactly what the one
+       * before it sent (nothing appended, nothing else changed) answers under that one's id.
+       */
       prepared_id: z.string(),
       head: z.number().int().nonnegative(),
       system: z.string(),
