@@ -5,7 +5,7 @@ import { AlbedoError } from '../protocol/errors.ts';
 import type { Params, Result } from '../protocol/methods.ts';
 import { UserOrigin, type StoredBody } from '../protocol/rows.ts';
 import { decodeRow } from './conversation.ts';
-import { type Db, perDb, timeSlicer } from './db.ts';
+import { type Db, perDb, timeSlicer, withoutFsync } from './db.ts';
 import { ONE_GRAPHEME_PER_CHAR, segmenter } from './graphemes.ts';
 import { rowHeader } from './row-text.ts';
 import { requireSession } from './sessions.ts';
@@ -57,15 +57,23 @@ function prepare(db: Db) {
     sizes: db.prepare<[number, number, number, number], { seq: number; graphemes: number | null }>(
       'SELECT seq, graphemes FROM transcript INDEXED BY transcript_session WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?',
     ),
-    // The session's rows after a seq, in blocks of BLOCK_ROWS: each block's last seq, its rows,
-    // and its rendered size (NULL counts are left out of the sum and show as counted < n).
-    // Index-only like `sizes`, and summed by SQLite, so no row reaches JS.
-    blocks: db.prepare<[number, number], { last: number; n: number; counted: number; size: number | null }>(
-      `SELECT max(seq) AS last, count(*) AS n, count(size) AS counted, sum(size) AS size FROM (
-         SELECT seq, graphemes + length(seq) + 2 AS size, (row_number() OVER (ORDER BY seq) - 1) / ${BLOCK_ROWS} AS block
-           FROM (SELECT seq, graphemes FROM transcript INDEXED BY transcript_session
-                  WHERE sid = ? AND seq > ? ORDER BY seq LIMIT ${BLOCK_ROWS * BLOCKS_PER_QUERY}))
-        GROUP BY block ORDER BY block`,
+    // The session's rows in a seq range, grouped into blocks of BLOCK_SEQS consecutive seqs:
+    // each block's last seq of the session, its rows, and its rendered size (NULL counts are
+    // left out of the sum and show as counted < n). Index-only and summed by SQLite, so no row
+    // reaches JS; grouping by seq needs no window over the rows, so it runs at index speed.
+    blocks: db.prepare<[number, number, number], { last: number; n: number; counted: number; size: number | null }>(
+      `SELECT max(seq) AS last, count(*) AS n, count(graphemes) AS counted, sum(graphemes + length(seq) + 2) AS size
+         FROM transcript INDEXED BY transcript_session WHERE sid = ? AND seq > ? AND seq <= ?
+        GROUP BY (seq - 1) / ${BLOCK_SEQS} ORDER BY (seq - 1) / ${BLOCK_SEQS}`,
+    ),
+    lastSeq: db.prepare<[number], number | null>('SELECT max(seq) FROM transcript WHERE sid = ?').pluck(),
+    loadBlocks: db.prepare<[number], { created_at: number; rewrites: number; through: number; closed: number; ends: Buffer; sums: Buffer }>(
+      'SELECT created_at, rewrites, through, closed, ends, sums FROM read_blocks WHERE sid = ?',
+    ),
+    saveBlocks: db.prepare<[number, number, number, number, number, Buffer, Buffer]>(
+      `INSERT INTO read_blocks (sid, created_at, rewrites, through, closed, ends, sums) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (sid) DO UPDATE SET created_at = excluded.created_at, rewrites = excluded.rewrites, through = excluded.through,
+         closed = excluded.closed, ends = excluded.ends, sums = excluded.sums`,
     ),
     // Rendered size of the rows in (after, through], and whether every one has a stored count.
     sizeBetween: db.prepare<[number, number, number], { n: number; counted: number; size: number | null }>(
@@ -208,19 +216,24 @@ const SKIP_BATCH_ROWS = 4096;
 
 /**
  * Deep offsets without a pass over every row before them: a sparse prefix sum per session.
- * Every BLOCK_ROWS rows, the index keeps the block's last seq and the rendered size (stored
- * count + digits of the seq + 2 for the separator) of all the session's rows through it. It is
- * built and extended by one SQL aggregate over the session index (new rows only), and lives
- * in memory: settling is the only thing that moves or changes stored rows, and it bumps the
- * session's rewrite counter, which the index is keyed on; appends only add blocks at the end.
- * It stops before the first block with a row that has no stored count (rows older than
- * migration 5), so those are still counted from their text.
+ * Seqs are cut into blocks of BLOCK_SEQS consecutive values (global seqs, so a block holds
+ * only the session's rows among them); for each block with rows of the session, the index keeps
+ * its last seq and the rendered size (stored count + digits of the seq + 2 for the separator)
+ * of all the session's rows through it. It is built and extended by SQL aggregates over the
+ * session index (new rows only), BLOCKS_PER_QUERY blocks of seqs per query, and lives in
+ * memory: settling and image elision are the only things that move or change stored rows, and
+ * they bump the session's rewrite counter, which the index is keyed on; appends only add rows
+ * after the session's last one, so a sum through a seq it has never changes. The index stops
+ * before the first block with a row that has no stored count (rows older than migration 5),
+ * so those are still counted from their text.
  */
-const BLOCK_ROWS = 1024;
-/** Blocks summed per query while building, with a yield between queries (a few ms each). */
-const BLOCKS_PER_QUERY = 4;
-/** Sessions whose block index is kept (least recently read dropped first). */
+const BLOCK_SEQS = 1024;
+/** Blocks of seqs summed per query while building, with a yield between queries (a few ms each). */
+const BLOCKS_PER_QUERY = 64;
+/** Sessions whose block index is kept in memory (least recently read dropped first). */
 const BLOCK_INDEX_SESSIONS = 256;
+/** An index is saved (migration 20) when first built, then each time it grew by this many entries. */
+const SAVE_AFTER_ENTRIES = 64;
 
 interface BlockIndex {
   /** Identity of the session (a deleted session's sid can be reused) and its rewrite count. */
@@ -231,8 +244,32 @@ interface BlockIndex {
   ends: number[];
   /** Rendered size of the session's rows through ends[i]. */
   sums: number[];
+  /**
+   * The session's rows with a seq up to this one are summed in; blocks of seqs without rows of
+   * the session leave no entry.
+   */
+  through: number;
   /** Set once a block had a row without a stored count: the index never grows past it. */
   closed: boolean;
+  /** Entries as last saved or loaded. */
+  saved: number;
+}
+
+function packNumbers(xs: readonly number[]): Buffer {
+  return Buffer.from(Float64Array.from(xs).buffer);
+}
+
+function unpackNumbers(b: Buffer): number[] {
+  const view = new Float64Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+  return Array.from(view);
+}
+
+/** The saved index of a session, when it still describes the session's rows. */
+function loadBlockIndex(st: ReturnType<typeof stmts>, s: { sid: number; name: string; created_at: number }, rewrites: number): BlockIndex | undefined {
+  const r = st.loadBlocks.get(s.sid);
+  if (r === undefined || r.created_at !== s.created_at || r.rewrites !== rewrites || r.ends.length !== r.sums.length || r.ends.length % 8 !== 0) return undefined;
+  const ends = unpackNumbers(r.ends);
+  return { name: s.name, createdAt: s.created_at, rewrites, ends, sums: unpackNumbers(r.sums), through: r.through, closed: r.closed === 1, saved: ends.length };
 }
 
 const blockIndexes = perDb(() => new Map<number, BlockIndex>());
@@ -252,17 +289,23 @@ async function blockIndex(
   const rewrites = sessionRewrites(db, s.sid);
   let ix = all.get(s.sid);
   if (ix === undefined || ix.name !== s.name || ix.createdAt !== s.created_at || ix.rewrites !== rewrites) {
-    ix = { name: s.name, createdAt: s.created_at, rewrites, ends: [], sums: [], closed: false };
+    ix = loadBlockIndex(st, s, rewrites) ?? { name: s.name, createdAt: s.created_at, rewrites, ends: [], sums: [], through: 0, closed: false, saved: 0 };
   }
   all.delete(s.sid);
   all.set(s.sid, ix);
   if (all.size > BLOCK_INDEX_SESSIONS) all.delete(all.keys().next().value!);
+  // A sum through a seq the session already has is final: appends only add later seqs.
+  const lastSeq = st.lastSeq.get(s.sid) ?? 0;
   for (;;) {
-    if (ix.closed) return ix;
-    const blocks = st.blocks.all(s.sid, ix.ends[ix.ends.length - 1] ?? 0);
+    const from = ix.through;
+    if (ix.closed || from >= lastSeq) {
+      const grown = ix.ends.length - ix.saved;
+      if (grown > 0 && (ix.saved === 0 || grown >= SAVE_AFTER_ENTRIES)) saveBlockIndex(db, st, s.sid, ix);
+      return ix;
+    }
+    const to = Math.min(lastSeq, (Math.floor(from / BLOCK_SEQS) + BLOCKS_PER_QUERY) * BLOCK_SEQS);
     let sum = ix.sums[ix.sums.length - 1] ?? 0;
-    for (const b of blocks) {
-      if (b.n < BLOCK_ROWS) return ix;
+    for (const b of st.blocks.all(s.sid, from, to)) {
       if (b.counted < b.n || b.size === null) {
         ix.closed = true;
         return ix;
@@ -271,10 +314,19 @@ async function blockIndex(
       ix.ends.push(b.last);
       ix.sums.push(sum);
     }
-    if (blocks.length < BLOCKS_PER_QUERY) return ix;
+    ix.through = to;
     // Another task may have used the index meanwhile: it only ever grows, and stays valid.
     await slice();
   }
+}
+
+/**
+ * Saves the index for the next start. A cache, so it commits without an fsync: a power loss
+ * costs a rebuild, and a row that no longer matches the session is ignored (loadBlockIndex).
+ */
+function saveBlockIndex(db: Db, st: ReturnType<typeof stmts>, sid: number, ix: BlockIndex): void {
+  withoutFsync(db, () => st.saveBlocks.run(sid, ix.createdAt, ix.rewrites, ix.through, ix.closed ? 1 : 0, packNumbers(ix.ends), packNumbers(ix.sums)));
+  ix.saved = ix.ends.length;
 }
 
 /** Index of the last entry of `xs` (increasing) that is <= x, or -1. */

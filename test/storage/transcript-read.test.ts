@@ -10,7 +10,8 @@ import { rowHeader } from '../../storage/row-text.ts';
 import { openSession, requireSession } from '../../storage/sessions.ts';
 import { appendNotice, appendRows, forkSession } from '../../storage/transcript.ts';
 import { readTranscript } from '../../storage/transcript-read.ts';
-import { assistant, rowsOf, tempDb, toolResult, user } from './factories.ts';
+import { assistant, rowsOf, tempDb, tempDbWithPath, toolResult, user } from './factories.ts';
+import { openDb } from '../../storage/db.ts';
 import { recordingDb } from './recording-db.ts';
 
 const noYield = (): Promise<void> => Promise.resolve();
@@ -260,4 +261,43 @@ test('deep reads over thousands of rows jump whole blocks and still give exactly
   await appendRows(db, 'd', [assistant('late call', ['late']), user('typed meanwhile\r')]);
   await appendRows(db, 'd', [toolResult('late', 'late result with 🇯🇵')]);
   await check('after a settle');
+});
+
+test('the block index of deep reads is saved and reused by the next connection while the rows it sums are unchanged', async (t) => {
+  const { db, path: file } = tempDbWithPath(t);
+  openSession(db, { session: 'd' });
+  openSession(db, { session: 'other' });
+  for (let i = 0; i < 1400; i += 50) {
+    await appendRows(db, 'other', [user(`noise ${i}`)]);
+    const rows = [];
+    for (let j = i; j < i + 50; j++) rows.push(user(`message ${j} 👍🏽`), assistant(`reply ${j}`, [`c${j}`]), toolResult(`c${j}`, `result ${j}\r\nline`));
+    await appendRows(db, 'd', rows);
+  }
+  const sid = requireSession(db, 'd').sid;
+  const linewise = (text: string): string[] => text.split(/(?<=\n)/).flatMap(graphemes);
+  const reference = linewise(rendering(db, 'd'));
+  const offset = Math.floor(reference.length * 0.6);
+  const expected = reference.slice(offset, offset + 40).join('');
+  assert.equal((await read(db, { session: 'd', offset, limit: 40 })).text, expected);
+  const saved = db.prepare('SELECT through, length(ends) AS bytes FROM read_blocks WHERE sid = ?').get(sid) as { through: number; bytes: number } | undefined;
+  assert.ok(saved !== undefined && saved.bytes > 0, 'saved after its first build');
+  assert.equal(saved.through, Math.max(...rowsOf(db, 'd').map((r) => r.seq)));
+
+  // A new connection (a restart) reads it instead of summing again: a doctored copy is believed.
+  const second = openDb(file, { synchronous: 'NORMAL' });
+  t.after(() => second.close());
+  const doctor = (by: number) => {
+    const r = second.prepare('SELECT sums FROM read_blocks WHERE sid = ?').pluck().get(sid) as Buffer;
+    const sums = new Float64Array(r.buffer.slice(r.byteOffset, r.byteOffset + r.byteLength)).map((x) => x + by);
+    second.prepare('UPDATE read_blocks SET sums = ? WHERE sid = ?').run(Buffer.from(sums.buffer), sid);
+  };
+  doctor(5000);
+  assert.notEqual((await read(second, { session: 'd', offset, limit: 40 })).text, expected, 'the saved index was used');
+
+  // Rows rewritten in place (a late result settling) bump the rewrite counter: the saved index
+  // no longer matches, is rebuilt, and pages are exact again.
+  await appendRows(second, 'd', [assistant('late call', ['late']), user('typed meanwhile')]);
+  await appendRows(second, 'd', [toolResult('late', 'late result')]);
+  const after = linewise(rendering(second, 'd'));
+  assert.equal((await read(second, { session: 'd', offset, limit: 40 })).text, after.slice(offset, offset + 40).join(''));
 });
