@@ -6,6 +6,7 @@ import path from 'node:path';
 import { openDb, type Db, type OpenOptions } from '../../storage/db.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
+import { ROW_TEXT_SQL } from '../../storage/row-text.ts';
 import type { Corpus } from './corpus.ts';
 import { RowStream, userStarts } from './rows.ts';
 import { nowMs } from './timing.ts';
@@ -173,7 +174,7 @@ export function dumpTexts(
     bufA = [];
     bufM = [];
   };
-  const it = ds.db.prepare<[], { sid: number; text: string }>('SELECT sid, text FROM transcript ORDER BY seq').iterate();
+  const it = ds.db.prepare<[], { sid: number; text: string }>(`SELECT sid, ${ROW_TEXT_SQL} AS text FROM transcript ORDER BY seq`).iterate();
   for (const r of it) {
     textBytes += Buffer.byteLength(r.text);
     const line = `${r.text.replace(/\r\n|[\r\n]/g, ' ')}\n`;
