@@ -15,6 +15,7 @@ import { benchAppend, benchAppendFloor, benchIndexerLatency } from './bench/appe
 import { parseArgs, type BenchArgs, type Section } from './bench/args.ts';
 import { corpusStats, loadCorpus, type Corpus } from './bench/corpus.ts';
 import { buildDataset, checkpoint, fileSize, type Dataset } from './bench/dataset.ts';
+import { ROW_TEXT_SQL } from '../storage/row-text.ts';
 import { benchFrames } from './bench/frames.ts';
 import { benchImageFit } from './bench/images-fit.ts';
 import { benchElision, ELISION_ROWS } from './bench/images-elision.ts';
@@ -117,7 +118,7 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
       for (const size of args.sizes) {
         const r = await withDataset(root, size, corpus, async (ds) => {
           checkpoint(ds.db);
-          const textChars = ds.db.prepare<[], number>('SELECT sum(length(text)) FROM transcript').pluck().get() ?? 0;
+          const textChars = ds.db.prepare<[], number>(`SELECT sum(length(${ROW_TEXT_SQL})) FROM transcript`).pluck().get() ?? 0;
           const sr: SizeResult = {
             size,
             total_rows: ds.totalRows,

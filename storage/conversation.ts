@@ -3,8 +3,9 @@
 // replacements, and compaction units from row metadata. Writes live in storage/transcript.ts.
 import { z } from 'zod';
 import { AlbedoError } from '../protocol/errors.ts';
-import { ImagePart, RowClass, StoredBody, type StoredRow } from '../protocol/rows.ts';
+import { ImagePart, RowClass, type StoredRow } from '../protocol/rows.ts';
 import { type Db, perDb } from './db.ts';
+import { parseStoredBody } from './row-text.ts';
 import { requireSession } from './sessions.ts';
 
 /** A durable row reference: the public session id and the row's global seq. */
@@ -126,16 +127,7 @@ const stmts = perDb(prepare);
  * trusted.
  */
 export function decodeRow(raw: RawTranscriptRow): StoredRow {
-  let json: unknown;
-  try {
-    json = JSON.parse(raw.body);
-  } catch (err) {
-    throw new Error(`transcript row ${raw.seq} is corrupt: body is not JSON (${(err as Error).message})`);
-  }
-  const body = StoredBody.safeParse(json);
-  if (!body.success) {
-    throw new Error(`transcript row ${raw.seq} is corrupt: ${z.prettifyError(body.error).replaceAll('\n', '; ')}`);
-  }
+  const body = parseStoredBody(raw.seq, raw.body);
   const rowClass = RowClass.safeParse(raw.row_class);
   if (!rowClass.success) throw new Error(`transcript row ${raw.seq} is corrupt: unknown row_class "${raw.row_class}"`);
   return {
@@ -144,7 +136,7 @@ export function decodeRow(raw: RawTranscriptRow): StoredRow {
     row_class: rowClass.data,
     key: raw.key,
     created_at: raw.created_at,
-    body: body.data,
+    body,
   };
 }
 

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { AlbedoError } from '../protocol/errors.ts';
 import { distinctChars, fold, lastTwoChars } from './fold.ts';
 import { migrations, type Migration } from './migrations/index.ts';
+import { storedRowText } from './row-text.ts';
 
 export type Db = Database.Database;
 
@@ -22,9 +23,39 @@ function applyPragmas(db: Db, opts: OpenOptions): void {
   db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
   db.pragma('foreign_keys = ON');
   db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
+  registerFunctions(db);
+}
+
+/**
+ * The SQL functions queries, triggers and migrations call; per connection like pragmas, so every
+ * connection (the writer and the read-only ones) registers them.
+ */
+function registerFunctions(db: Db): void {
+  // Row text is derived from the body on every read (storage/row-text.ts, migration 16). A
+  // search-index trigger asks for it three times for the same row, so the last one is kept.
+  let lastRow: { seq: number; body: string; legacy: string | null; text: string } | undefined;
+  db.function('albedo_row_text', { deterministic: true }, (seq: unknown, body: unknown, legacy: unknown) => {
+    if (typeof seq !== 'number' && typeof seq !== 'bigint') throw new TypeError('albedo_row_text: seq must be an integer');
+    if (typeof body !== 'string') throw new TypeError('albedo_row_text: body must be text');
+    if (legacy !== null && typeof legacy !== 'string') throw new TypeError('albedo_row_text: legacy_text must be text or NULL');
+    if (lastRow?.seq !== Number(seq) || lastRow.body !== body || lastRow.legacy !== legacy) {
+      lastRow = { seq: Number(seq), body, legacy, text: storedRowText(Number(seq), body, legacy) };
+    }
+    return lastRow.text;
+  });
+  // Migration 16 only: the derivation, or NULL where the body does not decode (such a row keeps
+  // its stored text rather than failing the migration).
+  db.function('albedo_derived_text', { deterministic: true }, (seq: unknown, body: unknown) => {
+    if (typeof body !== 'string') return null;
+    try {
+      return storedRowText(Number(seq), body, null);
+    } catch {
+      return null;
+    }
+  });
   // The search index stores folded text and what short patterns need of it; its triggers and
-  // the indexer call these (migrations 3 and 16), the three on the same text in a row, so the
-  // last fold is kept.
+  // the indexer call these (migrations 3, 15 and 16), the three on the same text in a row, so
+  // the last fold is kept.
   let lastText: string | undefined;
   let lastFolded = '';
   const folded = (text: string): string => {
@@ -55,6 +86,7 @@ export function openDb(path: string, opts: OpenOptions = {}): Db {
 export function openReadOnly(path: string, opts: OpenOptions = {}): Db {
   const db = new Database(path, { readonly: true, fileMustExist: true });
   db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
+  registerFunctions(db);
   return db;
 }
 

@@ -57,7 +57,7 @@ function prepare(db: Db) {
     ).pluck(),
     body: db.prepare<[number], string>('SELECT body FROM transcript WHERE seq = ?').pluck(),
     rowRefs: db.prepare<[number], string>('DELETE FROM payload_refs WHERE seq = ? RETURNING hash').pluck(),
-    rewrite: db.prepare<[string, string, number, number]>('UPDATE transcript SET body = ?, text = ?, graphemes = ? WHERE seq = ?'),
+    rewrite: db.prepare<[string, number, number]>('UPDATE transcript SET body = ?, legacy_text = NULL, graphemes = ? WHERE seq = ?'),
     progress: db.prepare<[number, number, number, number, number, number]>(
       `UPDATE image_elision SET done_below = ?, images_elided = images_elided + ?, payloads_deleted = payloads_deleted + ?,
          bytes_freed = bytes_freed + ?, pending_below = CASE WHEN ? THEN NULL ELSE pending_below END WHERE sid = ?`,
@@ -142,7 +142,7 @@ export function elideBatch(db: Db, sid: number, maxRows = ELISION_BATCH_ROWS): E
       }
       const marked = markImages(seq, st.body.get(seq)!);
       if (marked !== null) {
-        st.rewrite.run(marked.json, marked.text, marked.graphemes, seq);
+        st.rewrite.run(marked.json, marked.graphemes, seq);
         out.images += marked.images;
       }
       for (const h of st.rowRefs.all(seq)) hashes.add(h);

@@ -1,7 +1,16 @@
 // The plain text of a stored row: what search matches and what transcript reads render.
 // Images appear as a short marker (never their bytes); encrypted reasoning is left out.
+//
+// Since migration 16 the text is not stored: it is derived from the body whenever it is read
+// (ROW_TEXT_SQL, or rowText on a decoded body). So rowText's output *is* the stored text of every
+// row: changing what it renders for some body changes what old rows read, grep and fingerprint
+// as. Such a change needs a migration that keeps the old texts (legacy_text below) or rebuilds
+// the search index. Rows whose text at migration 16 differed from the derivation (written
+// before the nesting bound, or by a daemon whose rowText rendered differently) keep it in
+// transcript.legacy_text, which wins over the derivation.
+import { z } from 'zod';
 import { stringifyJson } from '../protocol/json-depth.ts';
-import type { StoredBody } from '../protocol/rows.ts';
+import { StoredBody } from '../protocol/rows.ts';
 
 /** What stands in for an image whose payload compaction elided, in row text and in requests. */
 export const ELIDED_IMAGE_TEXT = '[image elided and is no longer available]';
@@ -68,3 +77,31 @@ export function rowHeader(seq: number, body: StoredBody): string {
       return `#${seq} notice ${body.body.notice}`;
   }
 }
+
+/**
+ * Decodes a stored body's JSON: a body that is not JSON or not a StoredBody fails loudly, naming
+ * the row's seq, instead of being trusted.
+ */
+export function parseStoredBody(seq: number, json: string): StoredBody {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch (err) {
+    throw new Error(`transcript row ${seq} is corrupt: body is not JSON (${(err as Error).message})`);
+  }
+  const body = StoredBody.safeParse(value);
+  if (!body.success) throw new Error(`transcript row ${seq} is corrupt: ${z.prettifyError(body.error).replaceAll('\n', '; ')}`);
+  return body.data;
+}
+
+/** A stored row's text: its kept legacy text, else the derivation from its body. */
+export function storedRowText(seq: number, body: string, legacy: string | null): string {
+  return legacy ?? rowText(parseStoredBody(seq, body));
+}
+
+/**
+ * The same in SQL, over a transcript row's columns (albedo_row_text is registered on every
+ * connection, storage/db.ts). Every query that reads row text selects this, so there is one
+ * derivation.
+ */
+export const ROW_TEXT_SQL = 'albedo_row_text(seq, body, legacy_text)';

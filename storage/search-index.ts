@@ -3,6 +3,7 @@
 // keeping already-indexed rows exact on rewrite is the schema triggers' job.
 import { type Db, perDb, withoutFsync } from './db.ts';
 import { distinctChars, fold, lastTwoChars } from './fold.ts';
+import { ROW_TEXT_SQL } from './row-text.ts';
 
 /** Rows indexed per call unless the caller says otherwise. */
 export const DEFAULT_INDEX_BATCH_ROWS = 2048;
@@ -17,7 +18,7 @@ function prepare(db: Db) {
       )
       .pluck(),
     pending: db.prepare<[number, number], { seq: number; sid: number; text: string }>(
-      'SELECT seq, sid, text FROM transcript WHERE seq > ? AND seq <= ? ORDER BY seq',
+      `SELECT seq, sid, ${ROW_TEXT_SQL} AS text FROM transcript WHERE seq > ? AND seq <= ? ORDER BY seq`,
     ),
     index: db.prepare<[number, string, number]>('INSERT INTO transcript_fts (rowid, text, sid) VALUES (?, ?, ?)'),
     row: db.prepare<[number, number, string, string]>('INSERT INTO search_rows (seq, sid, tail, chars) VALUES (?, ?, ?, ?)'),

@@ -6,6 +6,7 @@ import type { Params, Result } from '../protocol/methods.ts';
 import { type Db, perDb, timeSlicer, yieldToEventLoop } from './db.ts';
 import { fold } from './fold.ts';
 import { indexedThrough } from './search-index.ts';
+import { ROW_TEXT_SQL } from './row-text.ts';
 import { requireSession } from './sessions.ts';
 
 export { fold };
@@ -67,13 +68,13 @@ interface Candidate {
 function prepare(db: Db) {
   return {
     globalPage: db.prepare<[number, number, number], Candidate>(
-      'SELECT seq AS id, sid, text FROM transcript WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?',
+      `SELECT seq AS id, sid, ${ROW_TEXT_SQL} AS text FROM transcript WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
     ),
     sessionPage: db.prepare<[number, number, number, number], Candidate>(
-      'SELECT seq AS id, sid, text FROM transcript WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?',
+      `SELECT seq AS id, sid, ${ROW_TEXT_SQL} AS text FROM transcript WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
     ),
     bySeqs: db.prepare<[string], Candidate>(
-      'SELECT seq AS id, sid, text FROM transcript WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq',
+      `SELECT seq AS id, sid, ${ROW_TEXT_SQL} AS text FROM transcript WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`,
     ),
     workspaceSids: db.prepare<[string], number>('SELECT sid FROM sessions WHERE workspace = ?').pluck(),
     nameOf: db.prepare<[number], string>('SELECT name FROM sessions WHERE sid = ?').pluck(),

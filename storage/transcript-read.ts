@@ -1,13 +1,13 @@
 // `transcript_read`: a grapheme-paged rendering of a session's rows, built incrementally so a
-// page costs the rows before and inside it, never the whole transcript. Row text comes from the
-// stored `text` column (kept equal to rowText(body) by storage/transcript.ts and its rewrites).
+// page costs the rows before and inside it, never the whole transcript. Row text is derived from
+// each row's body by SQLite (ROW_TEXT_SQL, storage/row-text.ts), so it cannot drift from it.
 import { AlbedoError } from '../protocol/errors.ts';
 import type { Params, Result } from '../protocol/methods.ts';
 import { UserOrigin, type StoredBody } from '../protocol/rows.ts';
 import { decodeRow } from './conversation.ts';
 import { type Db, perDb, timeSlicer, withoutFsync } from './db.ts';
 import { ONE_GRAPHEME_PER_CHAR, segmenter } from './graphemes.ts';
-import { rowHeader } from './row-text.ts';
+import { ROW_TEXT_SQL, rowHeader } from './row-text.ts';
 import { requireSession } from './sessions.ts';
 import { sessionRewrites } from './user-rows.ts';
 
@@ -42,7 +42,7 @@ interface HeaderRow {
 function prepare(db: Db) {
   return {
     page: db.prepare<[number, number, number, number], HeaderRow>(
-      `SELECT seq, kind, row_class, created_at, text,
+      `SELECT seq, kind, row_class, created_at, ${ROW_TEXT_SQL} AS text,
               -- An orphan result has no call_id column (it answers no call); its body names the id.
               coalesce(call_id, CASE kind WHEN 'tool_result' THEN json_extract(body, '$.call_id') END) AS call_id,
               CASE kind WHEN 'user' THEN json_extract(body, '$.origin') END AS origin,
@@ -418,7 +418,7 @@ async function skipWholeRows(
  * [offset, offset + limit) of it. Rows are read in pages of READ_PAGE_ROWS and the read stops
  * as soon as the page and one grapheme of lookahead are known; `next_offset` is where the next
  * page starts, null when this one reached the end (an offset past the end gives '' and null).
- * Row text is the stored `text` column; image fits are not applied to it.
+ * Row text is derived from the stored body (ROW_TEXT_SQL); image fits are not applied to it.
  */
 export async function readTranscript(
   db: Db,

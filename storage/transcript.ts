@@ -66,22 +66,23 @@ interface RawRow {
   key: string | null;
   call_id: string | null;
   body: string;
-  text: string;
+  /** Kept text of a row whose text is not its body's derivation (migration 16); else null. */
+  legacy_text: string | null;
   created_at: number;
   /** Rendered graphemes without the seq's digits (storage/graphemes.ts); null for old rows. */
   graphemes: number | null;
 }
 
-type InsertArgs = [number, RowKind, RowClass, string | null, string | null, string, string, number, number | null];
+type InsertArgs = [number, RowKind, RowClass, string | null, string | null, string, string | null, number, number | null];
 
 function prepare(db: Db) {
   return {
     insert: db.prepare<InsertArgs>(
-      `INSERT INTO transcript (sid, kind, row_class, key, call_id, body, text, created_at, graphemes)
+      `INSERT INTO transcript (sid, kind, row_class, key, call_id, body, legacy_text, created_at, graphemes)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertAt: db.prepare<[number, ...InsertArgs]>(
-      `INSERT INTO transcript (seq, sid, kind, row_class, key, call_id, body, text, created_at, graphemes)
+      `INSERT INTO transcript (seq, sid, kind, row_class, key, call_id, body, legacy_text, created_at, graphemes)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     byKey: db.prepare<[number, string], { seq: number; body: string }>(
@@ -127,7 +128,7 @@ function prepare(db: Db) {
         WHERE t.sid = ? AND t.seq > ? AND t.seq < ? ORDER BY t.seq`,
     ),
     rowsFrom: db.prepare<[number, number], RawRow>(
-      `SELECT seq, kind, row_class, key, call_id, body, text, created_at, graphemes
+      `SELECT seq, kind, row_class, key, call_id, body, legacy_text, created_at, graphemes
          FROM transcript WHERE sid = ? AND seq >= ? ORDER BY seq`,
     ),
     // Call records whose call row or result row is at or after a seq of the session.
@@ -162,8 +163,8 @@ function prepare(db: Db) {
     bumpRewrites: db.prepare<[number]>('UPDATE sessions SET rewrites = rewrites + 1 WHERE sid = ?'),
     // Forks: rows are copied in seq order, so the n-th copy answers the n-th parent row.
     copyRows: db.prepare<[number, number, number]>(
-      `INSERT INTO transcript (sid, kind, row_class, key, call_id, body, text, created_at, graphemes)
-       SELECT ?, kind, row_class, key, call_id, body, text, created_at, graphemes
+      `INSERT INTO transcript (sid, kind, row_class, key, call_id, body, legacy_text, created_at, graphemes)
+       SELECT ?, kind, row_class, key, call_id, body, legacy_text, created_at, graphemes
          FROM transcript WHERE sid = ? AND seq <= ? ORDER BY seq`,
     ),
     copyForkRows: db.prepare<[number, number, number]>(
@@ -195,13 +196,13 @@ const stmts = perDb(prepare);
 type Statements = ReturnType<typeof prepare>;
 
 /**
- * Inserts a new row at the end. `r.body` is the body's JSON; its text and grapheme count are
- * derived from the parsed `body` here, so every new row gets them the same way.
+ * Inserts a new row at the end. `r.body` is the body's JSON; its grapheme count is derived from
+ * the parsed `body` here, so every new row gets it the same way. Its text is not stored: readers
+ * derive it from the body (storage/row-text.ts).
  */
-function insertRow(st: Statements, sid: number, r: Omit<RawRow, 'seq' | 'text' | 'graphemes'>, body: StoredBody): number {
-  const text = rowText(body);
-  const graphemes = renderedGraphemesWithoutSeq(body, text);
-  return Number(st.insert.run(sid, r.kind, r.row_class, r.key, r.call_id, r.body, text, r.created_at, graphemes).lastInsertRowid);
+function insertRow(st: Statements, sid: number, r: Omit<RawRow, 'seq' | 'legacy_text' | 'graphemes'>, body: StoredBody): number {
+  const graphemes = renderedGraphemesWithoutSeq(body, rowText(body));
+  return Number(st.insert.run(sid, r.kind, r.row_class, r.key, r.call_id, r.body, null, r.created_at, graphemes).lastInsertRowid);
 }
 
 function headOf(st: Statements, sid: number): number {
@@ -586,7 +587,7 @@ function writeRow(
  * (F was), and every seq keeps exactly one row.
  *
  * The rotation deletes the rows from P0 on and re-inserts each at its new seq with the same
- * body, text, key and created_at; tool_calls, payload_refs and fork_rows entries follow their
+ * body, kept text, key and created_at; tool_calls, payload_refs and fork_rows entries follow their
  * contents. A call record follows both of its rows, the call's and the answering result's (so
  * the record the fresh result just answered is rewritten too); the rows' deletion cascades to
  * every such record and each is re-inserted with both seqs mapped. Child sessions' links into
@@ -622,7 +623,7 @@ function settle(st: Statements, sid: number, fresh: number, callSeq: number): Ma
         body = JSON.stringify(parsed);
       }
     }
-    st.insertAt.run(to(r.seq), sid, r.kind, r.row_class, r.key, r.call_id, body, r.text, r.created_at, r.graphemes);
+    st.insertAt.run(to(r.seq), sid, r.kind, r.row_class, r.key, r.call_id, body, r.legacy_text, r.created_at, r.graphemes);
   }
   for (const c of calls) st.insertCall.run(sid, c.call_id, to(c.seq), c.result_seq === null ? null : to(c.result_seq));
   for (const r of refs) st.insertRef.run(r.hash, to(r.seq));

@@ -1,20 +1,21 @@
 // The rows saved cuts are counted in, read through the (sid, row_class, seq) and (sid, seq)
-// indexes without decoding bodies: user inputs (their stored text is what fingerprints hash),
+// indexes: user inputs (their text, derived from the body as every read does, is what fingerprints hash),
 // image-fit unit openers, and plain row counts. Interpreting them is strategies/harness/cut.ts.
 import { type Db, perDb } from './db.ts';
+import { ROW_TEXT_SQL } from './row-text.ts';
 
 export interface UserRowText {
   seq: number;
-  /** The stored plain text (storage/row-text.ts), which fingerprints hash. */
+  /** The row's plain text (storage/row-text.ts), which fingerprints hash. */
   text: string;
 }
 
 const stmts = perDb((db: Db) => ({
   after: db.prepare<[number, number, number], UserRowText>(
-    "SELECT seq, text FROM transcript WHERE sid = ? AND row_class = 'user' AND seq > ? ORDER BY seq LIMIT ?",
+    `SELECT seq, ${ROW_TEXT_SQL} AS text FROM transcript WHERE sid = ? AND row_class = 'user' AND seq > ? ORDER BY seq LIMIT ?`,
   ),
   before: db.prepare<[number, number, number], UserRowText>(
-    "SELECT seq, text FROM transcript WHERE sid = ? AND row_class = 'user' AND seq < ? ORDER BY seq DESC LIMIT ?",
+    `SELECT seq, ${ROW_TEXT_SQL} AS text FROM transcript WHERE sid = ? AND row_class = 'user' AND seq < ? ORDER BY seq DESC LIMIT ?`,
   ),
   countBefore: db.prepare<[number, number], { n: number }>("SELECT count(*) AS n FROM transcript WHERE sid = ? AND row_class = 'user' AND seq < ?"),
   nth: db.prepare<[number, number], { seq: number }>("SELECT seq FROM transcript WHERE sid = ? AND row_class = 'user' ORDER BY seq LIMIT 1 OFFSET ?"),

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { openDb, type Db, type OpenOptions } from '../../storage/db.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
+import { ROW_TEXT_SQL } from '../../storage/row-text.ts';
 import type { Corpus } from './corpus.ts';
 import { RowStream, userStarts } from './rows.ts';
 import { nowMs } from './timing.ts';
@@ -153,13 +154,18 @@ export function fileSize(file: string): number {
  * every row to all.txt, the main session's rows to main.txt, then `mainExtra` (lcm's node
  * summaries) at the end of main.txt, one per line the same way. The GNU grep baseline reads these.
  */
-export function dumpTexts(ds: Dataset, opts: { mainExtra?: Iterable<string> } = {}): { all: string; main: string; allBytes: number; mainBytes: number } {
+export function dumpTexts(
+  ds: Dataset,
+  opts: { mainExtra?: Iterable<string> } = {},
+): { all: string; main: string; allBytes: number; mainBytes: number; textBytes: number } {
   const all = path.join(ds.dir, 'all.txt');
   const mainFile = path.join(ds.dir, 'main.txt');
   const fa = fs.openSync(all, 'w');
   const fm = fs.openSync(mainFile, 'w');
   let allBytes = 0;
   let mainBytes = 0;
+  // The rows' text as appended (UTF-8, newlines kept): what the disk target is a multiple of.
+  let textBytes = 0;
   let bufA: string[] = [];
   let bufM: string[] = [];
   const flush = (): void => {
@@ -168,8 +174,9 @@ export function dumpTexts(ds: Dataset, opts: { mainExtra?: Iterable<string> } = 
     bufA = [];
     bufM = [];
   };
-  const it = ds.db.prepare<[], { sid: number; text: string }>('SELECT sid, text FROM transcript ORDER BY seq').iterate();
+  const it = ds.db.prepare<[], { sid: number; text: string }>(`SELECT sid, ${ROW_TEXT_SQL} AS text FROM transcript ORDER BY seq`).iterate();
   for (const r of it) {
+    textBytes += Buffer.byteLength(r.text);
     const line = `${r.text.replace(/\r\n|[\r\n]/g, ' ')}\n`;
     bufA.push(line);
     if (r.sid === ds.main.sid) bufM.push(line);
@@ -182,5 +189,5 @@ export function dumpTexts(ds: Dataset, opts: { mainExtra?: Iterable<string> } = 
   flush();
   fs.closeSync(fa);
   fs.closeSync(fm);
-  return { all, main: mainFile, allBytes, mainBytes };
+  return { all, main: mainFile, allBytes, mainBytes, textBytes };
 }

@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { indexPending, searchIndexLag } from '../../storage/search-index.ts';
 import { grep } from '../../storage/search.ts';
 import { SearchWorker } from '../../storage/search-worker.ts';
+import { pageWalk, type StorageParts } from '../../storage/storage-size.ts';
 import { checkpoint, dumpTexts, fileSize, type Dataset } from './dataset.ts';
 import { nowMs, repeat, withLoopMonitor } from './timing.ts';
 
@@ -52,8 +53,22 @@ export interface GrepCase extends VersusGnu {
   unindexed_ms?: number;
 }
 
+/** The file once every row is indexed and the WAL checkpointed, against the text it holds. */
+export interface DiskResult {
+  /** The rows' text as appended, UTF-8 bytes. */
+  text_bytes: number;
+  file_bytes: number;
+  /** Free pages inside the file (reused by later writes). */
+  free_bytes: number;
+  /** file_bytes / text_bytes. */
+  ratio: number;
+  /** Page bytes per part, as `daemon.status {storage_parts: true}` reports them. */
+  parts: StorageParts;
+}
+
 export interface GrepResult {
   index: IndexResult;
+  disk: DiskResult;
   dump_bytes: { all: number; main: number };
   cases: GrepCase[];
 }
@@ -162,6 +177,15 @@ async function measure(ds: Dataset, worker: SearchWorker, dump: ReturnType<typeo
   checkpoint(ds.db);
   const after = fileSize(ds.file);
   const { fts, total } = ftsBytes(ds);
+  const pageSize = ds.db.pragma('page_size', { simple: true }) as number;
+  const disk: DiskResult = {
+    text_bytes: dump.textBytes,
+    file_bytes: after,
+    free_bytes: (ds.db.pragma('freelist_count', { simple: true }) as number) * pageSize,
+    ratio: after / dump.textBytes,
+    parts: pageWalk(ds.db),
+  };
+  log(`  disk: ${(after / 2 ** 20).toFixed(1)} MiB for ${(dump.textBytes / 2 ** 20).toFixed(1)} MiB of text (${disk.ratio.toFixed(2)}x): ${JSON.stringify(disk.parts)}`);
   const index: IndexResult = {
     rows,
     ms: indexMs,
@@ -187,5 +211,5 @@ async function measure(ds: Dataset, worker: SearchWorker, dump: ReturnType<typeo
       log(`  grep ${scope} ${p.name}: ours ${c.ours_best_ms.toFixed(1)} ms vs GNU ${c.gnu_best_ms.toFixed(1)} ms (${c.ratio.toFixed(2)}x), ${c.matches}/${c.gnu_matches} matches, stall ${c.max_stall_ms.toFixed(1)} ms`);
     }
   }
-  return { index, dump_bytes: { all: dump.allBytes, main: dump.mainBytes }, cases };
+  return { index, disk, dump_bytes: { all: dump.allBytes, main: dump.mainBytes }, cases };
 }

@@ -2,6 +2,7 @@
 // one near the end (offsets estimated from SQL character counts), with the event-loop stall
 // seen while each is read. Reads that outrun a time budget are stopped and extrapolated.
 import { DEFAULT_READ_LIMIT } from '../../protocol/methods.ts';
+import { ROW_TEXT_SQL } from '../../storage/row-text.ts';
 import { readTranscript } from '../../storage/transcript-read.ts';
 import type { Dataset } from './dataset.ts';
 import { nowMs, stats, turn, withLoopMonitor, type Stats } from './timing.ts';
@@ -54,7 +55,7 @@ export function segmenterProbe(): Array<{ chars: number; whole_us_per_grapheme: 
 export function renderedLengthEstimate(ds: Dataset): number {
   const row = ds.db
     .prepare<[number], { n: number }>(
-      `SELECT sum(length(text) + 1 + length(seq) + 1 + CASE kind WHEN 'user' THEN 4 WHEN 'assistant' THEN 9
+      `SELECT sum(length(${ROW_TEXT_SQL}) + 1 + length(seq) + 1 + CASE kind WHEN 'user' THEN 4 WHEN 'assistant' THEN 9
                  WHEN 'tool_result' THEN 12 + length(call_id) ELSE 20 END + 2) AS n
          FROM transcript WHERE sid = ?`,
     )
@@ -89,7 +90,7 @@ async function readOnce(ds: Dataset, offset: number, budgetMs: number): Promise<
 export async function benchRead(ds: Dataset, opts: { budgetMs: number }, log: (s: string) => void): Promise<{ estimated_graphemes: number; non_ascii_row_share: number; pages: ReadResult[] }> {
   // Rows whose text is not ASCII-without-CR take the segmenter path of transcript_read.
   const share = ds.db
-    .prepare<[number], number>("SELECT avg(CASE WHEN text GLOB '*[^\x01-\x0c\x0e-\x7f]*' THEN 1.0 ELSE 0.0 END) FROM transcript WHERE sid = ?")
+    .prepare<[number], number>(`SELECT avg(CASE WHEN ${ROW_TEXT_SQL} GLOB '*[^\x01-\x0c\x0e-\x7f]*' THEN 1.0 ELSE 0.0 END) FROM transcript WHERE sid = ?`)
     .pluck()
     .get(ds.main.sid) ?? 0;
   const total = renderedLengthEstimate(ds);

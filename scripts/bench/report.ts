@@ -83,6 +83,8 @@ const PREPARE_JSON_TARGET = 3;
  */
 const PREPARE_FLOOR_TARGET = 2;
 const LCM_FLAT_TARGET = 1.2;
+/** The database file (index included) over the raw text of its rows. */
+const DISK_TARGET = 3;
 
 export function judge(r: Results): Verdict[] {
   const out: Verdict[] = [];
@@ -104,6 +106,15 @@ export function judge(r: Results): Verdict[] {
       target: `append latency over the socket with the indexer working within ${INDEXER_TARGET}x of without`,
       measured: `median ${fmtMs(x.on.median_ms)} vs ${fmtMs(x.off.median_ms)} (${x.ratio.toFixed(2)}x; p90 ${x.p90_ratio.toFixed(2)}x)`,
       pass: x.ratio <= INDEXER_TARGET,
+    });
+  }
+  for (const s of r.sizes) {
+    const d = s.grep?.disk;
+    if (d === undefined) continue;
+    out.push({
+      target: `db size at most ${DISK_TARGET}x the raw text, index included, at ${fmtCount(s.size)} rows`,
+      measured: `${fmtBytes(d.file_bytes)} vs ${fmtBytes(d.text_bytes)} of text (${d.ratio.toFixed(2)}x)`,
+      pass: d.ratio <= DISK_TARGET,
     });
   }
   const largest = r.sizes[r.sizes.length - 1];
@@ -322,6 +333,17 @@ export function render(r: Results): string {
           const i = s.grep!.index;
           const share = i.fts_bytes !== null && i.dbstat_total_bytes ? `${((100 * i.fts_bytes) / i.dbstat_total_bytes).toFixed(0)}%` : '-';
           return [fmtCount(s.size), i.rows, fmtMs(i.ms), Math.round(i.rows_per_s), fmtMs(i.max_batch_ms), fmtBytes(i.db_bytes_before), fmtBytes(i.db_bytes_after), i.fts_bytes === null ? '-' : fmtBytes(i.fts_bytes), share];
+        }),
+      ),
+    );
+    out.push(
+      table(
+        'disk once indexed and checkpointed: file and its parts (dbstat pages) vs the rows\' raw text',
+        ['N', 'text', 'file', 'file/text', 'rows', 'row indexes', 'search index', 'free', 'other parts'],
+        greps.map((s) => {
+          const d = s.grep!.disk;
+          const rest = d.parts.payloads + d.parts.strategy_state + d.parts.engine + d.parts.other;
+          return [fmtCount(s.size), fmtBytes(d.text_bytes), fmtBytes(d.file_bytes), `${d.ratio.toFixed(2)}x`, fmtBytes(d.parts.rows), fmtBytes(d.parts.row_indexes), fmtBytes(d.parts.search_index), fmtBytes(d.free_bytes), fmtBytes(rest)];
         }),
       ),
     );

@@ -14,6 +14,7 @@ import { sql as m012 } from './012-known-told.ts';
 import { sql as m013 } from './013-image-fits.ts';
 import { sql as m014 } from './014-image-elision.ts';
 import { sql as m015 } from './015-full-fold-search.ts';
+import { sql as m016 } from './016-row-text-once.ts';
 import { sql as m020 } from './020-read-blocks.ts';
 
 export interface Migration {
@@ -39,5 +40,6 @@ export const migrations: readonly Migration[] = [
   { version: 13, name: 'image-fits', sql: m013 },
   { version: 14, name: 'image-elision', sql: m014 },
   { version: 15, name: 'full-fold-search', sql: m015 },
+  { version: 16, name: 'row-text-once', sql: m016 },
   { version: 20, name: 'read-blocks', sql: m020 },
 ];

@@ -41,12 +41,13 @@ describe('a session holding a tool call nested 5,000 levels deep, stored before 
     }
     await first.stop();
 
-    // What a daemon before the bound stored: the body and its derived text, both 5,000 levels deep.
+    // What a daemon before the bound stored, as migration 16 keeps it: the body and its derived
+    // text, both 5,000 levels deep (the text kept, since today's derivation clamps the depth).
     const deep = `${'{"a":'.repeat(LEVELS - 1)}{"leaf":"bottom"}${'}'.repeat(LEVELS - 1)}`;
     // openDb registers the SQL functions the search index triggers call.
     const db = openDb(path.join(home, 'albedo.db'));
     const changed = db
-      .prepare('UPDATE transcript SET body = replace(body, ?, ?), text = replace(text, ?, ?) WHERE instr(body, ?) > 0')
+      .prepare('UPDATE transcript SET body = replace(body, ?, ?), legacy_text = replace(albedo_row_text(seq, body, legacy_text), ?, ?) WHERE instr(body, ?) > 0')
       .run(PLACEHOLDER, deep, PLACEHOLDER, deep, PLACEHOLDER).changes;
     db.close();
     assert.equal(changed, 1);

@@ -68,7 +68,7 @@ function storedImages(db: Database.Database, session: string): StoredImage[] {
 
 /** The rows and payloads as bytes, to compare before and after an operation that must change nothing. */
 function snapshot(db: Database.Database): string {
-  const rows = db.prepare('SELECT seq, body, text, graphemes FROM transcript ORDER BY seq').all();
+  const rows = db.prepare('SELECT seq, body, legacy_text, graphemes FROM transcript ORDER BY seq').all();
   const payloads = db.prepare('SELECT hash, bytes FROM payloads ORDER BY hash').all();
   const refs = db.prepare('SELECT hash, seq, pin_sid FROM payload_refs ORDER BY hash, seq, pin_sid').all();
   return JSON.stringify({ rows, payloads, refs });

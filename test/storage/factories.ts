@@ -8,6 +8,7 @@ import type { TestContext } from 'node:test';
 import sharp from 'sharp';
 import { RowIn, type ImagePartIn } from '../../protocol/rows.ts';
 import { openDb, type Db } from '../../storage/db.ts';
+import { ROW_TEXT_SQL } from '../../storage/row-text.ts';
 
 /** A fresh database file, closed and removed when the test ends. */
 export function tempDb(t: TestContext): Db {
@@ -90,7 +91,7 @@ export interface RawRow {
 export function rowsOf(db: Db, session: string): RawRow[] {
   return db
     .prepare(
-      `SELECT t.seq, t.kind, t.key, t.text, t.call_id, t.created_at, t.body FROM transcript t
+      `SELECT t.seq, t.kind, t.key, ${ROW_TEXT_SQL} AS text, t.call_id, t.created_at, t.body FROM transcript t
          JOIN sessions s ON s.sid = t.sid WHERE s.name = ? ORDER BY t.seq`,
     )
     .all(session) as RawRow[];

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AlbedoError, type DomainCodeName } from '../../protocol/errors.ts';
 import type { Db } from '../../storage/db.ts';
+import { ROW_TEXT_SQL } from '../../storage/row-text.ts';
 import { deleteSession, openSession, requireSession } from '../../storage/sessions.ts';
 import { appendRows, forkMap, forkSession, returnFromExcursion } from '../../storage/transcript.ts';
 import { assistant, count, imageIn, pngBytes, rowsOf, tempDb, toolResult, user } from './factories.ts';
@@ -75,7 +76,7 @@ test('a fork answers the parent seq for a row even after settling moved it in th
   await appendRows(db, 'b', [toolResult('c1', 'res')]);
   const map = forkMap(db, f.sid);
   const typedInBranch = map.get(a.seqs[1]!)!;
-  assert.equal(db.prepare('SELECT text FROM transcript WHERE seq = ?').pluck().get(typedInBranch), 'typed');
+  assert.equal(db.prepare(`SELECT ${ROW_TEXT_SQL} FROM transcript WHERE seq = ?`).pluck().get(typedInBranch), 'typed');
 });
 
 test('fork points: another session seq, an unknown seq and a taken branch id are refused', async (t) => {

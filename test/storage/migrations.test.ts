@@ -9,7 +9,7 @@ import { AlbedoError } from '../../protocol/errors.ts';
 import type { StoredBody } from '../../protocol/rows.ts';
 import { openDb, type Db } from '../../storage/db.ts';
 import { migrations } from '../../storage/migrations/index.ts';
-import { rowText } from '../../storage/row-text.ts';
+import { ROW_TEXT_SQL, rowText } from '../../storage/row-text.ts';
 import { appendRows, orphanResults } from '../../storage/transcript.ts';
 import { assistant, rowsOf, toolResult, user } from './factories.ts';
 
@@ -58,7 +58,7 @@ test('migration 6 upgrades a version-5 database with rows and calls, linking eac
   }
   calls.run(2, 'c1', 7);
   calls.run(2, 'c2', 7);
-  const before = v5.prepare('SELECT * FROM transcript ORDER BY seq').all();
+  const before = v5.prepare('SELECT seq, sid, kind, row_class, key, call_id, body, text, created_at, graphemes FROM transcript ORDER BY seq').all();
   const forksBefore = v5.prepare('SELECT * FROM fork_rows ORDER BY seq').all();
   assert.equal(v5.prepare('SELECT max(version) FROM schema_migrations').pluck().get(), 5);
   v5.close();
@@ -66,7 +66,9 @@ test('migration 6 upgrades a version-5 database with rows and calls, linking eac
   const db = openDb(file, { synchronous: 'NORMAL' });
   t.after(() => db.close());
   assert.ok(db.prepare('SELECT 1 FROM schema_migrations WHERE version = 6').get() !== undefined, 'migration 6 ran');
-  assert.deepEqual(db.prepare('SELECT * FROM transcript ORDER BY seq').all(), before, 'every row kept as it was');
+  // Text is derived from the body since migration 16 and reads as it was stored.
+  const rowsNow = db.prepare(`SELECT seq, sid, kind, row_class, key, call_id, body, ${ROW_TEXT_SQL} AS text, created_at, graphemes FROM transcript ORDER BY seq`);
+  assert.deepEqual(rowsNow.all(), before, 'every row kept as it was');
   assert.deepEqual(db.prepare('SELECT * FROM fork_rows ORDER BY seq').all(), forksBefore);
   assert.deepEqual(db.prepare('SELECT sid, call_id, seq, result_seq FROM tool_calls ORDER BY sid, seq, call_id').all(), [
     { sid: 1, call_id: 'c1', seq: 2, result_seq: 3 },
@@ -150,4 +152,74 @@ test('migration 15 empties the row index for the indexer to refill with the full
   assert.equal(indexPending(db), 2);
   assert.equal(await find('straße'), 2, 'indexed with the new fold');
   assert.equal(await find('ß'), 2);
+});
+
+test('migration 16 stores row text once: reads, user rows, grep hits and previews are what the stored text gave', async (t) => {
+  const file = tempFile(t);
+  const v15 = openDb(file, { synchronous: 'NORMAL', migrations: migrations.filter((m) => m.version <= 15) });
+  const sid = Number(v15.prepare("INSERT INTO sessions (name, created_at) VALUES ('s', 1)").run().lastInsertRowid);
+  const other = Number(v15.prepare("INSERT INTO sessions (name, created_at) VALUES ('o', 1)").run().lastInsertRowid);
+  const image: StoredBody = {
+    kind: 'user',
+    origin: 'user',
+    content: [{ type: 'text', text: 'see the chart' }, { type: 'image', hash: 'ab'.repeat(32), media_type: 'image/png', width: 640, height: 480 }],
+  };
+  const notice: StoredBody = { kind: 'notice', body: { notice: 'capabilities_changed', context: 'Now with zebra tools' } };
+  put(v15, sid, said('Die Größe der Datei')); // 1
+  put(v15, sid, call('reading it', ['c1'])); // 2
+  put(v15, sid, result('c1', 'STRASSE 12\nab')); // 3
+  put(v15, sid, image); // 4
+  put(v15, sid, notice); // 5
+  // What a build before the nesting bound stored: deep arguments in the body and, unclamped, in the text.
+  const levels = 70;
+  const deep = { kind: 'assistant', content: [{ type: 'tool_call', id: 'c2', name: 'bash', arguments: JSON.parse(`${'{"a":'.repeat(levels)}"bottom"${'}'.repeat(levels)}`) as unknown }] };
+  const deepText = `→ bash(${JSON.stringify(deep.content[0]!.arguments)})`;
+  v15
+    .prepare("INSERT INTO transcript (sid, kind, row_class, body, text, created_at) VALUES (?, 'assistant', 'other', ?, ?, 1000)")
+    .run(sid, JSON.stringify(deep), deepText); // 6
+  put(v15, sid, said('größe matters, zebra')); // 7
+  // A body no reader can decode: the migration keeps its text instead of failing.
+  v15.prepare("INSERT INTO transcript (sid, kind, row_class, body, text, created_at) VALUES (?, 'user', 'user', '{not json', 'corrupt but größe', 1000)").run(other); // 8
+  put(v15, other, said('Größe elsewhere')); // 9
+  // Rows 1-5 indexed as the v15 indexer did; the rest are scanned.
+  v15.exec(`INSERT INTO transcript_fts(rowid, text, sid) SELECT seq, albedo_fold(text), sid FROM transcript WHERE seq <= 5;
+    INSERT INTO search_rows(seq, sid, tail, chars) SELECT seq, sid, albedo_fold_tail(text), albedo_fold_chars(text) FROM transcript WHERE seq <= 5;
+    UPDATE search_index_state SET indexed_through = 5`);
+  const stored = v15.prepare('SELECT seq, text FROM transcript ORDER BY seq').all() as Array<{ seq: number; text: string }>;
+  v15.close();
+  // The same file with every row's old text kept beside it: how the readers answered before.
+  const keptFile = path.join(path.dirname(file), 'kept.db');
+  fs.copyFileSync(file, keptFile);
+
+  const db = openDb(file);
+  t.after(() => db.close());
+  const kept = openDb(keptFile);
+  t.after(() => kept.close());
+  const keep = kept.prepare('UPDATE transcript SET legacy_text = ? WHERE seq = ?');
+  for (const r of stored) keep.run(r.text, r.seq);
+
+  const columns = db.prepare("SELECT name FROM pragma_table_info('transcript')").pluck().all();
+  assert.ok(!columns.includes('text'), 'the text column is gone');
+  assert.deepEqual(db.prepare('SELECT seq FROM transcript WHERE legacy_text IS NOT NULL ORDER BY seq').pluck().all(), [6, 8], 'only rows the body does not derive keep text');
+  assert.deepEqual(db.prepare(`SELECT seq, ${ROW_TEXT_SQL} AS text FROM transcript ORDER BY seq`).all(), stored);
+
+  const { readTranscript } = await import('../../storage/transcript-read.ts');
+  const { userRowsAfter } = await import('../../storage/user-rows.ts');
+  const { grep } = await import('../../storage/search.ts');
+  const { indexPending } = await import('../../storage/search-index.ts');
+  const answers = async (d: Db): Promise<unknown[]> => {
+    const out: unknown[] = [await readTranscript(d, { session: 's', offset: 0, limit: 100_000 }), userRowsAfter(d, sid, 0, 100)];
+    for (const pattern of ['GRÖSSE', 'strasse', 'bottom', 'zebra', '[image', 'ab', 'z', 'ß']) {
+      out.push(await grep(d, { pattern, offset: 0, limit: 50 }), await grep(d, { pattern, offset: 0, limit: 50, session: 's' }));
+    }
+    return out;
+  };
+  const before = await answers(kept);
+  assert.deepEqual(await answers(db), before);
+  assert.ok((before[0] as { text: string }).text.includes(`${'{"a":'.repeat(levels)}"bottom"`), 'the deep row reads as it was stored');
+  // Indexed by this build: the same answers from the index.
+  while (indexPending(db) > 0);
+  while (indexPending(kept) > 0);
+  assert.deepEqual(await answers(db), before);
+  assert.deepEqual(await answers(kept), before);
 });

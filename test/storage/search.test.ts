@@ -275,8 +275,13 @@ test('a row whose text changes after indexing is found by its new text only', as
   const [seq] = await add(db, 's', 'the original wording');
   await add(db, 's', 'unrelated');
   indexAll(db);
-  db.prepare('UPDATE transcript SET text = ? WHERE seq = ?').run('the rewritten phrasing', seq);
+  // The body rewritten in place (as image elision does), then a kept text (migration 16) set.
+  db.prepare("UPDATE transcript SET body = json_set(body, '$.content[0].text', 'a body edited in place') WHERE seq = ?").run(seq);
   assert.equal((await search(db, { pattern: 'original' })).total, 0);
+  assert.deepEqual((await search(db, { pattern: 'EDITED IN' })).matches.map((m) => m.seq), [seq]);
+  assert.deepEqual((await search(db, { pattern: 'DY' })).matches.map((m) => m.seq), [seq], 'two-character patterns read the refreshed search_rows');
+  db.prepare('UPDATE transcript SET legacy_text = ? WHERE seq = ?').run('the rewritten phrasing', seq);
+  assert.equal((await search(db, { pattern: 'edited' })).total, 0);
   assert.deepEqual((await search(db, { pattern: 'REWRITTEN' })).matches.map((m) => m.seq), [seq]);
 });
 

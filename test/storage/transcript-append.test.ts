@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { AlbedoError, type DomainCodeName } from '../../protocol/errors.ts';
 import type { RowIn } from '../../protocol/rows.ts';
 import type { Db } from '../../storage/db.ts';
+import { ROW_TEXT_SQL } from '../../storage/row-text.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendNotice, appendRows } from '../../storage/transcript.ts';
 import { assistant, count, imageIn, jpegBytes, pngBytes, rowsOf, tempDb, toolResult, user } from './factories.ts';
@@ -46,7 +47,7 @@ test('stored rows carry kind, row class, text and the time of the append', async
   await appendRows(db, 's', [user('mail in', { origin: 'mail' }), assistant('on it', ['c1']), toolResult('c1', 'done')], {
     now: () => 1234,
   });
-  const rows = db.prepare('SELECT kind, row_class, call_id, text, created_at FROM transcript ORDER BY seq').all();
+  const rows = db.prepare(`SELECT kind, row_class, call_id, ${ROW_TEXT_SQL} AS text, created_at FROM transcript ORDER BY seq`).all();
   assert.deepEqual(rows, [
     { kind: 'user', row_class: 'user', call_id: null, text: 'mail in', created_at: 1234 },
     { kind: 'assistant', row_class: 'other', call_id: null, text: 'on it\n→ read_file({"path":"c1.ts"})', created_at: 1234 },

@@ -228,7 +228,7 @@ describe('notes', () => {
     await prepareRequest(setup, argsFor(db, 's'));
     const sid = argsFor(db, 's').session.sid;
     // Rewrite an early user input behind the daemon's back, as an import would.
-    db.prepare("UPDATE transcript SET text = 'something else' WHERE sid = ? AND seq = (SELECT min(seq) FROM transcript WHERE sid = ? AND row_class = 'user')").run(sid, sid);
+    db.prepare("UPDATE transcript SET legacy_text = 'something else' WHERE sid = ? AND seq = (SELECT min(seq) FROM transcript WHERE sid = ? AND row_class = 'user')").run(sid, sid);
     db.prepare('UPDATE sessions SET rewrites = rewrites + 1 WHERE sid = ?').run(sid);
     const seen = inspectRequest(setup, argsFor(db, 's'));
     assert.ok(!seen.sections.some((s) => s.name === 'notes'));

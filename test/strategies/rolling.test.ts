@@ -279,7 +279,7 @@ describe('rolling', () => {
     const sid = argsFor(db, 's').session.sid;
     const saved = stateOf(db, sid);
     // Rewrite an evicted user message, as any rewriting path must: bump the rewrite counter.
-    db.prepare("UPDATE transcript SET text = 'rewritten' WHERE seq = (SELECT min(seq) FROM transcript WHERE sid = ? AND row_class = 'user')").run(sid);
+    db.prepare("UPDATE transcript SET legacy_text = 'rewritten' WHERE seq = (SELECT min(seq) FROM transcript WHERE sid = ? AND row_class = 'user')").run(sid);
     db.prepare('UPDATE sessions SET rewrites = rewrites + 1 WHERE sid = ?').run(sid);
     const seen = inspectRequest(setup, argsFor(db, 's'));
     assert.ok(seen.notes.some((n) => /no longer matches/.test(n)));
