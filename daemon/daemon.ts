@@ -98,7 +98,12 @@ export class Daemon implements DaemonServices {
     readonly log: Logger,
     readonly settings: DaemonSettings,
   ) {
-    this.db = openDb(paths.db);
+    this.db = openDb(paths.db, {
+      // A migration that rewrites the transcript takes a while on a large file: say so first.
+      onMigration: (m) => {
+        if (m.newestSeq > 0) log.info({ migration: m.version, name: m.name, newest_seq: m.newestSeq }, `migrating the database to version ${m.version} (${m.name})`);
+      },
+    });
     this.search = new SearchWorker(paths.db);
     this.partialLines = new PartialLineBudget(2 * settings.maxLineBytes);
     // Half-open: a client that ends its writes still gets the replies to what it sent.

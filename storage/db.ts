@@ -15,6 +15,8 @@ export interface OpenOptions {
   busyTimeoutMs?: number;
   /** Override the migration list (tests of the runner). */
   migrations?: readonly Migration[];
+  /** Told before each migration runs, with the newest transcript seq then (how many rows were ever written; some migrations rewrite them). */
+  onMigration?: (m: { version: number; name: string; newestSeq: number }) => void;
 }
 
 /** Pragmas are per connection, so they are set on every open, not once per file. */
@@ -74,7 +76,7 @@ export function openDb(path: string, opts: OpenOptions = {}): Db {
   const db = new Database(path);
   try {
     applyPragmas(db, opts);
-    migrate(db, opts.migrations ?? migrations);
+    migrate(db, opts.migrations ?? migrations, opts.onMigration);
   } catch (err) {
     db.close();
     throw err;
@@ -91,7 +93,7 @@ export function openReadOnly(path: string, opts: OpenOptions = {}): Db {
 }
 
 /** Runs every migration newer than the file's version, each in its own transaction. */
-export function migrate(db: Db, list: readonly Migration[]): number {
+export function migrate(db: Db, list: readonly Migration[], onMigration?: OpenOptions['onMigration']): number {
   db.exec(
     'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT',
   );
@@ -107,6 +109,8 @@ export function migrate(db: Db, list: readonly Migration[]): number {
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
   for (const m of [...list].sort((a, b) => a.version - b.version)) {
     if (m.version <= current) continue;
+    // A fresh file has no transcript yet; its first migration creates it.
+    if (onMigration !== undefined) onMigration({ version: m.version, name: m.name, newestSeq: current === 0 ? 0 : (db.prepare('SELECT max(seq) FROM transcript').pluck().get() as number | null) ?? 0 });
     db.transaction(() => {
       db.exec(m.sql);
       record.run(m.version, m.name, Date.now());

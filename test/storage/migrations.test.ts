@@ -223,3 +223,20 @@ test('migration 16 stores row text once: reads, user rows, grep hits and preview
   assert.deepEqual(await answers(db), before);
   assert.deepEqual(await answers(kept), before);
 });
+
+test('each migration is announced before it runs, with the newest seq of the file it rewrites', (t) => {
+  const file = tempFile(t);
+  const told: Array<{ version: number; newestSeq: number }> = [];
+  const fresh = openDb(file, { synchronous: 'NORMAL', migrations: migrations.filter((m) => m.version <= 15), onMigration: (m) => told.push(m) });
+  assert.deepEqual(told.map((m) => m.newestSeq), told.map(() => 0), 'a new file has no rows');
+  const sid = Number(fresh.prepare("INSERT INTO sessions (name, created_at) VALUES ('s', 1)").run().lastInsertRowid);
+  const last = put(fresh, sid, said('hello'));
+  put(fresh, sid, said('again'));
+  fresh.close();
+  told.length = 0;
+  const db = openDb(file, { synchronous: 'NORMAL', onMigration: (m) => told.push({ version: m.version, newestSeq: m.newestSeq }) });
+  db.close();
+  const later = migrations.filter((m) => m.version > 15).map((m) => m.version);
+  assert.ok(later.length > 0);
+  assert.deepEqual(told, later.map((version) => ({ version, newestSeq: last + 1 })));
+});
