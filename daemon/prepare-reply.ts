@@ -15,17 +15,11 @@ type PrepareResult = Result<'prepare'>;
 /** Each part's JSON bytes, for as long as the part object lives. */
 const partBytes = new WeakMap<object, Buffer>();
 
-/** Own memory, not a slice of Node's shared pool: a kept piece must not pin a pool slab. */
-function encode(json: string): Buffer {
-  const out = Buffer.allocUnsafeSlow(Buffer.byteLength(json));
-  out.write(json, 0, 'utf8');
-  return out;
-}
-
 function partJson(part: object): Buffer {
   let b = partBytes.get(part);
   if (b === undefined) {
-    b = encode(JSON.stringify(part));
+    // Small pieces share Node's pool slabs; the parts of a kernel's history are dropped together.
+    b = Buffer.from(JSON.stringify(part));
     partBytes.set(part, b);
   }
   return b;
