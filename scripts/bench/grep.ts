@@ -123,7 +123,7 @@ function ftsBytes(ds: Dataset): { fts: number | null; total: number | null } {
 
 /** A search as the daemon runs it: the trigram index query on the search worker thread. */
 async function ourGrep(ds: Dataset, worker: SearchWorker, pattern: string, session: string | undefined): Promise<number> {
-  const r = await grep(ds.db, { pattern, offset: 0, limit: 50, ...(session === undefined ? {} : { session }) }, { hits: (q, max) => worker.hits(q, max) });
+  const r = await grep(ds.db, { pattern, offset: 0, limit: 50, ...(session === undefined ? {} : { session }) }, { hits: (ask) => worker.hits(ask) });
   return r.total;
 }
 
