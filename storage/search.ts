@@ -99,9 +99,10 @@ export interface IndexAsk {
 /**
  * The matching seqs of each pattern length, as one SQL text per scope: `scoped` adds the session
  * filter. Every one binds $from, $to (and $sids, a JSON array) besides its own parameters, and
- * returns the seqs in seq order. Kept together so the shape of the index lives in one place.
+ * returns the seqs in seq order. Kept together so the shape of the index lives in one place
+ * (exported for the tests that check the query plans).
  */
-function matchSql(length: 'phrase' | 'pair' | 'single', scoped: boolean): string {
+export function matchSql(length: 'phrase' | 'pair' | 'single', scoped: boolean): string {
   const inSids = scoped ? ' AND r.sid IN (SELECT value FROM json_each($sids))' : '';
   switch (length) {
     // Three characters or more: the trigram phrase. The session comes from search_rows by
@@ -111,7 +112,9 @@ function matchSql(length: 'phrase' | 'pair' | 'single', scoped: boolean): string
         ? `SELECT f.rowid FROM transcript_fts f JOIN search_rows r ON r.seq = f.rowid
             WHERE transcript_fts MATCH $query AND f.rowid BETWEEN $from AND $to${inSids} ORDER BY f.rowid`
         : 'SELECT rowid FROM transcript_fts WHERE transcript_fts MATCH $query AND rowid BETWEEN $from AND $to ORDER BY rowid';
-    // Two: rows with a trigram that starts with them, and rows that end with them.
+    // Two: rows with a trigram that starts with them (by term range), and rows that end with
+    // them (by the tail index, migration 19: SQLite answers the OR from both sides, so neither
+    // reads every row).
     case 'pair':
       return `SELECT r.seq FROM search_rows r WHERE r.seq BETWEEN $from AND $to${inSids} AND (r.tail = $needle
         OR r.seq IN (SELECT doc FROM transcript_fts_terms WHERE term >= $needle AND term <= $top)) ORDER BY r.seq`;

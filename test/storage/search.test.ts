@@ -5,7 +5,7 @@ import { test, type TestContext } from 'node:test';
 import { AlbedoError } from '../../protocol/errors.ts';
 import { TranscriptGrepParams, type ParamsIn, type Result } from '../../protocol/methods.ts';
 import type { Db } from '../../storage/db.ts';
-import { fold, grep, indexMatches, trigramQuery, type SeqRange } from '../../storage/search.ts';
+import { fold, grep, indexMatches, matchSql, trigramQuery, type SeqRange } from '../../storage/search.ts';
 import { indexedThrough, indexPending, searchIndexLag } from '../../storage/search-index.ts';
 import { deleteSession, openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
@@ -278,6 +278,18 @@ test('an index answer carries the count and only the page, scoped in SQL', async
   assert.deepEqual(answer({ ...all, needle: '*', sids: [a, b], offset: 39 }), [40, inA[39], a], 'a GLOB wildcard is matched literally');
   assert.deepEqual(answer({ ...all, needle: '?', sids: null }), [0]);
   assert.deepEqual(answer({ ...all, needle: 'ne', sids: [b], limit: 1 }), [40, inB[0], b]);
+});
+
+test('a two-character pattern reads the index and the tail index, never every indexed row', (t) => {
+  const db = tempDb(t);
+  for (const scoped of [false, true]) {
+    const plan = db
+      .prepare(`EXPLAIN QUERY PLAN ${matchSql('pair', scoped)}`)
+      .all({ from: 1, to: 10, needle: 'db', top: 'db\u{10ffff}', ...(scoped ? { sids: '[1]' } : {}) })
+      .map((r) => (r as { detail: string }).detail);
+    assert.ok(plan.some((d) => d.includes('search_rows_tail')), plan.join('; '));
+    assert.ok(!plan.some((d) => /^SCAN (r|search_rows)\b/.test(d)), plan.join('; '));
+  }
 });
 
 test('the trigram index and the scan give identical results', async (t) => {
