@@ -20,7 +20,7 @@ export interface GrepOptions {
   hits?: (ask: IndexAsk) => Promise<Float64Array>;
   /**
    * Only rows with from <= seq <= to (inclusive): lcm_grep's scope to a node's source range.
-   * The scan starts at `from` and stops after `to`; index hits outside it are not counted.
+   * The scan starts at `from` and stops after `to`; the index query is bounded by it in SQL.
    */
   range?: SeqRange;
 }
