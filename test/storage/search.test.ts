@@ -282,10 +282,10 @@ test('an index answer carries the count and only the page, scoped in SQL', async
 
 test('a two-character pattern reads the index and the tail index, never every indexed row', (t) => {
   const db = tempDb(t);
-  for (const scoped of [false, true]) {
+  for (const scope of ['all', 'one', 'some'] as const) {
     const plan = db
-      .prepare(`EXPLAIN QUERY PLAN ${matchSql('pair', scoped)}`)
-      .all({ from: 1, to: 10, needle: 'db', top: 'db\u{10ffff}', ...(scoped ? { sids: '[1]' } : {}) })
+      .prepare(`EXPLAIN QUERY PLAN ${matchSql('pair', scope)}`)
+      .all({ from: 1, to: 10, needle: 'db', top: 'db\u{10ffff}', ...(scope === 'one' ? { sid: 1 } : scope === 'some' ? { sids: '[1, 2]' } : {}) })
       .map((r) => (r as { detail: string }).detail);
     assert.ok(plan.some((d) => d.includes('search_rows_tail')), plan.join('; '));
     assert.ok(!plan.some((d) => /^SCAN (r|search_rows)\b/.test(d)), plan.join('; '));
