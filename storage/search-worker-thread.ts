@@ -1,9 +1,9 @@
 // Worker-thread side of the search index queries (transcript rows, lcm node summaries) and the
-// storage page walk: its own read-only connection, one query per message, the (id, sid) pairs
-// (or the packed parts) sent back as a transferred Float64Array. Started and spoken to by storage/search-worker.ts only.
+// storage page walk: its own read-only connection, one query per message, the packed answer
+// (a counted page, (id, sid) pairs, or the parts) sent back as a transferred Float64Array. Started and spoken to by storage/search-worker.ts only.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openReadOnly } from './db.ts';
-import { indexHits, packHits, SUMMARY_HITS_SQL } from './search.ts';
+import { indexMatches, packHits, SUMMARY_HITS_SQL } from './search.ts';
 import type { SearchAsk } from './search-worker.ts';
 import { packParts, pageWalk } from './storage-size.ts';
 
@@ -16,7 +16,7 @@ if (port !== null) {
   port.on('message', (ask: Ask) => {
     try {
       const pairs =
-        ask.kind === 'pages' ? packParts(pageWalk(db)) : ask.kind === 'transcript' ? indexHits(db, ask.needle, ask.maxSeq) : packHits(summaries.all(ask.query, ask.sid));
+        ask.kind === 'pages' ? packParts(pageWalk(db)) : ask.kind === 'transcript' ? indexMatches(db, ask.ask) : packHits(summaries.all(ask.query, ask.sid));
       port.postMessage({ id: ask.id, pairs }, [pairs.buffer as ArrayBuffer]);
     } catch (err) {
       port.postMessage({ id: ask.id, error: err instanceof Error ? err.message : String(err) });

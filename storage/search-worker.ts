@@ -5,9 +5,10 @@
 // with the TypeScript loader in it (tens of MiB), which a daemon nobody searches does not need;
 // for the same reason it stops after a while without queries, and the next one starts it again.
 import { Worker } from 'node:worker_threads';
+import type { IndexAsk } from './search.ts';
 
-/** One query for the thread: over transcript rows up to maxSeq, or over one session's node summaries. */
-export type SearchAsk = { kind: 'transcript'; needle: string; maxSeq: number } | { kind: 'summaries'; query: string; sid: number } | { kind: 'pages' };
+/** One query for the thread: over indexed transcript rows, or over one session's node summaries. */
+export type SearchAsk = { kind: 'transcript'; ask: IndexAsk } | { kind: 'summaries'; query: string; sid: number } | { kind: 'pages' };
 
 interface Pending {
   resolve: (pairs: Float64Array) => void;
@@ -61,9 +62,9 @@ export class SearchWorker {
     return this.started !== undefined && !this.closed;
   }
 
-  /** Indexed rows (seq <= maxSeq) containing the folded needle, as (seq, sid) pairs (indexHits). */
-  hits(needle: string, maxSeq: number): Promise<Float64Array> {
-    return this.ask({ kind: 'transcript', needle, maxSeq });
+  /** The index part of a transcript search, counted and paged in the thread (indexMatches). */
+  hits(ask: IndexAsk): Promise<Float64Array> {
+    return this.ask({ kind: 'transcript', ask });
   }
 
   /** Nodes of one session whose summary matches the phrase query, as (node, sid) pairs (SUMMARY_HITS_SQL). */

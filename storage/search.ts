@@ -1,6 +1,6 @@
-// Literal transcript search (`transcript_grep`). Rows the index covers are matched by it (it
-// holds folded text, storage/fold.ts, so its answers are exact for any pattern length: see
-// indexHits); newer rows are scanned here in bounded batches. Filling the index is
+// Literal transcript search (`transcript_grep`). Rows the index covers are matched, counted and
+// paged by it (it holds folded text, storage/fold.ts, so its answers are exact for any pattern
+// length: see indexMatches); newer rows are scanned here in bounded batches. Filling the index is
 // storage/search-index.ts's job; queueing a search beside its session's writes is the caller's.
 import type { Params, Result } from '../protocol/methods.ts';
 import { type Db, perDb, timeSlicer, yieldToEventLoop } from './db.ts';
@@ -15,14 +15,13 @@ export interface GrepOptions {
   /** Awaited between batches so a long search lets other work run; default setImmediate. */
   yieldEvery?: () => Promise<void>;
   /**
-   * Runs the index query (indexHits with the folded pattern and the highest indexed seq) and
-   * returns its rows as interleaved (seq, sid) pairs. The daemon passes a worker thread's
-   * (storage/search-worker.ts); by default it runs inline on `db`.
+   * Answers the index part of the search (indexMatches' packing). The daemon passes its worker
+   * thread's (storage/search-worker.ts); by default it runs inline on `db`.
    */
-  hits?: (needle: string, maxSeq: number) => Promise<Float64Array>;
+  hits?: (ask: IndexAsk) => Promise<Float64Array>;
   /**
    * Only rows with from <= seq <= to (inclusive): lcm_grep's scope to a node's source range.
-   * The scan starts at `from` and stops after `to`; index hits outside it are not counted.
+   * The scan starts at `from` and stops after `to`; the index query is bounded by it in SQL.
    */
   range?: SeqRange;
 }
@@ -35,7 +34,7 @@ export interface SeqRange {
 /**
  * lcm_grep's index query over node summaries (migration 8's lcm_summary_fts, folded the same
  * way): one session's matching nodes as (node, sid) pairs, in lcm_list's order. Here beside
- * indexHits because the search worker runs both.
+ * indexMatches because the search worker runs both.
  */
 export const SUMMARY_HITS_SQL = `SELECT n.node, n.sid FROM lcm_summary_fts f JOIN lcm_nodes n ON n.node = f.rowid
   WHERE lcm_summary_fts MATCH ? AND n.sid = ? ORDER BY n.first_seq, n.node`;
@@ -84,41 +83,104 @@ function prepare(db: Db) {
 const stmts = perDb(prepare);
 
 
+/**
+ * An index query over transcript rows: rows with from <= seq <= to (all indexed) whose folded text
+ * contains `needle` (already folded, not empty), in the sessions `sids` (every session when null),
+ * counted, with the page [offset, offset + limit) of them in seq order.
+ */
+export interface IndexAsk {
+  needle: string;
+  from: number;
+  to: number;
+  sids: number[] | null;
+  offset: number;
+  limit: number;
+}
+
+/** Which sessions an index query keeps: all, one ($sid), or several ($sids, a JSON array). */
+export type IndexScope = 'all' | 'one' | 'some';
+
+/**
+ * The matching seqs of each pattern length, as one SQL text per scope. Every one binds $from and
+ * $to (and $sid or $sids) besides its own parameters, and returns the seqs in seq order. Kept
+ * together so the shape of the index lives in one place (exported for the tests that check the
+ * query plans). The session test comes last: after the match it runs on matching rows only,
+ * and `sid = ?` for one session measured cheaper than an IN list of one.
+ */
+export function matchSql(length: 'phrase' | 'pair' | 'single', scope: IndexScope): string {
+  const inScope = scope === 'all' ? '' : scope === 'one' ? ' AND r.sid = $sid' : ' AND r.sid IN (SELECT value FROM json_each($sids))';
+  switch (length) {
+    // Three characters or more: the trigram phrase. The session comes from search_rows by
+    // rowid, which measured faster than the index's own UNINDEXED sid (a read of its content table).
+    case 'phrase':
+      return scope === 'all'
+        ? 'SELECT rowid FROM transcript_fts WHERE transcript_fts MATCH $query AND rowid BETWEEN $from AND $to ORDER BY rowid'
+        : `SELECT f.rowid FROM transcript_fts f JOIN search_rows r ON r.seq = f.rowid
+            WHERE transcript_fts MATCH $query AND f.rowid BETWEEN $from AND $to${inScope} ORDER BY f.rowid`;
+    // Two: rows with a trigram that starts with them (by term range), and rows that end with
+    // them (by the tail index, migration 19: SQLite answers the OR from both sides, so neither
+    // reads every row).
+    case 'pair':
+      return `SELECT r.seq FROM search_rows r WHERE r.seq BETWEEN $from AND $to AND (r.tail = $needle
+        OR r.seq IN (SELECT doc FROM transcript_fts_terms WHERE term >= $needle AND term <= $top))${inScope} ORDER BY r.seq`;
+    // One: rows among whose distinct characters it is. GLOB (case-sensitive, on folded text)
+    // measured faster than instr() over the same column.
+    case 'single':
+      return `SELECT r.seq FROM search_rows r WHERE r.seq BETWEEN $from AND $to AND r.chars GLOB $glob${inScope} ORDER BY r.seq`;
+  }
+}
+
 function prepareIndex(db: Db) {
+  const byScope = (length: 'phrase' | 'pair' | 'single') => {
+    const seqs = (scope: IndexScope) => db.prepare<Record<string, string | number>, number>(matchSql(length, scope)).pluck();
+    return { all: seqs('all'), one: seqs('one'), some: seqs('some') };
+  };
   return {
-    // Three characters or more: the trigram phrase, with the session the index keeps beside it.
-    phrase: db
-      .prepare<[string, number], unknown[]>('SELECT rowid, sid FROM transcript_fts WHERE transcript_fts MATCH ? AND rowid <= ? ORDER BY rowid')
-      .raw(),
-    // Two: rows with a trigram that starts with them, and rows that end with them.
-    pair: db
-      .prepare<{ needle: string; top: string; maxSeq: number }, unknown[]>(
-        `SELECT seq, sid FROM search_rows WHERE seq <= $maxSeq AND (tail = $needle
-          OR seq IN (SELECT doc FROM transcript_fts_terms WHERE term >= $needle AND term <= $top)) ORDER BY seq`,
-      )
-      .raw(),
-    // One: rows among whose characters it is.
-    single: db
-      .prepare<[number, string], unknown[]>('SELECT seq, sid FROM search_rows WHERE seq <= ? AND instr(chars, ?) > 0 ORDER BY seq')
-      .raw(),
+    phrase: byScope('phrase'),
+    pair: byScope('pair'),
+    single: byScope('single'),
+    sidsOf: db.prepare<[string], unknown[]>('SELECT seq, sid FROM search_rows WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq').raw(),
   };
 }
 
 const indexStmts = perDb(prepareIndex);
 
-/**
- * Indexed rows (seq <= maxSeq) whose folded text contains `needle` (already folded, not empty),
- * as (seq, sid) pairs in seq order; exact for every length (migration 15). The daemon runs it
- * on the search worker's connection.
- */
-export function indexHits(db: Db, needle: string, maxSeq: number): Float64Array {
-  const st = indexStmts(db);
-  const chars = [...needle];
-  if (chars.length >= 3) return packHits(st.phrase.all(phrase(needle), maxSeq));
-  // Every trigram starting with the pair sorts between the pair and the pair plus the last code point.
-  if (chars.length === 2) return packHits(st.pair.all({ needle, top: `${needle}\u{10ffff}`, maxSeq }));
-  return packHits(st.single.all(maxSeq, needle));
+/** GLOB's special characters stand for themselves inside brackets. */
+function globContaining(ch: string): string {
+  return `*${ch === '*' || ch === '?' || ch === '[' ? `[${ch}]` : ch}*`;
 }
+
+/**
+ * Answers an IndexAsk from the index, exact for every pattern length (migration 15): the count
+ * and the scope are applied in SQL, so only the page's (seq, sid) pairs leave it. Packed as
+ * [total, seq, sid, seq, sid, ...]. The daemon runs it on the search worker's connection.
+ */
+export function indexMatches(db: Db, ask: IndexAsk): Float64Array {
+  const st = indexStmts(db);
+  const chars = [...ask.needle];
+  const bounds: Record<string, string | number> = { from: ask.from, to: ask.to };
+  const scope: IndexScope = ask.sids === null ? 'all' : ask.sids.length === 1 ? 'one' : 'some';
+  if (scope === 'one') bounds.sid = ask.sids![0]!;
+  if (scope === 'some') bounds.sids = JSON.stringify(ask.sids);
+  const pick = (s: Record<IndexScope, Statement>): Statement => s[scope];
+  let seqs: number[];
+  if (chars.length >= 3) seqs = pick(st.phrase).all({ ...bounds, query: phrase(ask.needle) });
+  // Every trigram starting with the pair sorts between the pair and the pair plus the last code point.
+  else if (chars.length === 2) seqs = pick(st.pair).all({ ...bounds, needle: ask.needle, top: `${ask.needle}\u{10ffff}` });
+  else seqs = pick(st.single).all({ ...bounds, glob: globContaining(ask.needle) });
+  const page = seqs.slice(ask.offset, ask.offset + ask.limit);
+  const out = new Float64Array(1 + 2 * page.length);
+  out[0] = seqs.length;
+  if (page.length > 0) {
+    const pairs = packHits(st.sidsOf.all(JSON.stringify(page)));
+    // search_rows and the trigram index are written together (indexer and triggers alike).
+    if (pairs.length !== 2 * page.length) throw new Error('search index: a matching row has no search_rows entry');
+    out.set(pairs, 1);
+  }
+  return out;
+}
+
+type Statement = ReturnType<typeof prepareIndex>['phrase']['all'];
 
 function phrase(folded: string): string {
   return `"${folded.replaceAll('"', '""')}"`;
@@ -188,6 +250,16 @@ export class MatchPage {
     if (index >= this.offset && index < this.offset + this.limit) this.page.push({ sid, id, preview });
   }
 
+  /**
+   * An index answer already scoped, counted and paged (indexMatches: [total, id, sid, ...] for
+   * the page at this offset). It comes first, so nothing is counted yet.
+   */
+  indexed(answer: Float64Array): void {
+    if (this.total !== 0) throw new Error('MatchPage: an index answer must come before every other match');
+    this.total = answer[0] ?? 0;
+    for (let i = 1; i + 1 < answer.length; i += 2) this.page.push({ id: answer[i]!, sid: answer[i + 1]!, preview: undefined });
+  }
+
   /** Index hits, as (id, sid) pairs, are exact matches already: only the scope decides. */
   async hits(pairs: Float64Array, slice: () => Promise<void>): Promise<void> {
     for (let i = 0; i < pairs.length; i += 2) {
@@ -222,10 +294,10 @@ export class MatchPage {
  * Literal, Unicode case-insensitive search over transcript rows, paged in matching rows.
  *
  * Rows are visited in seq order in two parts split at the index cursor C (read once):
- *  - seq <= C: one index query (indexHits) lists every matching
- *    row with its session (on the daemon's worker thread), and the scope is applied to that
- *    list. The index holds folded text and is case-sensitive, so its matches are exact and
- *    no row text is read except for the previews of the page.
+ *  - seq <= C: one index query (indexMatches, on the daemon's worker thread) with the scope
+ *    (sessions, seq range) in its SQL counts the matching rows and returns only the page's.
+ *    The index holds folded text and is case-sensitive, so its matches are exact and no row
+ *    text is read except for the previews of the page.
  *  - everything else (seq > C): keyset scans of
  *    actual rows, GREP_BATCH_ROWS at a time, matched here with fold(): the session's rows
  *    through the (sid, seq) index for a session-scoped search, global rows otherwise, with
@@ -256,7 +328,8 @@ export async function grep(
     const cursor = Math.min(indexedThrough(db), range.to);
     let after = range.from - 1;
     if (matches.needle !== '' && cursor > after) {
-      await matches.hits(opts.hits === undefined ? indexHits(db, matches.needle, cursor) : await opts.hits(matches.needle, cursor), slice);
+      const ask: IndexAsk = { needle: matches.needle, from: range.from, to: cursor, sids: sids === null ? null : [...sids], offset: params.offset, limit: params.limit };
+      matches.indexed(opts.hits === undefined ? indexMatches(db, ask) : await opts.hits(ask));
       after = cursor;
     }
     for (;;) {

@@ -13,7 +13,7 @@ export const lcmGrep: Handler<'lcm_grep'> = (params, { daemon }) =>
     params.session,
     () =>
       grepTree(daemon.db, params, {
-        hits: (query, maxSeq) => daemon.search.hits(query, maxSeq),
+        hits: (ask) => daemon.search.hits(ask),
         summaryHits: (query, sid) => daemon.search.summaryHits(query, sid),
       }),
     'transcript',

@@ -7,6 +7,7 @@ import { indexPending, searchIndexLag } from '../../storage/search-index.ts';
 import { grep } from '../../storage/search.ts';
 import { SearchWorker } from '../../storage/search-worker.ts';
 import { pageWalk, type StorageParts } from '../../storage/storage-size.ts';
+import { benchGrepSocket, type SocketGrepCase } from './grep-socket.ts';
 import { checkpoint, dumpTexts, fileSize, type Dataset } from './dataset.ts';
 import { nowMs, repeat, withLoopMonitor } from './timing.ts';
 
@@ -71,22 +72,28 @@ export interface GrepResult {
   disk: DiskResult;
   dump_bytes: { all: number; main: number };
   cases: GrepCase[];
+  /** The same searches over a daemon's socket (grep-socket.ts): what the targets judge. */
+  socket: SocketGrepCase[];
 }
 
 /** The anchor tool: ripgrep when installed, else GNU grep (the report names which). */
 export const ANCHOR: 'rg' | 'grep' = spawnSync('rg', ['--version']).status === 0 ? 'rg' : 'grep';
 
+/** One whole-process run of the anchor tool counting the lines of `file` that contain `pattern`. */
+export function anchorCount(pattern: string, file: string): number {
+  const args = ANCHOR === 'rg' ? ['-i', '-F', '-c', '--', pattern, file] : ['-F', '-i', '-c', '--', pattern, file];
+  const r = spawnSync(ANCHOR, args, { env: { ...process.env, LC_ALL: 'C.UTF-8' }, encoding: 'utf8' });
+  if (r.status !== 0 && r.status !== 1) throw new Error(`${ANCHOR} failed: ${r.stderr}`);
+  return Number.parseInt(r.stdout.trim() || '0', 10);
+}
+
 function gnuGrep(pattern: string, file: string): { bestMs: number; count: number } {
   let best = Infinity;
   let count = -1;
-  const args = ANCHOR === 'rg' ? ['-i', '-F', '-c', '--', pattern, file] : ['-F', '-i', '-c', '--', pattern, file];
   for (let i = 0; i < 3; i++) {
     const t0 = nowMs();
-    const r = spawnSync(ANCHOR, args, { env: { ...process.env, LC_ALL: 'C.UTF-8' }, encoding: 'utf8' });
-    const ms = nowMs() - t0;
-    if (r.status !== 0 && r.status !== 1) throw new Error(`${ANCHOR} failed: ${r.stderr}`);
-    best = Math.min(best, ms);
-    count = Number.parseInt(r.stdout.trim() || '0', 10);
+    count = anchorCount(pattern, file);
+    best = Math.min(best, nowMs() - t0);
   }
   return { bestMs: best, count };
 }
@@ -131,7 +138,7 @@ function ftsBytes(ds: Dataset): { fts: number | null; total: number | null } {
 
 /** A search as the daemon runs it: the trigram index query on the search worker thread. */
 async function ourGrep(ds: Dataset, worker: SearchWorker, pattern: string, session: string | undefined): Promise<number> {
-  const r = await grep(ds.db, { pattern, offset: 0, limit: 50, ...(session === undefined ? {} : { session }) }, { hits: (q, max) => worker.hits(q, max) });
+  const r = await grep(ds.db, { pattern, offset: 0, limit: 50, ...(session === undefined ? {} : { session }) }, { hits: (ask) => worker.hits(ask) });
   return r.total;
 }
 
@@ -211,5 +218,7 @@ async function measure(ds: Dataset, worker: SearchWorker, dump: ReturnType<typeo
       log(`  grep ${scope} ${p.name}: ours ${c.ours_best_ms.toFixed(1)} ms vs GNU ${c.gnu_best_ms.toFixed(1)} ms (${c.ratio.toFixed(2)}x), ${c.matches}/${c.gnu_matches} matches, stall ${c.max_stall_ms.toFixed(1)} ms`);
     }
   }
-  return { index, disk, dump_bytes: { all: dump.allBytes, main: dump.mainBytes }, cases };
+  checkpoint(ds.db);
+  const socket = await benchGrepSocket(ds, dump, log);
+  return { index, disk, dump_bytes: { all: dump.allBytes, main: dump.mainBytes }, cases, socket };
 }

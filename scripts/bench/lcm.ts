@@ -143,7 +143,7 @@ async function grepCases(ds: Dataset, dumpFile: string, log: (s: string) => void
         grepTree(
           ds.db,
           { session: ds.main.name, pattern: p.pattern, offset: 0, limit: 50 },
-          { hits: (q, max) => worker.hits(q, max), summaryHits: (q, sid) => worker.summaryHits(q, sid) },
+          { hits: (ask) => worker.hits(ask), summaryHits: (q, sid) => worker.summaryHits(q, sid) },
         );
       const { value, timing } = await versusGnu(p, dumpFile, once);
       const c: LcmGrepCase = { ...timing, source_matches: value.source.total, summary_matches: value.summaries.total };

@@ -15,12 +15,16 @@ export interface ReplayDaemon {
   home: string;
   client: AlbedoClient;
   stderr(): string;
-  /** Closes the client, stops the daemon (SIGTERM, then SIGKILL after 5 s) and deletes the home. */
+  /** Closes the client, stops the daemon (SIGTERM, then SIGKILL after 5 s) and deletes the home it made. */
   stop(): Promise<void>;
 }
 
-export async function startReplayDaemon(opts: { window: number; tmp?: string; extensions?: Record<string, unknown>; env?: Record<string, string>; nodeArgs?: string[]; entry?: string; built?: boolean }): Promise<ReplayDaemon> {
-  const home = fs.mkdtempSync(path.join(opts.tmp ?? os.tmpdir(), 'albedo-replay-'));
+/**
+ * `home`: an existing folder to run in (a benchmark's database as its albedo.db), kept on stop;
+ * by default a fresh one under `tmp`, deleted on stop.
+ */
+export async function startReplayDaemon(opts: { window: number; tmp?: string; home?: string; extensions?: Record<string, unknown>; env?: Record<string, string>; nodeArgs?: string[]; entry?: string; built?: boolean }): Promise<ReplayDaemon> {
+  const home = opts.home ?? fs.mkdtempSync(path.join(opts.tmp ?? os.tmpdir(), 'albedo-replay-'));
   fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify(opts.extensions ?? { rolling: { contextWindowTokens: opts.window } }));
   const entry = opts.built === true ? [path.join(root, 'bin/albedod.js')] : ['--import', 'tsx', opts.entry ?? path.join(root, 'daemon/main.ts')];
   const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...entry], {
@@ -33,7 +37,9 @@ export async function startReplayDaemon(opts: { window: number; tmp?: string; ex
   proc.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
   proc.stderr.setEncoding('utf8').on('data', (d: string) => (err += d.length + err.length > 1_000_000 ? '' : d));
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  const removeHome = (): void => fs.rmSync(home, { recursive: true, force: true });
+  const removeHome = (): void => {
+    if (opts.home === undefined) fs.rmSync(home, { recursive: true, force: true });
+  };
   try {
     await new Promise<void>((resolve, reject) => {
       const onData = (): void => {

@@ -15,6 +15,7 @@ import { sql as m013 } from './013-image-fits.ts';
 import { sql as m014 } from './014-image-elision.ts';
 import { sql as m015 } from './015-full-fold-search.ts';
 import { sql as m016 } from './016-row-text-once.ts';
+import { sql as m019 } from './019-search-tail-index.ts';
 import { sql as m020 } from './020-read-blocks.ts';
 
 export interface Migration {
@@ -41,5 +42,6 @@ export const migrations: readonly Migration[] = [
   { version: 14, name: 'image-elision', sql: m014 },
   { version: 15, name: 'full-fold-search', sql: m015 },
   { version: 16, name: 'row-text-once', sql: m016 },
+  { version: 19, name: 'search-tail-index', sql: m019 },
   { version: 20, name: 'read-blocks', sql: m020 },
 ];

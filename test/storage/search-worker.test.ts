@@ -22,10 +22,11 @@ test('grep through the search worker finds what the inline query finds', async (
   while (indexPending(db, 1000) > 0);
   const worker = new SearchWorker(path);
   t.after(() => worker.close());
-  for (const params of [{ pattern: 'needleinhay' }, { pattern: 'needleinhay', session: 'b' }, { pattern: 'row 1' }]) {
-    const p = TranscriptGrepParams.parse({ ...params, limit: 500 });
+  const pages = [{ pattern: 'y', session: 'a', offset: 20, limit: 5 }, { pattern: 'ow', offset: 290, limit: 50 }, { pattern: 'row 1', offset: 3, limit: 4 }];
+  for (const params of [{ pattern: 'needleinhay' }, { pattern: 'needleinhay', session: 'b' }, { pattern: 'row 1' }].map((q) => ({ ...q, limit: 500 })).concat(pages)) {
+    const p = TranscriptGrepParams.parse(params);
     const inline = await grep(db, p);
-    const viaWorker = await grep(db, p, { hits: (q, max) => worker.hits(q, max) });
+    const viaWorker = await grep(db, p, { hits: (ask) => worker.hits(ask) });
     assert.deepEqual(viaWorker, inline);
     assert.ok(inline.total > 0);
   }
@@ -42,7 +43,7 @@ test('grep through the search worker finds what the inline query finds', async (
   for (const params of [{ pattern: 'needleinhay' }, { pattern: 'NeedleInHay', node: leaf }]) {
     const p = LcmGrepParams.parse({ ...params, session: 'a', limit: 500 });
     const inline = await grepTree(db, p);
-    const viaWorker = await grepTree(db, p, { hits: (q, max) => worker.hits(q, max), summaryHits: (q, s) => worker.summaryHits(q, s) });
+    const viaWorker = await grepTree(db, p, { hits: (ask) => worker.hits(ask), summaryHits: (q, s) => worker.summaryHits(q, s) });
     assert.deepEqual(viaWorker, inline);
     assert.ok(inline.summaries.total > 0 && inline.source.total > 0);
   }
@@ -52,7 +53,7 @@ test('a closed search worker refuses new queries', async (t) => {
   const { path } = tempDbWithPath(t);
   const worker = new SearchWorker(path);
   await worker.close();
-  await assert.rejects(worker.hits('"abc"', 10), /closed/);
+  await assert.rejects(worker.hits({ needle: 'abc', from: 1, to: 10, sids: null, offset: 0, limit: 10 }), /closed/);
 });
 
 test('an idle search worker stops, and the next query starts it again', { timeout: 30_000 }, async (t) => {
@@ -63,10 +64,10 @@ test('an idle search worker stops, and the next query starts it again', { timeou
   const worker = new SearchWorker(path, { idleStopMs: 20 });
   t.after(() => worker.close());
   const p = TranscriptGrepParams.parse({ pattern: 'needleinhay', limit: 50 });
-  const first = await grep(db, p, { hits: (q, max) => worker.hits(q, max) });
+  const first = await grep(db, p, { hits: (ask) => worker.hits(ask) });
   assert.equal(first.total, 4);
   while (worker.running) await new Promise((resolve) => setTimeout(resolve, 10));
-  const again = await grep(db, p, { hits: (q, max) => worker.hits(q, max) });
+  const again = await grep(db, p, { hits: (ask) => worker.hits(ask) });
   assert.deepEqual(again, first);
   assert.ok(worker.running, 'the query started a new worker');
 });
@@ -79,7 +80,7 @@ test('a worker thread that died is replaced by the next query', { timeout: 30_00
   const worker = new SearchWorker(path);
   t.after(() => worker.close());
   const p = TranscriptGrepParams.parse({ pattern: 'needleinhay', limit: 50 });
-  const first = await grep(db, p, { hits: (q, max) => worker.hits(q, max) });
+  const first = await grep(db, p, { hits: (ask) => worker.hits(ask) });
   assert.equal(first.total, 10);
   // The thread goes away without the daemon asking (a crash in the worker, an OOM kill of the thread).
   const thread = (worker as unknown as { started: import('node:worker_threads').Worker }).started;
@@ -87,6 +88,6 @@ test('a worker thread that died is replaced by the next query', { timeout: 30_00
   await thread.terminate();
   await exited;
   assert.equal(worker.running, false, 'a dead thread is not running');
-  const again = await grep(db, p, { hits: (q, max) => worker.hits(q, max) });
+  const again = await grep(db, p, { hits: (ask) => worker.hits(ask) });
   assert.deepEqual(again, first, 'the next query started a new thread');
 });

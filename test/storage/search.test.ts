@@ -5,7 +5,7 @@ import { test, type TestContext } from 'node:test';
 import { AlbedoError } from '../../protocol/errors.ts';
 import { TranscriptGrepParams, type ParamsIn, type Result } from '../../protocol/methods.ts';
 import type { Db } from '../../storage/db.ts';
-import { fold, grep, trigramQuery } from '../../storage/search.ts';
+import { fold, grep, indexMatches, matchSql, trigramQuery, type SeqRange } from '../../storage/search.ts';
 import { indexedThrough, indexPending, searchIndexLag } from '../../storage/search-index.ts';
 import { deleteSession, openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
@@ -14,8 +14,8 @@ import { recordingDb } from './recording-db.ts';
 
 const noYield = (): Promise<void> => Promise.resolve();
 
-function search(db: Db, params: ParamsIn<'transcript_grep'>): Promise<Result<'transcript_grep'>> {
-  return grep(db, TranscriptGrepParams.parse(params), { yieldEvery: noYield });
+function search(db: Db, params: ParamsIn<'transcript_grep'>, range?: SeqRange): Promise<Result<'transcript_grep'>> {
+  return grep(db, TranscriptGrepParams.parse(params), { yieldEvery: noYield, ...(range === undefined ? {} : { range }) });
 }
 
 async function add(db: Db, session: string, ...texts: string[]): Promise<number[]> {
@@ -29,7 +29,11 @@ function indexAll(db: Db): number {
 }
 
 /** Runs a search with no index, half an index and a full index; all three must agree. */
-async function agree(t: TestContext, build: (db: Db) => Promise<void>, queries: ParamsIn<'transcript_grep'>[]): Promise<Result<'transcript_grep'>[]> {
+async function agree(
+  t: TestContext,
+  build: (db: Db) => Promise<void>,
+  queries: Array<ParamsIn<'transcript_grep'> & { range?: SeqRange }>,
+): Promise<Result<'transcript_grep'>[]> {
   const plain = tempDb(t);
   await build(plain);
   const half = tempDb(t);
@@ -41,10 +45,10 @@ async function agree(t: TestContext, build: (db: Db) => Promise<void>, queries: 
   indexAll(full);
   assert.equal(searchIndexLag(full), 0);
   const out: Result<'transcript_grep'>[] = [];
-  for (const q of queries) {
-    const scanned = await search(plain, q);
-    assert.deepEqual(await search(half, q), scanned, `half-indexed ${JSON.stringify(q)}`);
-    assert.deepEqual(await search(full, q), scanned, `indexed ${JSON.stringify(q)}`);
+  for (const { range, ...q } of queries) {
+    const scanned = await search(plain, q, range);
+    assert.deepEqual(await search(half, q, range), scanned, `half-indexed ${JSON.stringify({ ...q, range })}`);
+    assert.deepEqual(await search(full, q, range), scanned, `indexed ${JSON.stringify({ ...q, range })}`);
     out.push(scanned);
   }
   return out;
@@ -229,6 +233,63 @@ test('seq gaps from a deleted session do not break paging over several batches',
   assert.equal(scoped!.total, 6);
   assert.equal(global!.total, 11);
   assert.ok(global!.matches.every((m) => m.session !== 'gone'));
+});
+
+test('the index applies scope, count and page in SQL as the scan does: every pattern length, session, workspace, seq range, offset', async (t) => {
+  const words = ['zebra', 'db', 'DB-pool', 'error', 'ERRORS', 'Größe', 'a*b', 'why?', '[x]', 'plain', 'filler', 'x'];
+  const build = async (db: Db): Promise<void> => {
+    openSession(db, { session: 'a', workspace: '/w' });
+    openSession(db, { session: 'b', workspace: '/w' });
+    openSession(db, { session: 'c', workspace: '/v' });
+    openSession(db, { session: 'd' });
+    let seed = 11;
+    const rnd = (n: number): number => (seed = (seed * 48271) % 2147483647) % n;
+    for (let b = 0; b < 12; b++) {
+      const texts = Array.from({ length: 60 }, () => Array.from({ length: 1 + rnd(3) }, () => words[rnd(words.length)]).join(' '));
+      await add(db, ['a', 'b', 'c', 'd'][b % 4]!, ...texts);
+    }
+  };
+  const queries: Array<ParamsIn<'transcript_grep'> & { range?: SeqRange }> = [];
+  for (const pattern of ['Z', '*', '?', '[', ']', 'db', 'ß', 'error', 'GRÖSSE', 'nothing']) {
+    for (const scope of [{}, { session: 'a' }, { workspace: '/w' }, { workspace: '/v', session: 'a' }]) {
+      for (const offset of [0, 5, 90, 1000]) queries.push({ pattern, ...scope, offset, limit: 7 });
+    }
+    queries.push({ pattern, session: 'a', range: { from: 100, to: 400 }, limit: 9 }, { pattern, session: 'a', range: { from: 500, to: 520 }, offset: 2, limit: 3 });
+    queries.push({ pattern, range: { from: 30, to: 650 }, offset: 4, limit: 20 }, { pattern, workspace: '/w', range: { from: 400, to: 300 } });
+  }
+  const results = await agree(t, build, queries);
+  assert.ok(results.some((r) => r.total > 50 && r.matches.length === 7 && r.next_offset !== null), 'some answers are one page of many');
+  assert.ok(results.some((r) => r.total > 0 && r.matches.length === 0), 'some pages are past the end');
+  assert.ok(results[queries.findIndex((q) => q.pattern === '*')]!.total > 0, 'GLOB wildcards as patterns are matched literally (the scan agrees)');
+});
+
+test('an index answer carries the count and only the page, scoped in SQL', async (t) => {
+  const db = tempDb(t);
+  const a = openSession(db, { session: 'a' }).sid;
+  const b = openSession(db, { session: 'b' }).sid;
+  const inA = await add(db, 'a', ...Array.from({ length: 40 }, (_v, i) => `a ${i} ${i % 2 === 0 ? 'needle' : 'hay'} *`));
+  const inB = await add(db, 'b', ...Array.from({ length: 40 }, (_v, i) => `b ${i} needle`));
+  indexAll(db);
+  const all = { from: 1, to: Number.MAX_SAFE_INTEGER, offset: 0, limit: 3 };
+  const answer = (ask: Parameters<typeof indexMatches>[1]): number[] => [...indexMatches(db, ask)];
+  assert.deepEqual(answer({ ...all, needle: 'needle', sids: null }), [60, inA[0], a, inA[2], a, inA[4], a]);
+  assert.deepEqual(answer({ ...all, needle: 'needle', sids: [b], offset: 38 }), [40, inB[38], b, inB[39], b]);
+  assert.deepEqual(answer({ ...all, needle: 'needle', sids: [a], from: inA[10]!, to: inA[19]! }), [5, inA[10], a, inA[12], a, inA[14], a]);
+  assert.deepEqual(answer({ ...all, needle: '*', sids: [a, b], offset: 39 }), [40, inA[39], a], 'a GLOB wildcard is matched literally');
+  assert.deepEqual(answer({ ...all, needle: '?', sids: null }), [0]);
+  assert.deepEqual(answer({ ...all, needle: 'ne', sids: [b], limit: 1 }), [40, inB[0], b]);
+});
+
+test('a two-character pattern reads the index and the tail index, never every indexed row', (t) => {
+  const db = tempDb(t);
+  for (const scope of ['all', 'one', 'some'] as const) {
+    const plan = db
+      .prepare(`EXPLAIN QUERY PLAN ${matchSql('pair', scope)}`)
+      .all({ from: 1, to: 10, needle: 'db', top: 'db\u{10ffff}', ...(scope === 'one' ? { sid: 1 } : scope === 'some' ? { sids: '[1, 2]' } : {}) })
+      .map((r) => (r as { detail: string }).detail);
+    assert.ok(plan.some((d) => d.includes('search_rows_tail')), plan.join('; '));
+    assert.ok(!plan.some((d) => /^SCAN (r|search_rows)\b/.test(d)), plan.join('; '));
+  }
 });
 
 test('the trigram index and the scan give identical results', async (t) => {
