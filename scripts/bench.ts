@@ -24,7 +24,7 @@ import { benchGrep } from './bench/grep.ts';
 import { benchLcm } from './bench/lcm.ts';
 import { alternate, benchCompactionWork, measurePrepare, preparedSession, type PrepareSession } from './bench/prepare.ts';
 import { benchMemory } from './bench/memory.ts';
-import { benchPrepareSocket } from './bench/prepare-socket.ts';
+import { benchPrepareSocket, benchPrepareSocketOn, type SocketPrepareResult } from './bench/prepare-socket.ts';
 import { benchRead, segmenterProbe } from './bench/read.ts';
 import { benchLcmCompaction, benchLcmPrepare } from './bench/lcm-engine.ts';
 import { benchReplay } from './bench/replay.ts';
@@ -34,8 +34,6 @@ import { nowMs } from './bench/timing.ts';
 
 /** Size of the baseline session prepares are compared with. */
 const PREPARE_BASELINE_ROWS = 1_000;
-/** Prepare over the socket is measured at the baseline size and at every size up to this one. */
-const SOCKET_PREPARE_MAX_ROWS = 100_000;
 /** One compaction is measured at this size, or the largest size below it. */
 const COMPACTION_ROWS = 100_000;
 
@@ -107,6 +105,7 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   // The prepare baseline stays open for the whole run: every size is timed against it in
   // alternating blocks, so the ratio compares the two at the same moment.
   let baseline: PrepareSession | undefined;
+  const socketPrepares: SocketPrepareResult[] = [];
   if (args.only.has('prepare')) {
     const dir = fs.mkdtempSync(path.join(root, `baseline-`));
     log(`building the ${PREPARE_BASELINE_ROWS}-row prepare baseline in ${dir}`);
@@ -136,6 +135,8 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
             const alt = await alternate(ps, baseline, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) });
             sr.prepare.versus_baseline = { baseline_rows: baseline.ds.main.rows, this: alt.a, baseline: alt.b, ratio: alt.ratio };
             log(`  prepare @${ds.main.rows} vs baseline, alternating: ${alt.a.median_ms.toFixed(3)} / ${alt.b.median_ms.toFixed(3)} ms = ${alt.ratio.toFixed(2)}x`);
+            // The same session over a daemon's socket, the daemon started on this dataset's file.
+            socketPrepares.push(await benchPrepareSocketOn(ds, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) }, log));
           }
           return sr;
         });
@@ -169,11 +170,9 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   }
   if (args.only.has('prepare')) {
     log('prepare over the socket ...');
-    const sizes = [PREPARE_BASELINE_ROWS, ...args.sizes.filter((x) => x <= SOCKET_PREPARE_MAX_ROWS && x !== PREPARE_BASELINE_ROWS)];
-    results.prepare_socket = [];
-    for (const rows of sizes) {
-      results.prepare_socket.push(await benchPrepareSocket(root, corpus, rows, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) }, log));
-    }
+    // The baseline size appended over the socket; the dataset sizes were timed with their dataset.
+    const baselineRows = await benchPrepareSocket(root, corpus, PREPARE_BASELINE_ROWS, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) }, log);
+    results.prepare_socket = [baselineRows, ...socketPrepares];
   }
   if (args.only.has('memory')) {
     log('memory ...');
