@@ -60,3 +60,14 @@ test('a part object shared by two replies is encoded for the first and reused fo
   assert.match(first.toString(), /"kept"/);
   assert.match(second.toString(), /"role":"assistant","content":\[\{"type":"text","text":"kept"\}\]/);
 });
+
+test('long texts built afresh are found by their content, and a system prompt never stands in for a text part', () => {
+  const long = `${'line of a running summary\n'.repeat(100)}é`;
+  const first = reply([{ role: 'user', content: [{ type: 'text', text: long }] }], { system: long });
+  assert.equal(encodePrepareReply(first).toString('utf8'), JSON.stringify(first));
+  // New objects and a new (equal) string, as a summary read from storage again would be.
+  const again = reply([{ role: 'user', content: [{ type: 'text', text: [long].join('') }] }], { system: `${long}` });
+  assert.equal(encodePrepareReply(again).toString('utf8'), JSON.stringify(again));
+  const other = reply([{ role: 'user', content: [{ type: 'text', text: `${long}!` }] }]);
+  assert.equal(encodePrepareReply(other).toString('utf8'), JSON.stringify(other));
+});
