@@ -46,8 +46,21 @@ function notesText(inputs: readonly PlainInput[], observation: Observation): str
   return first?.type === 'text' ? first.text : undefined;
 }
 
+/**
+ * Recent digests by text. An agent sends the same instructions and tools on every turn, as new
+ * strings: finding the digest by content (a hash and a compare) costs a fraction of computing
+ * it. Bounded in entries; the texts it keys on are a session's prompt, tens of kilobytes each.
+ */
+const DIGESTS_KEPT = 64;
+const digests = new Map<string, string>();
+
 function digest(text: string): string {
-  return createHash('sha256').update(text).digest('base64url');
+  let d = digests.get(text);
+  if (d !== undefined) return d;
+  d = createHash('sha256').update(text).digest('base64url');
+  digests.set(text, d);
+  if (digests.size > DIGESTS_KEPT) digests.delete(digests.keys().next().value!);
+  return d;
 }
 
 function push(kernel: Kernel, b: CacheBreak): void {
