@@ -11,6 +11,7 @@ import { type Db, perDb } from './db.ts';
 import { releasePayloads } from './payloads.ts';
 import { renderedGraphemesWithoutSeq } from './graphemes.ts';
 import { rowText } from './row-text.ts';
+import { OPENS_UNIT } from './user-rows.ts';
 
 /** What one session's elision did so far, for /context. */
 export interface ElisionStats {
@@ -64,7 +65,7 @@ function prepare(db: Db) {
     ),
     bumpRewrites: db.prepare<[number]>('UPDATE sessions SET rewrites = rewrites + 1 WHERE sid = ?'),
     fitRows: db.prepare<[number], { seq: number; body: string }>(
-      "SELECT seq, body FROM transcript INDEXED BY transcript_class WHERE sid = ? AND row_class = 'image_fit' ORDER BY seq",
+      `SELECT seq, body FROM transcript INDEXED BY transcript_class WHERE sid = ? AND row_class = 'image_fit' AND ${OPENS_UNIT} ORDER BY seq`,
     ),
     // The session's answered calls from the head down to its first row, newest answer first.
     // tool_calls is ordered by the call's row (migration 18), so this walks the answers' index;

@@ -14,7 +14,7 @@ import { sql as m012 } from './012-known-told.ts';
 import { sql as m013 } from './013-image-fits.ts';
 import { sql as m014 } from './014-image-elision.ts';
 import { sql as m015 } from './015-full-fold-search.ts';
-import { sql as m018 } from './018-append-ordered-tool-calls.ts';
+import { sql as m018 } from './018-append-indexes.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -39,5 +39,5 @@ export const migrations: readonly Migration[] = [
   { version: 13, name: 'image-fits', sql: m013 },
   { version: 14, name: 'image-elision', sql: m014 },
   { version: 15, name: 'full-fold-search', sql: m015 },
-  { version: 18, name: 'append-ordered-tool-calls', sql: m018 },
+  { version: 18, name: 'append-indexes', sql: m018 },
 ];

@@ -11,6 +11,7 @@ import { openDb, type Db } from '../../storage/db.ts';
 import { migrations } from '../../storage/migrations/index.ts';
 import { rowText } from '../../storage/row-text.ts';
 import { appendRows, orphanResults } from '../../storage/transcript.ts';
+import { OPENS_UNIT } from '../../storage/user-rows.ts';
 import { assistant, rowsOf, toolResult, user } from './factories.ts';
 
 function tempFile(t: TestContext): string {
@@ -152,7 +153,7 @@ test('migration 15 empties the row index for the indexer to refill with the full
   assert.equal(await find('ß'), 2);
 });
 
-test('migration 18 reorders tool_calls by the call row and keeps every record, open and answered', async (t) => {
+test('migration 18 reorders tool_calls by the call row and keeps every record, and keeps only unit openers in transcript_class', async (t) => {
   const file = tempFile(t);
   const v15 = openDb(file, { synchronous: 'NORMAL', migrations: migrations.filter((m) => m.version <= 15) });
   const sid = Number(v15.prepare("INSERT INTO sessions (name, created_at) VALUES ('s', 1)").run().lastInsertRowid);
@@ -172,6 +173,10 @@ test('migration 18 reorders tool_calls by the call row and keeps every record, o
   assert.deepEqual(pk, ['seq', 'call_id'], 'keyed by the call row first, so appends write at the end');
   const indexes = db.prepare("SELECT name FROM pragma_index_list('tool_calls') WHERE origin = 'c' ORDER BY name").pluck().all();
   assert.deepEqual(indexes, ['tool_calls_open', 'tool_calls_result'], 'the key covers lookups by the call row');
+  const classIndex = db.prepare("SELECT sql FROM sqlite_schema WHERE name = 'transcript_class'").pluck().get() as string;
+  assert.match(classIndex, /WHERE row_class <> 'other'$/, 'only unit openers are in the class index');
+  const userSeqs = db.prepare(`SELECT seq FROM transcript INDEXED BY transcript_class WHERE sid = ? AND row_class = 'user' AND ${OPENS_UNIT}`).pluck().all(sid);
+  assert.deepEqual(userSeqs, [1], 'the index still finds the user rows stored before the migration');
   assert.deepEqual(db.prepare('SELECT sid, call_id, seq, result_seq FROM tool_calls ORDER BY seq, call_id').all(), [
     { sid, call_id: 'aa', seq: 2, result_seq: null },
     { sid, call_id: 'zz', seq: 2, result_seq: 3 },

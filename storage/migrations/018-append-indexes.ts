@@ -1,8 +1,9 @@
-// Migration 18: tool_calls ordered by the call's row, so an append writes its call records at
-// the end of the table instead of into pages all over it. Keyed by (sid, call_id, seq), every
-// batch's records landed in as many pages as it had distinct ids (ids are random strings), and
-// each such page went to the WAL at commit: the largest cost of an append after the rows
-// themselves. Keyed by (seq, call_id), a batch's records share the last page or two.
+// Migration 18: the indexes an append writes, made cheaper. tool_calls is ordered by the call's
+// row, so an append writes its call records at the end of the table instead of into pages all
+// over it. Keyed by (sid, call_id, seq), every batch's records landed in as many pages as it had
+// distinct ids (ids are random strings), and each such page went to the WAL at commit: the
+// largest cost of an append after the rows themselves. Keyed by (seq, call_id), a batch's
+// records share the last page or two.
 //
 // What the old key served is covered otherwise: lookups by the call's row use the new key (so
 // tool_calls_seq goes), open calls by id use tool_calls_open, answers by result row use
@@ -12,7 +13,15 @@
 // whose deletion takes their call records (seq and result_seq cascade).
 //
 // (seq, call_id) is as unique as (sid, call_id, seq) was, a row's seq naming its session.
+//
+// transcript_class holds only the rows that open a unit (user inputs, image-fit notices): no
+// query looks for row_class 'other', and those are 95% of a coding agent's rows, each of which
+// paid an insert into this index. Queries by row_class name the predicate (storage/user-rows.ts
+// OPENS_UNIT) so that SQLite may use the partial index.
 export const sql = `
+DROP INDEX transcript_class;
+CREATE INDEX transcript_class ON transcript(sid, row_class, seq) WHERE row_class <> 'other';
+
 CREATE TABLE tool_calls_v18 (
   -- The assistant row that made the call.
   seq INTEGER NOT NULL REFERENCES transcript(seq) ON DELETE CASCADE,
