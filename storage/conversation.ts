@@ -7,6 +7,7 @@ import { ImagePart, RowClass, type StoredRow } from '../protocol/rows.ts';
 import { type Db, perDb } from './db.ts';
 import { parseStoredBody } from './row-text.ts';
 import { requireSession } from './sessions.ts';
+import { OPENS_UNIT } from './user-rows.ts';
 
 /** A durable row reference: the public session id and the row's global seq. */
 export interface SourceRef {
@@ -86,24 +87,24 @@ function prepare(db: Db) {
         WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
     ),
     fits: db.prepare<[number, number], Omit<RawTranscriptRow, 'name'>>(
-      `SELECT seq, row_class, key, created_at, body FROM transcript
-        WHERE sid = ? AND row_class = 'image_fit' AND seq <= ? ORDER BY seq`,
+      `SELECT seq, row_class, key, created_at, body FROM transcript INDEXED BY transcript_class
+        WHERE sid = ? AND row_class = 'image_fit' AND ${OPENS_UNIT} AND seq <= ? ORDER BY seq`,
     ),
     // Unit metadata: these read only the (sid, seq) and (sid, row_class, seq) indexes.
     starts: db.prepare<[number, number, number], { seq: number; row_class: RowClass }>(
       `SELECT seq, row_class FROM transcript INDEXED BY transcript_class
-        WHERE sid = ? AND row_class IN ('user', 'image_fit') AND seq > ? AND seq <= ? ORDER BY seq`,
+        WHERE sid = ? AND row_class IN ('user', 'image_fit') AND ${OPENS_UNIT} AND seq > ? AND seq <= ? ORDER BY seq`,
     ),
     countStarts: db
       .prepare<[number, number], number>(
         `SELECT count(*) FROM transcript INDEXED BY transcript_class
-          WHERE sid = ? AND row_class IN ('user', 'image_fit') AND seq > ?`,
+          WHERE sid = ? AND row_class IN ('user', 'image_fit') AND ${OPENS_UNIT} AND seq > ?`,
       )
       .pluck(),
     firstStart: db
       .prepare<[number, number], number | null>(
         `SELECT min(seq) FROM transcript INDEXED BY transcript_class
-          WHERE sid = ? AND row_class IN ('user', 'image_fit') AND seq > ?`,
+          WHERE sid = ? AND row_class IN ('user', 'image_fit') AND ${OPENS_UNIT} AND seq > ?`,
       )
       .pluck(),
     firstAfter: db

@@ -11,6 +11,7 @@ import { type Db, perDb } from './db.ts';
 import { releasePayloads } from './payloads.ts';
 import { renderedGraphemesWithoutSeq } from './graphemes.ts';
 import { rowText } from './row-text.ts';
+import { OPENS_UNIT } from './user-rows.ts';
 
 /** What one session's elision did so far, for /context. */
 export interface ElisionStats {
@@ -64,12 +65,16 @@ function prepare(db: Db) {
     ),
     bumpRewrites: db.prepare<[number]>('UPDATE sessions SET rewrites = rewrites + 1 WHERE sid = ?'),
     fitRows: db.prepare<[number], { seq: number; body: string }>(
-      "SELECT seq, body FROM transcript INDEXED BY transcript_class WHERE sid = ? AND row_class = 'image_fit' ORDER BY seq",
+      `SELECT seq, body FROM transcript INDEXED BY transcript_class WHERE sid = ? AND row_class = 'image_fit' AND ${OPENS_UNIT} ORDER BY seq`,
     ),
-    // The newest result row (at or below the head) answering a call with this id.
-    resultOf: db.prepare<[number, string, number], number | null>(
-      'SELECT max(result_seq) FROM tool_calls WHERE sid = ? AND call_id = ? AND result_seq <= ?',
-    ).pluck(),
+    // The session's answered calls from the head down to its first row, newest answer first.
+    // tool_calls is ordered by the call's row (migration 17), so this walks the answers' index;
+    // the index holds the table's key, call_id with it, and only sid is read from the table.
+    answersDown: db.prepare<[number, number, number], { call_id: string; result_seq: number }>(
+      `SELECT call_id, result_seq FROM tool_calls INDEXED BY tool_calls_result
+        WHERE result_seq <= ? AND result_seq >= ? AND sid = ? ORDER BY result_seq DESC`,
+    ),
+    firstSeq: db.prepare<[number], number | null>('SELECT min(seq) FROM transcript WHERE sid = ?').pluck(),
   };
 }
 
@@ -91,10 +96,16 @@ export function scheduleElision(db: Db, sid: number, belowSeq: number): void {
  */
 export function firstCarriedResult(db: Db, sid: number, head: number, callIds: Iterable<string>): number {
   const st = stmts(db);
+  const wanted = new Set(callIds);
   let first = head + 1;
-  for (const id of new Set(callIds)) {
-    const seq = st.resultOf.get(sid, id, head);
-    if (seq != null && seq < first) first = seq;
+  if (wanted.size === 0) return first;
+  // One walk down from the head: an id's first answer met is its newest. The request's results
+  // are recent, so the walk ends near the head once every id is met; an id with no answer
+  // (none stored) makes it read the session's answers to the start, still one indexed pass.
+  for (const a of st.answersDown.iterate(head, st.firstSeq.get(sid) ?? head + 1, sid)) {
+    if (!wanted.delete(a.call_id)) continue;
+    first = a.result_seq;
+    if (wanted.size === 0) break;
   }
   return first;
 }

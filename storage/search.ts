@@ -118,7 +118,7 @@ export function matchSql(length: 'phrase' | 'pair' | 'single', scope: IndexScope
         : `SELECT f.rowid FROM transcript_fts f JOIN search_rows r ON r.seq = f.rowid
             WHERE transcript_fts MATCH $query AND f.rowid BETWEEN $from AND $to${inScope} ORDER BY f.rowid`;
     // Two: rows with a trigram that starts with them (by term range), and rows that end with
-    // them (by the tail index, migration 19: SQLite answers the OR from both sides, so neither
+    // them (by the tail index, migration 18: SQLite answers the OR from both sides, so neither
     // reads every row).
     case 'pair':
       return `SELECT r.seq FROM search_rows r WHERE r.seq BETWEEN $from AND $to AND (r.tail = $needle

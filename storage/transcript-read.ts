@@ -232,7 +232,7 @@ const BLOCK_SEQS = 1024;
 const BLOCKS_PER_QUERY = 64;
 /** Sessions whose block index is kept in memory (least recently read dropped first). */
 const BLOCK_INDEX_SESSIONS = 256;
-/** An index is saved (migration 20) when first built, then each time it grew by this many entries. */
+/** An index is saved (migration 19) when first built, then each time it grew by this many entries. */
 const SAVE_AFTER_ENTRIES = 64;
 
 interface BlockIndex {

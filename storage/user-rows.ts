@@ -4,6 +4,15 @@
 import { type Db, perDb } from './db.ts';
 import { ROW_TEXT_SQL } from './row-text.ts';
 
+/**
+ * The rows that open a unit (user inputs and image-fit notices), as SQL: the predicate of the
+ * partial index transcript_class (migration 17), which holds only these rows so that the other
+ * 95% of appends skip it. SQLite uses a partial index only for a query whose WHERE has its
+ * predicate as a term, so every query by row_class includes this one verbatim; those naming the
+ * index (INDEXED BY) fail to prepare without it.
+ */
+export const OPENS_UNIT = "row_class <> 'other'";
+
 export interface UserRowText {
   seq: number;
   /** The row's plain text (storage/row-text.ts), which fingerprints hash. */
@@ -12,21 +21,21 @@ export interface UserRowText {
 
 const stmts = perDb((db: Db) => ({
   after: db.prepare<[number, number, number], UserRowText>(
-    `SELECT seq, ${ROW_TEXT_SQL} AS text FROM transcript WHERE sid = ? AND row_class = 'user' AND seq > ? ORDER BY seq LIMIT ?`,
+    `SELECT seq, ${ROW_TEXT_SQL} AS text FROM transcript INDEXED BY transcript_class WHERE sid = ? AND row_class = 'user' AND ${OPENS_UNIT} AND seq > ? ORDER BY seq LIMIT ?`,
   ),
   before: db.prepare<[number, number, number], UserRowText>(
-    `SELECT seq, ${ROW_TEXT_SQL} AS text FROM transcript WHERE sid = ? AND row_class = 'user' AND seq < ? ORDER BY seq DESC LIMIT ?`,
+    `SELECT seq, ${ROW_TEXT_SQL} AS text FROM transcript INDEXED BY transcript_class WHERE sid = ? AND row_class = 'user' AND ${OPENS_UNIT} AND seq < ? ORDER BY seq DESC LIMIT ?`,
   ),
-  countBefore: db.prepare<[number, number], { n: number }>("SELECT count(*) AS n FROM transcript WHERE sid = ? AND row_class = 'user' AND seq < ?"),
-  nth: db.prepare<[number, number], { seq: number }>("SELECT seq FROM transcript WHERE sid = ? AND row_class = 'user' ORDER BY seq LIMIT 1 OFFSET ?"),
+  countBefore: db.prepare<[number, number], { n: number }>(`SELECT count(*) AS n FROM transcript INDEXED BY transcript_class WHERE sid = ? AND row_class = 'user' AND ${OPENS_UNIT} AND seq < ?`),
+  nth: db.prepare<[number, number], { seq: number }>(`SELECT seq FROM transcript INDEXED BY transcript_class WHERE sid = ? AND row_class = 'user' AND ${OPENS_UNIT} ORDER BY seq LIMIT 1 OFFSET ?`),
   fitAfter: db.prepare<[number, number, number], { seq: number }>(
-    "SELECT seq FROM transcript WHERE sid = ? AND row_class = 'image_fit' AND seq > ? ORDER BY seq LIMIT 1 OFFSET ?",
+    `SELECT seq FROM transcript INDEXED BY transcript_class WHERE sid = ? AND row_class = 'image_fit' AND ${OPENS_UNIT} AND seq > ? ORDER BY seq LIMIT 1 OFFSET ?`,
   ),
   fitsBetween: db.prepare<[number, number, number], { n: number }>(
-    "SELECT count(*) AS n FROM transcript WHERE sid = ? AND row_class = 'image_fit' AND seq > ? AND seq < ?",
+    `SELECT count(*) AS n FROM transcript INDEXED BY transcript_class WHERE sid = ? AND row_class = 'image_fit' AND ${OPENS_UNIT} AND seq > ? AND seq < ?`,
   ),
   openerAtOrBefore: db.prepare<[number, number], { seq: number; row_class: string }>(
-    "SELECT seq, row_class FROM transcript WHERE sid = ? AND row_class IN ('user', 'image_fit') AND seq <= ? ORDER BY seq DESC LIMIT 1",
+    `SELECT seq, row_class FROM transcript WHERE sid = ? AND row_class IN ('user', 'image_fit') AND ${OPENS_UNIT} AND seq <= ? ORDER BY seq DESC LIMIT 1`,
   ),
   rowsBefore: db.prepare<[number, number], { n: number }>('SELECT count(*) AS n FROM transcript WHERE sid = ? AND seq < ?'),
   newestBefore: db.prepare<[number, number, number], { seq: number }>(

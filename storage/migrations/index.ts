@@ -15,8 +15,9 @@ import { sql as m013 } from './013-image-fits.ts';
 import { sql as m014 } from './014-image-elision.ts';
 import { sql as m015 } from './015-full-fold-search.ts';
 import { sql as m016 } from './016-row-text-once.ts';
-import { sql as m019 } from './019-search-tail-index.ts';
-import { sql as m020 } from './020-read-blocks.ts';
+import { sql as m017 } from './017-append-indexes.ts';
+import { sql as m018 } from './018-search-tail-index.ts';
+import { sql as m019 } from './019-read-blocks.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -42,6 +43,7 @@ export const migrations: readonly Migration[] = [
   { version: 14, name: 'image-elision', sql: m014 },
   { version: 15, name: 'full-fold-search', sql: m015 },
   { version: 16, name: 'row-text-once', sql: m016 },
-  { version: 19, name: 'search-tail-index', sql: m019 },
-  { version: 20, name: 'read-blocks', sql: m020 },
+  { version: 17, name: 'append-indexes', sql: m017 },
+  { version: 18, name: 'search-tail-index', sql: m018 },
+  { version: 19, name: 'read-blocks', sql: m019 },
 ];

@@ -11,6 +11,7 @@ import { openDb, type Db } from '../../storage/db.ts';
 import { migrations } from '../../storage/migrations/index.ts';
 import { ROW_TEXT_SQL, rowText } from '../../storage/row-text.ts';
 import { appendRows, orphanResults } from '../../storage/transcript.ts';
+import { OPENS_UNIT } from '../../storage/user-rows.ts';
 import { assistant, rowsOf, toolResult, user } from './factories.ts';
 
 function tempFile(t: TestContext): string {
@@ -239,4 +240,49 @@ test('each migration is announced before it runs, with the newest seq of the fil
   const later = migrations.filter((m) => m.version > 15).map((m) => m.version);
   assert.ok(later.length > 0);
   assert.deepEqual(told, later.map((version) => ({ version, newestSeq: last + 1 })));
+});
+
+test('migration 17 reorders tool_calls by the call row and keeps every record, and keeps only unit openers in transcript_class', async (t) => {
+  const file = tempFile(t);
+  const v15 = openDb(file, { synchronous: 'NORMAL', migrations: migrations.filter((m) => m.version <= 15) });
+  const sid = Number(v15.prepare("INSERT INTO sessions (name, created_at) VALUES ('s', 1)").run().lastInsertRowid);
+  put(v15, sid, said('go')); // 1
+  put(v15, sid, call('two', ['zz', 'aa'])); // 2
+  put(v15, sid, result('zz', 'out zz')); // 3
+  put(v15, sid, call('one', ['mm'])); // 4
+  const calls = v15.prepare('INSERT INTO tool_calls (sid, call_id, seq, result_seq) VALUES (?, ?, ?, ?)');
+  calls.run(sid, 'zz', 2, 3);
+  calls.run(sid, 'aa', 2, null);
+  calls.run(sid, 'mm', 4, null);
+  v15.close();
+
+  const db = openDb(file, { synchronous: 'NORMAL' });
+  t.after(() => db.close());
+  const pk = db.prepare("SELECT name FROM pragma_table_info('tool_calls') WHERE pk > 0 ORDER BY pk").pluck().all();
+  assert.deepEqual(pk, ['seq', 'call_id'], 'keyed by the call row first, so appends write at the end');
+  const indexes = db.prepare("SELECT name FROM pragma_index_list('tool_calls') WHERE origin = 'c' ORDER BY name").pluck().all();
+  assert.deepEqual(indexes, ['tool_calls_open', 'tool_calls_result'], 'the key covers lookups by the call row');
+  const classIndex = db.prepare("SELECT sql FROM sqlite_schema WHERE name = 'transcript_class'").pluck().get() as string;
+  assert.match(classIndex, /WHERE row_class <> 'other'$/, 'only unit openers are in the class index');
+  const userSeqs = db.prepare(`SELECT seq FROM transcript INDEXED BY transcript_class WHERE sid = ? AND row_class = 'user' AND ${OPENS_UNIT}`).pluck().all(sid);
+  assert.deepEqual(userSeqs, [1], 'the index still finds the user rows stored before the migration');
+  assert.deepEqual(db.prepare('SELECT sid, call_id, seq, result_seq FROM tool_calls ORDER BY seq, call_id').all(), [
+    { sid, call_id: 'aa', seq: 2, result_seq: null },
+    { sid, call_id: 'zz', seq: 2, result_seq: 3 },
+    { sid, call_id: 'mm', seq: 4, result_seq: null },
+  ]);
+  assert.deepEqual(db.pragma('foreign_key_check'), []);
+
+  // The open calls still answer and settle: aa's result moves beside its call.
+  const late = await appendRows(db, 's', [toolResult('aa', 'out aa')]);
+  assert.deepEqual(late.seqs, [4]);
+  assert.deepEqual(db.prepare('SELECT call_id, seq, result_seq FROM tool_calls ORDER BY seq, call_id').all(), [
+    { call_id: 'aa', seq: 2, result_seq: 4 },
+    { call_id: 'zz', seq: 2, result_seq: 3 },
+    { call_id: 'mm', seq: 5, result_seq: null },
+  ]);
+  await assert.rejects(
+    appendRows(db, 's', [assistant('again', ['mm'])]),
+    (e: unknown) => e instanceof AlbedoError && e.code === 'duplicate_tool_call' && e.details?.seq === 5,
+  );
 });

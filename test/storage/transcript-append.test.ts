@@ -412,3 +412,45 @@ test('call records of a batch: calls opened before a settle in it, and open call
     fails('duplicate_tool_call', { call_id: 'q1', seq: 4, index: 3 }),
   );
 });
+
+test('an assistant row with tool calls is stored as JSON.stringify of its body, and its text shows the same arguments', async (t) => {
+  const db = tempDb(t);
+  open(db, 'a');
+  // Arguments with an own __proto__ key, escapes, non-ASCII, nesting and arrays; parts in an
+  // order the client chose (the stored body has its own key order); a reasoning part with
+  // fields left out; a row with provider and model and one without.
+  const args = JSON.parse('{"__proto__":{"x":1},"path":"a\\"b\\\\c\\u0001","text":"Größe ✅️ 𝄞","n":[1,2.5,-0,null,true,{"deep":[[{}]]}]}') as Record<string, unknown>;
+  const rows: RowIn[] = [
+    {
+      kind: 'assistant',
+      model: 'm-1',
+      provider: 'p',
+      content: [
+        { type: 'reasoning', text: 'think', provider: 'p' },
+        { text: 'calling', type: 'text' },
+        { arguments: args, name: 'write', id: 'c1', type: 'tool_call' },
+        { type: 'tool_call', id: 'c2', name: 'ls', arguments: {} },
+      ],
+    },
+    { kind: 'assistant', content: [{ type: 'tool_call', id: 'c3', name: 'ls', arguments: { dir: '/' } }] },
+  ];
+  await appendRows(db, 'a', rows);
+  const stored = db.prepare('SELECT body, text FROM transcript ORDER BY seq').all() as Array<{ body: string; text: string }>;
+  const expected = [
+    {
+      kind: 'assistant',
+      provider: 'p',
+      model: 'm-1',
+      content: [
+        { type: 'reasoning', provider: 'p', text: 'think' },
+        { type: 'text', text: 'calling' },
+        { type: 'tool_call', id: 'c1', name: 'write', arguments: args },
+        { type: 'tool_call', id: 'c2', name: 'ls', arguments: {} },
+      ],
+    },
+    { kind: 'assistant', content: [{ type: 'tool_call', id: 'c3', name: 'ls', arguments: { dir: '/' } }] },
+  ];
+  assert.deepEqual(stored.map((r) => r.body), expected.map((b) => JSON.stringify(b)));
+  assert.equal(stored[0]!.text, `think\ncalling\n→ write(${JSON.stringify(args)})\n→ ls({})`);
+  assert.equal(stored[1]!.text, '→ ls({"dir":"/"})');
+});
