@@ -435,7 +435,7 @@ test('an assistant row with tool calls is stored as JSON.stringify of its body, 
     { kind: 'assistant', content: [{ type: 'tool_call', id: 'c3', name: 'ls', arguments: { dir: '/' } }] },
   ];
   await appendRows(db, 'a', rows);
-  const stored = db.prepare('SELECT body, text FROM transcript ORDER BY seq').all() as Array<{ body: string; text: string }>;
+  const stored = db.prepare(`SELECT body, ${ROW_TEXT_SQL} AS text FROM transcript ORDER BY seq`).all() as Array<{ body: string; text: string }>;
   const expected = [
     {
       kind: 'assistant',
