@@ -23,7 +23,7 @@ import { StartupError, type HomePaths } from './home.ts';
 import { resetAllAutoFailures } from '../storage/engine-log.ts';
 import { tellCapabilities } from './capabilities.ts';
 import { resumeElisions } from './image-elision.ts';
-import { SessionKernels } from './kernels.ts';
+import { SessionKernels, type Kernel, type Lane } from './kernels.ts';
 import type { Logger } from './logger.ts';
 import { SummarizeRoutes } from './summarize-routes.ts';
 
@@ -51,6 +51,33 @@ const INDEX_IDLE_MS = 20;
 /** The indexer's work per write transaction: each commit flushes an FTS segment, so not tiny. */
 const INDEX_SLICE_MS = 5;
 
+/**
+ * Session work marked for the indexer like a request (SearchIndexer.requestStarted), so that
+ * work that outlives its request or has none (an elision job, capability notices after a
+ * reload) never writes while the indexer's transaction is open: a deferred transaction that
+ * read before the indexer committed could not then write (SQLITE_BUSY_SNAPSHOT).
+ */
+class IndexerAwareKernels extends SessionKernels {
+  indexer: SearchIndexer | undefined;
+
+  override run<T>(session: string, task: (kernel: Kernel) => Promise<T> | T, lane?: Lane): Promise<T> {
+    return super.run(
+      session,
+      async (kernel) => {
+        const indexer = this.indexer;
+        const lockFree = indexer?.requestStarted();
+        try {
+          if (lockFree !== undefined) await lockFree;
+          return await task(kernel);
+        } finally {
+          indexer?.requestEnded();
+        }
+      },
+      lane,
+    );
+  }
+}
+
 type State = 'starting' | 'running' | 'stopping' | 'stopped';
 
 /** The error listener of a connection held during start-up; the peer brings its own. */
@@ -62,7 +89,7 @@ export const FRAME_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 export class Daemon implements DaemonServices {
   readonly version = packageVersion();
   readonly db: Db;
-  readonly kernels = new SessionKernels();
+  readonly kernels = new IndexerAwareKernels();
   readonly summarizeRoutes = new SummarizeRoutes();
   readonly startedAt = Date.now();
   private state: State = 'starting';
@@ -96,6 +123,7 @@ export class Daemon implements DaemonServices {
       sliceMs: INDEX_SLICE_MS,
       onError: (message) => this.log.error({ err: message, method: 'search-index' }, 'search indexing failed; searches scan unindexed rows'),
     });
+    this.kernels.indexer = this.indexer;
     this.partialLines = new PartialLineBudget(2 * settings.maxLineBytes);
     // Half-open: a client that ends its writes still gets the replies to what it sent.
     this.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));
