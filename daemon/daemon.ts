@@ -11,8 +11,7 @@ import { packageVersion } from '../protocol/version.ts';
 import { openDb, type Db } from '../storage/db.ts';
 import { pruneFrames } from '../storage/snapcompact-state.ts';
 import { collectPayloadGarbage, DEFAULT_MAX_IMAGE_BYTES } from '../storage/payloads.ts';
-import { SearchIndexer } from '../storage/index-worker.ts';
-import { hasPending } from '../storage/search-index.ts';
+import { indexPending } from '../storage/search-index.ts';
 import { SearchWorker } from '../storage/search-worker.ts';
 import type { ConfigProblem, ConnectionState, DaemonServices, DaemonSettings } from './context.ts';
 import { createDispatcher } from './dispatch.ts';
@@ -23,7 +22,7 @@ import { StartupError, type HomePaths } from './home.ts';
 import { resetAllAutoFailures } from '../storage/engine-log.ts';
 import { tellCapabilities } from './capabilities.ts';
 import { resumeElisions } from './image-elision.ts';
-import { SessionKernels, type Kernel, type Lane } from './kernels.ts';
+import { SessionKernels } from './kernels.ts';
 import type { Logger } from './logger.ts';
 import { SummarizeRoutes } from './summarize-routes.ts';
 
@@ -39,44 +38,22 @@ export const DEFAULT_SETTINGS: DaemonSettings = {
 };
 
 /**
- * The background indexer (storage/index-worker.ts) runs on a thread of its own with its own
- * connection, and only while the daemon has no request: SQLite has one writer at a time, so a
- * request that arrives while the indexer holds the write lock waits for it to roll back, which
- * it does within one row. It starts after INDEX_IDLE_MS without a request, so that a burst of
- * requests does not keep taking the lock from it and wasting its work. Under load without
- * pause the index lags, which costs searches a scan of the rows past the cursor, never a wrong
- * answer.
+ * The background indexer works only while the daemon is idle: no request in flight and none
+ * for INDEX_IDLE_MS. Between two slices it yields, so a request that arrived meanwhile is read
+ * and started first, and the indexer waits for the next quiet moment. SQLite has one writer at
+ * a time, so an indexer on a worker thread with its own connection would still hold the write
+ * lock against appends (and SQLite's busy wait sleeps in whole milliseconds); idle time keeps
+ * it off the request path altogether. Under load without pause the index lags, which costs
+ * searches a scan of the rows past the cursor, never a wrong answer.
  */
 const INDEX_IDLE_MS = 20;
-/** The indexer's work per write transaction: each commit flushes an FTS segment, so not tiny. */
-const INDEX_SLICE_MS = 5;
-
 /**
- * Session work marked for the indexer like a request (SearchIndexer.requestStarted), so that
- * work that outlives its request or has none (an elision job, capability notices after a
- * reload) never writes while the indexer's transaction is open: a deferred transaction that
- * read before the indexer committed could not then write (SQLITE_BUSY_SNAPSHOT).
+ * The indexer's slice of work per event-loop turn, in milliseconds: the most a request that
+ * arrives during a slice waits. Trigram indexing costs from ~50 µs (short rows) to several ms
+ * (long tool output) a row, so the batch size adapts to keep each slice near this.
  */
-class IndexerAwareKernels extends SessionKernels {
-  indexer: SearchIndexer | undefined;
-
-  override run<T>(session: string, task: (kernel: Kernel) => Promise<T> | T, lane?: Lane): Promise<T> {
-    return super.run(
-      session,
-      async (kernel) => {
-        const indexer = this.indexer;
-        const lockFree = indexer?.requestStarted();
-        try {
-          if (lockFree !== undefined) await lockFree;
-          return await task(kernel);
-        } finally {
-          indexer?.requestEnded();
-        }
-      },
-      lane,
-    );
-  }
-}
+const INDEX_SLICE_MS = 5;
+const INDEX_BATCH_BOUNDS = { min: 4, max: 2048 } as const;
 
 type State = 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -89,7 +66,7 @@ export const FRAME_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 export class Daemon implements DaemonServices {
   readonly version = packageVersion();
   readonly db: Db;
-  readonly kernels = new IndexerAwareKernels();
+  readonly kernels = new SessionKernels();
   readonly summarizeRoutes = new SummarizeRoutes();
   readonly startedAt = Date.now();
   private state: State = 'starting';
@@ -98,8 +75,13 @@ export class Daemon implements DaemonServices {
   /** Sockets accepted before the state is `running`, served once it is (see start). */
   private readonly early: net.Socket[] = [];
   private nextConnectionId = 1;
-  /** The background search indexer's thread (started when there are rows to index). */
-  private readonly indexer: SearchIndexer;
+  /** The indexer's next turn, when one is scheduled. */
+  private indexing: { cancel(): void } | undefined;
+  /** Requests being handled, and when the last one arrived or finished (performance.now()). */
+  private inFlight = 0;
+  private lastRequestAt = 0;
+  /** Rows per indexing turn, adapted to INDEX_SLICE_MS. */
+  private indexBatch = 64;
   private stopped: Promise<void> | undefined;
   private readonly dispatch = createDispatcher(handlers);
   /** All connections' unfinished lines together: room for two of the longest line. */
@@ -123,12 +105,6 @@ export class Daemon implements DaemonServices {
       },
     });
     this.search = new SearchWorker(paths.db);
-    this.indexer = new SearchIndexer(paths.db, {
-      idleMs: INDEX_IDLE_MS,
-      sliceMs: INDEX_SLICE_MS,
-      onError: (message) => this.log.error({ err: message, method: 'search-index' }, 'search indexing failed; searches scan unindexed rows'),
-    });
-    this.kernels.indexer = this.indexer;
     this.partialLines = new PartialLineBudget(2 * settings.maxLineBytes);
     // Half-open: a client that ends its writes still gets the replies to what it sent.
     this.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));
@@ -227,10 +203,44 @@ export class Daemon implements DaemonServices {
     this.log.info({ sessions: told, method: 'reload' }, 'told live sessions that their capabilities changed');
   }
 
-  /** Asks for the index to catch up (see INDEX_IDLE_MS). */
+  /**
+   * A request is being handled, or one is arriving: a large one (an append of many rows) comes
+   * in many chunks, and the loop turns between them, which must not be taken for idle time.
+   */
+  private busy(): boolean {
+    return this.inFlight > 0 || this.partialLines.heldBytes > 0;
+  }
+
+  /** Asks for the index to catch up in the next idle time (see INDEX_IDLE_MS). */
   scheduleIndexing(): void {
-    if (this.state === 'stopping' || this.state === 'stopped' || !this.settings.searchIndexer) return;
-    this.indexer.kick(() => hasPending(this.db));
+    if (this.indexing !== undefined || this.state === 'stopping' || this.state === 'stopped' || !this.settings.searchIndexer) return;
+    const quietFor = performance.now() - this.lastRequestAt;
+    if (this.busy() || quietFor < INDEX_IDLE_MS) {
+      const timer = setTimeout(() => {
+        this.indexing = undefined;
+        this.scheduleIndexing();
+      }, INDEX_IDLE_MS - Math.min(quietFor, INDEX_IDLE_MS) + 1);
+      this.indexing = { cancel: () => clearTimeout(timer) };
+      return;
+    }
+    const turn = setImmediate(() => {
+      this.indexing = undefined;
+      if (this.busy() || performance.now() - this.lastRequestAt < INDEX_IDLE_MS) {
+        this.scheduleIndexing();
+        return;
+      }
+      try {
+        const started = performance.now();
+        const indexed = indexPending(this.db, this.indexBatch);
+        const took = performance.now() - started;
+        if (took < INDEX_SLICE_MS / 2) this.indexBatch = Math.min(INDEX_BATCH_BOUNDS.max, this.indexBatch * 2);
+        else if (took > INDEX_SLICE_MS) this.indexBatch = Math.max(INDEX_BATCH_BOUNDS.min, Math.floor(this.indexBatch / 2));
+        if (indexed > 0) this.scheduleIndexing();
+      } catch (err) {
+        this.log.error({ err, method: 'search-index' }, 'search indexing failed; searches scan unindexed rows');
+      }
+    });
+    this.indexing = { cancel: () => clearImmediate(turn) };
   }
 
   requestShutdown(reason: string): void {
@@ -253,8 +263,8 @@ export class Daemon implements DaemonServices {
   private async doShutdown(reason: string): Promise<void> {
     this.state = 'stopping';
     this.log.info({ reason }, 'albedod stopping');
-    // Its thread finishes its slice (or rolls it back) and closes its connection.
-    const indexerClosed = this.indexer.close();
+    this.indexing?.cancel();
+    this.indexing = undefined;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     const drained = Promise.all([...this.connections].map((c) => c.peer?.whenIdle() ?? Promise.resolve())).then(() => this.kernels.idle());
     let timer: NodeJS.Timeout | undefined;
@@ -271,7 +281,6 @@ export class Daemon implements DaemonServices {
     await closed;
     await this.configStore.close();
     await this.search.close();
-    await indexerClosed;
     try {
       this.db.pragma('wal_checkpoint(TRUNCATE)');
     } finally {
@@ -341,12 +350,13 @@ export class Daemon implements DaemonServices {
       onRequest: async (method, params, rctx) => {
         // Once stopping, nothing new starts: what the grace period lets finish is what was running.
         if (this.state !== 'running') throw new AlbedoError('shutting_down', 'albedod is shutting down');
-        const lockFree = this.indexer.requestStarted();
+        this.inFlight += 1;
+        this.lastRequestAt = performance.now();
         try {
-          if (lockFree !== undefined) await lockFree;
           return await this.dispatch(method, params, { daemon: this, conn, signal: rctx.signal });
         } finally {
-          this.indexer.requestEnded();
+          this.inFlight -= 1;
+          this.lastRequestAt = performance.now();
         }
       },
       // No reply tells anyone a notification failed, so the log does, once. Unexpected failures

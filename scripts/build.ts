@@ -38,10 +38,6 @@ async function main(): Promise<void> {
     path.join(dist, 'storage', 'search-worker-boot.js'),
     "// Entry of the search worker thread in built code (see scripts/build.ts).\nawait import('./search-worker-thread.js');\n",
   );
-  fs.writeFileSync(
-    path.join(dist, 'storage', 'index-worker-boot.js'),
-    "// Entry of the search indexer thread in built code (see scripts/build.ts).\nawait import('./index-worker-thread.js');\n",
-  );
   await build({
     entryPoints: [path.join(dist, 'cli', 'main.js')],
     outfile: path.join(dist, CLI_BUNDLE),

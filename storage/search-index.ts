@@ -24,7 +24,6 @@ function prepare(db: Db) {
     row: db.prepare<[number, number, string, string]>('INSERT INTO search_rows (seq, sid, tail, chars) VALUES (?, ?, ?, ?)'),
     advance: db.prepare<[number]>('UPDATE search_index_state SET indexed_through = ? WHERE id = 1'),
     lag: db.prepare<[number], number>('SELECT count(*) FROM transcript WHERE seq > ?').pluck(),
-    any: db.prepare<[number], number>('SELECT EXISTS (SELECT 1 FROM transcript WHERE seq > ?)').pluck(),
   };
 }
 
@@ -59,64 +58,6 @@ export function indexPending(db: Db, maxRows: number = DEFAULT_INDEX_BATCH_ROWS)
     st.advance.run(end);
     return indexed;
   })());
-}
-
-/** Why indexSlice stopped. */
-export type SliceEnd = 'caught-up' | 'budget' | 'yielded';
-
-/** The sentinel that rolls a yielded slice back (db.transaction rolls back on a throw). */
-class Yielded extends Error {}
-
-/**
- * One slice of the background indexer (storage/index-worker-thread.ts): like indexPending, in
- * one write transaction, but it looks at the clock and at `yieldNow` after every row. Past
- * `budgetMs` it commits what it has, with the cursor at the last row done; once `yieldNow()`
- * says a request wants the database it rolls back instead, so the write lock is free after one
- * row's work rather than after the slice's (and its commit's, which flushes an FTS segment).
- * Either way the index and the cursor agree: the rolled-back rows are indexed again later.
- */
-export function indexSlice(
-  db: Db,
-  opts: { maxRows: number; budgetMs: number; yieldNow: () => boolean },
-): { indexed: number; end: SliceEnd } {
-  const st = stmts(db);
-  const started = performance.now();
-  try {
-    return withoutFsync(db, () => db.transaction(() => {
-      const from = st.cursor.get() ?? 0;
-      const end = st.batchEnd.get(from, opts.maxRows);
-      if (end === null || end === undefined) return { indexed: 0, end: 'caught-up' as const };
-      let indexed = 0;
-      let through = from;
-      let stop: SliceEnd = 'caught-up';
-      for (const r of st.pending.all(from, end)) {
-        if (opts.yieldNow()) throw new Yielded();
-        const folded = fold(r.text);
-        st.index.run(r.seq, folded, r.sid);
-        st.row.run(r.seq, r.sid, lastTwoChars(folded), distinctChars(folded));
-        indexed++;
-        through = r.seq;
-        if (performance.now() - started >= opts.budgetMs) {
-          stop = 'budget';
-          break;
-        }
-      }
-      if (through === end) stop = indexed === opts.maxRows ? 'budget' : 'caught-up';
-      // A request may have come while the last row was indexed: its wait should not include the commit.
-      if (opts.yieldNow()) throw new Yielded();
-      st.advance.run(through);
-      return { indexed, end: stop };
-    }).immediate());
-  } catch (err) {
-    if (err instanceof Yielded) return { indexed: 0, end: 'yielded' };
-    throw err;
-  }
-}
-
-/** Whether any row is past the cursor (one index seek, where searchIndexLag counts them). */
-export function hasPending(db: Db): boolean {
-  const st = stmts(db);
-  return st.any.get(st.cursor.get() ?? 0) === 1;
 }
 
 /** Rows the index has not reached yet. */
