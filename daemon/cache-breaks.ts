@@ -51,7 +51,7 @@ function notesText(inputs: readonly PlainInput[], observation: Observation): str
  * strings: finding the digest by content (a hash and a compare) costs a fraction of computing
  * it. Bounded in entries; the texts it keys on are a session's prompt, tens of kilobytes each.
  */
-const DIGESTS_KEPT = 64;
+const DIGESTS_KEPT = 16;
 const digests = new Map<string, string>();
 
 function digest(text: string): string {

@@ -48,8 +48,8 @@ class TextJsonCache {
   }
 }
 
-const textParts = new TextJsonCache(6 * 2 ** 20, (text) => JSON.stringify({ type: 'text', text }));
-const systemPrompts = new TextJsonCache(2 * 2 ** 20, (text) => JSON.stringify(text));
+const textParts = new TextJsonCache(2 * 2 ** 20, (text) => JSON.stringify({ type: 'text', text }));
+const systemPrompts = new TextJsonCache(2 ** 20, (text) => JSON.stringify(text));
 
 function isLongText(part: object): part is { type: 'text'; text: string } {
   const p = part as { type?: unknown; text?: unknown };
