@@ -6,12 +6,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { RowIn } from '../../protocol/rows.ts';
-import { openDb } from '../../storage/db.ts';
+import { openDb, openReadOnly } from '../../storage/db.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
 import { startReplayDaemon, type ReplayDaemon } from '../replay/daemon.ts';
 import type { Corpus } from './corpus.ts';
 import { AppendFloor, medianRatio } from './floor.ts';
+import { agentPrompt, MODEL_ID, TAIL_PERCENT, WINDOW_TOKENS } from './prepare.ts';
 import { RowStream } from './rows.ts';
 import { nowMs, stats, type Stats } from './timing.ts';
 
@@ -95,17 +96,25 @@ export interface FloorComparison {
   ratio: number;
 }
 
-export interface IndexerLatency {
-  /** Append calls (100 rows each) timed per daemon, with a pause between calls. */
-  calls: number;
-  pause_ms: number;
-  /** Rows the indexer had to catch up on when the timing started. */
-  backlog_rows: number;
+/** One kind of call timed with the indexer running and without. */
+export interface LatencyPair {
   on: Stats;
   off: Stats;
   /** Median with the indexer running / median without. */
   ratio: number;
   p90_ratio: number;
+}
+
+export interface IndexerLatency extends LatencyPair {
+  /** Append calls (100 rows each) timed per daemon, with a pause between calls. */
+  calls: number;
+  pause_ms: number;
+  /** Rows the indexer had to catch up on when the timing started. */
+  backlog_rows: number;
+  /** Rows the indexer got through while the calls were timed (it must have been working). */
+  indexed_rows: number;
+  /** Nothing-due prepares of another session, one after each append and a pause. */
+  prepare: LatencyPair;
 }
 
 export interface AppendSection {
@@ -239,40 +248,73 @@ export async function benchAppendFloor(tmp: string, corpus: Corpus, opts: { quic
   return out;
 }
 
+/** Rows the daemon's search index covers, read from its file beside it (a read-only connection). */
+function indexedThrough(d: ReplayDaemon): number {
+  const db = openReadOnly(path.join(d.home, 'albedo.db'));
+  try {
+    return db.prepare<[], number>('SELECT indexed_through FROM search_index_state WHERE id = 1').pluck().get() ?? 0;
+  } finally {
+    db.close();
+  }
+}
+
 /**
- * Append latency over the socket while the indexer has a backlog to work through, against a
- * daemon whose indexer is off, in alternating blocks. Calls are spaced by a pause as an
- * agent's are, so the indexer does get idle time between them.
+ * Append and prepare latency over the socket while the indexer has a backlog to work through,
+ * against a daemon whose indexer is off, in alternating blocks. Calls are spaced by a pause as
+ * an agent's are, so the indexer does get idle time between them: each step appends 100 rows
+ * to one session (the backlog grows), pauses, and prepares another session that has nothing
+ * due (a prepare writes too: its record of the prepared request).
  */
 export async function benchIndexerLatency(tmp: string, corpus: Corpus, opts: { quick: boolean }, log: (s: string) => void): Promise<IndexerLatency> {
   const prefill = opts.quick ? 5_000 : 30_000;
   const blocks = opts.quick ? 4 : 8;
   const perBlock = opts.quick ? 10 : 20;
   const pauseMs = 30;
-  const on = await startReplayDaemon({ window: 200_000, tmp, env: { ALBEDO_SEARCH_INDEXER: 'on' } });
-  const off = await startReplayDaemon({ window: 200_000, tmp, env: { ALBEDO_SEARCH_INDEXER: 'off' } });
+  const { instructions, tools } = agentPrompt();
+  const prepareParams = { session: 'p', model: MODEL_ID, instructions, tools };
+  const extensions = { rolling: { contextWindowTokens: WINDOW_TOKENS, tailPercent: TAIL_PERCENT } };
+  const on = await startReplayDaemon({ window: WINDOW_TOKENS, tmp, extensions, env: { ALBEDO_SEARCH_INDEXER: 'on' } });
+  const off = await startReplayDaemon({ window: WINDOW_TOKENS, tmp, extensions, env: { ALBEDO_SEARCH_INDEXER: 'off' } });
   try {
     const sides = [
-      { d: on, stream: new RowStream(corpus, { keyPrefix: 'k' }), samples: [] as number[] },
-      { d: off, stream: new RowStream(corpus, { keyPrefix: 'k' }), samples: [] as number[] },
+      { d: on, stream: new RowStream(corpus, { keyPrefix: 'k' }), append: [] as number[], prepare: [] as number[] },
+      { d: off, stream: new RowStream(corpus, { keyPrefix: 'k' }), append: [] as number[], prepare: [] as number[] },
     ];
     for (const s of sides) {
+      await s.d.client.call('session.open', { session: 'p', workspace: '/w' });
+      await s.d.client.raw('transcript.append', { session: 'p', rows: new RowStream(corpus, { keyPrefix: 'p', idTag: 'p' }).take(1000) });
+      await s.d.client.call('prepare', { ...prepareParams, force: true });
       await s.d.client.call('session.open', { session: 'a', workspace: '/w' });
       for (let done = 0; done < prefill; done += 1000) await s.d.client.raw('transcript.append', { session: 'a', rows: s.stream.take(1000) });
     }
+    const startedAt = indexedThrough(on);
+    const pause = (): Promise<void> => new Promise((r) => setTimeout(r, pauseMs));
     for (let b = 0; b < blocks; b++) {
       for (const s of b % 2 === 0 ? sides : [...sides].reverse()) {
         const side = socketSide(s.d, 'a');
         for (let i = 0; i < perBlock; i++) {
-          await new Promise((r) => setTimeout(r, pauseMs));
-          s.samples.push(await side.append(s.stream.take(100)));
+          await pause();
+          s.append.push(await side.append(s.stream.take(100)));
+          await pause();
+          const t0 = nowMs();
+          const r = await s.d.client.call('prepare', prepareParams);
+          s.prepare.push(nowMs() - t0);
+          if (r.observation.due || r.compacted) throw new Error('prepare was due; the benchmark wants nothing due');
         }
       }
     }
-    const sOn = stats(sides[0]!.samples);
-    const sOff = stats(sides[1]!.samples);
-    const r: IndexerLatency = { calls: sOn.runs, pause_ms: pauseMs, backlog_rows: prefill, on: sOn, off: sOff, ratio: sOn.median_ms / sOff.median_ms, p90_ratio: p90(sides[0]!.samples) / p90(sides[1]!.samples) };
-    log(`  append latency with the indexer on / off: median ${sOn.median_ms.toFixed(2)} / ${sOff.median_ms.toFixed(2)} ms (${r.ratio.toFixed(2)}x), p90 ${r.p90_ratio.toFixed(2)}x`);
+    const indexedRows = indexedThrough(on) - startedAt;
+    const [sOn, sOff] = sides as [(typeof sides)[0], (typeof sides)[0]];
+    const compare = (on: number[], off: number[]): LatencyPair => {
+      const a = stats(on);
+      const b = stats(off);
+      return { on: a, off: b, ratio: a.median_ms / b.median_ms, p90_ratio: p90(on) / p90(off) };
+    };
+    const ap = compare(sOn.append, sOff.append);
+    const pr = compare(sOn.prepare, sOff.prepare);
+    const r: IndexerLatency = { calls: ap.on.runs, pause_ms: pauseMs, backlog_rows: prefill, indexed_rows: indexedRows, ...ap, prepare: pr };
+    log(`  append latency with the indexer on / off: median ${ap.on.median_ms.toFixed(2)} / ${ap.off.median_ms.toFixed(2)} ms (${ap.ratio.toFixed(2)}x), p90 ${ap.p90_ratio.toFixed(2)}x`);
+    log(`  prepare latency with the indexer on / off: median ${pr.on.median_ms.toFixed(2)} / ${pr.off.median_ms.toFixed(2)} ms (${pr.ratio.toFixed(2)}x), p90 ${pr.p90_ratio.toFixed(2)}x; indexed meanwhile: ${indexedRows} rows`);
     return r;
   } finally {
     await on.stop();

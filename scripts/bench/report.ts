@@ -107,6 +107,15 @@ export function judge(r: Results): Verdict[] {
       measured: `median ${fmtMs(x.on.median_ms)} vs ${fmtMs(x.off.median_ms)} (${x.ratio.toFixed(2)}x; p90 ${x.p90_ratio.toFixed(2)}x)`,
       pass: x.ratio <= INDEXER_TARGET,
     });
+    // Results files from before prepare was timed alongside have no `prepare`.
+    const p = x.prepare as IndexerLatency['prepare'] | undefined;
+    if (p !== undefined) {
+      out.push({
+        target: `prepare latency over the socket with the indexer working within ${INDEXER_TARGET}x of without`,
+        measured: `median ${fmtMs(p.on.median_ms)} vs ${fmtMs(p.off.median_ms)} (${p.ratio.toFixed(2)}x; p90 ${p.p90_ratio.toFixed(2)}x; ${fmtCount(x.indexed_rows ?? 0)} rows indexed meanwhile)`,
+        pass: p.ratio <= INDEXER_TARGET,
+      });
+    }
   }
   for (const s of r.sizes) {
     const d = s.grep?.disk;
@@ -266,11 +275,17 @@ export function render(r: Results): string {
     const x = r.append_indexer;
     out.push(
       table(
-        `append latency over the socket, 100-row batches ${x.pause_ms} ms apart, indexer working through ${fmtCount(x.backlog_rows)} rows vs off`,
-        ['indexer', 'calls', 'median', 'min', 'max'],
+        `append and prepare latency over the socket, 100-row appends and nothing-due prepares ${x.pause_ms} ms apart, indexer working through ${fmtCount(x.backlog_rows)} rows vs off`,
+        ['call', 'indexer', 'calls', 'median', 'min', 'max'],
         [
-          ['on', x.on.runs, fmtMs(x.on.median_ms), fmtMs(x.on.min_ms), fmtMs(x.on.max_ms)],
-          ['off', x.off.runs, fmtMs(x.off.median_ms), fmtMs(x.off.min_ms), fmtMs(x.off.max_ms)],
+          ['append', 'on', x.on.runs, fmtMs(x.on.median_ms), fmtMs(x.on.min_ms), fmtMs(x.on.max_ms)],
+          ['append', 'off', x.off.runs, fmtMs(x.off.median_ms), fmtMs(x.off.min_ms), fmtMs(x.off.max_ms)],
+          ...((x.prepare as IndexerLatency['prepare'] | undefined) === undefined
+            ? []
+            : [
+                ['prepare', 'on', x.prepare.on.runs, fmtMs(x.prepare.on.median_ms), fmtMs(x.prepare.on.min_ms), fmtMs(x.prepare.on.max_ms)],
+                ['prepare', 'off', x.prepare.off.runs, fmtMs(x.prepare.off.median_ms), fmtMs(x.prepare.off.min_ms), fmtMs(x.prepare.off.max_ms)],
+              ]),
         ],
       ),
     );
