@@ -341,8 +341,8 @@ export class RpcPeer {
   // ---- writing ----
 
   /**
-   * Queues one message: its JSON (no newline), or its line as encodeLine made it. Dropped once the peer is closing, except the replies
-   * to requests cut off by dispose({ answerWith }).
+   * Queues one message: its JSON (no newline), or its whole line already encoded. Dropped once
+   * the peer is closing, except the replies to requests cut off by dispose({ answerWith }).
    */
   private send(line: string | Buffer): void {
     if (this._state !== 'open' && this._state !== 'draining' && this.cutOff === undefined) return;
@@ -507,17 +507,10 @@ export class RpcPeer {
     this.incoming.set(id, ac);
     try {
       return await this.invoke(method, params, { id, signal: ac.signal, peer: this }, (outcome) => {
-        if (outcome.ok && outcome.value instanceof EncodedJson) {
-          const head = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
-          if (held === undefined) return `${head}${outcome.value.bytes.toString('utf8')}}`;
-          const line = Buffer.concat([Buffer.from(head), outcome.value.bytes, RESULT_LINE_END]);
-          held.bytes += line.length;
-          this.heldReplyBytes += line.length;
-          return line;
-        }
-        const reply = outcome.ok ? this.encodeResult(id, method, outcome.value) : this.encodeError(id, method, outcome.err, ac.signal.aborted);
+        const asLine = held !== undefined;
+        const reply = outcome.ok ? this.encodeResult(id, method, outcome.value, asLine) : this.encodeError(id, method, outcome.err, ac.signal.aborted);
         if (held === undefined) return reply;
-        const line = encodeLine(reply);
+        const line = typeof reply === 'string' ? encodeLine(reply) : reply;
         held.bytes += line.length;
         this.heldReplyBytes += line.length;
         return line;
@@ -565,7 +558,12 @@ export class RpcPeer {
     }
   }
 
-  private encodeResult(id: Id, method: string, result: unknown): string {
+  /** The reply's JSON; an EncodedJson result is spliced in as bytes, as a whole line when `asLine`. */
+  private encodeResult(id: Id, method: string, result: unknown, asLine: boolean): string | Buffer {
+    if (result instanceof EncodedJson) {
+      const head = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
+      return asLine ? Buffer.concat([Buffer.from(head), result.bytes, RESULT_LINE_END]) : `${head}${result.bytes.toString('utf8')}}`;
+    }
     try {
       return JSON.stringify({ jsonrpc: '2.0', id, result: result === undefined ? null : result });
     } catch (err) {

@@ -10,7 +10,7 @@ import { StoredBody } from '../protocol/rows.ts';
 import { type Db, perDb } from './db.ts';
 import { releasePayloads } from './payloads.ts';
 import { renderedGraphemesWithoutSeq } from './graphemes.ts';
-import { rowText } from './row-text.ts';
+import { parseRowJson, rowText } from './row-text.ts';
 import { OPENS_UNIT } from './user-rows.ts';
 
 /** What one session's elision did so far, for /context. */
@@ -204,12 +204,7 @@ function fitNotices(st: ReturnType<typeof prepare>, sid: number): FitNotice[] {
 
 /** A row's body with every image part marked elided, its new text and size; null if it had none unmarked. */
 function markImages(seq: number, json: string): { json: string; text: string; graphemes: number; images: number } | null {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(json);
-  } catch (err) {
-    throw new Error(`transcript row ${seq} is corrupt: body is not JSON (${(err as Error).message})`);
-  }
+  const raw = parseRowJson(seq, json);
   const loose = LooseBody.safeParse(raw);
   if (!loose.success) throw new Error(`transcript row ${seq} is corrupt: a tool result without content`);
   // The parsed JSON itself is edited, not zod's copy of it, so the stored key order stays.

@@ -78,18 +78,21 @@ export function rowHeader(seq: number, body: StoredBody): string {
   }
 }
 
+/** A stored body's JSON as parsed, unchecked; a body that is not JSON fails naming the row's seq. */
+export function parseRowJson(seq: number, json: string): unknown {
+  try {
+    return JSON.parse(json);
+  } catch (err) {
+    throw new Error(`transcript row ${seq} is corrupt: body is not JSON (${(err as Error).message})`);
+  }
+}
+
 /**
  * Decodes a stored body's JSON: a body that is not JSON or not a StoredBody fails loudly, naming
  * the row's seq, instead of being trusted.
  */
 export function parseStoredBody(seq: number, json: string): StoredBody {
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch (err) {
-    throw new Error(`transcript row ${seq} is corrupt: body is not JSON (${(err as Error).message})`);
-  }
-  const body = StoredBody.safeParse(value);
+  const body = StoredBody.safeParse(parseRowJson(seq, json));
   if (!body.success) throw new Error(`transcript row ${seq} is corrupt: ${z.prettifyError(body.error).replaceAll('\n', '; ')}`);
   return body.data;
 }
