@@ -70,8 +70,8 @@ export interface DaemonServices {
    * of changed capabilities (what /reload and SIGHUP do); resolves when all of that is done.
    */
   reloadConfig(): Promise<void>;
-  /** Asks the background search indexer to catch up with new rows. */
-  scheduleIndexing(): void;
+  /** Rows were added to some session: the background indexer picks them up (daemon/idle-work.ts). */
+  rowsAdded(): void;
   /** Starts an orderly shutdown after the current response is written. */
   requestShutdown(reason: string): void;
 }

@@ -11,11 +11,11 @@ import { packageVersion } from '../protocol/version.ts';
 import { openDb, type Db } from '../storage/db.ts';
 import { pruneFrames } from '../storage/snapcompact-state.ts';
 import { collectPayloadGarbage, DEFAULT_MAX_IMAGE_BYTES } from '../storage/payloads.ts';
-import { indexPending } from '../storage/search-index.ts';
 import { SearchWorker } from '../storage/search-worker.ts';
 import type { ConfigProblem, ConnectionState, DaemonServices, DaemonSettings } from './context.ts';
 import { createDispatcher } from './dispatch.ts';
 import { handlers } from './handlers/index.ts';
+import { IdleWork } from './idle-work.ts';
 import { ConfigStore, type ConfigSnapshot } from './config.ts';
 import { registry } from './engine.ts';
 import { StartupError, type HomePaths } from './home.ts';
@@ -37,24 +37,6 @@ export const DEFAULT_SETTINGS: DaemonSettings = {
   fault: undefined,
 };
 
-/**
- * The background indexer works only while the daemon is idle: no request in flight and none
- * for INDEX_IDLE_MS. Between two slices it yields, so a request that arrived meanwhile is read
- * and started first, and the indexer waits for the next quiet moment. SQLite has one writer at
- * a time, so an indexer on a worker thread with its own connection would still hold the write
- * lock against appends (and SQLite's busy wait sleeps in whole milliseconds); idle time keeps
- * it off the request path altogether. Under load without pause the index lags, which costs
- * searches a scan of the rows past the cursor, never a wrong answer.
- */
-const INDEX_IDLE_MS = 20;
-/**
- * The indexer's slice of work per event-loop turn, in milliseconds: the most a request that
- * arrives during a slice waits. Trigram indexing costs from ~50 µs (short rows) to several ms
- * (long tool output) a row, so the batch size adapts to keep each slice near this.
- */
-const INDEX_SLICE_MS = 5;
-const INDEX_BATCH_BOUNDS = { min: 4, max: 2048 } as const;
-
 type State = 'starting' | 'running' | 'stopping' | 'stopped';
 
 /** The error listener of a connection held during start-up; the peer brings its own. */
@@ -75,13 +57,11 @@ export class Daemon implements DaemonServices {
   /** Sockets accepted before the state is `running`, served once it is (see start). */
   private readonly early: net.Socket[] = [];
   private nextConnectionId = 1;
-  /** The indexer's next turn, when one is scheduled. */
-  private indexing: { cancel(): void } | undefined;
+  /** Indexing, index merging and checkpoints between requests. */
+  private readonly idle: IdleWork;
   /** Requests being handled, and when the last one arrived or finished (performance.now()). */
   private inFlight = 0;
   private lastRequestAt = 0;
-  /** Rows per indexing turn, adapted to INDEX_SLICE_MS. */
-  private indexBatch = 64;
   private stopped: Promise<void> | undefined;
   private readonly dispatch = createDispatcher(handlers);
   /** All connections' unfinished lines together: room for two of the longest line. */
@@ -105,6 +85,7 @@ export class Daemon implements DaemonServices {
       },
     });
     this.search = new SearchWorker(paths.db);
+    this.idle = new IdleWork(this.db, { busy: () => this.busy(), lastRequestAt: () => this.lastRequestAt }, { indexer: settings.searchIndexer, log });
     this.partialLines = new PartialLineBudget(2 * settings.maxLineBytes);
     // Half-open: a client that ends its writes still gets the replies to what it sent.
     this.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));
@@ -159,7 +140,7 @@ export class Daemon implements DaemonServices {
       socket.off('error', ignoreWhileHeld);
       if (!socket.destroyed) daemon.accept(socket);
     }
-    daemon.scheduleIndexing();
+    daemon.idle.rowsAdded();
     // Elision a crash cut short finishes now, each session through its own queue.
     void resumeElisions(daemon.db, daemon.kernels, log, () => daemon.state !== 'running');
     log.info({ home: paths.home, socket: paths.socket, version: daemon.version }, 'albedod listening');
@@ -199,7 +180,7 @@ export class Daemon implements DaemonServices {
   private async tellSessions(): Promise<void> {
     const told = await tellCapabilities(this);
     if (told === 0) return;
-    this.scheduleIndexing();
+    this.idle.rowsAdded();
     this.log.info({ sessions: told, method: 'reload' }, 'told live sessions that their capabilities changed');
   }
 
@@ -211,36 +192,8 @@ export class Daemon implements DaemonServices {
     return this.inFlight > 0 || this.partialLines.heldBytes > 0;
   }
 
-  /** Asks for the index to catch up in the next idle time (see INDEX_IDLE_MS). */
-  scheduleIndexing(): void {
-    if (this.indexing !== undefined || this.state === 'stopping' || this.state === 'stopped' || !this.settings.searchIndexer) return;
-    const quietFor = performance.now() - this.lastRequestAt;
-    if (this.busy() || quietFor < INDEX_IDLE_MS) {
-      const timer = setTimeout(() => {
-        this.indexing = undefined;
-        this.scheduleIndexing();
-      }, INDEX_IDLE_MS - Math.min(quietFor, INDEX_IDLE_MS) + 1);
-      this.indexing = { cancel: () => clearTimeout(timer) };
-      return;
-    }
-    const turn = setImmediate(() => {
-      this.indexing = undefined;
-      if (this.busy() || performance.now() - this.lastRequestAt < INDEX_IDLE_MS) {
-        this.scheduleIndexing();
-        return;
-      }
-      try {
-        const started = performance.now();
-        const indexed = indexPending(this.db, this.indexBatch);
-        const took = performance.now() - started;
-        if (took < INDEX_SLICE_MS / 2) this.indexBatch = Math.min(INDEX_BATCH_BOUNDS.max, this.indexBatch * 2);
-        else if (took > INDEX_SLICE_MS) this.indexBatch = Math.max(INDEX_BATCH_BOUNDS.min, Math.floor(this.indexBatch / 2));
-        if (indexed > 0) this.scheduleIndexing();
-      } catch (err) {
-        this.log.error({ err, method: 'search-index' }, 'search indexing failed; searches scan unindexed rows');
-      }
-    });
-    this.indexing = { cancel: () => clearImmediate(turn) };
+  rowsAdded(): void {
+    this.idle.rowsAdded();
   }
 
   requestShutdown(reason: string): void {
@@ -263,8 +216,7 @@ export class Daemon implements DaemonServices {
   private async doShutdown(reason: string): Promise<void> {
     this.state = 'stopping';
     this.log.info({ reason }, 'albedod stopping');
-    this.indexing?.cancel();
-    this.indexing = undefined;
+    this.idle.stop();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     const drained = Promise.all([...this.connections].map((c) => c.peer?.whenIdle() ?? Promise.resolve())).then(() => this.kernels.idle());
     let timer: NodeJS.Timeout | undefined;
@@ -357,6 +309,7 @@ export class Daemon implements DaemonServices {
         } finally {
           this.inFlight -= 1;
           this.lastRequestAt = performance.now();
+          this.idle.requestDone();
         }
       },
       // No reply tells anyone a notification failed, so the log does, once. Unexpected failures

@@ -1,6 +1,8 @@
 // The background search indexer: moves rows past `search_index_state.indexed_through` into the
-// trigram index, a bounded batch per call. When to call it (idle time) is the daemon's choice;
-// keeping already-indexed rows exact on rewrite is the schema triggers' job.
+// trigram index, a bounded batch per call, and merges the index's segments in bounded steps
+// (FTS5's own merging inside commits is off since migration 20). When to call either (idle
+// time) is the daemon's choice (daemon/idle-work.ts); keeping already-indexed rows exact on
+// rewrite is the schema triggers' job.
 import { type Db, perDb, withoutFsync } from './db.ts';
 import { distinctChars, fold, lastTwoChars } from './fold.ts';
 import { ROW_TEXT_SQL } from './row-text.ts';
@@ -23,6 +25,8 @@ function prepare(db: Db) {
     index: db.prepare<[number, string, number]>('INSERT INTO transcript_fts (rowid, text, sid) VALUES (?, ?, ?)'),
     row: db.prepare<[number, number, string, string]>('INSERT INTO search_rows (seq, sid, tail, chars) VALUES (?, ?, ?, ?)'),
     advance: db.prepare<[number]>('UPDATE search_index_state SET indexed_through = ? WHERE id = 1'),
+    merge: db.prepare<[number]>("INSERT INTO transcript_fts (transcript_fts, rank) VALUES ('merge', ?)"),
+    totalChanges: db.prepare<[], number>('SELECT total_changes()').pluck(),
     lag: db.prepare<[number], number>('SELECT count(*) FROM transcript WHERE seq > ?').pluck(),
   };
 }
@@ -35,13 +39,15 @@ export function indexedThrough(db: Db): number {
 }
 
 /**
- * Indexes up to `maxRows` rows past the cursor, oldest first, and advances the cursor to the
- * last of them, in one transaction. Returns how many rows it indexed; 0 means caught up.
+ * Indexes rows past the cursor, oldest first: up to `maxRows` of them, and fewer once their
+ * texts reach `maxChars` characters together (at least one row; the insert's cost grows with
+ * the text, so a row count alone does not bound a call's time). Advances the cursor to the last
+ * row indexed, in the same transaction. Returns how many rows it indexed; 0 means caught up.
  * The commit skips the fsync: the index and its cursor commit together, so after a power loss
  * they are either both there or both not, and rows past the cursor are scanned and indexed
  * again; an fsync per batch would only compete with the appends for the disk.
  */
-export function indexPending(db: Db, maxRows: number = DEFAULT_INDEX_BATCH_ROWS): number {
+export function indexPending(db: Db, maxRows: number = DEFAULT_INDEX_BATCH_ROWS, maxChars = Infinity): number {
   const st = stmts(db);
   return withoutFsync(db, () => db.transaction(() => {
     const from = st.cursor.get() ?? 0;
@@ -49,16 +55,56 @@ export function indexPending(db: Db, maxRows: number = DEFAULT_INDEX_BATCH_ROWS)
     if (end === null || end === undefined) return 0;
     // Folded here once per row for both tables (the schema triggers fold through SQL functions).
     let indexed = 0;
+    let chars = 0;
+    let last = from;
     for (const r of st.pending.all(from, end)) {
+      if (indexed > 0 && chars + r.text.length > maxChars) break;
       const folded = fold(r.text);
       st.index.run(r.seq, folded, r.sid);
       st.row.run(r.seq, r.sid, lastTwoChars(folded), distinctChars(folded));
       indexed++;
+      chars += r.text.length;
+      last = r.seq;
     }
-    st.advance.run(end);
+    st.advance.run(indexed === 0 ? end : last);
     return indexed;
   })());
 }
+
+/**
+ * One bounded step of merging the index's segments: FTS5 writes about `pages` pages of merged
+ * data, on levels that hold enough segments to be worth it (its `usermerge` setting), and
+ * carries on with a merge an earlier step left unfinished. Returns whether there was anything
+ * to merge (FTS5 changes at least two rows when it does work); false means the index is as
+ * merged as it needs to be until new segments arrive. Commits without an fsync, as indexing
+ * does: merging rearranges the index without changing what it answers.
+ */
+export function mergeSearchIndex(db: Db, pages: number): boolean {
+  const st = stmts(db);
+  return withoutFsync(db, () => {
+    const before = st.totalChanges.get() ?? 0;
+    st.merge.run(Math.max(1, Math.round(pages)));
+    return (st.totalChanges.get() ?? 0) - before >= 2;
+  });
+}
+
+/**
+ * Indexes every pending row and merges until nothing is left to merge: what the daemon does
+ * over many idle turns, in one go (tools, benchmarks and tests that want a caught-up index).
+ * Returns the rows indexed.
+ */
+export function catchUpSearchIndex(db: Db, batchRows: number = DEFAULT_INDEX_BATCH_ROWS): number {
+  let total = 0;
+  for (let n = indexPending(db, batchRows); n > 0; n = indexPending(db, batchRows)) {
+    total += n;
+    mergeSearchIndex(db, MERGE_PAGES_PER_BATCH);
+  }
+  while (mergeSearchIndex(db, MERGE_PAGES_PER_BATCH));
+  return total;
+}
+
+/** Pages per merge step in catchUpSearchIndex: big steps, since nothing waits on them. */
+const MERGE_PAGES_PER_BATCH = 2000;
 
 /** Rows the index has not reached yet. */
 export function searchIndexLag(db: Db): number {

@@ -44,7 +44,7 @@ export const sessionFork: Handler<'session.fork'> = (params, { daemon }) =>
       forkStrategyState(db, { sid: parent }, { sid: done.sid }, Object.values(STRATEGIES));
       return done;
     })();
-    daemon.scheduleIndexing();
+    daemon.rowsAdded();
     return { session: forked.session, rows: forked.rows, marker_seq: forked.marker_seq };
   }, 'transcript');
 
@@ -53,7 +53,7 @@ export const sessionReturn: Handler<'session.return'> = (params, { daemon }) => 
   const parent = findSession(daemon.db, params.branch)?.parent ?? params.branch;
   return daemon.kernels.run(parent, () => {
     const done = returnFromExcursion(daemon.db, params.branch, params.outcome);
-    daemon.scheduleIndexing();
+    daemon.rowsAdded();
     return done;
   }, 'transcript');
 };

@@ -12,7 +12,7 @@ export const transcriptAppend: Handler<'transcript.append'> = (params, { daemon 
     const appended = await appendRows(daemon.db, params.session, params.rows, {
       maxImageBytes: daemon.settings.maxImageBytes,
     });
-    daemon.scheduleIndexing();
+    daemon.rowsAdded();
     return { seqs: appended.seqs, head: appended.head };
   }, 'transcript');
 

@@ -18,6 +18,7 @@ import { sql as m016 } from './016-row-text-once.ts';
 import { sql as m017 } from './017-append-indexes.ts';
 import { sql as m018 } from './018-search-tail-index.ts';
 import { sql as m019 } from './019-read-blocks.ts';
+import { sql as m020 } from './020-search-merge-in-idle-time.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -46,4 +47,5 @@ export const migrations: readonly Migration[] = [
   { version: 17, name: 'append-indexes', sql: m017 },
   { version: 18, name: 'search-tail-index', sql: m018 },
   { version: 19, name: 'read-blocks', sql: m019 },
+  { version: 20, name: 'search-merge-in-idle-time', sql: m020 },
 ];

@@ -6,7 +6,7 @@ import { AlbedoError } from '../../protocol/errors.ts';
 import { TranscriptGrepParams, type ParamsIn, type Result } from '../../protocol/methods.ts';
 import type { Db } from '../../storage/db.ts';
 import { fold, grep, indexMatches, matchSql, trigramQuery, type SeqRange } from '../../storage/search.ts';
-import { indexedThrough, indexPending, searchIndexLag } from '../../storage/search-index.ts';
+import { catchUpSearchIndex, indexedThrough, indexPending, mergeSearchIndex, searchIndexLag } from '../../storage/search-index.ts';
 import { deleteSession, openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
 import { count, tempDb, user } from './factories.ts';
@@ -388,4 +388,46 @@ test('indexPending indexes in bounded batches and reports when it is caught up',
   assert.equal(indexPending(db, 10), 0);
   assert.equal(indexedThrough(db), seqs[24]);
   assert.equal(count(db, "SELECT count(*) FROM transcript_fts WHERE transcript_fts MATCH '\"row\"'"), 25);
+});
+
+test('indexPending stops at its character budget, but always indexes one row', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  const seqs = await add(db, 's', 'a'.repeat(500), 'b'.repeat(500), 'c'.repeat(500), 'd'.repeat(5000));
+  assert.equal(indexPending(db, 100, 1100), 2, 'two rows fit in 1,100 characters, the third does not');
+  assert.equal(indexedThrough(db), seqs[1]);
+  assert.equal(indexPending(db, 100, 100), 1, 'a row longer than the budget is indexed alone');
+  assert.equal(indexedThrough(db), seqs[2]);
+  assert.equal(indexPending(db, 100, 100), 1);
+  assert.equal(searchIndexLag(db), 0);
+  assert.equal(count(db, "SELECT count(*) FROM transcript_fts WHERE transcript_fts MATCH '\"ddd\"'"), 1);
+});
+
+test('the row index merges only when asked (migration 20), in steps that end once nothing is left to merge', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  assert.equal(count(db, "SELECT v FROM transcript_fts_config WHERE k = 'automerge'"), 0);
+  // One segment per commit: 12 single-row batches leave 12 segments unmerged (FTS5's crisis
+  // merge, the backstop that stays on, waits for 16 on one level).
+  const texts = Array.from({ length: 12 }, (_v, i) => `row ${i} mentions widget-${i % 4} and gadget`);
+  await add(db, 's', ...texts);
+  while (indexPending(db, 1) > 0);
+  const before = await search(db, { session: 's', pattern: 'widget-3', limit: 100 });
+  const dataRows = count(db, 'SELECT count(*) FROM transcript_fts_data');
+  assert.ok(dataRows >= 12, `${dataRows} index records for 12 segments`);
+  assert.equal(mergeSearchIndex(db, 4), true);
+  assert.ok(count(db, 'SELECT count(*) FROM transcript_fts_data') < dataRows, 'merging folded segments together');
+  assert.equal(mergeSearchIndex(db, 4), false, 'nothing is left to merge');
+  assert.deepEqual(await search(db, { session: 's', pattern: 'widget-3', limit: 100 }), before);
+  assert.equal(before.total, 3);
+});
+
+test('catchUpSearchIndex indexes every pending row and leaves nothing to merge', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  await add(db, 's', ...Array.from({ length: 30 }, (_v, i) => `line ${i}`));
+  assert.equal(catchUpSearchIndex(db, 4), 30);
+  assert.equal(searchIndexLag(db), 0);
+  assert.equal(mergeSearchIndex(db, 1000), false);
+  assert.equal(count(db, "SELECT count(*) FROM transcript_fts WHERE transcript_fts MATCH '\"line\"'"), 30);
 });

@@ -1,0 +1,190 @@
+// The daemon's background work between requests: indexing new rows for search, merging the
+// index's segments, and checkpointing the write-ahead log. None of it may make a request wait
+// long, and SQLite cannot stop a statement halfway, so the work is cut into short units, one per
+// event-loop turn, each started only while the daemon is quiet; a request that arrives during a
+// unit waits for that unit alone. Which unit comes next, and how big each one is, is decided
+// here; what a unit does is storage's (storage/search-index.ts).
+import type { Logger } from 'pino';
+import type { Db } from '../storage/db.ts';
+import { indexPending, mergeSearchIndex } from '../storage/search-index.ts';
+
+/** Quiet (no request in flight, none for this long, in ms) before the first unit starts. */
+export const QUIET_MS = 20;
+/**
+ * Quiet after which the daemon counts as idle, not just between two calls of a busy client:
+ * an agent waiting on its model leaves seconds. Units may then be longer, and checkpoints run.
+ */
+export const LONG_QUIET_MS = 150;
+
+/**
+ * What one unit aims to take, in ms, by how long the daemon has been quiet: about the most a
+ * request arriving during it waits. Each kind of unit adapts its size to stay near its pace's
+ * target (trigram indexing costs ~0.1 µs per character, a merge step about as much per page).
+ * Short units cost throughput (each commit adds an index segment for merging to fold in), so
+ * they are only used where a request may be close: between calls of a busy client.
+ */
+export const UNIT_MS = { short: 1, long: 8 } as const;
+type Pace = keyof typeof UNIT_MS;
+
+const ROWS = { min: 1, start: 16, max: 2048 } as const;
+const CHARS = { min: 1_000, start: 8_000, max: 256_000 } as const;
+const PAGES = { min: 4, start: 16, max: 256 } as const;
+
+/** Sizes of the next index unit (rows, characters) and merge unit (pages) at one pace. */
+interface Sizes {
+  rows: number;
+  chars: number;
+  pages: number;
+}
+
+/** Grows a unit's size when it ran well under its target, shrinks it when it ran over. */
+function adapt(size: number, tookMs: number, targetMs: number, bounds: { min: number; max: number }): number {
+  if (tookMs < targetMs / 2) return Math.min(bounds.max, size * 2);
+  if (tookMs > targetMs) return Math.max(bounds.min, Math.floor(size / 2));
+  return size;
+}
+
+export interface IdleWorkHost {
+  /** A request is in flight or arriving: not idle, whatever the clock says. */
+  busy(): boolean;
+  /** When the last request arrived or finished (performance.now()). */
+  lastRequestAt(): number;
+}
+
+export interface IdleWorkOptions {
+  /** Index rows for search (and merge the index); off, only checkpoints run. */
+  indexer: boolean;
+  log: Logger;
+}
+
+export class IdleWork {
+  private next: { cancel(): void } | undefined;
+  private stopped = false;
+  private readonly sizes: Record<Pace, Sizes> = {
+    short: { rows: ROWS.start, chars: CHARS.start, pages: PAGES.start },
+    long: { rows: ROWS.start, chars: CHARS.start, pages: PAGES.start },
+  };
+  /** The index got segments since the last merge step that found nothing to merge. */
+  private mergeDue = true;
+  /** The next index unit may find rows (an append happened since indexing caught up). */
+  private indexDue = true;
+  /** The last unit run was an index unit. */
+  private lastWasIndex = false;
+  /** Something was committed since the last checkpoint. */
+  private logDirty = true;
+  /** Units run, by kind: what tests and `albedo status` can look at. */
+  readonly done = { index: 0, merge: 0, checkpoint: 0 };
+
+  constructor(
+    private readonly db: Db,
+    private readonly host: IdleWorkHost,
+    private readonly opts: IdleWorkOptions,
+  ) {}
+
+  /** Rows were added (appended, imported, forked): index them at the next quiet. */
+  rowsAdded(): void {
+    this.indexDue = true;
+    this.requestDone();
+  }
+
+  /** A request finished; it may have committed, so a checkpoint is due at the next long quiet. */
+  requestDone(): void {
+    this.logDirty = true;
+    this.schedule();
+  }
+
+  /** Stops for good: nothing scheduled runs, and nothing more is scheduled. */
+  stop(): void {
+    this.stopped = true;
+    this.next?.cancel();
+    this.next = undefined;
+  }
+
+  /** Whether any unit is due; with none, nothing is scheduled until the next request. */
+  private due(): boolean {
+    return (this.opts.indexer && (this.indexDue || this.mergeDue)) || this.logDirty;
+  }
+
+  private schedule(): void {
+    if (this.next !== undefined || this.stopped || !this.due()) return;
+    const wait = this.waitFor();
+    if (wait > 0) {
+      const timer = setTimeout(() => {
+        this.next = undefined;
+        this.schedule();
+      }, wait + 1);
+      this.next = { cancel: () => clearTimeout(timer) };
+      return;
+    }
+    const turn = setImmediate(() => {
+      this.next = undefined;
+      if (this.stopped) return;
+      if (this.waitFor() > 0) {
+        this.schedule();
+        return;
+      }
+      this.runUnit();
+      this.schedule();
+    });
+    this.next = { cancel: () => clearImmediate(turn) };
+  }
+
+  /** Milliseconds until the quiet the next unit needs (0: now), given what is due. */
+  private waitFor(): number {
+    if (this.host.busy()) return QUIET_MS;
+    const needs = this.opts.indexer && (this.indexDue || this.mergeDue) ? QUIET_MS : LONG_QUIET_MS;
+    return Math.max(0, needs - this.quietFor());
+  }
+
+  private quietFor(): number {
+    return performance.now() - this.host.lastRequestAt();
+  }
+
+  private runUnit(): void {
+    const pace: Pace = this.quietFor() >= LONG_QUIET_MS ? 'long' : 'short';
+    const size = this.sizes[pace];
+    const target = UNIT_MS[pace];
+    const started = performance.now();
+    try {
+      // While merging has work, index and merge units alternate, so the segments indexing adds
+      // never pile up ahead of the merging.
+      if (this.opts.indexer && this.indexDue && !(this.mergeDue && this.lastWasIndex)) {
+        const indexed = indexPending(this.db, size.rows, size.chars);
+        const took = performance.now() - started;
+        this.done.index++;
+        this.lastWasIndex = true;
+        if (indexed === 0) {
+          this.indexDue = false;
+          return;
+        }
+        size.rows = adapt(size.rows, took, target, ROWS);
+        size.chars = adapt(size.chars, took, target, CHARS);
+        this.mergeDue = true;
+        this.logDirty = true;
+        return;
+      }
+      if (this.opts.indexer && this.mergeDue) {
+        const merged = mergeSearchIndex(this.db, size.pages);
+        this.done.merge++;
+        this.lastWasIndex = false;
+        if (merged) {
+          size.pages = adapt(size.pages, performance.now() - started, target, PAGES);
+          this.logDirty = true;
+        }
+        this.mergeDue = merged;
+        return;
+      }
+      if (this.logDirty) {
+        this.db.pragma('wal_checkpoint(PASSIVE)');
+        this.done.checkpoint++;
+        this.logDirty = false;
+      }
+    } catch (err) {
+      // A unit that failed is not retried in a loop: the next write asks again.
+      this.indexDue = false;
+      this.mergeDue = false;
+      this.logDirty = false;
+      this.opts.log.error({ err, method: 'idle-work' }, 'background work failed; searches scan unindexed rows until the next try');
+    }
+  }
+}

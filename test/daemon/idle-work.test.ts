@@ -1,0 +1,125 @@
+// The daemon's work between requests (daemon/idle-work.ts) on a real database file: nothing runs
+// while a request is in flight or one arrived moments ago; once quiet, rows get indexed and the
+// index merged, and the log is checkpointed only after a longer quiet, once the rest is done.
+import assert from 'node:assert/strict';
+import { test, type TestContext } from 'node:test';
+import pino from 'pino';
+import { IdleWork, LONG_QUIET_MS, QUIET_MS } from '../../daemon/idle-work.ts';
+import type { Db } from '../../storage/db.ts';
+import { indexedThrough, mergeSearchIndex, searchIndexLag } from '../../storage/search-index.ts';
+import { openSession } from '../../storage/sessions.ts';
+import { appendRows } from '../../storage/transcript.ts';
+import { tempDb, user } from '../storage/factories.ts';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function until(what: string, cond: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
+/** A host whose requests the test plays: `busy` while one is in flight, `touch` when one ends. */
+function host(): { busy: boolean; last: number; touch(): void; view: { busy(): boolean; lastRequestAt(): number } } {
+  const h = {
+    busy: false,
+    last: -1e9,
+    touch() {
+      h.last = performance.now();
+    },
+    view: { busy: () => h.busy, lastRequestAt: () => h.last },
+  };
+  return h;
+}
+
+async function dbWithRows(t: TestContext, n: number): Promise<Db> {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  await appendRows(db, 's', Array.from({ length: n }, (_v, i) => user(`row ${i} of the backlog, about widget-${i % 5}`)));
+  return db;
+}
+
+function work(t: TestContext, db: Db, h: ReturnType<typeof host>, indexer = true): IdleWork {
+  const w = new IdleWork(db, h.view, { indexer, log: pino({ level: 'silent' }) });
+  t.after(() => w.stop());
+  return w;
+}
+
+test('nothing runs while a request is in flight', async (t) => {
+  const db = await dbWithRows(t, 50);
+  const h = host();
+  h.busy = true;
+  const w = work(t, db, h);
+  w.rowsAdded();
+  await sleep(QUIET_MS * 4);
+  assert.deepEqual(w.done, { index: 0, merge: 0, checkpoint: 0 });
+  assert.equal(searchIndexLag(db), 50);
+  h.busy = false;
+  h.touch();
+  await until('the backlog indexed', () => searchIndexLag(db) === 0);
+});
+
+test('a client calling every few milliseconds keeps the work waiting', async (t) => {
+  const db = await dbWithRows(t, 50);
+  const h = host();
+  const w = work(t, db, h);
+  w.rowsAdded();
+  for (let i = 0; i < 20; i++) {
+    h.touch();
+    await sleep(QUIET_MS / 4);
+  }
+  assert.equal(w.done.index, 0);
+  assert.equal(indexedThrough(db), 0);
+});
+
+test('once quiet, rows are indexed, the index merged, then the log checkpointed', async (t) => {
+  const db = await dbWithRows(t, 400);
+  const h = host();
+  const w = work(t, db, h);
+  let lagAtCheckpoint = -1;
+  let mergeableAtCheckpoint: boolean | undefined;
+  const pragma = db.pragma.bind(db);
+  // Sees the state at the moment the checkpoint is taken.
+  db.pragma = ((source: string, options?: { simple?: boolean }) => {
+    if (source.startsWith('wal_checkpoint')) {
+      lagAtCheckpoint = searchIndexLag(db);
+      mergeableAtCheckpoint = mergeSearchIndex(db, 1);
+    }
+    return pragma(source, options);
+  }) as Db['pragma'];
+  h.touch();
+  w.rowsAdded();
+  await until('a checkpoint', () => w.done.checkpoint > 0);
+  assert.equal(lagAtCheckpoint, 0, 'indexing finished before the checkpoint');
+  assert.equal(mergeableAtCheckpoint, false, 'merging finished before the checkpoint');
+  assert.ok(w.done.index >= 2 && w.done.merge >= 1, JSON.stringify(w.done));
+  assert.ok(performance.now() - h.last >= LONG_QUIET_MS);
+  const [log] = db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number; checkpointed: number }>;
+  assert.equal(log?.checkpointed, log?.log, 'the whole log was copied back');
+});
+
+test('with the indexer off only the checkpoint runs, after the long quiet', async (t) => {
+  const db = await dbWithRows(t, 40);
+  const h = host();
+  const w = work(t, db, h, false);
+  h.touch();
+  w.rowsAdded();
+  await sleep(QUIET_MS * 3);
+  if (performance.now() - h.last < LONG_QUIET_MS) assert.equal(w.done.checkpoint, 0, 'not before the long quiet');
+  await until('a checkpoint', () => w.done.checkpoint > 0);
+  assert.deepEqual({ index: w.done.index, merge: w.done.merge }, { index: 0, merge: 0 });
+  assert.equal(searchIndexLag(db), 40);
+});
+
+test('stop cancels what was scheduled', async (t) => {
+  const db = await dbWithRows(t, 30);
+  const h = host();
+  const w = work(t, db, h);
+  w.rowsAdded();
+  w.stop();
+  w.rowsAdded();
+  await sleep(QUIET_MS * 3);
+  assert.deepEqual(w.done, { index: 0, merge: 0, checkpoint: 0 });
+});
