@@ -82,13 +82,13 @@ test('once quiet, rows are indexed, the index merged, then the log checkpointed'
   let mergeableAtCheckpoint: boolean | undefined;
   const pragma = db.pragma.bind(db);
   // Sees the state at the moment the checkpoint is taken.
-  db.pragma = ((source: string, options?: { simple?: boolean }) => {
+  db.pragma = (source: string, options?: { simple?: boolean }) => {
     if (source.startsWith('wal_checkpoint')) {
       lagAtCheckpoint = searchIndexLag(db);
       mergeableAtCheckpoint = mergeSearchIndex(db, 1);
     }
     return pragma(source, options);
-  }) as Db['pragma'];
+  };
   h.touch();
   w.rowsAdded();
   await until('a checkpoint', () => w.done.checkpoint > 0);
