@@ -111,7 +111,10 @@ export class AlbedoClient {
     return schema.parse(raw) as Result<M>;
   }
 
-  /** Untyped call, for sending what the method table would not allow. */
+  /**
+   * Untyped call, for sending what the method table would not allow, or params serialized
+   * beforehand (an EncodedJson, sent as its bytes; a benchmark encodes its batches before timing).
+   */
   raw(method: string, params: unknown): Promise<unknown> {
     return this.peer.request(method, params);
   }

@@ -83,16 +83,16 @@ export class RpcRemoteError extends Error {
 export type PeerState = 'open' | 'draining' | 'closing' | 'closed';
 
 /**
- * A result a handler already serialized, as UTF-8 JSON: the peer splices the bytes into the
- * reply as they are. For a handler that builds its reply from pieces it keeps encoded
- * (daemon/prepare-reply.ts). `T` only records what the JSON holds.
+ * A value already serialized, as UTF-8 JSON: the peer splices the bytes into the line as they
+ * are. A handler's result (a reply built from pieces kept encoded, daemon/prepare-reply.ts) or
+ * the params of our own request (see `request`). `T` only records what the JSON holds.
  */
 export class EncodedJson<T = unknown> {
   declare readonly holds?: T;
   constructor(readonly bytes: Buffer) {}
 }
 
-/** The end of a reply line around an EncodedJson result. */
+/** The end of a line around an EncodedJson result or params. */
 const RESULT_LINE_END = Buffer.from('}\n');
 type Id = string | number;
 type Msg = Record<string, unknown>;
@@ -253,14 +253,22 @@ export class RpcPeer {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  /**
+   * Sends a request and resolves with its result. `params` may be an EncodedJson (params the
+   * caller serialized already, e.g. ahead of a timed section): its bytes go into the line as they
+   * are, so they must be one JSON value (an object or an array) with no newline outside strings.
+   */
   request(method: string, params: unknown, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<unknown> {
     if (this._state !== 'open') return Promise.reject(new Error(`cannot send ${method}: connection is ${this._state}`));
     const { signal, timeoutMs } = opts;
     if (signal?.aborted) return Promise.reject(signal.reason);
     const id = this.nextId++;
-    let line: string;
+    let line: string | Buffer;
     try {
-      line = JSON.stringify({ jsonrpc: '2.0', id, method, params });
+      line =
+        params instanceof EncodedJson
+          ? Buffer.concat([Buffer.from(`{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":`), params.bytes, RESULT_LINE_END])
+          : JSON.stringify({ jsonrpc: '2.0', id, method, params });
     } catch (err) {
       return Promise.reject(err);
     }

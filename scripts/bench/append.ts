@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { RowIn } from '../../protocol/rows.ts';
+import { EncodedJson } from '../../protocol/rpc-peer.ts';
 import { openDb, openReadOnly } from '../../storage/db.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
@@ -123,24 +124,29 @@ export interface AppendSection {
   indexer?: IndexerLatency;
 }
 
-interface Side {
+interface Side<T> {
+  /**
+   * A batch as this side sends it, made before the timing starts, as the floor's rows are: over
+   * the socket the request's params are serialized here, since that is the client's work.
+   */
+  encode(rows: RowIn[]): T;
   /** Appends one batch; returns its milliseconds. */
-  append(rows: RowIn[]): Promise<number>;
+  append(batch: T): Promise<number>;
 }
 
 /**
  * Our side and the floor, given the same prefill and then the same batches in alternating
  * blocks (which side goes first alternates too).
  */
-async function compare(
-  ours: Side,
+async function compare<T>(
+  ours: Side<T>,
   floor: AppendFloor,
   stream: RowStream,
   opts: { path: FloorComparison['path']; batch: number; prefill: number; blocks: number; perBlock: number },
 ): Promise<FloorComparison> {
   for (let done = 0; done < opts.prefill; done += 1000) {
     const rows = stream.take(1000);
-    await ours.append(rows);
+    await ours.append(ours.encode(rows));
     floor.append(AppendFloor.flatten(rows));
   }
   const pairs: Array<{ ours: number; floor: number }> = [];
@@ -149,10 +155,11 @@ async function compare(
   for (let b = 0; b < opts.blocks; b++) {
     const batches = Array.from({ length: opts.perBlock }, () => stream.take(opts.batch));
     const flat = batches.map((x) => AppendFloor.flatten(x));
+    const sent = batches.map((x) => ours.encode(x));
     let o = 0;
     let f = 0;
     const runOurs = async (): Promise<void> => {
-      for (const x of batches) o += await ours.append(x);
+      for (const x of sent) o += await ours.append(x);
     };
     const runFloor = (): void => {
       for (const x of flat) f += floor.append(x);
@@ -185,12 +192,13 @@ function p90(samples: readonly number[]): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.9))] ?? NaN;
 }
 
-function socketSide(d: ReplayDaemon, session: string): Side {
+function socketSide(d: ReplayDaemon, session: string): Side<EncodedJson> {
   return {
-    async append(rows) {
+    encode: (rows) => new EncodedJson(Buffer.from(JSON.stringify({ session, rows }))),
+    async append(params) {
       const t0 = nowMs();
       // raw: the client's own check of the result is not the daemon's cost.
-      await d.client.raw('transcript.append', { session, rows });
+      await d.client.raw('transcript.append', params);
       return nowMs() - t0;
     },
   };
@@ -215,7 +223,8 @@ export async function benchAppendFloor(tmp: string, corpus: Corpus, opts: { quic
     const floor = new AppendFloor(dir);
     try {
       openSession(db, { session: 'a', workspace: '/w' });
-      const ours: Side = {
+      const ours: Side<RowIn[]> = {
+        encode: (rows) => rows,
         async append(rows) {
           const t0 = nowMs();
           await appendRows(db, 'a', rows);
@@ -294,7 +303,7 @@ export async function benchIndexerLatency(tmp: string, corpus: Corpus, opts: { q
         const side = socketSide(s.d, 'a');
         for (let i = 0; i < perBlock; i++) {
           await pause();
-          s.append.push(await side.append(s.stream.take(100)));
+          s.append.push(await side.append(side.encode(s.stream.take(100))));
           await pause();
           const t0 = nowMs();
           const r = await s.d.client.call('prepare', prepareParams);

@@ -13,6 +13,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
 export interface ReplayDaemon {
   home: string;
+  /** The daemon's process id (its CPU time can be read from /proc). */
+  pid: number;
   client: AlbedoClient;
   stderr(): string;
   /** Closes the client, stops the daemon (SIGTERM, then SIGKILL after 5 s) and deletes the home it made. */
@@ -58,6 +60,7 @@ export async function startReplayDaemon(opts: { window: number; tmp?: string; ho
   const client = await AlbedoClient.connect(path.join(home, 'albedod.sock'), { client: { name: 'albedo-replay', version: '1' } });
   return {
     home,
+    pid: proc.pid ?? -1,
     client,
     stderr: () => err,
     async stop() {

@@ -11,7 +11,7 @@ import { test, type TestContext } from 'node:test';
 import { AlbedoError, DomainCode, RpcCode, rpcError } from '../../protocol/errors.ts';
 import { LineDecoder } from '../../protocol/framing.ts';
 import { PartialLineBudget } from '../../protocol/line-budget.ts';
-import { RpcPeer, RpcRemoteError, type RequestHandler, type RpcPeerOptions } from '../../protocol/rpc-peer.ts';
+import { EncodedJson, RpcPeer, RpcRemoteError, type RequestHandler, type RpcPeerOptions } from '../../protocol/rpc-peer.ts';
 
 interface Reply {
   jsonrpc: string;
@@ -410,6 +410,22 @@ test('outgoing requests resolve with the result or reject with RpcRemoteError', 
   assert.ok(err instanceof RpcRemoteError);
   assert.equal(err.code, DomainCode.unknown_session);
   assert.deepEqual(err.data, { code: 'unknown_session', session: 's1' });
+});
+
+test('params given as EncodedJson go out as their bytes and arrive as the value they encode', async (t) => {
+  const srv = await startServer(t);
+  const { client } = await peerConnect(t, srv.sock);
+  const params = { rows: [{ text: 'Größe — 日本語 😀\nline two' }], n: 1 };
+  assert.deepEqual(await client.request('echo', new EncodedJson(Buffer.from(JSON.stringify(params)))), params);
+  // The reply matches its request by id, like any other: a second one gets its own answer.
+  const both = await Promise.all([client.request('echo', new EncodedJson(Buffer.from('[1,2]'))), client.request('echo', { k: 'v' })]);
+  assert.deepEqual(both, [[1, 2], { k: 'v' }]);
+  const err = await client.request('domain', new EncodedJson(Buffer.from('{}'))).then(
+    () => assert.fail('should reject'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof RpcRemoteError);
+  assert.equal(err.code, DomainCode.unknown_session);
 });
 
 test('lines of any size and script arrive byte for byte: multi-byte characters, surrogate pairs, long ASCII', async (t) => {
