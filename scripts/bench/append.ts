@@ -95,6 +95,12 @@ export interface FloorComparison {
   floor_rows_per_s: number;
   /** Median over blocks of (our time / the floor's time) for the same rows. */
   ratio: number;
+  /**
+   * CPU time per row while the batches were timed (user + system, all threads): ours (the bench
+   * process in process, the daemon over the socket), the floor's, and over the socket the
+   * client's. Less noisy than the times on a shared machine; absent where /proc is not readable.
+   */
+  cpu_us_per_row?: { ours: number; floor: number; client?: number };
 }
 
 /** One kind of call timed with the indexer running and without. */
@@ -132,7 +138,28 @@ interface Side<T> {
   encode(rows: RowIn[]): T;
   /** Appends one batch; returns its milliseconds. */
   append(batch: T): Promise<number>;
+  /** CPU milliseconds the process doing our side's work has used so far, when it can be read. */
+  cpuMs(): number | undefined;
 }
+
+/** This process's CPU milliseconds (user + system, every thread). */
+function ownCpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
+/** Another process's CPU milliseconds from /proc (Linux), or undefined. */
+function processCpuMs(pid: number): number | undefined {
+  try {
+    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS_PER_S;
+  } catch {
+    return undefined;
+  }
+}
+/** USER_HZ: /proc reports CPU time in these ticks (100 on Linux builds in practice). */
+const CLOCK_TICKS_PER_S = 100;
 
 /**
  * Our side and the floor, given the same prefill and then the same batches in alternating
@@ -152,6 +179,9 @@ async function compare<T>(
   const pairs: Array<{ ours: number; floor: number }> = [];
   let oursMs = 0;
   let floorMs = 0;
+  // CPU of our side's process, the floor's (this process) and, when ours runs elsewhere, the client's (this process).
+  const cpu = { ours: 0, floor: 0, client: 0, readable: true };
+  const remote = opts.path === 'socket';
   for (let b = 0; b < opts.blocks; b++) {
     const batches = Array.from({ length: opts.perBlock }, () => stream.take(opts.batch));
     const flat = batches.map((x) => AppendFloor.flatten(x));
@@ -159,10 +189,18 @@ async function compare<T>(
     let o = 0;
     let f = 0;
     const runOurs = async (): Promise<void> => {
+      const c0 = ours.cpuMs();
+      const k0 = ownCpuMs();
       for (const x of sent) o += await ours.append(x);
+      const c1 = ours.cpuMs();
+      if (c0 === undefined || c1 === undefined) cpu.readable = false;
+      else cpu.ours += c1 - c0;
+      if (remote) cpu.client += ownCpuMs() - k0;
     };
     const runFloor = (): void => {
+      const k0 = ownCpuMs();
       for (const x of flat) f += floor.append(x);
+      cpu.floor += ownCpuMs() - k0;
     };
     if (b % 2 === 0) {
       await runOurs();
@@ -176,6 +214,7 @@ async function compare<T>(
     floorMs += f;
   }
   const rows = opts.blocks * opts.perBlock * opts.batch;
+  const perRow = (ms: number): number => (ms * 1000) / rows;
   return {
     path: opts.path,
     batch: opts.batch,
@@ -184,6 +223,9 @@ async function compare<T>(
     ours_rows_per_s: rows / (oursMs / 1000),
     floor_rows_per_s: rows / (floorMs / 1000),
     ratio: medianRatio(pairs),
+    ...(cpu.readable
+      ? { cpu_us_per_row: { ours: perRow(cpu.ours), floor: perRow(cpu.floor), ...(remote ? { client: perRow(cpu.client) } : {}) } }
+      : {}),
   };
 }
 
@@ -195,6 +237,7 @@ function p90(samples: readonly number[]): number {
 function socketSide(d: ReplayDaemon, session: string): Side<EncodedJson> {
   return {
     encode: (rows) => new EncodedJson(Buffer.from(JSON.stringify({ session, rows }))),
+    cpuMs: () => processCpuMs(d.pid),
     async append(params) {
       const t0 = nowMs();
       // raw: the client's own check of the result is not the daemon's cost.
@@ -202,6 +245,13 @@ function socketSide(d: ReplayDaemon, session: string): Side<EncodedJson> {
       return nowMs() - t0;
     },
   };
+}
+
+function cpuNote(r: FloorComparison): string {
+  const c = r.cpu_us_per_row;
+  if (c === undefined) return '';
+  const client = c.client === undefined ? '' : `, client ${c.client.toFixed(1)}`;
+  return `; CPU µs/row ours ${c.ours.toFixed(1)} vs floor ${c.floor.toFixed(1)}${client}`;
 }
 
 /** appendRows and the socket, each against the floor on the same rows. */
@@ -225,6 +275,7 @@ export async function benchAppendFloor(tmp: string, corpus: Corpus, opts: { quic
       openSession(db, { session: 'a', workspace: '/w' });
       const ours: Side<RowIn[]> = {
         encode: (rows) => rows,
+        cpuMs: ownCpuMs,
         async append(rows) {
           const t0 = nowMs();
           await appendRows(db, 'a', rows);
@@ -232,7 +283,7 @@ export async function benchAppendFloor(tmp: string, corpus: Corpus, opts: { quic
         },
       };
       const r = await compare(ours, floor, new RowStream(corpus, { keyPrefix: 'k' }), { path: 'in-process', prefill, ...p });
-      log(`  append in process, batches of ${p.batch}: ${Math.round(r.ours_rows_per_s)} rows/s vs floor ${Math.round(r.floor_rows_per_s)} (${r.ratio.toFixed(2)}x)`);
+      log(`  append in process, batches of ${p.batch}: ${Math.round(r.ours_rows_per_s)} rows/s vs floor ${Math.round(r.floor_rows_per_s)} (${r.ratio.toFixed(2)}x)${cpuNote(r)}`);
       out.push(r);
     } finally {
       floor.close();
@@ -247,7 +298,7 @@ export async function benchAppendFloor(tmp: string, corpus: Corpus, opts: { quic
     await d.client.call('session.open', { session: 'a', workspace: '/w' });
     const p = opts.quick ? { batch: 100, blocks: 6, perBlock: 10 } : { batch: 100, blocks: 10, perBlock: 30 };
     const r = await compare(socketSide(d, 'a'), floor, new RowStream(corpus, { keyPrefix: 'k' }), { path: 'socket', prefill, ...p });
-    log(`  append over the socket, batches of ${p.batch}: ${Math.round(r.ours_rows_per_s)} rows/s vs floor ${Math.round(r.floor_rows_per_s)} (${r.ratio.toFixed(2)}x)`);
+    log(`  append over the socket, batches of ${p.batch}: ${Math.round(r.ours_rows_per_s)} rows/s vs floor ${Math.round(r.floor_rows_per_s)} (${r.ratio.toFixed(2)}x)${cpuNote(r)}`);
     out.push(r);
   } finally {
     await d.stop();
