@@ -8,7 +8,14 @@
 // Parts are never changed once projected (everything downstream copies what it alters), which
 // is what makes their bytes safe to keep; the output is byte-identical to JSON.stringify of
 // the result, which the tests check.
+//
+// With inline images, an image part's JSON carries its payload in base64 (snapcompact's frames:
+// tens of kilobytes each, the same frames on every request until the archive grows). Those
+// bytes are kept by the part's JSON without data, which names the payload by hash: bytes under
+// a hash never change, so a kept image is neither read from storage nor encoded again.
 import type { Result } from '../protocol/methods.ts';
+import type { OutPart } from '../protocol/prepared.ts';
+import { inlineImages, inlinePart } from '../strategies/projection.ts';
 
 type PrepareResult = Result<'prepare'>;
 
@@ -23,22 +30,23 @@ const partBytes = new WeakMap<object, Buffer>();
  */
 const LONG_TEXT_CHARS = 1024;
 
-/** One kind of JSON per cache (a text part's, a bare string's), keyed by the text it holds. */
-class TextJsonCache {
+/** One kind of JSON per cache (a text part's, a bare string's, an inlined image's), by a key that determines it. */
+class JsonCache {
   private readonly entries = new Map<string, Buffer>();
   private bytes = 0;
 
-  constructor(
-    private readonly maxBytes: number,
-    private readonly json: (text: string) => string,
-  ) {}
+  constructor(private readonly maxBytes: number) {}
 
-  get(text: string): Buffer {
-    let b = this.entries.get(text);
+  find(key: string): Buffer | undefined {
+    return this.entries.get(key);
+  }
+
+  get(key: string, json: () => string): Buffer {
+    let b = this.entries.get(key);
     if (b !== undefined) return b;
-    b = Buffer.from(this.json(text));
-    this.entries.set(text, b);
-    this.bytes += b.length + 2 * text.length;
+    b = Buffer.from(json());
+    this.entries.set(key, b);
+    this.bytes += b.length + 2 * key.length;
     for (const [k, v] of this.entries) {
       if (this.bytes <= this.maxBytes) break;
       this.entries.delete(k);
@@ -48,8 +56,10 @@ class TextJsonCache {
   }
 }
 
-const textParts = new TextJsonCache(2 * 2 ** 20, (text) => JSON.stringify({ type: 'text', text }));
-const systemPrompts = new TextJsonCache(2 ** 20, (text) => JSON.stringify(text));
+const textParts = new JsonCache(2 * 2 ** 20);
+const systemPrompts = new JsonCache(2 ** 20);
+/** Sized for one session's inline frames (60 at up to ~64 KB of base64) with room to spare. */
+const inlinedImages = new JsonCache(8 * 2 ** 20);
 
 function isLongText(part: object): part is { type: 'text'; text: string } {
   const p = part as { type?: unknown; text?: unknown };
@@ -62,7 +72,7 @@ function partJson(part: object): Buffer {
   let b = partBytes.get(part);
   if (b === undefined) {
     // Small pieces share Node's pool slabs; the parts of a kernel's history are dropped together.
-    b = isLongText(part) ? textParts.get(part.text) : Buffer.from(JSON.stringify(part));
+    b = isLongText(part) ? textParts.get(part.text, () => JSON.stringify({ type: 'text', text: part.text })) : Buffer.from(JSON.stringify(part));
     partBytes.set(part, b);
   }
   return b;
@@ -71,38 +81,89 @@ function partJson(part: object): Buffer {
 const COMMA = Buffer.from(',');
 const INPUT_END = Buffer.from(']}');
 
-function pushInputs(out: Buffer[], inputs: PrepareResult['inputs']): void {
+/** Reads a payload's bytes by hash; undefined when it is gone. */
+export type ImageBytes = (hash: string) => Buffer | undefined;
+
+/** An image part with its bytes (inlinePart), kept while its payload was there to inline. */
+function inlinedImageJson(part: Extract<OutPart, { type: 'image' }>, bytesOf: ImageBytes): Buffer {
+  const key = partJson(part).toString();
+  const kept = inlinedImages.find(key);
+  if (kept !== undefined) return kept;
+  const inlined = inlinePart(part, bytesOf);
+  // A payload that is gone reads as the elision text, which is not kept: the bytes may return.
+  if (inlined.type !== 'image') return Buffer.from(JSON.stringify(inlined));
+  return inlinedImages.get(key, () => JSON.stringify(inlined));
+}
+
+/** A part's JSON with its images inlined, as inlinePart makes it, pushed in pieces. */
+function pushInlined(out: Buffer[], part: OutPart, bytesOf: ImageBytes): void {
+  if (part.type === 'image') {
+    out.push(inlinedImageJson(part, bytesOf));
+    return;
+  }
+  if (part.type !== 'tool_result' || !part.content.some((c) => c.type === 'image')) {
+    out.push(partJson(part));
+    return;
+  }
+  // A tool result holding images: its own fields once, then each piece of its content. Its
+  // content must be its last key (as the projection makes it) for the pieces to go at the end.
+  const keys = Object.keys(part);
+  if (keys[keys.length - 1] !== 'content') {
+    out.push(Buffer.from(JSON.stringify(inlinePart(part, bytesOf))));
+    return;
+  }
+  out.push(Buffer.from(JSON.stringify({ ...part, content: [] }).slice(0, -2)));
+  part.content.forEach((c, j) => {
+    if (j > 0) out.push(COMMA);
+    out.push(c.type === 'image' ? inlinedImageJson(c, bytesOf) : partJson(c));
+  });
+  out.push(INPUT_END);
+}
+
+function pushInputs(out: Buffer[], inputs: PrepareResult['inputs'], bytesOf: ImageBytes | undefined): void {
   inputs.forEach((input, i) => {
     if (i > 0) out.push(COMMA);
     // Only the shape the projection makes ({role, content}, in that order) is assembled here;
-    // anything else is serialized whole, so the bytes always equal JSON.stringify's.
+    // anything else is serialized whole, so the bytes always equal JSON.stringify's. Inlining
+    // makes every input that shape (inlineImages).
     const keys = Object.keys(input);
-    if (keys.length !== 2 || keys[0] !== 'role' || keys[1] !== 'content') {
+    if (bytesOf === undefined && (keys.length !== 2 || keys[0] !== 'role' || keys[1] !== 'content')) {
       out.push(Buffer.from(JSON.stringify(input)));
       return;
     }
     out.push(Buffer.from(`{"role":${JSON.stringify(input.role)},"content":[`));
     input.content.forEach((part, j) => {
       if (j > 0) out.push(COMMA);
-      out.push(partJson(part));
+      if (bytesOf === undefined) out.push(partJson(part));
+      else pushInlined(out, part, bytesOf);
     });
     out.push(INPUT_END);
   });
 }
 
+export interface ReplyOptions {
+  /** Images go out with their bytes (`prepare {images: "inline"}`), read through this when not kept. */
+  inlineImages?: ImageBytes | undefined;
+}
+
 /**
  * JSON.stringify(result) as UTF-8, for a result whose keys are in the order the prepare handler
- * writes them (prepared_id, head, system, inputs, tools, compacted, observation).
+ * writes them (prepared_id, head, system, inputs, tools, compacted, observation). With
+ * `inlineImages`, the bytes are those of the result with its inputs through inlineImages
+ * (strategies/projection.ts).
  */
-export function encodePrepareReply(result: PrepareResult): Buffer {
+export function encodePrepareReply(result: PrepareResult, opts: ReplyOptions = {}): Buffer {
+  const bytesOf = opts.inlineImages;
   const keys = Object.keys(result);
-  if (keys.join(',') !== 'prepared_id,head,system,inputs,tools,compacted,observation') return Buffer.from(JSON.stringify(result));
+  if (keys.join(',') !== 'prepared_id,head,system,inputs,tools,compacted,observation') {
+    return Buffer.from(JSON.stringify(bytesOf === undefined ? result : { ...result, inputs: inlineImages(result.inputs, bytesOf) }));
+  }
   const out: Buffer[] = [
     Buffer.from(`{"prepared_id":${JSON.stringify(result.prepared_id)},"head":${JSON.stringify(result.head)},"system":`),
-    systemPrompts.get(result.system),
+    systemPrompts.get(result.system, () => JSON.stringify(result.system)),
     Buffer.from(',"inputs":['),
   ];
-  pushInputs(out, result.inputs);
+  pushInputs(out, result.inputs, bytesOf);
   out.push(Buffer.from(`],"tools":${JSON.stringify(result.tools)},"compacted":${JSON.stringify(result.compacted)},"observation":${JSON.stringify(result.observation)}}`));
   return Buffer.concat(out);
 }

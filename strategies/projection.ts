@@ -492,17 +492,20 @@ export function forModel(rows: readonly StoredRow[], target: ProjectionTarget, m
 }
 
 /**
- * Copies inputs with each image's base64 bytes attached, for requests that asked for inline
- * images. An image whose payload is gone (elided and collected) becomes the elision text.
+ * A part as a request that asked for inline images carries it: an image with its base64 bytes
+ * attached (inside a tool result too), or the elision text when its payload is gone (elided and
+ * collected). Other parts are returned as they are; nothing is mutated.
  */
+export function inlinePart(p: OutPart, bytesOf: (hash: string) => Buffer | undefined): OutPart {
+  if (p.type === 'image') {
+    const data = bytesOf(p.hash);
+    return data === undefined ? { type: 'text', text: ELIDED_IMAGE_TEXT } : { ...p, data: data.toString('base64') };
+  }
+  if (p.type === 'tool_result') return { ...p, content: p.content.map((c) => inlinePart(c, bytesOf)) as typeof p.content };
+  return p;
+}
+
+/** Copies inputs with every part inlined (inlinePart), each input as {role, content}. */
 export function inlineImages(inputs: readonly PlainInput[], bytesOf: (hash: string) => Buffer | undefined): PlainInput[] {
-  const inline = (p: OutPart): OutPart => {
-    if (p.type === 'image') {
-      const data = bytesOf(p.hash);
-      return data === undefined ? { type: 'text', text: ELIDED_IMAGE_TEXT } : { ...p, data: data.toString('base64') };
-    }
-    if (p.type === 'tool_result') return { ...p, content: p.content.map(inline) as typeof p.content };
-    return p;
-  };
-  return inputs.map((i) => ({ role: i.role, content: i.content.map(inline) }));
+  return inputs.map((i) => ({ role: i.role, content: i.content.map((p) => inlinePart(p, bytesOf)) }));
 }

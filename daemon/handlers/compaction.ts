@@ -12,7 +12,6 @@ import { getPayload } from '../../storage/payloads.ts';
 import { requireSession } from '../../storage/sessions.ts';
 import { learnTokenRatio } from '../../storage/token-ratios.ts';
 import type { Resolution } from '../../strategies/extensions/selection.ts';
-import { inlineImages } from '../../strategies/projection.ts';
 import type { Summarizer } from '../../strategies/summarizer/types.ts';
 import { adoptSession, inspectRequest, planCompaction, prepareRequest, previewRequest, warmRequest, type EngineSetup, type PrepareArgs } from '../../strategies/prepare.ts';
 import type { CallContext, EncodingHandler, Handler } from '../context.ts';
@@ -196,11 +195,12 @@ export const prepare: EncodingHandler<'prepare'> = (params, ctx) =>
       observation: prepared.observation,
     });
     const notes = fit === null || fit.notes.length === 0 ? prepared.observation.notes : [...prepared.observation.notes, ...fit.notes];
-    const inputs = params.images === 'inline' ? inlineImages(prepared.inputs, (hash) => getPayload(ctx.daemon.db, hash)?.data) : prepared.inputs;
+    // Inline images are attached while the reply is encoded, which keeps their bytes between replies.
+    const encoding = params.images === 'inline' ? { inlineImages: (hash: string) => getPayload(ctx.daemon.db, hash)?.data } : {};
     const answer = (preparedId: string) => {
       const observation = identified(f, { ...prepared.observation, cache_breaks, notes }, preparedId);
-      const result: Result<'prepare'> = { prepared_id: preparedId, head: f.args.head, system: prepared.system, inputs, tools: prepared.tools, compacted: prepared.compacted, observation };
-      return { observation, bytes: encodePrepareReply(result) };
+      const result: Result<'prepare'> = { prepared_id: preparedId, head: f.args.head, system: prepared.system, inputs: prepared.inputs, tools: prepared.tools, compacted: prepared.compacted, observation };
+      return { observation, bytes: encodePrepareReply(result, encoding) };
     };
     let reply = answer(id);
     if (reuse !== undefined && last !== undefined && reply.bytes.equals(last.bytes)) return new EncodedJson<Result<'prepare'>>(reply.bytes);

@@ -1,9 +1,11 @@
 // encodePrepareReply: the assembled bytes equal JSON.stringify of the result for every shape,
-// and a part's kept bytes serve the next reply that carries the same part object.
+// with or without inline images, a part's kept bytes serve the next reply that carries the same
+// part object, and an inline image is read and encoded once for the replies that carry it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Result } from '../../protocol/methods.ts';
 import { encodePrepareReply } from '../../daemon/prepare-reply.ts';
+import { inlineImages } from '../../strategies/projection.ts';
 
 type Reply = Result<'prepare'>;
 
@@ -70,4 +72,52 @@ test('long texts built afresh are found by their content, and a system prompt ne
   assert.equal(encodePrepareReply(again).toString('utf8'), JSON.stringify(again));
   const other = reply([{ role: 'user', content: [{ type: 'text', text: `${long}!` }] }]);
   assert.equal(encodePrepareReply(other).toString('utf8'), JSON.stringify(other));
+});
+
+const image = (hash: string) => ({ type: 'image' as const, hash, media_type: 'image/png', width: 8, height: 13 });
+
+/** Payload bytes by hash, counting reads; hashes not listed are gone. */
+function payloads(bytes: Record<string, Buffer>) {
+  const reads: string[] = [];
+  return { reads, bytesOf: (hash: string) => (reads.push(hash), bytes[hash]) };
+}
+
+test('inline images: the bytes equal JSON.stringify of the result with its images inlined', () => {
+  // Hashes unique to this test: kept bytes are found by the part's JSON, which names the hash.
+  const { bytesOf } = payloads({ ['1'.repeat(64)]: Buffer.from('frame one'), ['2'.repeat(64)]: Buffer.from([0, 255, 7]) });
+  const shot = { type: 'tool_result' as const, call_id: 'c1', is_error: false, content: [{ type: 'text' as const, text: 'screenshot' }, image('2'.repeat(64))] };
+  const reordered = { content: [image('2'.repeat(64))], call_id: 'c2', is_error: false, type: 'tool_result' as const };
+  const cases: Reply[] = [
+    reply([{ role: 'user', content: [{ type: 'text', text: '[archive frame 1 of 2]' }, image('1'.repeat(64))] }]),
+    reply([{ role: 'assistant', content: [parts.call] }, { role: 'tool', content: [shot, parts.result] }]),
+    reply([{ role: 'user', content: [image('3'.repeat(64)), parts.emoji] }]),
+    reply([{ role: 'tool', content: [reordered] }]),
+    reply([{ content: [image('1'.repeat(64))], role: 'user' }]),
+  ];
+  for (let round = 0; round < 2; round++) {
+    for (const r of cases) {
+      const expected = JSON.stringify({ ...r, inputs: inlineImages(r.inputs, bytesOf) });
+      assert.equal(encodePrepareReply(r, { inlineImages: bytesOf }).toString('utf8'), expected, `round ${round}`);
+    }
+  }
+  const odd = { head: 1, prepared_id: 'x', system: '', inputs: cases[0]!.inputs, tools: [], compacted: false, observation: {} } as unknown as Reply;
+  assert.equal(encodePrepareReply(odd, { inlineImages: bytesOf }).toString('utf8'), JSON.stringify({ ...odd, inputs: inlineImages(odd.inputs, bytesOf) }));
+  assert.doesNotMatch(encodePrepareReply(cases[0]!).toString('utf8'), /"data"/, 'without the option images go by reference');
+});
+
+test('an inline image is read and encoded once for every reply that carries it, a gone one is read again', () => {
+  const frame = '4'.repeat(64);
+  const { reads, bytesOf } = payloads({ [frame]: Buffer.from('frame bytes') });
+  const first = encodePrepareReply(reply([{ role: 'user', content: [image(frame)] }]), { inlineImages: bytesOf });
+  assert.deepEqual(reads, [frame]);
+  // New part objects for the same image, as after the kernel was unloaded, and another session's reply.
+  const second = encodePrepareReply(reply([{ role: 'user', content: [image(frame)] }]), { inlineImages: bytesOf });
+  encodePrepareReply(reply([{ role: 'tool', content: [{ type: 'tool_result', call_id: 'c', is_error: false, content: [image(frame)] }] }]), { inlineImages: bytesOf });
+  assert.deepEqual(reads, [frame], 'no payload read after the first');
+  assert.ok(second.equals(first));
+  assert.match(first.toString(), new RegExp(`"data":"${Buffer.from('frame bytes').toString('base64')}"`));
+  const gone = '5'.repeat(64);
+  encodePrepareReply(reply([{ role: 'user', content: [image(gone)] }]), { inlineImages: bytesOf });
+  encodePrepareReply(reply([{ role: 'user', content: [image(gone)] }]), { inlineImages: bytesOf });
+  assert.deepEqual(reads.slice(1), [gone, gone], 'an elided image is not kept as elided');
 });

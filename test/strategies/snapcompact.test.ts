@@ -19,6 +19,7 @@ import { snapcompactMemory } from '../../strategies/snapcompact/memory.ts';
 import { chooseFrames, snapcompact } from '../../strategies/snapcompact/snapcompact.ts';
 import type { ModelEntry } from '../../strategies/catalog/models.ts';
 import { tempDb } from '../storage/factories.ts';
+import { recordingDb } from '../storage/recording-db.ts';
 import { canonicalText, readFrame } from '../render/read-frame.ts';
 import { argsFor, assertCallsPaired, RecordingSummarizer, sessionWithTurns, setupFor, turn } from './engine-fixtures.ts';
 
@@ -84,6 +85,22 @@ describe('snapcompact', () => {
     const source = b.observation.sections.find((s) => s.name === 'frames')!.source;
     const m = /(\d+) of \d+ frame\(s\).*, (\d+) cached/.exec(source);
     assert.ok(m !== null && m[1] === m[2], `every frame shown came from the cache: ${source}`);
+  });
+
+  test('a prepare with an unchanged archive reads neither the archive row nor a frame', async (t) => {
+    const { db, executed } = recordingDb(tempDb(t));
+    await sessionWithTurns(db, 's', 160);
+    const setup = withModel(setupFor({ window: 32_000, strategy: snapcompact }), model('claude-test', 'anthropic', ['text', 'image']));
+    const cache = new KernelCache();
+    assert.equal((await prepareRequest(setup, argsFor(db, 's', { cache }))).compacted, true);
+    await prepareRequest(setup, argsFor(db, 's', { cache }));
+    executed.length = 0;
+    const out = await prepareRequest(setup, argsFor(db, 's', { cache }));
+    assert.equal(out.compacted, false);
+    assert.ok(images(out.inputs).length >= 1);
+    // The rowid probe (SELECT 1) is all: updated_at lies past the archive text's overflow pages.
+    const touched = executed.filter((sql) => /snapcompact_|FROM payloads\b/.test(sql) && !/^SELECT 1 FROM snapcompact_archive/.test(sql));
+    assert.deepEqual(touched, [], 'no archive, frame or payload read');
   });
 
   test('over the budget: the first and the newest frames stay, and the first caption says what was dropped', async (t) => {
