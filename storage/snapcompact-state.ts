@@ -47,10 +47,9 @@ interface Raw {
 const TOUCH_EVERY_MS = 24 * 60 * 60 * 1000;
 
 const stmts = perDb((db: Db) => ({
-  stamp: db.prepare<[number], number>('SELECT updated_at FROM snapcompact_archive WHERE sid = ?').pluck(),
-  // A rowid probe: reads the table's b-tree cell and none of the text's overflow pages.
-  exists: db.prepare<[number], number>('SELECT 1 FROM snapcompact_archive WHERE sid = ?').pluck(),
-  dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
+  // Through the (sid, updated_at) index (migration 21): in the table row the stamp lies past the
+  // archive text's overflow pages, and a rowid lookup would walk them all to reach it.
+  stamp: db.prepare<[number], number>('SELECT updated_at FROM snapcompact_archive INDEXED BY snapcompact_archive_stamp WHERE sid = ?').pluck(),
   load: db.prepare<[number], Raw>('SELECT text, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at FROM snapcompact_archive WHERE sid = ?'),
   save: db.prepare<[number, string, string, string, string, number, number, number, number]>(
     `INSERT INTO snapcompact_archive (sid, text, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at)
@@ -66,41 +65,9 @@ const stmts = perDb((db: Db) => ({
   prune: db.prepare<[number], string>('DELETE FROM snapcompact_frames WHERE used_at < ? RETURNING hash').pluck(),
 }));
 
-/**
- * Save times this connection read, by sid. `updated_at` is stored after the archive text, so
- * SQLite reaches it only by walking the text's overflow chain: a page per 4 KiB of archive
- * (~0.3 ms at 12 MB), and every request asks for the stamp. What invalidates a remembered one:
- * a save through this module (the only writer of the table) forgets its sid; a commit by any
- * other connection changes `PRAGMA data_version` and forgets them all; a row gone with its
- * session is seen by a rowid probe. Reads inside a transaction are never remembered, since they
- * may see a save that is then rolled back.
- */
-const knownStamps = perDb(() => ({ dataVersion: -1, bySid: new Map<number, number>() }));
-/** Sessions whose stamp is remembered per connection at most; past it the memo starts over. */
-const KNOWN_STAMPS_MAX = 4096;
-
 /** When the session's archive was last saved (ms since the epoch); undefined without one. */
 export function archiveStamp(db: Db, sid: number): number | undefined {
-  const st = stmts(db);
-  if (db.inTransaction) return st.stamp.get(sid);
-  const known = knownStamps(db);
-  const version = st.dataVersion.get();
-  if (version !== known.dataVersion) {
-    known.bySid.clear();
-    known.dataVersion = version ?? -1;
-  }
-  const remembered = known.bySid.get(sid);
-  if (remembered !== undefined) {
-    if (st.exists.get(sid) !== undefined) return remembered;
-    known.bySid.delete(sid);
-    return undefined;
-  }
-  const stamp = st.stamp.get(sid);
-  if (stamp !== undefined) {
-    if (known.bySid.size >= KNOWN_STAMPS_MAX) known.bySid.clear();
-    known.bySid.set(sid, stamp);
-  }
-  return stamp;
+  return stmts(db).stamp.get(sid);
 }
 
 /** The saved archive, undefined without one, or why the stored one cannot be read. */
@@ -126,7 +93,6 @@ export function loadArchive(db: Db, sid: number): ArchiveState | { unreadable: s
 
 export function saveArchive(db: Db, sid: number, state: { text: string; marks: ArchiveMarks; folds: readonly KeptFold[]; cut: SavedCut; hints: CutHints }, now = Date.now()): void {
   stmts(db).save.run(sid, state.text, JSON.stringify(state.marks), JSON.stringify(state.folds), JSON.stringify(state.cut), state.hints.openerSeq, state.hints.resumeSeq, sid, now);
-  knownStamps(db).bySid.delete(sid);
 }
 
 /** A cached frame by its cache key (render/frame.ts frameKey), its use recorded at most daily. */

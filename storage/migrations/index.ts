@@ -19,6 +19,7 @@ import { sql as m017 } from './017-append-indexes.ts';
 import { sql as m018 } from './018-search-tail-index.ts';
 import { sql as m019 } from './019-read-blocks.ts';
 import { sql as m020 } from './020-search-merge-in-idle-time.ts';
+import { sql as m021 } from './021-snapcompact-archive-stamp.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -48,4 +49,5 @@ export const migrations: readonly Migration[] = [
   { version: 18, name: 'search-tail-index', sql: m018 },
   { version: 19, name: 'read-blocks', sql: m019 },
   { version: 20, name: 'search-merge-in-idle-time', sql: m020 },
+  { version: 21, name: 'snapcompact-archive-stamp', sql: m021 },
 ];
