@@ -97,14 +97,14 @@ export function catchUpSearchIndex(db: Db, batchRows: number = DEFAULT_INDEX_BAT
   let total = 0;
   for (let n = indexPending(db, batchRows); n > 0; n = indexPending(db, batchRows)) {
     total += n;
-    mergeSearchIndex(db, MERGE_PAGES_PER_BATCH);
+    mergeSearchIndex(db, BULK_MERGE_PAGES);
   }
-  while (mergeSearchIndex(db, MERGE_PAGES_PER_BATCH));
+  while (mergeSearchIndex(db, BULK_MERGE_PAGES));
   return total;
 }
 
-/** Pages per merge step in catchUpSearchIndex: big steps, since nothing waits on them. */
-const MERGE_PAGES_PER_BATCH = 2000;
+/** Pages per merge step when nothing waits on it (catchUpSearchIndex, benchmarks' bulk builds). */
+export const BULK_MERGE_PAGES = 2000;
 
 /** Rows the index has not reached yet. */
 export function searchIndexLag(db: Db): number {
