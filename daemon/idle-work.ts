@@ -1,11 +1,12 @@
 // The daemon's background work between requests: indexing new rows for search, merging the
-// index's segments, and checkpointing the write-ahead log. None of it may make a request wait
+// index's segments, giving free pages back to the file system, and checkpointing the
+// write-ahead log. None of it may make a request wait
 // long, and SQLite cannot stop a statement halfway, so the work is cut into short units, one per
 // event-loop turn, each started only while the daemon is quiet; a request that arrives during a
 // unit waits for that unit alone. Which unit comes next, and how big each one is, is decided
 // here; what a unit does is storage's (storage/search-index.ts).
 import type { Logger } from 'pino';
-import type { Db } from '../storage/db.ts';
+import { freePages, releaseFreePages, type Db } from '../storage/db.ts';
 import { indexPending, mergeSearchIndex } from '../storage/search-index.ts';
 
 /** Quiet (no request in flight, none for this long, in ms) before the first unit starts. */
@@ -15,6 +16,12 @@ export const QUIET_MS = 20;
  * an agent waiting on its model leaves seconds. Units may then be longer, and checkpoints run.
  */
 export const LONG_QUIET_MS = 150;
+
+/**
+ * Free pages left in the file after a release: room for the next writes, so pages are not moved
+ * out only to be allocated again at once (4 MiB at 4 KiB pages).
+ */
+export const FREE_PAGES_KEPT = 1024;
 
 /**
  * What one unit aims to take, in ms, by how long the daemon has been quiet: about the most a
@@ -29,12 +36,14 @@ type Pace = keyof typeof UNIT_MS;
 const ROWS = { min: 1, start: 16, max: 2048 } as const;
 const CHARS = { min: 1_000, start: 8_000, max: 256_000 } as const;
 const PAGES = { min: 4, start: 16, max: 256 } as const;
+const RELEASE = { min: 16, start: 256, max: 65_536 } as const;
 
-/** Sizes of the next index unit (rows, characters) and merge unit (pages) at one pace. */
+/** Sizes of the next index unit (rows, characters), merge unit and release unit (pages) at one pace. */
 interface Sizes {
   rows: number;
   chars: number;
   pages: number;
+  release: number;
 }
 
 /** Grows a unit's size when it ran well under its target, shrinks it when it ran over. */
@@ -61,8 +70,8 @@ export class IdleWork {
   private next: { cancel(): void } | undefined;
   private stopped = false;
   private readonly sizes: Record<Pace, Sizes> = {
-    short: { rows: ROWS.start, chars: CHARS.start, pages: PAGES.start },
-    long: { rows: ROWS.start, chars: CHARS.start, pages: PAGES.start },
+    short: { rows: ROWS.start, chars: CHARS.start, pages: PAGES.start, release: RELEASE.start },
+    long: { rows: ROWS.start, chars: CHARS.start, pages: PAGES.start, release: RELEASE.start },
   };
   /** The index got segments since the last merge step that found nothing to merge. */
   private mergeDue = true;
@@ -70,10 +79,12 @@ export class IdleWork {
   private indexDue = true;
   /** The last unit run was an index unit. */
   private lastWasIndex = false;
-  /** Something was committed since the last checkpoint. */
+  /** Something was committed since the last checkpoint (and may have freed pages). */
   private logDirty = true;
-  /** Units run, by kind: what tests and `albedo status` can look at. */
-  readonly done = { index: 0, merge: 0, checkpoint: 0 };
+  /** Free pages may be over FREE_PAGES_KEPT. */
+  private releaseDue = true;
+  /** Units run, by kind: what tests can look at. */
+  readonly done = { index: 0, merge: 0, release: 0, checkpoint: 0 };
 
   constructor(
     private readonly db: Db,
@@ -90,6 +101,7 @@ export class IdleWork {
   /** A request finished; it may have committed, so a checkpoint is due at the next long quiet. */
   requestDone(): void {
     this.logDirty = true;
+    this.releaseDue = true;
     this.schedule();
   }
 
@@ -102,7 +114,7 @@ export class IdleWork {
 
   /** Whether any unit is due; with none, nothing is scheduled until the next request. */
   private due(): boolean {
-    return (this.opts.indexer && (this.indexDue || this.mergeDue)) || this.logDirty;
+    return (this.opts.indexer && (this.indexDue || this.mergeDue)) || this.releaseDue || this.logDirty;
   }
 
   private schedule(): void {
@@ -174,6 +186,19 @@ export class IdleWork {
         this.mergeDue = merged;
         return;
       }
+      // From here on the daemon has been quiet for LONG_QUIET_MS (waitFor).
+      if (this.releaseDue) {
+        const excess = freePages(this.db) - FREE_PAGES_KEPT;
+        if (excess > 0) {
+          const released = releaseFreePages(this.db, Math.min(excess, size.release));
+          this.done.release++;
+          size.release = adapt(size.release, performance.now() - started, target, RELEASE);
+          this.releaseDue = released > 0 && released < excess;
+          this.logDirty = true;
+          return;
+        }
+        this.releaseDue = false;
+      }
       if (this.logDirty) {
         this.db.pragma('wal_checkpoint(PASSIVE)');
         this.done.checkpoint++;
@@ -183,6 +208,7 @@ export class IdleWork {
       // A unit that failed is not retried in a loop: the next write asks again.
       this.indexDue = false;
       this.mergeDue = false;
+      this.releaseDue = false;
       this.logDirty = false;
       this.opts.log.error({ err, method: 'idle-work' }, 'background work failed; searches scan unindexed rows until the next try');
     }

@@ -75,6 +75,10 @@ function registerFunctions(db: Db): void {
 export function openDb(path: string, opts: OpenOptions = {}): Db {
   const db = new Database(path);
   try {
+    // A new file can give its free pages back to the file system (releaseFreePages). The mode
+    // is fixed when the first table is created; an older file keeps its own (only a VACUUM,
+    // a full rewrite, could change it).
+    if (db.pragma('page_count', { simple: true }) === 0) db.pragma('auto_vacuum = INCREMENTAL');
     applyPragmas(db, opts);
     migrate(db, opts.migrations ?? migrations, opts.onMigration);
   } catch (err) {
@@ -139,6 +143,28 @@ export function withoutFsync<T>(db: Db, fn: () => T): T {
   } finally {
     db.pragma(`synchronous = ${level}`);
   }
+}
+
+/**
+ * Gives up to `maxPages` of the file's free pages (left by merged index segments, deleted
+ * sessions, elided images) back to the file system: pages from the end of the file move into
+ * free slots and the file is cut shorter (at the next checkpoint, in WAL mode). Without a limit,
+ * all of them. Returns how many were released; 0 for a file whose auto_vacuum mode is not
+ * INCREMENTAL (files created before this, see openDb). Commits without an fsync: a vacuum lost
+ * to a power cut only leaves the pages free.
+ */
+export function releaseFreePages(db: Db, maxPages?: number): number {
+  if (db.pragma('auto_vacuum', { simple: true }) !== 2) return 0;
+  const before = freePages(db);
+  if (before === 0) return 0;
+  const n = maxPages === undefined ? 0 : Math.max(1, Math.floor(maxPages));
+  withoutFsync(db, () => db.pragma(`incremental_vacuum(${n})`));
+  return before - freePages(db);
+}
+
+/** Pages of the file no table or index uses. */
+export function freePages(db: Db): number {
+  return db.pragma('freelist_count', { simple: true }) as number;
 }
 
 /**

@@ -3,6 +3,8 @@
 // session-scoped and cross-session, against ripgrep (rg -i -F -c; GNU grep -F -i -c where rg is
 // not installed) over the same texts dumped to a file.
 import { spawnSync } from 'node:child_process';
+import { FREE_PAGES_KEPT } from '../../daemon/idle-work.ts';
+import { freePages, releaseFreePages } from '../../storage/db.ts';
 import { BULK_MERGE_PAGES, indexPending, mergeSearchIndex, searchIndexLag } from '../../storage/search-index.ts';
 import { grep } from '../../storage/search.ts';
 import { SearchWorker } from '../../storage/search-worker.ts';
@@ -182,6 +184,9 @@ async function measure(ds: Dataset, worker: SearchWorker, dump: ReturnType<typeo
     if (batches % 100 === 0) log(`  indexing: ${rows}/${ds.totalRows} rows`);
   }
   while (mergeSearchIndex(ds.db, BULK_MERGE_PAGES));
+  // The merges leave the pages of the segments they replaced free; the daemon gives them back in
+  // its first long quiet (daemon/idle-work.ts), keeping a reserve.
+  releaseFreePages(ds.db, Math.max(0, freePages(ds.db) - FREE_PAGES_KEPT));
   const indexMs = nowMs() - t0;
   if (searchIndexLag(ds.db) !== 0) throw new Error('index did not catch up');
   checkpoint(ds.db);

@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import pino from 'pino';
-import { IdleWork, LONG_QUIET_MS, QUIET_MS } from '../../daemon/idle-work.ts';
-import type { Db } from '../../storage/db.ts';
+import { FREE_PAGES_KEPT, IdleWork, LONG_QUIET_MS, QUIET_MS } from '../../daemon/idle-work.ts';
+import { freePages, type Db } from '../../storage/db.ts';
 import { indexedThrough, mergeSearchIndex, searchIndexLag } from '../../storage/search-index.ts';
-import { openSession } from '../../storage/sessions.ts';
+import { deleteSession, openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
 import { tempDb, user } from '../storage/factories.ts';
 
@@ -54,7 +54,7 @@ test('nothing runs while a request is in flight', async (t) => {
   const w = work(t, db, h);
   w.rowsAdded();
   await sleep(QUIET_MS * 4);
-  assert.deepEqual(w.done, { index: 0, merge: 0, checkpoint: 0 });
+  assert.deepEqual(w.done, { index: 0, merge: 0, release: 0, checkpoint: 0 });
   assert.equal(searchIndexLag(db), 50);
   h.busy = false;
   h.touch();
@@ -113,6 +113,25 @@ test('with the indexer off only the checkpoint runs, after the long quiet', asyn
   assert.equal(searchIndexLag(db), 40);
 });
 
+test('after a long quiet, free pages beyond a reserve go back to the file system', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 'big' });
+  for (let b = 0; b < 20; b++) {
+    await appendRows(db, 'big', Array.from({ length: 100 }, (_v, i) => user(`${b}:${i} ${'lorem ipsum '.repeat(340)}`)));
+  }
+  assert.equal(deleteSession(db, 'big'), true);
+  assert.ok(freePages(db) > FREE_PAGES_KEPT + 500, `${freePages(db)} free pages`);
+  const h = host();
+  const w = work(t, db, h, false);
+  h.touch();
+  w.requestDone();
+  await sleep(QUIET_MS * 2);
+  if (performance.now() - h.last < LONG_QUIET_MS) assert.equal(w.done.release, 0, 'not before the long quiet');
+  await until('a checkpoint', () => w.done.checkpoint > 0);
+  assert.ok(w.done.release >= 1);
+  assert.equal(freePages(db), FREE_PAGES_KEPT);
+});
+
 test('stop cancels what was scheduled', async (t) => {
   const db = await dbWithRows(t, 30);
   const h = host();
@@ -121,5 +140,5 @@ test('stop cancels what was scheduled', async (t) => {
   w.stop();
   w.rowsAdded();
   await sleep(QUIET_MS * 3);
-  assert.deepEqual(w.done, { index: 0, merge: 0, checkpoint: 0 });
+  assert.deepEqual(w.done, { index: 0, merge: 0, release: 0, checkpoint: 0 });
 });
