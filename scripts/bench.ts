@@ -1,7 +1,8 @@
 // `npm run bench`: measures append, transcript_read, transcript_grep (vs GNU grep), prepare and
 // one compaction on databases of 10k/100k/1M rows built in a temp dir (one per size, reused by
-// every measurement of that size, deleted after), the lcm-memory tools on two databases of their
-// own and lcm's own compaction and prepare costs (section lcm), replays the real fixture
+// every measurement of that size, deleted after), the lcm-memory tools (on the --lcm-rows size's
+// database when that is a run size, else on one of their own, plus a small one) and lcm's own
+// compaction and prepare costs (section lcm), replays the real fixture
 // transcripts turn by turn into fresh daemons (section replay), renders snapcompact frames
 // (section frames), fits oversized images (section images), and times the CLI and the daemon's
 // start (section startup). Prints tables

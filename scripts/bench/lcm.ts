@@ -1,5 +1,6 @@
 // Section `lcm`: the lcm-memory tools on a main session with a stored summary tree. Two
-// datasets (the usual main + side sessions, built by buildDataset), each given the same number
+// datasets (the usual main + side sessions, built by buildDataset; the large one is a run
+// size's own when --lcm-rows is one of the sizes), each given the same number
 // of nodes written straight through the tree's writer: lcm_grep of a rare and a common literal
 // over the large one against GNU grep over the same rows and summaries dumped to a file, and
 // the first page of lcm_list / lcm_describe / lcm_expand at the large size against the small

@@ -1,5 +1,6 @@
 // compaction.prepare with nothing due: the main session is first compacted for real (forced,
-// extractive summarizer, every 100k rows of history as a daemon would have), then repeated
+// every 100k rows of history as a daemon would have; the last 100k rows folded by the extractive
+// summarizer, the earlier ones by an instant one), then repeated
 // prepares are timed against JSON.stringify of the same response; plus one compaction's own work.
 import { randomUUID } from 'node:crypto';
 import { ExtensionsFile, type ConfigSnapshot } from '../../daemon/config.ts';
