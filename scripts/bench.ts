@@ -1,7 +1,8 @@
 // `npm run bench`: measures append, transcript_read, transcript_grep (vs GNU grep), prepare and
 // one compaction on databases of 10k/100k/1M rows built in a temp dir (one per size, reused by
-// every measurement of that size, deleted after), the lcm-memory tools on two databases of their
-// own and lcm's own compaction and prepare costs (section lcm), replays the real fixture
+// every measurement of that size, deleted after), the lcm-memory tools (on the --lcm-rows size's
+// database when that is a run size, else on one of their own, plus a small one) and lcm's own
+// compaction and prepare costs (section lcm), replays the real fixture
 // transcripts turn by turn into fresh daemons (section replay), renders snapcompact frames
 // (section frames), fits oversized images (section images), and times the CLI and the daemon's
 // start (section startup). Prints tables
@@ -21,7 +22,7 @@ import { benchImageFit } from './bench/images-fit.ts';
 import { benchElision, ELISION_ROWS } from './bench/images-elision.ts';
 import { benchSnapPrepare } from './bench/snapcompact-prepare.ts';
 import { benchGrep } from './bench/grep.ts';
-import { benchLcm } from './bench/lcm.ts';
+import { benchLcm, clearTree, type LcmResult } from './bench/lcm.ts';
 import { alternate, benchCompactionWork, measurePrepare, preparedSession, type PrepareSession } from './bench/prepare.ts';
 import { benchMemory } from './bench/memory.ts';
 import { benchPrepareSocket, benchPrepareSocketOn, type SocketPrepareResult } from './bench/prepare-socket.ts';
@@ -37,8 +38,11 @@ const PREPARE_BASELINE_ROWS = 1_000;
 /** One compaction is measured at this size, or the largest size below it. */
 const COMPACTION_ROWS = 100_000;
 
+const started = nowMs();
+
+/** A progress line on stderr, stamped with the seconds since the bench started (to see where a run's time goes). */
 function log(s: string): void {
-  process.stderr.write(`${s}\n`);
+  process.stderr.write(`[${((nowMs() - started) / 1000).toFixed(0).padStart(5)} s] ${s}\n`);
 }
 
 function sqliteVersion(): string {
@@ -104,6 +108,10 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
 
   // The prepare baseline stays open for the whole run: every size is timed against it in
   // alternating blocks, so the ratio compares the two at the same moment.
+  // This section times no writes, so its own databases are built without an fsync per commit.
+  const lcmTools = (large: Dataset, largeDataset: 'size' | 'own'): Promise<LcmResult> =>
+    withDataset(root, args.lcm.smallRows, corpus, (small) => benchLcm(small, large, { nodes: args.lcm.nodes, largeDataset }, log), 'NORMAL');
+
   let baseline: PrepareSession | undefined;
   const socketPrepares: SocketPrepareResult[] = [];
   if (args.only.has('prepare')) {
@@ -127,6 +135,13 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
           log(`  built ${ds.totalRows} rows in ${(ds.buildMs / 1000).toFixed(1)} s`);
           if (args.only.has('read')) sr.read = await benchRead(ds, { budgetMs: args.readBudgetMs }, log);
           if (args.only.has('grep')) sr.grep = await benchGrep(ds, { unindexed: true }, log);
+          // The lcm tools reuse this size's dataset (and the index grep just filled) when it is
+          // theirs, before prepare appends its closing turn; the tree is removed afterwards.
+          if (args.only.has('lcm') && size === args.lcm.rows) {
+            log('lcm tools, on this size\'s dataset ...');
+            results.lcm = await lcmTools(ds, 'size');
+            clearTree(ds);
+          }
           if ((args.only.has('compact') || args.only.has('prepare')) && size === compactionSize) results.compaction = await benchCompactionWork(ds, log);
           if (args.only.has('lcm') && size === compactionSize) results.lcm_compaction = await benchLcmCompaction(ds, log);
           if (args.only.has('prepare') && baseline !== undefined) {
@@ -151,11 +166,11 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   if (args.only.has('lcm')) {
     log('lcm prepare ...');
     results.lcm_prepare = await benchLcmPrepare(root, log, args.prepareRuns);
-    log('lcm tools ...');
-    const { rows, smallRows, nodes } = args.lcm;
-    // This section times no writes, so its databases are built without an fsync per commit.
-    const build = <T>(size: number, fn: (ds: Dataset) => Promise<T>): Promise<T> => withDataset(root, size, corpus, fn, 'NORMAL');
-    results.lcm = await build(smallRows, (small) => build(rows, (large) => benchLcm(small, large, { nodes }, log)));
+    if (results.lcm === undefined) {
+      // --lcm-rows is not one of the run sizes: the large dataset is built for this section.
+      log('lcm tools ...');
+      results.lcm = await withDataset(root, args.lcm.rows, corpus, (large) => lcmTools(large, 'own'), 'NORMAL');
+    }
   }
   if (args.only.has('frames')) {
     log('frames ...');

@@ -15,6 +15,7 @@ import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 import { prepareRequest, type EngineSetup, type PrepareArgs } from '../../strategies/prepare.ts';
 import type { Summarizer, SummaryResult } from '../../strategies/summarizer/types.ts';
 import type { Dataset } from './dataset.ts';
+import { clearTree } from './lcm.ts';
 import { agentPrompt, MODEL_ID, TAIL_PERCENT, WINDOW_TOKENS } from './prepare.ts';
 import { nowMs, stats, type Stats, withLoopMonitor } from './timing.ts';
 
@@ -58,10 +59,7 @@ export interface LcmCompaction {
 
 /** One forced lcm compaction of the dataset's whole main session; its tree is removed after. */
 export async function benchLcmCompaction(ds: Dataset, log: (s: string) => void): Promise<LcmCompaction> {
-  const clear = () => {
-    ds.db.prepare('DELETE FROM lcm_nodes WHERE sid = ?').run(ds.main.sid);
-    ds.db.prepare('DELETE FROM lcm_state WHERE sid = ?').run(ds.main.sid);
-  };
+  const clear = () => clearTree(ds);
   clear();
   const cache = new KernelCache();
   const run = await withLoopMonitor(() => prepareRequest(setup(ds.db, ds.main.sid), args(ds.db, { sid: ds.main.sid, name: ds.main.name }, ds.main.head, cache, true)));

@@ -1,5 +1,6 @@
 // Section `lcm`: the lcm-memory tools on a main session with a stored summary tree. Two
-// datasets (the usual main + side sessions, built by buildDataset), each given the same number
+// datasets (the usual main + side sessions, built by buildDataset; the large one is a run
+// size's own when --lcm-rows is one of the sizes), each given the same number
 // of nodes written straight through the tree's writer: lcm_grep of a rare and a common literal
 // over the large one against GNU grep over the same rows and summaries dumped to a file, and
 // the first page of lcm_list / lcm_describe / lcm_expand at the large size against the small
@@ -50,6 +51,12 @@ export interface LcmPage {
 export interface LcmResult {
   large: { rows: number; tree: Tree };
   small: { rows: number; tree: Tree };
+  /**
+   * Whether the large dataset is a run size's own (indexed by the grep section when that ran,
+   * so `index_ms` is then only what was still pending) or was built for this section.
+   */
+  large_dataset: 'size' | 'own';
+  /** Time to index the rows the large dataset's index had not reached yet. */
   index_ms: number;
   dump_bytes: number;
   grep: LcmGrepCase[];
@@ -156,11 +163,19 @@ async function grepCases(ds: Dataset, dumpFile: string, log: (s: string) => void
   }
 }
 
+/** Removes the main session's lcm tree and state, so the dataset can serve other sections again. */
+export function clearTree(ds: Dataset): void {
+  ds.db.prepare('DELETE FROM lcm_nodes WHERE sid = ?').run(ds.main.sid);
+  ds.db.prepare('DELETE FROM lcm_state WHERE sid = ?').run(ds.main.sid);
+}
+
 /**
  * Runs the section on two datasets the caller built (and deletes): `small` first gets its
- * tree, then `large` gets the same number of nodes, its search index filled, and the greps.
+ * tree, then `large` gets the same number of nodes, the rest of its search index filled, and
+ * the greps. `large` may be a run size's dataset that the grep section already indexed
+ * (`largeDataset: 'size'`); the caller then removes the tree (clearTree) before reusing it.
  */
-export async function benchLcm(small: Dataset, large: Dataset, opts: { nodes: number }, log: (s: string) => void): Promise<LcmResult> {
+export async function benchLcm(small: Dataset, large: Dataset, opts: { nodes: number; largeDataset: LcmResult['large_dataset'] }, log: (s: string) => void): Promise<LcmResult> {
   const smallTree = plantTree(small, opts.nodes);
   const largeTree = plantTree(large, opts.nodes);
   log(`  lcm trees: ${smallTree.nodes} nodes over ${small.main.rows} rows, ${largeTree.nodes} over ${large.main.rows} (${largeTree.ms.toFixed(0)} ms)`);
@@ -175,7 +190,7 @@ export async function benchLcm(small: Dataset, large: Dataset, opts: { nodes: nu
     await turn();
   }
   const indexMs = nowMs() - t0;
-  log(`  indexed ${large.totalRows} rows in ${(indexMs / 1000).toFixed(1)} s`);
+  log(`  indexed ${indexed} of ${large.totalRows} rows in ${(indexMs / 1000).toFixed(1)} s (the rest were indexed already)`);
   const summaries = large.db.prepare<[number], string>('SELECT summary FROM lcm_nodes WHERE sid = ? ORDER BY first_seq, node').pluck().all(large.main.sid);
   const dump = dumpTexts(large, { mainExtra: summaries });
   checkpoint(large.db);
@@ -192,6 +207,7 @@ export async function benchLcm(small: Dataset, large: Dataset, opts: { nodes: nu
   return {
     large: { rows: large.main.rows, tree: largeTree },
     small: { rows: small.main.rows, tree: smallTree },
+    large_dataset: opts.largeDataset,
     index_ms: indexMs,
     dump_bytes: dump.mainBytes,
     grep,

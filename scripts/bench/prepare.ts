@@ -1,5 +1,6 @@
 // compaction.prepare with nothing due: the main session is first compacted for real (forced,
-// extractive summarizer, every 100k rows of history as a daemon would have), then repeated
+// every 100k rows of history as a daemon would have; the last 100k rows folded by the extractive
+// summarizer, the earlier ones by an instant one), then repeated
 // prepares are timed against JSON.stringify of the same response; plus one compaction's own work.
 import { randomUUID } from 'node:crypto';
 import { ExtensionsFile, type ConfigSnapshot } from '../../daemon/config.ts';
@@ -7,6 +8,7 @@ import { engineSetup } from '../../daemon/engine.ts';
 import type { ToolSpec } from '../../protocol/prepared.ts';
 import { sessionHead } from '../../storage/conversation.ts';
 import { savePrepared } from '../../storage/engine-log.ts';
+import { loadRollingState } from '../../storage/rolling-state.ts';
 import { loadCatalog } from '../../strategies/catalog/models.ts';
 import { adoptSession, prepareRequest, type EngineSetup, type PrepareArgs, type Prepared } from '../../strategies/prepare.ts';
 import { createSummarizer, SummarizerConfig, type Summarizer, type SummaryRequest, type SummaryResult } from '../../strategies/summarizer/index.ts';
@@ -188,8 +190,13 @@ export async function benchCompactionWork(ds: Dataset, log: (s: string) => void)
 
 export interface PrepareResult {
   history_rows: number;
-  /** Forced compactions run to set the session up, and their times. */
-  setup_compactions: Array<{ head: number; ms: number; compacted: boolean }>;
+  /**
+   * Forced compactions run to set the session up, their times, and which summarizer folded
+   * each (only the last COMPACT_EVERY rows of history are summarized by the extractive one).
+   */
+  setup_compactions: Array<{ head: number; ms: number; compacted: boolean; summarizer: 'extractive' | 'instant' }>;
+  /** Characters of the saved summary the timed prepares send. */
+  summary_chars: number;
   tail_rows: number;
   estimated_tokens: number;
   request_bytes: number;
@@ -214,27 +221,36 @@ export interface PrepareSession {
 }
 
 /**
- * Appends the closing turn, then compacts the main session (forced, extractive) every
- * COMPACT_EVERY rows of history as a daemon would have while it grew, then makes the first
- * prepare of a new kernel (timed: it verifies the saved cut).
+ * Appends the closing turn, then compacts the main session (forced) every COMPACT_EVERY rows of
+ * history as a daemon would have while it grew, then makes the first prepare of a new kernel
+ * (timed: it verifies the saved cut).
+ *
+ * The compactions that fold the last COMPACT_EVERY rows of history use the extractive
+ * summarizer, the earlier ones the instant one. The timed prepares read the saved summary as
+ * a text of at most the summary cap, and the last extractive fold over COMPACT_EVERY rows
+ * fills it as a whole chain of them would, so the state they see is of the same kind and size
+ * (summary_chars says which size); at 1M rows this skips nine of ten extractive folds, most of
+ * the setup's time. The cuts, and so the tail and the cold check, are the same either way.
  */
-export async function preparedSession(ds: Dataset, corpus: Corpus, log: (s: string) => void): Promise<PrepareSession> {
+export async function preparedSession(ds: Dataset, corpus: Corpus, log: (s: string) => void, opts: { extractiveAll?: boolean } = {}): Promise<PrepareSession> {
   await appendClosingTurn(ds, corpus);
   clearState(ds);
   const setup = setupFor(ds);
+  const early = { ...setup, summarizer: instantSummarizer };
   const cache = new KernelCache();
   adoptSession(setup, argsFor(ds, ds.main.head, cache, false));
   const setupCompactions: PrepareResult['setup_compactions'] = [];
   for (let target = Math.min(COMPACT_EVERY, ds.main.rows); ; target = Math.min(target + COMPACT_EVERY, ds.main.rows)) {
     const entry = [...ds.mainHeads].reverse().find((h) => h.rows <= target);
     const head = target === ds.main.rows ? ds.main.head : (entry?.head ?? ds.main.head);
+    const summarizer = opts.extractiveAll === true || target > ds.main.rows - COMPACT_EVERY ? 'extractive' : 'instant';
     const t0 = nowMs();
-    const p = await prepareRequest(setup, argsFor(ds, head, cache, true));
-    setupCompactions.push({ head, ms: nowMs() - t0, compacted: p.compacted });
+    const p = await prepareRequest(summarizer === 'extractive' ? setup : early, argsFor(ds, head, cache, true));
+    setupCompactions.push({ head, ms: nowMs() - t0, compacted: p.compacted, summarizer });
     if (!p.compacted) throw new Error(`setup compaction at head ${head} did not compact: ${p.reason}`);
     if (target >= ds.main.rows) break;
   }
-  log(`  ${setupCompactions.length} setup compaction(s): ${setupCompactions.map((c) => `${c.ms.toFixed(0)} ms`).join(', ')}`);
+  log(`  ${setupCompactions.length} setup compaction(s): ${setupCompactions.map((c) => `${c.ms.toFixed(0)} ms (${c.summarizer})`).join(', ')}`);
 
   // A new kernel: its first prepare verifies the saved cut.
   const args = argsFor(ds, ds.main.head, new KernelCache(), false);
@@ -243,6 +259,11 @@ export async function preparedSession(ds: Dataset, corpus: Corpus, log: (s: stri
   const coldMs = nowMs() - c0;
   if (cold.compacted || cold.observation.due) throw new Error('prepare was due; the benchmark wants nothing due');
   return { ds, setup, args, setupCompactions, coldMs };
+}
+
+function savedSummaryChars(ps: PrepareSession): number {
+  const state = loadRollingState(ps.ds.db, ps.ds.main.sid);
+  return state !== undefined && 'summary' in state ? state.summary.length : 0;
 }
 
 function timedPrepare(ps: PrepareSession): () => Promise<Prepared> {
@@ -293,6 +314,7 @@ export async function measurePrepare(ps: PrepareSession, opts: { runs: number },
   const out: PrepareResult = {
     history_rows: ds.main.rows,
     setup_compactions: ps.setupCompactions,
+    summary_chars: savedSummaryChars(ps),
     tail_rows: tailRows,
     estimated_tokens: prepared.observation.estimated_input_tokens,
     request_bytes: Buffer.byteLength(JSON.stringify(res)),
@@ -302,7 +324,7 @@ export async function measurePrepare(ps: PrepareSession, opts: { runs: number },
     handler: handlerStats,
     parts: { session_head: stats(snap), engine_setup: stats(eng), save_prepared: stats(save) },
   };
-  log(`  prepare @${ds.main.rows}: median ${prepStats.median_ms.toFixed(2)} ms, stringify ${jsonStats.median_ms.toFixed(2)} ms, cold ${ps.coldMs.toFixed(0)} ms, handler ${handlerStats.median_ms.toFixed(2)} ms (tail ${tailRows} rows)`);
+  log(`  prepare @${ds.main.rows}: median ${prepStats.median_ms.toFixed(2)} ms, stringify ${jsonStats.median_ms.toFixed(2)} ms, cold ${ps.coldMs.toFixed(0)} ms, handler ${handlerStats.median_ms.toFixed(2)} ms (tail ${tailRows} rows, summary ${out.summary_chars} chars)`);
   return out;
 }
 

@@ -392,10 +392,11 @@ export function render(r: Results): string {
     out.push(
       table(
         'prepare, nothing due (rolling, window 200k, tail 2%; median after warm-up, kernel cache reused)',
-        ['history rows', 'tail rows', 'est. tokens', 'request', 'prepare', 'stringify', 'ratio', 'vs baseline (alt.)', 'cold (new kernel)', 'handler path', 'sessionHead', 'engineSetup', 'savePrepared', 'setup compactions'],
+        ['history rows', 'tail rows', 'summary chars', 'est. tokens', 'request', 'prepare', 'stringify', 'ratio', 'vs baseline (alt.)', 'cold (new kernel)', 'handler path', 'sessionHead', 'engineSetup', 'savePrepared', 'setup compactions'],
         preps.map((p) => [
           p.history_rows,
           p.tail_rows,
+          p.summary_chars,
           p.estimated_tokens,
           fmtBytes(p.request_bytes),
           fmtMs(p.prepare.median_ms),
@@ -407,7 +408,7 @@ export function render(r: Results): string {
           fmtMs(p.parts.session_head.median_ms),
           fmtMs(p.parts.engine_setup.median_ms),
           fmtMs(p.parts.save_prepared.median_ms),
-          `${p.setup_compactions.length} (${fmtMs(p.setup_compactions.reduce((n, c) => n + c.ms, 0))})`,
+          `${p.setup_compactions.length}, ${p.setup_compactions.filter((c) => c.summarizer === 'extractive').length} extractive (${fmtMs(p.setup_compactions.reduce((n, c) => n + c.ms, 0))})`,
         ]),
       ),
     );
