@@ -169,8 +169,10 @@ export class IdleWork {
           this.indexDue = false;
           return;
         }
-        size.rows = adapt(size.rows, took, target, ROWS);
         size.chars = adapt(size.chars, took, target, CHARS);
+        // Rows are fetched (and their text derived) before the character budget stops the
+        // batch, so the row count never runs far ahead of what the budget lets through.
+        size.rows = Math.min(adapt(size.rows, took, target, ROWS), Math.max(ROWS.min, indexed * 2));
         this.mergeDue = true;
         this.logDirty = true;
         return;
