@@ -61,7 +61,7 @@ export interface IdleWorkHost {
 }
 
 export interface IdleWorkOptions {
-  /** Index rows for search (and merge the index); off, only checkpoints run. */
+  /** Index rows for search (and merge the index); off, only free-page releases and checkpoints run. */
   indexer: boolean;
   log: Logger;
 }
