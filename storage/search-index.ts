@@ -89,22 +89,35 @@ export function mergeSearchIndex(db: Db, pages: number): boolean {
 }
 
 /**
+ * One batch of a bulk build, when nothing waits on it: up to `batchRows` rows indexed, then one
+ * large merge step, so merging keeps pace with the segments the batches add (FTS5's automerge is
+ * off). Returns the rows indexed; 0 means caught up (then no merge step runs).
+ */
+export function indexBatchAndMerge(db: Db, batchRows: number = DEFAULT_INDEX_BATCH_ROWS): number {
+  const n = indexPending(db, batchRows);
+  if (n > 0) mergeSearchIndex(db, BULK_MERGE_PAGES);
+  return n;
+}
+
+/** Merges until nothing is left to merge, in large steps (the end of a bulk build). */
+export function mergeSearchIndexFully(db: Db): void {
+  while (mergeSearchIndex(db, BULK_MERGE_PAGES));
+}
+
+/**
  * Indexes every pending row and merges until nothing is left to merge: what the daemon does
  * over many idle turns, in one go (tools, benchmarks and tests that want a caught-up index).
  * Returns the rows indexed.
  */
 export function catchUpSearchIndex(db: Db, batchRows: number = DEFAULT_INDEX_BATCH_ROWS): number {
   let total = 0;
-  for (let n = indexPending(db, batchRows); n > 0; n = indexPending(db, batchRows)) {
-    total += n;
-    mergeSearchIndex(db, BULK_MERGE_PAGES);
-  }
-  while (mergeSearchIndex(db, BULK_MERGE_PAGES));
+  for (let n = indexBatchAndMerge(db, batchRows); n > 0; n = indexBatchAndMerge(db, batchRows)) total += n;
+  mergeSearchIndexFully(db);
   return total;
 }
 
-/** Pages per merge step when nothing waits on it (catchUpSearchIndex, benchmarks' bulk builds). */
-export const BULK_MERGE_PAGES = 2000;
+/** Pages per merge step when nothing waits on it (bulk builds). */
+const BULK_MERGE_PAGES = 2000;
 
 /** Rows the index has not reached yet. */
 export function searchIndexLag(db: Db): number {

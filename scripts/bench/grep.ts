@@ -1,11 +1,11 @@
 // transcript_grep as the daemon runs it (index query on the search worker thread): fills the
-// trigram index (indexPending until 0, merging as it grows; time, worst batch, disk cost), then times four patterns,
+// trigram index (indexBatchAndMerge until 0, then merged fully; time, worst batch, disk cost), then times four patterns,
 // session-scoped and cross-session, against ripgrep (rg -i -F -c; GNU grep -F -i -c where rg is
 // not installed) over the same texts dumped to a file.
 import { spawnSync } from 'node:child_process';
 import { FREE_PAGES_KEPT } from '../../daemon/idle-work.ts';
 import { freePages, releaseFreePages } from '../../storage/db.ts';
-import { BULK_MERGE_PAGES, indexPending, mergeSearchIndex, searchIndexLag } from '../../storage/search-index.ts';
+import { indexBatchAndMerge, mergeSearchIndexFully, searchIndexLag } from '../../storage/search-index.ts';
 import { grep } from '../../storage/search.ts';
 import { SearchWorker } from '../../storage/search-worker.ts';
 import { pageWalk, type StorageParts } from '../../storage/storage-size.ts';
@@ -26,7 +26,7 @@ export interface IndexResult {
   ms: number;
   rows_per_s: number;
   batches: number;
-  /** Longest single indexPending call with its merge step (the daemon cuts its own far smaller). */
+  /** Longest single index batch with its merge step (the daemon cuts its own far smaller). */
   max_batch_ms: number;
   db_bytes_before: number;
   db_bytes_after: number;
@@ -174,16 +174,14 @@ async function measure(ds: Dataset, worker: SearchWorker, dump: ReturnType<typeo
   const t0 = nowMs();
   for (;;) {
     const b0 = nowMs();
-    const n = indexPending(ds.db);
-    // Merged as it grows, as the daemon does between its index batches (automerge is off).
-    if (n > 0) mergeSearchIndex(ds.db, BULK_MERGE_PAGES);
+    const n = indexBatchAndMerge(ds.db);
     maxBatch = Math.max(maxBatch, nowMs() - b0);
     if (n === 0) break;
     rows += n;
     batches++;
     if (batches % 100 === 0) log(`  indexing: ${rows}/${ds.totalRows} rows`);
   }
-  while (mergeSearchIndex(ds.db, BULK_MERGE_PAGES));
+  mergeSearchIndexFully(ds.db);
   // The merges leave the pages of the segments they replaced free; the daemon gives them back in
   // its first long quiet (daemon/idle-work.ts), keeping a reserve.
   releaseFreePages(ds.db, Math.max(0, freePages(ds.db) - FREE_PAGES_KEPT));

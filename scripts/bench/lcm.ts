@@ -8,7 +8,7 @@
 import { DEFAULT_NODES_LIMIT, DEFAULT_READ_LIMIT } from '../../protocol/methods.ts';
 import { describeNode, expandNode, grepTree, listNodes } from '../../storage/lcm-read.ts';
 import { writeTreePass, type NodeDraft } from '../../storage/lcm-tree.ts';
-import { BULK_MERGE_PAGES, indexPending, mergeSearchIndex } from '../../storage/search-index.ts';
+import { indexBatchAndMerge, mergeSearchIndexFully } from '../../storage/search-index.ts';
 import { SearchWorker } from '../../storage/search-worker.ts';
 import { prng } from './corpus.ts';
 import { checkpoint, dumpTexts, RARE_NEEDLE, type Dataset } from './dataset.ts';
@@ -184,14 +184,12 @@ export async function benchLcm(small: Dataset, large: Dataset, opts: { nodes: nu
   // here), with a turn between them so Ctrl-C can still clean up.
   const t0 = nowMs();
   let indexed = 0;
-  for (let n = indexPending(large.db, INDEX_BATCH); n > 0; n = indexPending(large.db, INDEX_BATCH)) {
+  for (let n = indexBatchAndMerge(large.db, INDEX_BATCH); n > 0; n = indexBatchAndMerge(large.db, INDEX_BATCH)) {
     indexed += n;
-    // Merged as it grows, as the daemon does (FTS5's automerge is off).
-    mergeSearchIndex(large.db, BULK_MERGE_PAGES);
     if (indexed % (INDEX_BATCH * 10) < n) log(`  indexing: ${indexed}/${large.totalRows} rows`);
     await turn();
   }
-  while (mergeSearchIndex(large.db, BULK_MERGE_PAGES)) await turn();
+  mergeSearchIndexFully(large.db);
   const indexMs = nowMs() - t0;
   log(`  indexed ${indexed} of ${large.totalRows} rows in ${(indexMs / 1000).toFixed(1)} s (the rest were indexed already)`);
   const summaries = large.db.prepare<[number], string>('SELECT summary FROM lcm_nodes WHERE sid = ? ORDER BY first_seq, node').pluck().all(large.main.sid);

@@ -348,7 +348,7 @@ export function render(r: Results): string {
   if (greps.length > 0) {
     out.push(
       table(
-        'search index (indexPending until caught up)',
+        'search index (index batches with a merge step each until caught up, then merged fully)',
         ['N', 'rows', 'time', 'rows/s', 'worst batch', 'db before', 'db after', 'FTS pages', 'FTS share'],
         greps.map((s) => {
           const i = s.grep!.index;
