@@ -99,7 +99,7 @@ async function compactSingle(input: StrategyInput, projection: Projection, opts:
   let tokensIn = 0;
   let tokensOut = 0;
   let backend: string | null = null;
-  for (const transcript of summaryChunks(cut.evicted, tokens, evictionChunkTokens(basis))) {
+  for await (const transcript of summaryChunks(cut.evicted, tokens, evictionChunkTokens(basis))) {
     await yieldToEventLoop();
     const prompt = summaryPrompt({ previousSummary: summary, transcript, focus: opts.focus, maxOutputTokens: cap, what: 'a summary of the whole conversation' });
     const result = await opts.summarizer.summarize({ session: input.session.name, purpose: 'single-summary', system: SUMMARIZER_SYSTEM, prompt, maxOutputTokens: cap, signal: opts.signal });

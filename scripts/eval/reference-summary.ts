@@ -96,15 +96,16 @@ interface Run {
 async function rollingFold(rows: readonly StoredRow[], window: number, cap: number): Promise<Run> {
   const summarizer = createSummarizer(SummarizerConfig.parse({ provider: 'extractive' }));
   const tokens = tokenCounter(rows, plainTarget('reference'));
-  const chunks = summaryChunks(rows, tokens, evictionChunkTokens(window));
   const started = performance.now();
   let summary = '';
-  for (const transcript of chunks) {
+  let chunks = 0;
+  for await (const transcript of summaryChunks(rows, tokens, evictionChunkTokens(window))) {
+    chunks++;
     const prompt = summaryPrompt({ previousSummary: summary, transcript, focus: undefined, maxOutputTokens: cap, what: 'a running summary of the conversation' });
     const result = await summarizer.summarize({ session: 'reference', purpose: 'rolling', system: SUMMARIZER_SYSTEM, prompt, maxOutputTokens: cap });
     summary = result.text;
   }
-  return { window, cap, chunks: chunks.length, summary, ms: performance.now() - started };
+  return { window, cap, chunks, summary, ms: performance.now() - started };
 }
 
 async function main(argv: readonly string[]): Promise<void> {

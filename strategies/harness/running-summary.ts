@@ -242,11 +242,7 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   // Fold the eviction in order, chunk by chunk, carrying the summary along. Chunks break
   // between units or exchanges, never inside an exchange. A local summarizer never waits on
   // I/O, so each chunk gives the event loop a turn.
-  // Stored folds are the oldest part of the eviction and go first, as the text they already are.
-  const transcripts = [...(folds.length === 0 ? [] : [folds.map(foldText).join('\n\n')]), ...summaryChunks(cut.evicted, tokens, evictionChunkTokens(basis))];
-  // A summary written again shorter, with nothing newly evicted, is one call over no transcript.
-  if (transcripts.length === 0) transcripts.push('');
-  for (const transcript of transcripts) {
+  for await (const transcript of evictionTranscripts(folds, cut.evicted, tokens, basis)) {
     await yieldToEventLoop();
     const prompt = summaryPrompt({
       previousSummary: summary,
@@ -275,6 +271,24 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   }
   const commit = (): void => saveRollingState(input.db, input.session.sid, { summary, cut: cut.cut, hints: cut.hints, backend });
   return { compacted: true, commit, reason: null, backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut, evictedRows: cut.evicted.length };
+}
+
+/**
+ * What the summarizer reads, call by call: stored folds first (the oldest part of the eviction,
+ * as the text they already are), then the evicted rows chunk by chunk. A summary written again
+ * shorter, with nothing newly evicted, is one call over no transcript.
+ */
+async function* evictionTranscripts(folds: readonly Fold[], evicted: readonly StoredRow[], tokens: (row: StoredRow) => number, basis: number): AsyncGenerator<string> {
+  let calls = 0;
+  if (folds.length > 0) {
+    calls++;
+    yield folds.map(foldText).join('\n\n');
+  }
+  for await (const chunk of summaryChunks(evicted, tokens, evictionChunkTokens(basis))) {
+    calls++;
+    yield chunk;
+  }
+  if (calls === 0) yield '';
 }
 
 /** Rewrites a state saved in the item-count format as a user cut, once, when it still fits. */

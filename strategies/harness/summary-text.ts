@@ -2,6 +2,7 @@
 // event with a marker, tool calls as `→ name(k = v)`, images as a marker, long content capped
 // with the cut said in place. Capability notices and encrypted reasoning are never included.
 import type { StoredRow } from '../../protocol/rows.ts';
+import { timeSlicer } from '../../storage/db.ts';
 import { imageMarker } from '../../storage/row-text.ts';
 import { aiLine, callLine, LINE_MARKERS, outLine, userLine } from '../summarizer/prompt-format.ts';
 import { chunkUnits, groupUnits, opensExchange, opensUnit } from './units.ts';
@@ -64,16 +65,33 @@ export function summaryLines(row: StoredRow, options: SummaryTextOptions = {}): 
  */
 export function summaryText(rows: readonly StoredRow[], options: SummaryTextOptions = {}): string {
   const out: string[] = [];
-  for (const r of rows) for (const l of summaryLines(r, options)) out.push(l.replaceAll('\n', '\n  '));
+  for (const r of rows) linesInto(out, r, options);
   return out.join('\n');
+}
+
+function linesInto(out: string[], row: StoredRow, options: SummaryTextOptions): void {
+  for (const l of summaryLines(row, options)) out.push(l.replaceAll('\n', '\n  '));
 }
 
 /**
  * Rows in order as summarizer transcripts of at most `maxTokens` estimated tokens each (by
  * `tokens`, the request's sizes), broken between units or exchanges, never inside an exchange;
- * an exchange larger than that goes alone.
+ * an exchange larger than that goes alone. Each transcript is written when the caller asks for
+ * it, with a turn for the event loop every slice: the text of a long eviction (100k rows) took
+ * over a second in one stretch. `tokens` should be a memo already filled (tokenCounterYielding),
+ * or the grouping sizes every row in one go.
  */
-export function summaryChunks(rows: readonly StoredRow[], tokens: (row: StoredRow) => number, maxTokens: number): string[] {
+export async function* summaryChunks(rows: readonly StoredRow[], tokens: (row: StoredRow) => number, maxTokens: number): AsyncGenerator<string> {
+  const slice = timeSlicer();
   const groups = groupUnits(rows, (r) => opensUnit(r) || opensExchange(r), tokens);
-  return chunkUnits(groups, maxTokens).map((chunk) => summaryText(chunk.flatMap((u) => u.items)));
+  for (const chunk of chunkUnits(groups, maxTokens)) {
+    const out: string[] = [];
+    for (const unit of chunk) {
+      for (const row of unit.items) {
+        linesInto(out, row, {});
+        await slice();
+      }
+    }
+    yield out.join('\n');
+  }
 }

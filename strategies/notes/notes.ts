@@ -10,9 +10,10 @@ import { inputsTokens } from '../estimate.ts';
 import { CutCache, cutAfter, locate, START_CUT, startCut, type LocatedCut } from '../harness/cut.ts';
 import { readYielding } from '../harness/history-rows.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
+import { rowMemo } from '../harness/row-memo.ts';
 import { summaryChunks } from '../harness/summary-text.ts';
 import { evictionChunkTokens } from '../harness/units.ts';
-import { tokenCounter } from '../projection.ts';
+import { tokenCounter, tokenCounterYielding } from '../projection.ts';
 import { summarizerFailed } from '../summarizer/types.ts';
 import { notesAnswerProblem, notesBudget, notesOutputCap, notesPrompt, NOTES_SYSTEM } from './prompt.ts';
 import { keptFrom } from './evicted.ts';
@@ -81,14 +82,20 @@ async function rewrite(input: StrategyInput, after: Projection, opts: CompactOpt
   const kept = keptFrom(rows, after.inputs, input.target);
   if (kept === 0) return;
   const evicted = rows.slice(0, kept);
-  const tokens = tokenCounter(evicted, input.target);
+  // Sized through the kernel's row memo (the strategy's sizes, mostly there already), with yields
+  // for the rest: an eviction can be a whole never-compacted history. Sizes only: the evicted
+  // rows' projections are not needed again.
+  const sizes = rowMemo(input).sizes;
+  await tokenCounterYielding(evicted, input.target, sizes);
+  const tokens = tokenCounter([], input.target, sizes);
   const basis = input.window.window ?? evicted.reduce((n, r) => n + tokens(r), 0);
   const budget = notesBudget(settings.budgetTokens, input.window);
   const cap = notesOutputCap(budget);
   let text = state?.text ?? '';
   let backend = state?.backend ?? null;
   // Capability notices render to nothing, so a chunk of only them needs no call.
-  for (const transcript of summaryChunks(evicted, tokens, evictionChunkTokens(basis)).filter((t) => t !== '')) {
+  for await (const transcript of summaryChunks(evicted, tokens, evictionChunkTokens(basis))) {
+    if (transcript === '') continue;
     await yieldToEventLoop();
     const result = await opts.summarizer.summarize({
       session: input.session.name,

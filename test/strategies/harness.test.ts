@@ -1,8 +1,10 @@
 // The shared harness helpers: unit grouping, tail selection, chunking, window resolution and
-// validation, and the estimates they run on.
+// validation, the estimates they run on, and the eviction's summarizer transcripts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { imageTokens, inputTokens, reachesPercent, textTokens } from '../../strategies/estimate.ts';
+import type { StoredRow } from '../../protocol/rows.ts';
+import { summaryChunks, summaryText } from '../../strategies/harness/summary-text.ts';
 import { chunkUnits, groupUnits, selectTail, type Unit } from '../../strategies/harness/units.ts';
 import { resolveWindow, tailBudget, validateWindow } from '../../strategies/harness/window.ts';
 
@@ -31,6 +33,44 @@ describe('units', () => {
     const chunks = chunkUnits(units(30, 30, 50, 200, 10, 10), 60);
     assert.deepEqual(chunks.map((c) => c.map((u) => u.items[0])), [[0, 1], [2], [3], [4, 5]]);
     assert.deepEqual(chunks.flat().map((u) => u.items[0]), [0, 1, 2, 3, 4, 5]);
+  });
+});
+
+describe('summary chunks', () => {
+  // Exchanges of three rows (a call, its result, a reply) inside units of ten exchanges.
+  function history(exchanges: number): StoredRow[] {
+    const rows: StoredRow[] = [];
+    const add = (body: StoredRow['body'], rowClass: StoredRow['row_class'] = 'other') => rows.push({ session: 's', seq: rows.length + 1, row_class: rowClass, key: null, created_at: 0, body });
+    for (let i = 0; i < exchanges; i++) {
+      if (i % 10 === 0) add({ kind: 'user', origin: 'user', content: [{ type: 'text', text: `task ${i / 10}` }] }, 'user');
+      add({ kind: 'assistant', content: [{ type: 'tool_call', id: `c${i}`, name: 'read_file', arguments: { path: `src/f${i}.ts` } }] });
+      add({ kind: 'tool_result', call_id: `c${i}`, is_error: false, content: [{ type: 'text', text: `contents of f${i}\n${'x'.repeat(120)}` }] });
+    }
+    return rows;
+  }
+
+  test('chunks cover the rows in order, break only before a unit or an exchange, and respect the cap', async () => {
+    const rows = history(40);
+    const chunks: string[] = [];
+    for await (const c of summaryChunks(rows, () => 10, 100)) chunks.push(c);
+    assert.equal(chunks.join('\n'), summaryText(rows));
+    // An exchange (call and result, 20 tokens) or a task line opens each chunk; at most 100 tokens each.
+    for (const c of chunks) assert.match(c, /^(¶user: task|→ read_file)/);
+    assert.ok(chunks.length >= (rows.length * 10) / 100, `${chunks.length} chunks`);
+  });
+
+  test('a long eviction is written with turns for the event loop', async () => {
+    const rows = history(20_000);
+    let turns = 0;
+    const tick = setInterval(() => (turns += 1), 0);
+    let chars = 0;
+    try {
+      for await (const c of summaryChunks(rows, () => 10, 1_000_000)) chars += c.length;
+    } finally {
+      clearInterval(tick);
+    }
+    assert.equal(chars, summaryText(rows).length);
+    assert.ok(turns > 0, 'the event loop ran while 60,000 rows were written into one transcript');
   });
 });
 
