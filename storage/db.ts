@@ -189,6 +189,38 @@ export function yieldToEventLoop(): Promise<void> {
 export const SLICE_MS = 8;
 
 /**
+ * Long pure computations are written as generators that `yield` (nothing) between steps, so
+ * one implementation runs both ways: `runSteps` to its end at once (tests, scripts), or
+ * `runStepsSliced` with a turn for the event loop once a slice is used up (the daemon).
+ */
+export type Steps<T> = Generator<void, T, void>;
+
+/** Runs `steps` to the end, without ever yielding to the event loop. */
+export function runSteps<T>(steps: Steps<T>): T {
+  for (;;) {
+    const r = steps.next();
+    if (r.done === true) return r.value;
+  }
+}
+
+/**
+ * Runs `steps` to the end, giving the event loop a turn every SLICE_MS; `stop` is asked at each
+ * turn and ends the run with what it throws (a cancelled request).
+ */
+export async function runStepsSliced<T>(steps: Steps<T>, stop?: () => void): Promise<T> {
+  let start = performance.now();
+  for (;;) {
+    const r = steps.next();
+    if (r.done === true) return r.value;
+    if (performance.now() - start >= SLICE_MS) {
+      await yieldToEventLoop();
+      stop?.();
+      start = performance.now();
+    }
+  }
+}
+
+/**
  * For loops over rows of unknown size: call the returned function after each unit of work;
  * once SLICE_MS have passed since the last yield it awaits `yieldNow` and starts a new slice.
  */

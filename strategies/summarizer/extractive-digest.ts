@@ -8,12 +8,13 @@ import {
   focusWords,
   hasWords,
   identifiers,
+  entrySteps,
   isProse,
-  readEntries,
   References,
   type Call,
   type Entry,
 } from './extractive-facts.ts';
+import { runSteps, type Steps } from '../../storage/db.ts';
 import { parseSummaryPrompt, redactBlobs } from './prompt-format.ts';
 
 export const SECTIONS = ['task', 'decisions', 'files', 'errors', 'verified', 'open', 'names', 'next'] as const;
@@ -367,7 +368,7 @@ function todoItems(call: Call): string[] | undefined {
   return undefined;
 }
 
-function readTranscript(b: Builder, entries: readonly Entry[], focus: ReadonlySet<string>, refs: References): void {
+function* readTranscript(b: Builder, entries: readonly Entry[], focus: ReadonlySet<string>, refs: References): Steps<void> {
   const span = Math.max(1, entries.length - 1);
   const recency = (entry: number): number => 1 + (RECENCY_BONUS * entry) / span;
   const order = (entry: number, sub = 0): number => entry * 1000 + sub;
@@ -389,6 +390,7 @@ function readTranscript(b: Builder, entries: readonly Entry[], focus: ReadonlySe
   };
 
   for (const e of entries) {
+    yield;
     if (e.kind === 'user') {
       const label = e.origin !== undefined && e.origin !== 'user' ? `(${e.origin}) ` : '';
       const s = contentScore(e.text, focus);
@@ -545,10 +547,15 @@ function readTranscript(b: Builder, entries: readonly Entry[], focus: ReadonlySe
 
 /** The digest of a summary prompt: previous summary and transcript merged. */
 export function readDigest(prompt: string): Digest {
+  return runSteps(digestSteps(prompt));
+}
+
+/** `readDigest` in steps, about one per transcript line or entry (see runSteps). */
+export function* digestSteps(prompt: string): Steps<Digest> {
   const parts = parseSummaryPrompt(prompt);
   const focus = focusWords(parts.focus);
-  const entries = readEntries(parts.transcript);
-  const refs = new References(entries);
+  const entries = yield* entrySteps(parts.transcript);
+  const refs = yield* References.of(entries);
   const b = new Builder();
   if (parts.previousSummary !== undefined) readSummary(b, parts.previousSummary, focus, refs, PREVIOUS_ORDER);
   const previousNext = b.facts.find((f) => f.section === 'next');
@@ -566,7 +573,7 @@ export function readDigest(prompt: string): Digest {
       if (typeof v === 'string') paths.push(v);
     }
     b.workspace ??= commonWorkspace(paths);
-    readTranscript(b, entries, focus, refs);
+    yield* readTranscript(b, entries, focus, refs);
   }
 
   // One next step: the newest. Open work the transcript replaced with a newer plan weighs less.

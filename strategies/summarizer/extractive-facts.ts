@@ -3,6 +3,7 @@
 // facts a summary is made of (the task, files touched and what changed, errors and their
 // fixes, what was verified, open work, the next step, other findings). Choosing and writing
 // the facts within a budget is extractive.ts's job.
+import { runSteps, type Steps } from '../../storage/db.ts';
 import { BLOB_PLACEHOLDER, parseTranscriptLine, redactBlobs, type TranscriptLineKind } from './prompt-format.ts';
 import { IMAGE_MARKER_PATTERN } from '../../storage/row-text.ts';
 
@@ -256,10 +257,16 @@ export function parseCall(text: string): Call {
 
 /** The transcript's entries, calls linked with their results. */
 export function readEntries(transcript: string): Entry[] {
+  return runSteps(entrySteps(transcript));
+}
+
+/** `readEntries` in steps: one per line (see runSteps). */
+export function* entrySteps(transcript: string): Steps<Entry[]> {
   const entries: Entry[] = [];
   const pending: Entry[] = [];
   let current: Entry | undefined;
   for (const raw of transcript.split('\n')) {
+    yield;
     const parsed = parseTranscriptLine(redactBlobs(raw));
     if (parsed.kind === 'continuation') {
       if (current === undefined) {
@@ -302,18 +309,31 @@ export class References {
   /** Identifiers the assistant or the user wrote (not only tools). */
   readonly spoken = new Set<string>();
 
-  constructor(entries: readonly Entry[]) {
+  constructor(entries: readonly Entry[] = []) {
+    for (const e of entries) this.add(e);
+  }
+
+  /** The references of `entries`, in steps: one per entry (see runSteps). */
+  static *of(entries: readonly Entry[]): Steps<References> {
+    const refs = new References();
     for (const e of entries) {
-      const w = mentionWeight(e.kind);
-      // An image marker's hash and size name nothing a summary keeps.
-      const text = e.text.includes('[image ') ? e.text.replace(IMAGE_MARKER_PATTERN, ' ') : e.text;
-      for (const id of identifiers(text).keys()) {
-        let r = this.at.get(id);
-        if (r === undefined) this.at.set(id, (r = { index: [], weight: [] }));
-        r.index.push(e.index);
-        r.weight.push(w);
-        if (e.kind === 'ai' || e.kind === 'user' || e.kind === 'thinking') this.spoken.add(id);
-      }
+      yield;
+      refs.add(e);
+    }
+    return refs;
+  }
+
+  /** Counts the mentions of one entry, the next in transcript order. */
+  private add(e: Entry): void {
+    const w = mentionWeight(e.kind);
+    // An image marker's hash and size name nothing a summary keeps.
+    const text = e.text.includes('[image ') ? e.text.replace(IMAGE_MARKER_PATTERN, ' ') : e.text;
+    for (const id of identifiers(text).keys()) {
+      let r = this.at.get(id);
+      if (r === undefined) this.at.set(id, (r = { index: [], weight: [] }));
+      r.index.push(e.index);
+      r.weight.push(w);
+      if (e.kind === 'ai' || e.kind === 'user' || e.kind === 'thinking') this.spoken.add(id);
     }
   }
 

@@ -2,8 +2,9 @@
 // decisions, files touched with what changed, errors and fixes, what is verified, open work, the
 // next step) within the output budget, deterministically and without a model. It reads prompts
 // in the prompt-format.ts layout; building them is the strategies' job.
+import { runSteps, runStepsSliced, type Steps } from '../../storage/db.ts';
 import { textTokens } from '../estimate.ts';
-import { HEADINGS, LINE_CAP_TASK, LOOKED_AT_PREFIX, readDigest, SECTIONS, type Digest, type Fact, type FileFact, type SectionName } from './extractive-digest.ts';
+import { HEADINGS, LINE_CAP_TASK, LOOKED_AT_PREFIX, digestSteps, SECTIONS, type Digest, type Fact, type FileFact, type SectionName } from './extractive-digest.ts';
 import { wordSet } from './extractive-facts.ts';
 import { summarizerFailed, type Summarizer, type SummaryRequest, type SummaryResult } from './types.ts';
 
@@ -149,12 +150,20 @@ function select(all: Candidate[], budget: number, headings: boolean): Set<Candid
 
 /** The extractive summary of a prompt, at most maxOutputTokens * 4 UTF-8 bytes; '' if nothing fits. */
 export function extractSummary(prompt: string, maxOutputTokens: number): string {
+  return runSteps(summarySteps(prompt, maxOutputTokens));
+}
+
+/**
+ * `extractSummary` in steps (see runSteps): reading a prompt of half a large window took about a
+ * second, which the daemon spends in slices between other requests.
+ */
+function* summarySteps(prompt: string, maxOutputTokens: number): Steps<string> {
   const budget = Math.max(0, Math.floor(maxOutputTokens)) * BYTES_PER_TOKEN;
   if (budget === 0) return '';
   const headings = budget >= MIN_BUDGET_FOR_HEADINGS;
   const longestHeading = Math.max(...EXTRACTIVE_HEADINGS.map((h) => Buffer.byteLength(h, 'utf8')));
   const lineRoom = headings ? budget - longestHeading - 1 : budget;
-  const digest = readDigest(prompt);
+  const digest = yield* digestSteps(prompt);
   const chosen = select(candidates(digest, budget, lineRoom), budget, headings);
 
   const bySection = new Map<SectionName, string[]>();
@@ -206,8 +215,11 @@ export function createExtractiveSummarizer(): Summarizer {
     backend: 'extractive',
     model: null,
     async summarize(req: SummaryRequest): Promise<SummaryResult> {
-      if (req.signal?.aborted === true) throw summarizerFailed('extractive', 'cancelled', 'cancelled');
-      const text = extractSummary(req.prompt, req.maxOutputTokens);
+      const stop = (): void => {
+        if (req.signal?.aborted === true) throw summarizerFailed('extractive', 'cancelled', 'cancelled');
+      };
+      stop();
+      const text = await runStepsSliced(summarySteps(req.prompt, req.maxOutputTokens), stop);
       if (text.trim() === '') throw summarizerFailed('extractive', 'empty_summary', 'empty summary (nothing to keep)');
       return { text, backend: 'extractive', model: null, outputTokens: textTokens(text) };
     },

@@ -242,3 +242,38 @@ test('image markers, elided or not, carry nothing a summary keeps', () => {
     assert.equal(extractSummary(prompt, 200).includes('0123abcd'), false, `a tool output of only ${marker} is filler`);
   }
 });
+
+/** A long session: `n` exchanges of a call, its result and a remark. */
+function longSession(n: number): string {
+  const lines: string[] = [userLine('refactor the parser in src/parse.ts')];
+  for (let i = 0; i < n; i++) {
+    lines.push(callLine('read_file', { path: `src/mod${i}.ts` }));
+    lines.push(outLine(`call_${i}`, `export function handler${i}(input: string) {\n  return parseInput${i}(input);\n}`));
+    lines.push(aiLine(`handler${i} delegates to parseInput${i}; the error path in mod${i} is untested.`));
+  }
+  return lines.join('\n');
+}
+
+test('the backend reads a long prompt with turns for the event loop, to the same summary', async () => {
+  const prompt = buildSummaryPrompt({ transcript: longSession(6000) });
+  let turns = 0;
+  const tick = setInterval(() => (turns += 1), 0);
+  try {
+    const r = await createExtractiveSummarizer().summarize({ session: 's', purpose: 'rolling', system: '', prompt, maxOutputTokens: 800 });
+    assert.equal(r.text, extractSummary(prompt, 800));
+  } finally {
+    clearInterval(tick);
+  }
+  assert.ok(turns > 0, 'the event loop ran while 18,000 lines were read');
+});
+
+test('cancelling the request stops the backend between slices of a long prompt', async () => {
+  const prompt = buildSummaryPrompt({ transcript: longSession(6000) });
+  const ctrl = new AbortController();
+  // Aborted at the first turn the backend gives the event loop.
+  setImmediate(() => ctrl.abort());
+  await assert.rejects(
+    createExtractiveSummarizer().summarize({ session: 's', purpose: 'rolling', system: '', prompt, maxOutputTokens: 800, signal: ctrl.signal }),
+    (err: unknown) => err instanceof AlbedoError && err.code === 'summarizer_failed' && err.details?.reason === 'cancelled',
+  );
+});
