@@ -16,7 +16,7 @@ import { appendRows } from '../../storage/transcript.ts';
 import type { Corpus } from './corpus.ts';
 import type { Dataset } from './dataset.ts';
 import { corpusUnits, RowStream } from './rows.ts';
-import { alternateTimed, nowMs, repeat, stats, type Stats } from './timing.ts';
+import { alternateTimed, nowMs, repeat, stats, type Stats, withLoopMonitor } from './timing.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 
 export const WINDOW_TOKENS = 200_000;
@@ -144,19 +144,18 @@ function response(p: Prepared, head: number): unknown {
 
 export interface CompactionWork {
   history_rows: number;
-  extractive: { total_ms: number; summarizer_ms: number; own_ms: number; summarizer_calls: number; prompt_chars: number; evicted_rows: number; compacted: boolean };
-  instant: { total_ms: number; evicted_rows: number; compacted: boolean };
+  extractive: { total_ms: number; summarizer_ms: number; own_ms: number; summarizer_calls: number; prompt_chars: number; evicted_rows: number; compacted: boolean; max_stall_ms: number };
+  instant: { total_ms: number; evicted_rows: number; compacted: boolean; max_stall_ms: number };
 }
 
-async function forcedCompaction(ds: Dataset, summarizer: Summarizer): Promise<{ ms: number; prepared: Prepared }> {
+async function forcedCompaction(ds: Dataset, summarizer: Summarizer): Promise<{ ms: number; maxStallMs: number; prepared: Prepared }> {
   clearState(ds);
   const cache = new KernelCache();
   const setup = setupFor(ds, summarizer);
   const args = argsFor(ds, ds.main.head, cache, true);
   adoptSession(setup, args);
-  const t0 = nowMs();
-  const prepared = await prepareRequest(setup, args);
-  return { ms: nowMs() - t0, prepared };
+  const run = await withLoopMonitor(() => prepareRequest(setup, args));
+  return { ms: run.ms, maxStallMs: run.maxStallMs, prepared: run.value };
 }
 
 function evicted(ds: Dataset): number {
@@ -181,10 +180,11 @@ export async function benchCompactionWork(ds: Dataset, log: (s: string) => void)
       prompt_chars: timed.promptChars,
       evicted_rows: evicted(ds),
       compacted: ext.prepared.compacted,
+      max_stall_ms: ext.maxStallMs,
     },
-    instant: { total_ms: instant.ms, evicted_rows: instantEvicted, compacted: instant.prepared.compacted },
+    instant: { total_ms: instant.ms, evicted_rows: instantEvicted, compacted: instant.prepared.compacted, max_stall_ms: instant.maxStallMs },
   };
-  log(`  compaction of ${ds.main.rows} rows: extractive ${out.extractive.total_ms.toFixed(0)} ms (summarizer ${out.extractive.summarizer_ms.toFixed(0)} ms), instant ${out.instant.total_ms.toFixed(0)} ms`);
+  log(`  compaction of ${ds.main.rows} rows: extractive ${out.extractive.total_ms.toFixed(0)} ms (summarizer ${out.extractive.summarizer_ms.toFixed(0)} ms), instant ${out.instant.total_ms.toFixed(0)} ms; longest stall ${out.extractive.max_stall_ms.toFixed(1)} / ${out.instant.max_stall_ms.toFixed(1)} ms`);
   return out;
 }
 
