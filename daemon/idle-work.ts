@@ -19,9 +19,13 @@ export const LONG_QUIET_MS = 150;
 
 /**
  * Free pages left in the file after a release: room for the next writes, so pages are not moved
- * out only to be allocated again at once (4 MiB at 4 KiB pages).
+ * out only to be allocated again at once. A 32nd of the pages in use, at most 1024 (4 MiB at
+ * 4 KiB pages): a flat 4 MiB was a quarter of a 10k-row file's text.
  */
-export const FREE_PAGES_KEPT = 1024;
+export function freePagesKept(db: Db): number {
+  const used = (db.pragma('page_count', { simple: true }) as number) - freePages(db);
+  return Math.min(1024, Math.floor(used / 32));
+}
 
 /**
  * What one unit aims to take, in ms, by how long the daemon has been quiet: about the most a
@@ -81,7 +85,7 @@ export class IdleWork {
   private lastWasIndex = false;
   /** Something was committed since the last checkpoint (and may have freed pages). */
   private logDirty = true;
-  /** Free pages may be over FREE_PAGES_KEPT. */
+  /** Free pages may be over freePagesKept. */
   private releaseDue = true;
   /** Units run, by kind: what tests can look at. */
   readonly done = { index: 0, merge: 0, release: 0, checkpoint: 0 };
@@ -190,7 +194,7 @@ export class IdleWork {
       }
       // From here on the daemon has been quiet for LONG_QUIET_MS (waitFor).
       if (this.releaseDue) {
-        const excess = freePages(this.db) - FREE_PAGES_KEPT;
+        const excess = freePages(this.db) - freePagesKept(this.db);
         if (excess > 0) {
           const released = releaseFreePages(this.db, Math.min(excess, size.release));
           this.done.release++;

@@ -3,7 +3,7 @@
 // session-scoped and cross-session, against ripgrep (rg -i -F -c; GNU grep -F -i -c where rg is
 // not installed) over the same texts dumped to a file.
 import { spawnSync } from 'node:child_process';
-import { FREE_PAGES_KEPT } from '../../daemon/idle-work.ts';
+import { freePagesKept } from '../../daemon/idle-work.ts';
 import { freePages, releaseFreePages } from '../../storage/db.ts';
 import { indexBatchAndMerge, mergeSearchIndexFully, searchIndexLag } from '../../storage/search-index.ts';
 import { grep } from '../../storage/search.ts';
@@ -184,7 +184,7 @@ async function measure(ds: Dataset, worker: SearchWorker, dump: ReturnType<typeo
   mergeSearchIndexFully(ds.db);
   // The merges leave the pages of the segments they replaced free; the daemon gives them back in
   // its first long quiet (daemon/idle-work.ts), keeping a reserve.
-  releaseFreePages(ds.db, Math.max(0, freePages(ds.db) - FREE_PAGES_KEPT));
+  releaseFreePages(ds.db, Math.max(0, freePages(ds.db) - freePagesKept(ds.db)));
   const indexMs = nowMs() - t0;
   if (searchIndexLag(ds.db) !== 0) throw new Error('index did not catch up');
   checkpoint(ds.db);
