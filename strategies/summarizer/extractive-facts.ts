@@ -3,7 +3,7 @@
 // facts a summary is made of (the task, files touched and what changed, errors and their
 // fixes, what was verified, open work, the next step, other findings). Choosing and writing
 // the facts within a budget is extractive.ts's job.
-import { runSteps, type Steps } from '../../storage/db.ts';
+import type { Steps } from '../../storage/db.ts';
 import { BLOB_PLACEHOLDER, parseTranscriptLine, redactBlobs, type TranscriptLineKind } from './prompt-format.ts';
 import { IMAGE_MARKER_PATTERN } from '../../storage/row-text.ts';
 
@@ -255,12 +255,7 @@ export function parseCall(text: string): Call {
   return { name, args };
 }
 
-/** The transcript's entries, calls linked with their results. */
-export function readEntries(transcript: string): Entry[] {
-  return runSteps(entrySteps(transcript));
-}
-
-/** `readEntries` in steps: one per line (see runSteps). */
+/** The transcript's entries, calls linked with their results; a step per line (see runSteps). */
 export function* entrySteps(transcript: string): Steps<Entry[]> {
   const entries: Entry[] = [];
   const pending: Entry[] = [];
@@ -309,11 +304,9 @@ export class References {
   /** Identifiers the assistant or the user wrote (not only tools). */
   readonly spoken = new Set<string>();
 
-  constructor(entries: readonly Entry[] = []) {
-    for (const e of entries) this.add(e);
-  }
+  private constructor() {}
 
-  /** The references of `entries`, in steps: one per entry (see runSteps). */
+  /** The references of `entries`, a step per entry (see runSteps). */
   static *of(entries: readonly Entry[]): Steps<References> {
     const refs = new References();
     for (const e of entries) {
