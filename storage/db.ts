@@ -208,15 +208,14 @@ export function runSteps<T>(steps: Steps<T>): T {
  * turn and ends the run with what it throws (a cancelled request).
  */
 export async function runStepsSliced<T>(steps: Steps<T>, stop?: () => void): Promise<T> {
-  let start = performance.now();
+  const slice = timeSlicer(async () => {
+    await yieldToEventLoop();
+    stop?.();
+  });
   for (;;) {
     const r = steps.next();
     if (r.done === true) return r.value;
-    if (performance.now() - start >= SLICE_MS) {
-      await yieldToEventLoop();
-      stop?.();
-      start = performance.now();
-    }
+    await slice();
   }
 }
 
