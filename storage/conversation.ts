@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { AlbedoError } from '../protocol/errors.ts';
 import { ImagePart, RowClass, type StoredRow } from '../protocol/rows.ts';
 import { type Db, perDb } from './db.ts';
+import { bodySql } from './row-body.ts';
 import { parseStoredBody } from './row-text.ts';
 import { requireSession } from './sessions.ts';
 import { OPENS_UNIT } from './user-rows.ts';
@@ -24,7 +25,7 @@ export interface RawTranscriptRow {
   key: string | null;
   /** Milliseconds since the epoch. */
   created_at: number;
-  /** StoredBody as JSON. */
+  /** StoredBody as JSON (unpacked: selected through bodySql). */
   body: string;
 }
 
@@ -71,7 +72,7 @@ const ImageFitBody = z.object({
 function prepare(db: Db) {
   return {
     bySeqs: db.prepare<[string], RawTranscriptRow & { sid: number }>(
-      `SELECT t.seq, t.sid, s.name, t.row_class, t.key, t.created_at, t.body
+      `SELECT t.seq, t.sid, s.name, t.row_class, t.key, t.created_at, ${bodySql('t')} AS body
          FROM transcript t JOIN sessions s ON s.sid = t.sid
         WHERE t.seq IN (SELECT value FROM json_each(?))`,
     ),
@@ -83,11 +84,11 @@ function prepare(db: Db) {
       .prepare<[number, number], number>('SELECT count(*) FROM transcript WHERE sid = ? AND seq <= ?')
       .pluck(),
     page: db.prepare<[number, number, number, number], Omit<RawTranscriptRow, 'name'>>(
-      `SELECT seq, row_class, key, created_at, body FROM transcript
+      `SELECT seq, row_class, key, created_at, ${bodySql()} AS body FROM transcript
         WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
     ),
     fits: db.prepare<[number, number], Omit<RawTranscriptRow, 'name'>>(
-      `SELECT seq, row_class, key, created_at, body FROM transcript INDEXED BY transcript_class
+      `SELECT seq, row_class, key, created_at, ${bodySql()} AS body FROM transcript INDEXED BY transcript_class
         WHERE sid = ? AND row_class = 'image_fit' AND ${OPENS_UNIT} AND seq <= ? ORDER BY seq`,
     ),
     // Unit metadata: these read only the (sid, seq) and (sid, row_class, seq) indexes.

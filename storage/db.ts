@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { AlbedoError } from '../protocol/errors.ts';
 import { distinctChars, fold, lastTwoChars } from './fold.ts';
 import { migrations, type Migration } from './migrations/index.ts';
+import { unpackBody } from './row-body.ts';
 import { storedRowText } from './row-text.ts';
 
 export type Db = Database.Database;
@@ -44,6 +45,17 @@ function registerFunctions(db: Db): void {
       lastRow = { seq: Number(seq), body, legacy, text: storedRowText(Number(seq), body, legacy) };
     }
     return lastRow.text;
+  });
+  // A packed body's JSON (storage/row-body.ts, bodySql). The search triggers inflate the same
+  // row three times, so the last one is kept.
+  let lastPacked: { seq: number; packed: Buffer; json: string } | undefined;
+  db.function('albedo_unpack', { deterministic: true }, (seq: unknown, packed: unknown) => {
+    if (typeof seq !== 'number' && typeof seq !== 'bigint') throw new TypeError('albedo_unpack: seq must be an integer');
+    if (!Buffer.isBuffer(packed)) throw new TypeError('albedo_unpack: packed must be a blob');
+    if (lastPacked?.seq !== Number(seq) || !lastPacked.packed.equals(packed)) {
+      lastPacked = { seq: Number(seq), packed, json: unpackBody(Number(seq), packed) };
+    }
+    return lastPacked.json;
   });
   // Migration 16 only: the derivation, or NULL where the body does not decode (such a row keeps
   // its stored text rather than failing the migration).

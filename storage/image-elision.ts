@@ -10,6 +10,7 @@ import { StoredBody } from '../protocol/rows.ts';
 import { type Db, perDb } from './db.ts';
 import { releasePayloads } from './payloads.ts';
 import { renderedGraphemesWithoutSeq } from './graphemes.ts';
+import { bodySql, packBody } from './row-body.ts';
 import { parseRowJson, rowText } from './row-text.ts';
 import { OPENS_UNIT } from './user-rows.ts';
 
@@ -56,16 +57,16 @@ function prepare(db: Db) {
         WHERE r.seq >= ? AND r.seq < ? AND t.sid = ? AND t.kind = 'tool_result'
         ORDER BY r.seq LIMIT ?`,
     ).pluck(),
-    body: db.prepare<[number], string>('SELECT body FROM transcript WHERE seq = ?').pluck(),
+    body: db.prepare<[number], string>(`SELECT ${bodySql()} FROM transcript WHERE seq = ?`).pluck(),
     rowRefs: db.prepare<[number], string>('DELETE FROM payload_refs WHERE seq = ? RETURNING hash').pluck(),
-    rewrite: db.prepare<[string, number, number]>('UPDATE transcript SET body = ?, legacy_text = NULL, graphemes = ? WHERE seq = ?'),
+    rewrite: db.prepare<[string, Buffer | null, number, number]>('UPDATE transcript SET body = ?, packed = ?, legacy_text = NULL, graphemes = ? WHERE seq = ?'),
     progress: db.prepare<[number, number, number, number, number, number]>(
       `UPDATE image_elision SET done_below = ?, images_elided = images_elided + ?, payloads_deleted = payloads_deleted + ?,
          bytes_freed = bytes_freed + ?, pending_below = CASE WHEN ? THEN NULL ELSE pending_below END WHERE sid = ?`,
     ),
     bumpRewrites: db.prepare<[number]>('UPDATE sessions SET rewrites = rewrites + 1 WHERE sid = ?'),
     fitRows: db.prepare<[number], { seq: number; body: string }>(
-      `SELECT seq, body FROM transcript INDEXED BY transcript_class WHERE sid = ? AND row_class = 'image_fit' AND ${OPENS_UNIT} ORDER BY seq`,
+      `SELECT seq, ${bodySql()} AS body FROM transcript INDEXED BY transcript_class WHERE sid = ? AND row_class = 'image_fit' AND ${OPENS_UNIT} ORDER BY seq`,
     ),
     // The session's answered calls from the head down to its first row, newest answer first.
     // tool_calls is ordered by the call's row (migration 17), so this walks the answers' index;
@@ -153,7 +154,8 @@ export function elideBatch(db: Db, sid: number, maxRows = ELISION_BATCH_ROWS): E
       }
       const marked = markImages(seq, st.body.get(seq)!);
       if (marked !== null) {
-        st.rewrite.run(marked.json, marked.graphemes, seq);
+        const stored = packBody(marked.json);
+        st.rewrite.run(stored.body, stored.packed, marked.graphemes, seq);
         out.images += marked.images;
       }
       for (const h of st.rowRefs.all(seq)) hashes.add(h);

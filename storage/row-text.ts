@@ -11,6 +11,7 @@
 import { z } from 'zod';
 import { stringifyJson } from '../protocol/json-depth.ts';
 import { StoredBody } from '../protocol/rows.ts';
+import { bodySql } from './row-body.ts';
 
 /** What stands in for an image whose payload compaction elided, in row text and in requests. */
 export const ELIDED_IMAGE_TEXT = '[image elided and is no longer available]';
@@ -103,8 +104,8 @@ export function storedRowText(seq: number, body: string, legacy: string | null):
 }
 
 /**
- * The same in SQL, over a transcript row's columns (albedo_row_text is registered on every
- * connection, storage/db.ts). Every query that reads row text selects this, so there is one
- * derivation.
+ * The same in SQL, over a transcript row's columns, packed or not (albedo_row_text is registered
+ * on every connection, storage/db.ts). Every query that reads row text selects this, so there is
+ * one derivation.
  */
-export const ROW_TEXT_SQL = 'albedo_row_text(seq, body, legacy_text)';
+export const ROW_TEXT_SQL = `albedo_row_text(seq, ${bodySql()}, legacy_text)`;

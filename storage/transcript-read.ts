@@ -7,6 +7,7 @@ import { UserOrigin, type StoredBody } from '../protocol/rows.ts';
 import { decodeRow } from './conversation.ts';
 import { type Db, perDb, timeSlicer, withoutFsync } from './db.ts';
 import { ONE_GRAPHEME_PER_CHAR, segmenter } from './graphemes.ts';
+import { bodySql } from './row-body.ts';
 import { ROW_TEXT_SQL, rowHeader } from './row-text.ts';
 import { requireSession } from './sessions.ts';
 import { sessionRewrites } from './user-rows.ts';
@@ -39,15 +40,18 @@ interface HeaderRow {
   text: string;
 }
 
+/** A row's JSON, packed or not (the fields below are read from it only for the rows that need them). */
+const BODY = bodySql();
+
 function prepare(db: Db) {
   return {
     page: db.prepare<[number, number, number, number], HeaderRow>(
       `SELECT seq, kind, row_class, created_at, ${ROW_TEXT_SQL} AS text,
               -- An orphan result has no call_id column (it answers no call); its body names the id.
-              coalesce(call_id, CASE kind WHEN 'tool_result' THEN json_extract(body, '$.call_id') END) AS call_id,
-              CASE kind WHEN 'user' THEN json_extract(body, '$.origin') END AS origin,
-              CASE kind WHEN 'tool_result' THEN json_extract(body, '$.is_error') END AS is_error,
-              CASE kind WHEN 'notice' THEN body END AS notice
+              coalesce(call_id, CASE kind WHEN 'tool_result' THEN json_extract(${BODY}, '$.call_id') END) AS call_id,
+              CASE kind WHEN 'user' THEN json_extract(${BODY}, '$.origin') END AS origin,
+              CASE kind WHEN 'tool_result' THEN json_extract(${BODY}, '$.is_error') END AS is_error,
+              CASE kind WHEN 'notice' THEN ${BODY} END AS notice
          FROM transcript WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
     ),
     exists: db

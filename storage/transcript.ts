@@ -9,6 +9,7 @@ import { type Db, perDb } from './db.ts';
 import { followSettle } from './lcm-tree.ts';
 import { DEFAULT_MAX_IMAGE_BYTES, hasPayload, prepareImage, putPayload, type PreparedImage } from './payloads.ts';
 import { renderedGraphemesWithoutSeq } from './graphemes.ts';
+import { bodyJson, bodySql, packBody, type PackedBody } from './row-body.ts';
 import { rowText } from './row-text.ts';
 import { createSession, findSession, requireSession } from './sessions.ts';
 
@@ -65,7 +66,9 @@ interface RawRow {
   row_class: RowClass;
   key: string | null;
   call_id: string | null;
+  /** The body's JSON, or '' when `packed` holds it (storage/row-body.ts). */
   body: string;
+  packed: Buffer | null;
   /** Kept text of a row whose text is not its body's derivation (migration 16); else null. */
   legacy_text: string | null;
   created_at: number;
@@ -73,20 +76,20 @@ interface RawRow {
   graphemes: number | null;
 }
 
-type InsertArgs = [number, RowKind, RowClass, string | null, string | null, string, string | null, number, number | null];
+type InsertArgs = [number, RowKind, RowClass, string | null, string | null, string, Buffer | null, string | null, number, number | null];
 
 function prepare(db: Db) {
   return {
     insert: db.prepare<InsertArgs>(
-      `INSERT INTO transcript (sid, kind, row_class, key, call_id, body, legacy_text, created_at, graphemes)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
-    insertAt: db.prepare<[number, ...InsertArgs]>(
-      `INSERT INTO transcript (seq, sid, kind, row_class, key, call_id, body, legacy_text, created_at, graphemes)
+      `INSERT INTO transcript (sid, kind, row_class, key, call_id, body, packed, legacy_text, created_at, graphemes)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
+    insertAt: db.prepare<[number, ...InsertArgs]>(
+      `INSERT INTO transcript (seq, sid, kind, row_class, key, call_id, body, packed, legacy_text, created_at, graphemes)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
     byKey: db.prepare<[number, string], { seq: number; body: string }>(
-      'SELECT seq, body FROM transcript WHERE sid = ? AND key = ?',
+      `SELECT seq, ${bodySql()} AS body FROM transcript WHERE sid = ? AND key = ?`,
     ),
     // One probe of the key index per key, for a whole batch in one statement (a JSON array of keys).
     storedKeys: db
@@ -112,7 +115,7 @@ function prepare(db: Db) {
     answerOpen: db.prepare<[number, number, string], { seq: number }>(
       'UPDATE tool_calls SET result_seq = ? WHERE sid = ? AND call_id = ? AND result_seq IS NULL RETURNING seq',
     ),
-    markOrphan: db.prepare<[string, number]>('UPDATE transcript SET body = ?, call_id = NULL WHERE seq = ?'),
+    markOrphan: db.prepare<[string, Buffer | null, number]>('UPDATE transcript SET body = ?, packed = ?, call_id = NULL WHERE seq = ?'),
     orphans: db
       .prepare<[number], number>(
         "SELECT count(*) FROM transcript INDEXED BY transcript_orphans WHERE sid = ? AND kind = 'tool_result' AND call_id IS NULL",
@@ -128,7 +131,7 @@ function prepare(db: Db) {
         WHERE t.sid = ? AND t.seq > ? AND t.seq < ? ORDER BY t.seq`,
     ),
     rowsFrom: db.prepare<[number, number], RawRow>(
-      `SELECT seq, kind, row_class, key, call_id, body, legacy_text, created_at, graphemes
+      `SELECT seq, kind, row_class, key, call_id, body, packed, legacy_text, created_at, graphemes
          FROM transcript WHERE sid = ? AND seq >= ? ORDER BY seq`,
     ),
     // Call records whose call row or result row is at or after a seq of the session.
@@ -163,8 +166,8 @@ function prepare(db: Db) {
     bumpRewrites: db.prepare<[number]>('UPDATE sessions SET rewrites = rewrites + 1 WHERE sid = ?'),
     // Forks: rows are copied in seq order, so the n-th copy answers the n-th parent row.
     copyRows: db.prepare<[number, number, number]>(
-      `INSERT INTO transcript (sid, kind, row_class, key, call_id, body, legacy_text, created_at, graphemes)
-       SELECT ?, kind, row_class, key, call_id, body, legacy_text, created_at, graphemes
+      `INSERT INTO transcript (sid, kind, row_class, key, call_id, body, packed, legacy_text, created_at, graphemes)
+       SELECT ?, kind, row_class, key, call_id, body, packed, legacy_text, created_at, graphemes
          FROM transcript WHERE sid = ? AND seq <= ? ORDER BY seq`,
     ),
     copyForkRows: db.prepare<[number, number, number]>(
@@ -196,13 +199,21 @@ const stmts = perDb(prepare);
 type Statements = ReturnType<typeof prepare>;
 
 /**
- * Inserts a new row at the end. `r.body` is the body's JSON; its grapheme count is derived from
- * the parsed `body` here, so every new row gets it the same way. Its text is not stored: readers
- * derive it from the body (storage/row-text.ts).
+ * Inserts a new row at the end. `json` is the body's JSON, stored packed when large
+ * (storage/row-body.ts); its grapheme count is derived from the parsed `body` here, so every new
+ * row gets it the same way. Its text is not stored: readers derive it from the body
+ * (storage/row-text.ts).
  */
-function insertRow(st: Statements, sid: number, r: Omit<RawRow, 'seq' | 'legacy_text' | 'graphemes'>, body: StoredBody): number {
+function insertRow(
+  st: Statements,
+  sid: number,
+  r: Omit<RawRow, 'seq' | 'body' | 'packed' | 'legacy_text' | 'graphemes'>,
+  json: string,
+  body: StoredBody,
+): number {
   const graphemes = renderedGraphemesWithoutSeq(body, rowText(body));
-  return Number(st.insert.run(sid, r.kind, r.row_class, r.key, r.call_id, r.body, null, r.created_at, graphemes).lastInsertRowid);
+  const stored = packBody(json);
+  return Number(st.insert.run(sid, r.kind, r.row_class, r.key, r.call_id, stored.body, stored.packed, null, r.created_at, graphemes).lastInsertRowid);
 }
 
 function headOf(st: Statements, sid: number): number {
@@ -536,9 +547,8 @@ function writeRow(
     row_class: rowClassOf(body),
     key,
     call_id: body.kind === 'tool_result' ? body.call_id : null,
-    body: json,
     created_at: cx.now,
-  }, body);
+  }, json, body);
 
   if (body.kind === 'assistant') {
     for (const p of body.content) {
@@ -569,7 +579,10 @@ function writeRow(
 
   if (body.kind !== 'tool_result') return { seq, callSeq: undefined };
   const callSeq = cx.calls.answer(body.call_id, seq);
-  if (callSeq === undefined) st.markOrphan.run(JSON.stringify({ ...body, orphan: true }), seq);
+  if (callSeq === undefined) {
+    const stored = packBody(JSON.stringify({ ...body, orphan: true }));
+    st.markOrphan.run(stored.body, stored.packed, seq);
+  }
   return { seq, callSeq };
 }
 
@@ -615,15 +628,20 @@ function settle(st: Statements, sid: number, fresh: number, callSeq: number): Ma
   st.deleteFrom.run(sid, first);
   st.bumpRewrites.run(sid);
   for (const r of rows) {
-    let body = r.body;
-    if (r.kind === 'notice' && body.includes('"excursion_return"')) {
-      const parsed = JSON.parse(body) as { body: { notice: string; marker_seq?: number } };
-      if (parsed.body.notice === 'excursion_return' && parsed.body.marker_seq !== undefined) {
-        parsed.body.marker_seq = to(parsed.body.marker_seq);
-        body = JSON.stringify(parsed);
+    // Rows move with their stored columns as they are, packed or not; only a return notice's
+    // marker seq inside the JSON is rewritten.
+    let stored: PackedBody = { body: r.body, packed: r.packed };
+    if (r.kind === 'notice') {
+      const json = bodyJson(r.seq, r.body, r.packed);
+      if (json.includes('"excursion_return"')) {
+        const parsed = JSON.parse(json) as { body: { notice: string; marker_seq?: number } };
+        if (parsed.body.notice === 'excursion_return' && parsed.body.marker_seq !== undefined) {
+          parsed.body.marker_seq = to(parsed.body.marker_seq);
+          stored = packBody(JSON.stringify(parsed));
+        }
       }
     }
-    st.insertAt.run(to(r.seq), sid, r.kind, r.row_class, r.key, r.call_id, body, r.legacy_text, r.created_at, r.graphemes);
+    st.insertAt.run(to(r.seq), sid, r.kind, r.row_class, r.key, r.call_id, stored.body, stored.packed, r.legacy_text, r.created_at, r.graphemes);
   }
   for (const c of calls) st.insertCall.run(sid, c.call_id, to(c.seq), c.result_seq === null ? null : to(c.result_seq));
   for (const r of refs) st.insertRef.run(r.hash, to(r.seq));
@@ -665,9 +683,8 @@ export function appendNotice(db: Db, sid: number, notice: Notice, opts: { key?: 
       row_class: rowClassOf(body),
       key,
       call_id: null,
-      body: json,
       created_at: (opts.now ?? Date.now)(),
-    }, body);
+    }, json, body);
     if (notice.notice === 'image_fit') {
       if (!hasPayload(db, notice.to.hash)) {
         throw new AlbedoError('unknown_payload', `unknown payload ${notice.to.hash}`, { hash: notice.to.hash });

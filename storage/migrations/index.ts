@@ -20,6 +20,7 @@ import { sql as m018 } from './018-search-tail-index.ts';
 import { sql as m019 } from './019-read-blocks.ts';
 import { sql as m020 } from './020-search-merge-in-idle-time.ts';
 import { sql as m021 } from './021-snapcompact-archive-stamp.ts';
+import { sql as m022 } from './022-packed-bodies.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -50,4 +51,5 @@ export const migrations: readonly Migration[] = [
   { version: 19, name: 'read-blocks', sql: m019 },
   { version: 20, name: 'search-merge-in-idle-time', sql: m020 },
   { version: 21, name: 'snapcompact-archive-stamp', sql: m021 },
+  { version: 22, name: 'packed-bodies', sql: m022 },
 ];

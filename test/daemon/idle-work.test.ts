@@ -9,7 +9,7 @@ import { freePages, type Db } from '../../storage/db.ts';
 import { indexedThrough, mergeSearchIndex, searchIndexLag } from '../../storage/search-index.ts';
 import { deleteSession, openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
-import { tempDb, user } from '../storage/factories.ts';
+import { PAGE_OF_TEXT, tempDb, user } from '../storage/factories.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -117,7 +117,7 @@ test('after a long quiet, free pages beyond a reserve (a 32nd of the pages in us
   const db = tempDb(t);
   openSession(db, { session: 'big' });
   for (let b = 0; b < 20; b++) {
-    await appendRows(db, 'big', Array.from({ length: 100 }, (_v, i) => user(`${b}:${i} ${'lorem ipsum '.repeat(340)}`)));
+    await appendRows(db, 'big', Array.from({ length: 100 }, (_v, i) => user(`${b}:${i} ${PAGE_OF_TEXT}`)));
   }
   assert.equal(deleteSession(db, 'big'), true);
   assert.ok(freePages(db) > freePagesKept(db) + 500, `${freePages(db)} free pages`);

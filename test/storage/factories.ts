@@ -8,6 +8,7 @@ import type { TestContext } from 'node:test';
 import sharp from 'sharp';
 import { RowIn, type ImagePartIn } from '../../protocol/rows.ts';
 import { openDb, type Db } from '../../storage/db.ts';
+import { bodySql, PACK_MIN_CHARS } from '../../storage/row-body.ts';
 import { ROW_TEXT_SQL } from '../../storage/row-text.ts';
 
 /** A fresh database file, closed and removed when the test ends. */
@@ -26,6 +27,12 @@ export function tempDbWithPath(t: TestContext): { db: Db; path: string } {
   });
   return { db, path: file };
 }
+
+/**
+ * User text that makes a row of about one 4 KiB page, just short enough to be stored as it is
+ * rather than packed (storage/row-body.ts): tests that count pages use it.
+ */
+export const PAGE_OF_TEXT = 'lorem ipsum '.repeat(Math.floor((PACK_MIN_CHARS - 200) / 12));
 
 export interface RowOpts {
   key?: string;
@@ -91,7 +98,7 @@ export interface RawRow {
 export function rowsOf(db: Db, session: string): RawRow[] {
   return db
     .prepare(
-      `SELECT t.seq, t.kind, t.key, ${ROW_TEXT_SQL} AS text, t.call_id, t.created_at, t.body FROM transcript t
+      `SELECT t.seq, t.kind, t.key, ${ROW_TEXT_SQL} AS text, t.call_id, t.created_at, ${bodySql('t')} AS body FROM transcript t
          JOIN sessions s ON s.sid = t.sid WHERE s.name = ? ORDER BY t.seq`,
     )
     .all(session) as RawRow[];

@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import { freePages, openDb, releaseFreePages, type Db } from '../../storage/db.ts';
 import { deleteSession, openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
-import { user } from './factories.ts';
+import { PAGE_OF_TEXT, user } from './factories.ts';
 
 function tempFile(t: TestContext): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'albedo-free-'));
@@ -22,7 +22,7 @@ function tempFile(t: TestContext): string {
 async function freedSession(db: Db): Promise<void> {
   openSession(db, { session: 'big' });
   for (let b = 0; b < 6; b++) {
-    await appendRows(db, 'big', Array.from({ length: 100 }, (_v, i) => user(`${b}:${i} ${'lorem ipsum '.repeat(340)}`)));
+    await appendRows(db, 'big', Array.from({ length: 100 }, (_v, i) => user(`${b}:${i} ${PAGE_OF_TEXT}`)));
   }
   assert.equal(deleteSession(db, 'big'), true);
 }

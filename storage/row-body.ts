@@ -1,0 +1,70 @@
+// How a transcript row's body is stored (migration 22). The body is the row's JSON
+// (protocol/rows.ts StoredBody). A large one is kept deflated in `transcript.packed`, with
+// `body` left as the empty string; a small one, or one that would not shrink enough, stays as
+// text in `body` with `packed` NULL. Coding-agent rows are mostly short, but the long ones (file
+// reads, command output) hold most of the bytes and deflate to about a quarter, so this roughly
+// halves the row table (docs/performance.md, "Disk").
+//
+// Every reader that needs the JSON selects `bodySql()`, which inflates in SQLite through
+// `albedo_unpack` only for packed rows; every writer stores what `packBody` returns. Nothing else
+// needs to know which form a row is in. Copies of rows (settling, forks) move both columns as
+// they are.
+import zlib from 'node:zlib';
+
+/** Bodies shorter than this (UTF-16 units of the JSON) are stored as text: not worth a zlib call. */
+export const PACK_MIN_CHARS = 4096;
+/** A packed body is kept only when it is at most this fraction of the JSON's UTF-8 bytes. */
+const PACK_MAX_RATIO = 0.75;
+/**
+ * The first byte of a packed body names its format, so another codec can be added later without
+ * rewriting old rows. 1: raw deflate (RFC 1951) of the JSON's UTF-8 bytes.
+ */
+const FORMAT_DEFLATE_RAW = 1;
+/** Level 1: on coding transcripts it keeps ~0.27 of the bytes where level 6 keeps ~0.24, at half the time. */
+const DEFLATE_LEVEL = 1;
+
+/** A body as its two columns. */
+export interface PackedBody {
+  /** The JSON, or '' when `packed` holds it. */
+  body: string;
+  packed: Buffer | null;
+}
+
+/** The columns that store a body's JSON. */
+export function packBody(json: string): PackedBody {
+  if (json.length < PACK_MIN_CHARS) return { body: json, packed: null };
+  const raw = Buffer.from(json, 'utf8');
+  const deflated = zlib.deflateRawSync(raw, { level: DEFLATE_LEVEL });
+  if (deflated.length + 1 > raw.length * PACK_MAX_RATIO) return { body: json, packed: null };
+  const packed = Buffer.allocUnsafe(deflated.length + 1);
+  packed[0] = FORMAT_DEFLATE_RAW;
+  deflated.copy(packed, 1);
+  return { body: '', packed };
+}
+
+/** The JSON a packed body holds; a blob that does not decode fails naming the row. */
+export function unpackBody(seq: number, packed: Uint8Array): string {
+  if (packed[0] !== FORMAT_DEFLATE_RAW) {
+    throw new Error(`transcript row ${seq} is corrupt: packed body has unknown format ${packed[0] ?? '(empty)'}`);
+  }
+  try {
+    return zlib.inflateRawSync(packed.subarray(1)).toString('utf8');
+  } catch (err) {
+    throw new Error(`transcript row ${seq} is corrupt: packed body does not inflate (${(err as Error).message})`);
+  }
+}
+
+/** A row's JSON from its two columns, as read in TypeScript. */
+export function bodyJson(seq: number, body: string, packed: Uint8Array | null): string {
+  return packed === null ? body : unpackBody(seq, packed);
+}
+
+/**
+ * The row's JSON in SQL, for a transcript row reached as `alias` (none: the table's own
+ * columns; `new` inside a trigger). Plain rows are returned by SQLite itself; only packed ones
+ * cost a call into JavaScript (albedo_unpack, registered on every connection by storage/db.ts).
+ */
+export function bodySql(alias?: string): string {
+  const c = (name: string): string => (alias === undefined ? name : `${alias}.${name}`);
+  return `CASE WHEN ${c('packed')} IS NULL THEN ${c('body')} ELSE albedo_unpack(${c('seq')}, ${c('packed')}) END`;
+}
