@@ -9,7 +9,7 @@ import { type Db, perDb } from './db.ts';
 import { followSettle } from './lcm-tree.ts';
 import { DEFAULT_MAX_IMAGE_BYTES, hasPayload, prepareImage, putPayload, type PreparedImage } from './payloads.ts';
 import { renderedGraphemesWithoutSeq } from './graphemes.ts';
-import { bodyJson, bodySql, packBody, type PackedBody } from './row-body.ts';
+import { bodyJson, bodySql, packBody, packBodyAsync, type PackedBody } from './row-body.ts';
 import { rowText } from './row-text.ts';
 import { createSession, findSession, requireSession } from './sessions.ts';
 
@@ -199,20 +199,18 @@ const stmts = perDb(prepare);
 type Statements = ReturnType<typeof prepare>;
 
 /**
- * Inserts a new row at the end. `json` is the body's JSON, stored packed when large
- * (storage/row-body.ts); its grapheme count is derived from the parsed `body` here, so every new
- * row gets it the same way. Its text is not stored: readers derive it from the body
- * (storage/row-text.ts).
+ * Inserts a new row at the end. `stored` is the body's JSON as its columns (packBody); the
+ * grapheme count is derived from the parsed `body` here, so every new row gets it the same way.
+ * Its text is not stored: readers derive it from the body (storage/row-text.ts).
  */
 function insertRow(
   st: Statements,
   sid: number,
   r: Omit<RawRow, 'seq' | 'body' | 'packed' | 'legacy_text' | 'graphemes'>,
-  json: string,
+  stored: PackedBody,
   body: StoredBody,
 ): number {
   const graphemes = renderedGraphemesWithoutSeq(body, rowText(body));
-  const stored = packBody(json);
   return Number(st.insert.run(sid, r.kind, r.row_class, r.key, r.call_id, stored.body, stored.packed, null, r.created_at, graphemes).lastInsertRowid);
 }
 
@@ -325,8 +323,23 @@ export async function appendRows(
 ): Promise<AppendResult> {
   requireSession(db, session);
   const images = await prepareImages(db, rows, opts.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES);
+  // Bodies are built and packed before the transaction, the long ones off the event loop.
+  const bodies = await Promise.all(
+    rows.map(async (row): Promise<BatchBody> => {
+      const body = storedBody(row, images);
+      const json = JSON.stringify(body);
+      return { body, json, stored: await packBodyAsync(json) };
+    }),
+  );
   const now = (opts.now ?? Date.now)();
-  return db.transaction(() => writeBatch(db, session, rows, images, now))();
+  return db.transaction(() => writeBatch(db, session, rows, bodies, images, now))();
+}
+
+/** A batch row's stored body: as an object, as JSON, and as its columns. */
+interface BatchBody {
+  body: StoredBody;
+  json: string;
+  stored: PackedBody;
 }
 
 /** Orphan tool results of a session: results stored while no call with their id was open. */
@@ -447,6 +460,7 @@ function writeBatch(
   db: Db,
   session: string,
   rows: readonly RowIn[],
+  bodies: readonly BatchBody[],
   images: Map<ImagePartIn, PreparedImage>,
   now: number,
 ): AppendResult {
@@ -466,8 +480,7 @@ function writeBatch(
   let tailCall: number | undefined;
 
   rows.forEach((row, index) => {
-    const body = storedBody(row, images);
-    const json = JSON.stringify(body);
+    const { body, json, stored } = bodies[index]!;
     const key = row.key ?? null;
     if (key !== null) {
       if (lookUp.has(key)) {
@@ -480,7 +493,7 @@ function writeBatch(
       lookUp.add(key);
     }
 
-    const { seq, callSeq } = writeRow(cx, row, body, json, key, index);
+    const { seq, callSeq } = writeRow(cx, row, body, stored, key, index);
     const inSlot = callSeq !== undefined && callSeq === tailCall;
     tailCall = body.kind === 'assistant' ? seq : inSlot ? tailCall : undefined;
     if (callSeq !== undefined && !inSlot) cx.calls.flush();
@@ -537,7 +550,7 @@ function writeRow(
   cx: BatchContext,
   row: RowIn,
   body: StoredBody,
-  json: string,
+  stored: PackedBody,
   key: string | null,
   index: number,
 ): { seq: number; callSeq: number | undefined } {
@@ -548,7 +561,7 @@ function writeRow(
     key,
     call_id: body.kind === 'tool_result' ? body.call_id : null,
     created_at: cx.now,
-  }, json, body);
+  }, stored, body);
 
   if (body.kind === 'assistant') {
     for (const p of body.content) {
@@ -684,7 +697,7 @@ export function appendNotice(db: Db, sid: number, notice: Notice, opts: { key?: 
       key,
       call_id: null,
       created_at: (opts.now ?? Date.now)(),
-    }, json, body);
+    }, packBody(json), body);
     if (notice.notice === 'image_fit') {
       if (!hasPayload(db, notice.to.hash)) {
         throw new AlbedoError('unknown_payload', `unknown payload ${notice.to.hash}`, { hash: notice.to.hash });

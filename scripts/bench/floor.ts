@@ -5,7 +5,9 @@
 // appendRows or the socket so that the ratio compares the two at the same moment on a noisy
 // machine. Until migration 16 the daemon stored each row's text beside its JSON and the floor
 // stored both; since then the text is derived from the JSON on read, so the floor stores the
-// JSON only, as the daemon does.
+// JSON only. Since migration 22 the daemon deflates long bodies (storage/row-body.ts) and so
+// writes fewer bytes than the floor; the floor keeps storing the JSON as text, what storing the
+// rows plainly costs.
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { RowIn } from '../../protocol/rows.ts';

@@ -11,7 +11,7 @@ import type { StoredBody } from '../../protocol/rows.ts';
 import { loadSources } from '../../storage/conversation.ts';
 import { openDb, type Db } from '../../storage/db.ts';
 import { migrations } from '../../storage/migrations/index.ts';
-import { bodyJson, PACK_MIN_CHARS, packBody, unpackBody } from '../../storage/row-body.ts';
+import { bodyJson, PACK_MIN_CHARS, PACK_OFF_THREAD_CHARS, packBody, packBodyAsync, unpackBody } from '../../storage/row-body.ts';
 import { grep } from '../../storage/search.ts';
 import { catchUpSearchIndex } from '../../storage/search-index.ts';
 import { openSession } from '../../storage/sessions.ts';
@@ -61,6 +61,22 @@ test('a large body is packed and reads back byte for byte; a small or incompress
   const packed = packBody(german);
   assert.notEqual(packed.packed, null);
   assert.equal(unpackBody(1, packed.packed!), german);
+});
+
+test('a long body is deflated off the event loop into the same bytes, and an append of one stores it packed', async (t) => {
+  const long = JSON.stringify({ text: output('LONG', Math.ceil(PACK_OFF_THREAD_CHARS / 40) + 10) });
+  assert.ok(long.length >= PACK_OFF_THREAD_CHARS);
+  const off = await packBodyAsync(long);
+  assert.deepEqual(off, packBody(long));
+  assert.notEqual(off.packed, null);
+  assert.deepEqual(await packBodyAsync('{"short":1}'), { body: '{"short":1}', packed: null });
+
+  const db = tempDb(t);
+  const { sid } = openSession(db, { session: 's' });
+  const text = output('LONG', 3000);
+  await appendRows(db, 's', [user(text)]);
+  assert.deepEqual(storage(db, sid).map((r) => r.packed), [true]);
+  assert.equal(rowsOf(db, 's')[0]!.text, text);
 });
 
 test('a packed body that does not decode fails naming its row', () => {
