@@ -1,6 +1,7 @@
 // NDJSON framing: splits a byte stream into UTF-8 lines with a per-line byte cap (writing a line
-// is JSON.stringify plus "\n"), and refuses lines that are not valid UTF-8. It knows nothing of
-// JSON-RPC; parsing lines and answering an overflow or a bad line are the peer's job (rpc-peer.ts).
+// is JSON.stringify plus "\n"), and refuses lines that are not valid UTF-8; long lines may be
+// handed on as bytes instead of decoded. It knows nothing of JSON-RPC; parsing lines and
+// answering an overflow or a bad line are the peer's job (rpc-peer.ts).
 import { isUtf8 } from 'node:buffer';
 
 /** Default cap on one line, in bytes (the "\n" is not counted; a "\r" before it is). */
@@ -12,6 +13,14 @@ const CR = 0x0d;
 export interface LineDecoderOptions {
   /** Called with each complete valid UTF-8 line, decoded, without "\n" or a trailing "\r". */
   onLine: (line: string) => void;
+  /**
+   * When given, called instead of onLine with each valid line over `bytesLineAbove` bytes, as
+   * bytes: decoding a long line whole costs more than parsing it from its bytes (json-bytes.ts).
+   * The buffer may share memory with pushed chunks.
+   */
+  onBytesLine?: (line: Buffer) => void;
+  /** Lines longer than this, in bytes, go to onBytesLine when it is given. Default 0. */
+  bytesLineAbove?: number;
   /** Called once per line whose bytes exceed the cap, as soon as they do; that line is dropped. */
   onOverflow: (bytesSeen: number) => void;
   /**
@@ -33,6 +42,8 @@ export class LineDecoder {
   private readonly onLine: (line: string) => void;
   private readonly onOverflow: (bytesSeen: number) => void;
   private readonly onInvalidUtf8: () => void;
+  private readonly onBytesLine: ((line: Buffer) => void) | undefined;
+  private readonly bytesLineAbove: number;
   private parts: Buffer[] = [];
   private length = 0;
   /** True while dropping the rest of an over-long line, up to its newline. */
@@ -43,6 +54,8 @@ export class LineDecoder {
     this.onOverflow = opts.onOverflow;
     this.onInvalidUtf8 = opts.onInvalidUtf8;
     this.maxLineBytes = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+    this.onBytesLine = opts.onBytesLine;
+    this.bytesLineAbove = opts.bytesLineAbove ?? 0;
   }
 
   /** Bytes of the partial line held so far (0 between lines and while discarding). */
@@ -89,7 +102,9 @@ export class LineDecoder {
     this.length = 0;
     const stop = line.length > 0 && line[line.length - 1] === CR ? line.length - 1 : line.length;
     // Checked on the whole line, never per chunk: a character may be split across chunks.
-    if (!isUtf8(line.subarray(0, stop))) this.onInvalidUtf8();
+    const bytes = line.subarray(0, stop);
+    if (!isUtf8(bytes)) this.onInvalidUtf8();
+    else if (this.onBytesLine !== undefined && stop > this.bytesLineAbove) this.onBytesLine(bytes);
     else this.onLine(line.toString('utf8', 0, stop));
   }
 }

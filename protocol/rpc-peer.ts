@@ -5,6 +5,7 @@
 import type { Duplex } from 'node:stream';
 import { DomainCode, RpcCode, toWireError, type AlbedoError, type WireError } from './errors.ts';
 import { DEFAULT_MAX_LINE_BYTES, LineDecoder } from './framing.ts';
+import { JSON_BYTES_THRESHOLD, parseJsonBytesWithTokens, type ParsedJsonBytes } from './json-bytes.ts';
 import { topLevelMemberTokens } from './json-tokens.ts';
 import type { PartialLineBudget } from './line-budget.ts';
 
@@ -208,6 +209,9 @@ export class RpcPeer {
     this.decoder = new LineDecoder({
       maxLineBytes: limit,
       onLine: (line) => this.onLine(line),
+      // A line decoded whole past this would be a fresh large-object string (json-bytes.ts).
+      bytesLineAbove: JSON_BYTES_THRESHOLD,
+      onBytesLine: (line) => this.onBytesLine(line),
       onInvalidUtf8: () => this.send(parseError()),
       onOverflow: () => {
         if (this._state !== 'open') return;
@@ -392,7 +396,24 @@ export class RpcPeer {
       return;
     }
     // The raw id tokens cost a scan of the line, so only lines with a number id pay it.
-    const idTokens = hasNumberId(value) ? topLevelMemberTokens(line, 'id') : [];
+    this.onValue(value, hasNumberId(value) ? topLevelMemberTokens(line, 'id') : []);
+  }
+
+  /** A line too long to decode whole: parsed from its bytes, its id tokens found by the same scan. */
+  private onBytesLine(line: Buffer): void {
+    if (this._state !== 'open') return;
+    let parsed: ParsedJsonBytes;
+    try {
+      parsed = parseJsonBytesWithTokens(line, 'id');
+    } catch {
+      this.send(parseError());
+      return;
+    }
+    this.onValue(parsed.value, parsed.tokens);
+  }
+
+  /** One parsed line; `idTokens` as topLevelMemberTokens gives them (needed for number ids only). */
+  private onValue(value: unknown, idTokens: Array<string | undefined>): void {
     // The reply to a single message counts against the output bound from the moment it is made
     // (see invoke). A batch's replies are not counted while it waits for all of them: counted,
     // they could keep its own remaining requests from starting.

@@ -89,3 +89,22 @@ test('a second over-long line reports its own overflow', () => {
 test('the default cap is 64 MiB', () => {
   assert.equal(DEFAULT_MAX_LINE_BYTES, 64 * 1024 * 1024);
 });
+
+test('with onBytesLine, lines over bytesLineAbove come as their bytes, shorter ones decoded, bad UTF-8 refused', () => {
+  const strings: string[] = [];
+  const bytes: Buffer[] = [];
+  const invalid = { n: 0 };
+  const d = new LineDecoder({
+    onLine: (l) => strings.push(l),
+    onBytesLine: (b) => bytes.push(Buffer.from(b)),
+    bytesLineAbove: 8,
+    onOverflow: () => assert.fail('no line is over the cap'),
+    onInvalidUtf8: () => invalid.n++,
+  });
+  const long = '["é",1,"𝄞"]';
+  const bad = Buffer.concat([Buffer.from('"long enough'), Buffer.from([0xc3, 0x28]), Buffer.from('"')]);
+  feed(d, Buffer.concat([Buffer.from(`12345678\n${long}\r\n123456789\n`), bad, Buffer.from('\nshort\n')]), 2);
+  assert.deepEqual(strings, ['12345678', 'short']);
+  assert.deepEqual(bytes.map((b) => b.toString('utf8')), [long, '123456789']);
+  assert.equal(invalid.n, 1);
+});

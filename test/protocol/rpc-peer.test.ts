@@ -10,6 +10,7 @@ import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { AlbedoError, DomainCode, RpcCode, rpcError } from '../../protocol/errors.ts';
 import { LineDecoder } from '../../protocol/framing.ts';
+import { JSON_BYTES_THRESHOLD } from '../../protocol/json-bytes.ts';
 import { PartialLineBudget } from '../../protocol/line-budget.ts';
 import { EncodedJson, RpcPeer, RpcRemoteError, type RequestHandler, type RpcPeerOptions } from '../../protocol/rpc-peer.ts';
 
@@ -619,6 +620,58 @@ test('a numeric id that would not come back as sent gets -32600 with id null; sa
   c.send('{"jsonrpc":"2.0","id":6,"method":"echo","params":[6],"note":"\\"id\\":6.0"}\n');
   assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 6, result: [6] });
   assert.equal(srv.started.n, 0);
+});
+
+test('a line over the bytes threshold is parsed from its bytes: ids come back as sent, corruptions get -32700', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  const rows = Array.from({ length: 60 }, (_, i) => ({ key: `k${i}`, text: `row ${i} é€𝄞 "q" \\ ${'x'.repeat(1500)}` }));
+  const params = JSON.stringify({ session: 's', rows });
+  const big = (head: string, tail = '') => `{"jsonrpc":"2.0",${head}"method":"echo","params":${params}${tail}}`;
+  assert.ok(Buffer.byteLength(big('')) > JSON_BYTES_THRESHOLD);
+  // The request line never reaches JSON.parse whole (the reply, parsed by this test, does).
+  const parse = JSON.parse;
+  const whole: string[] = [];
+  t.mock.method(JSON, 'parse', (text: string) => {
+    if (text.includes('"method":"echo","params":{')) whole.push(text);
+    return parse(text) as unknown;
+  });
+  c.send(big('"id":7,') + '\n');
+  assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 7, result: { session: 's', rows } });
+  t.mock.restoreAll();
+  assert.deepEqual(whole, []);
+  // The number id rule reads the token from the line: the last of repeated ids, an escaped key.
+  const refused: Array<[string, string]> = [
+    ['"id":7.0,', ''],
+    ['"id":8,', ',"id":8.0'],
+    ['"\\u0069d":1e0,', ''],
+  ];
+  for (const [head, tail] of refused) {
+    c.send(big(head, tail) + '\n');
+    const r = await c.reply();
+    assert.equal(r.id, null, head + tail);
+    assert.equal(r.error?.code, RpcCode.InvalidRequest, head + tail);
+  }
+  c.send(big('"id":8.0,', ',"id":9') + '\n');
+  assert.equal((await c.reply()).id, 9);
+  // A batch over the threshold whose second element alone is over it too.
+  c.send(`[{"jsonrpc":"2.0","id":10,"method":"echo","params":[10]},${big('"id":11,')},{"jsonrpc":"2.0","id":12.0,"method":"echo","params":[12]}]\n`);
+  assert.deepEqual(
+    (await c.batch()).map((r) => [r.id, r.error?.code ?? 'ok']),
+    [
+      [10, 'ok'],
+      [11, 'ok'],
+      [null, RpcCode.InvalidRequest],
+    ],
+  );
+  const line = big('"id":13,');
+  const corruptions = [line.replace('}]}', '},]}'), line.replace('},{', '} {'), line + ' x', line.replace('"session":', '"session"'), line.slice(0, -1)];
+  for (const bad of corruptions) {
+    c.send(bad + '\n');
+    assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: null, error: { code: RpcCode.ParseError, message: 'parse error', data: { code: 'parse_error' } } });
+  }
+  c.send(line + '\r\n');
+  assert.equal((await c.reply()).id, 13);
 });
 
 // issue 11, defect 6: 1,500 unread replies of ~300 KB took RSS from ~155 MB to 690-890 MB.
