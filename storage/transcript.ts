@@ -9,7 +9,7 @@ import { type Db, perDb } from './db.ts';
 import { followSettle } from './lcm-tree.ts';
 import { DEFAULT_MAX_IMAGE_BYTES, hasPayload, prepareImage, putPayload, type PreparedImage } from './payloads.ts';
 import { renderedGraphemesWithoutSeq } from './graphemes.ts';
-import { bodyJson, bodySql, packBody, packBodyAsync, type PackedBody } from './row-body.ts';
+import { bodyJson, bodySql, PACK_OFF_THREAD_CHARS, packBody, packBodyAsync, type PackedBody } from './row-body.ts';
 import { rowText } from './row-text.ts';
 import { createSession, findSession, requireSession } from './sessions.ts';
 
@@ -323,16 +323,9 @@ export async function appendRows(
 ): Promise<AppendResult> {
   requireSession(db, session);
   const images = await prepareImages(db, rows, opts.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES);
-  // Bodies are built and packed before the transaction, the long ones off the event loop.
-  const bodies = await Promise.all(
-    rows.map(async (row): Promise<BatchBody> => {
-      const body = storedBody(row, images);
-      const json = JSON.stringify(body);
-      return { body, json, stored: await packBodyAsync(json) };
-    }),
-  );
+  const long = await packLongBodies(rows, images);
   const now = (opts.now ?? Date.now)();
-  return db.transaction(() => writeBatch(db, session, rows, bodies, images, now))();
+  return db.transaction(() => writeBatch(db, session, rows, long, images, now))();
 }
 
 /** A batch row's stored body: as an object, as JSON, and as its columns. */
@@ -340,6 +333,29 @@ interface BatchBody {
   body: StoredBody;
   json: string;
   stored: PackedBody;
+}
+
+/**
+ * The bodies of the batch's rows whose text alone reaches PACK_OFF_THREAD_CHARS, built and packed
+ * before the transaction with the deflate off the event loop (packBodyAsync), by row index. Every
+ * other body is built, and packed when long enough, inside the transaction as the row is written:
+ * building them all ahead kept a whole batch of bodies alive across the await, and the daemon's
+ * garbage collection took ~80 µs more a row. A row whose length is in its tool-call arguments
+ * is not seen here and deflates on the loop (~10 ms a megabyte).
+ */
+async function packLongBodies(rows: readonly RowIn[], images: Map<ImagePartIn, PreparedImage>): Promise<Map<number, BatchBody>> {
+  const out = new Map<number, BatchBody>();
+  const jobs: Array<Promise<void>> = [];
+  rows.forEach((row, index) => {
+    let chars = 0;
+    for (const p of row.content) if ((p.type === 'text' || p.type === 'reasoning') && p.text !== undefined) chars += p.text.length;
+    if (chars < PACK_OFF_THREAD_CHARS) return;
+    const body = storedBody(row, images);
+    const json = JSON.stringify(body);
+    jobs.push(packBodyAsync(json).then((stored) => void out.set(index, { body, json, stored })));
+  });
+  await Promise.all(jobs);
+  return out;
 }
 
 /** Orphan tool results of a session: results stored while no call with their id was open. */
@@ -460,7 +476,7 @@ function writeBatch(
   db: Db,
   session: string,
   rows: readonly RowIn[],
-  bodies: readonly BatchBody[],
+  long: ReadonlyMap<number, BatchBody>,
   images: Map<ImagePartIn, PreparedImage>,
   now: number,
 ): AppendResult {
@@ -480,7 +496,9 @@ function writeBatch(
   let tailCall: number | undefined;
 
   rows.forEach((row, index) => {
-    const { body, json, stored } = bodies[index]!;
+    const pre = long.get(index);
+    const body = pre?.body ?? storedBody(row, images);
+    const json = pre?.json ?? JSON.stringify(body);
     const key = row.key ?? null;
     if (key !== null) {
       if (lookUp.has(key)) {
@@ -493,7 +511,7 @@ function writeBatch(
       lookUp.add(key);
     }
 
-    const { seq, callSeq } = writeRow(cx, row, body, stored, key, index);
+    const { seq, callSeq } = writeRow(cx, row, body, pre?.stored ?? packBody(json), key, index);
     const inSlot = callSeq !== undefined && callSeq === tailCall;
     tailCall = body.kind === 'assistant' ? seq : inSlot ? tailCall : undefined;
     if (callSeq !== undefined && !inSlot) cx.calls.flush();
