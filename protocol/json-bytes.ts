@@ -10,7 +10,18 @@
 //
 // Nothing here recurses: open containers are kept on explicit stacks, so no nesting depth can
 // overflow the call stack (JSON.parse, which parses the runs, bounds its own depth).
-import { topLevelMemberTokens } from './json-tokens.ts';
+import {
+  BACKSLASH,
+  CLOSE_BRACE,
+  CLOSE_BRACKET,
+  COLON,
+  COMMA,
+  isSpace,
+  OPEN_BRACE,
+  OPEN_BRACKET,
+  QUOTE,
+  topLevelMemberTokens,
+} from './json-tokens.ts';
 
 /**
  * Lines up to this many bytes are decoded whole. UTF-8 of n bytes decodes to at most n UTF-16
@@ -36,18 +47,6 @@ export interface ParsedJsonBytes {
 // Faster than toString on pieces. ignoreBOM keeps a leading U+FEFF, as toString does, so that
 // JSON.parse sees (and refuses) it.
 const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-
-function isSpace(c: number | undefined): boolean {
-  return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
-}
 
 function syntaxError(what: string, at: number): SyntaxError {
   return new SyntaxError(`${what} in JSON at position ${at}`);

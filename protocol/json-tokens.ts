@@ -3,16 +3,18 @@
 // walks the top level only, jumping over strings with indexOf and over nested values by
 // counting brackets. Deciding what a token means (the id rule) is the peer's job (rpc-peer.ts).
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
+// The structural characters of JSON, as char codes and as bytes (json-bytes.ts scans bytes).
+export const QUOTE = 0x22;
+export const BACKSLASH = 0x5c;
+export const COMMA = 0x2c;
+export const COLON = 0x3a;
+export const OPEN_BRACE = 0x7b;
+export const CLOSE_BRACE = 0x7d;
+export const OPEN_BRACKET = 0x5b;
+export const CLOSE_BRACKET = 0x5d;
 
-function isSpace(c: number): boolean {
+/** JSON's four whitespace characters. */
+export function isSpace(c: number | undefined): boolean {
   return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
 }
 

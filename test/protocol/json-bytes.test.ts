@@ -7,6 +7,7 @@ import { isUtf8 } from 'node:buffer';
 import { test, type TestContext } from 'node:test';
 import { JSON_BYTES_THRESHOLD, parseJsonBytes, parseJsonBytesWithTokens } from '../../protocol/json-bytes.ts';
 import { topLevelMemberTokens } from '../../protocol/json-tokens.ts';
+import { Prng } from '../../scripts/stress/prng.ts';
 
 /** Own keys in order and prototypes, level by level (deepStrictEqual ignores key order). */
 function assertSameShape(actual: unknown, expected: unknown): void {
@@ -219,17 +220,6 @@ test('nesting far deeper than the call stack allows is parsed without recursion'
 
 // ---- random documents ----
 
-/** mulberry32: a small seeded generator, so a failure names a reproducible case. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const SPACES = [' ', '\t', '\n', '\r'];
 const NUMBERS = ['0', '-0', '1', '-1', '1.0', '1e0', '1E+2', '2.5e-3', '1e400', '-1e400', '12345678901234567890', '0.1', '9007199254740993', '42'];
@@ -280,7 +270,8 @@ function corrupt(buf: Buffer, next: () => number): Buffer | undefined {
 }
 
 test('seeded random documents and one-byte corruptions of them: both parse alike or both throw', () => {
-  const next = rng(0x5eed);
+  const prng = new Prng(0x5eed);
+  const next = (): number => prng.next();
   const seen = { parsed: 0, threw: 0 };
   for (let i = 0; i < 2500; i++) {
     const doc = Buffer.from(generate(next));
