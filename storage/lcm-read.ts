@@ -170,7 +170,7 @@ export async function grepTree(db: Db, params: Params<'lcm_grep'>, opts: LcmGrep
       after = { firstSeq: last.first_seq, node: last.id };
     }
   }
-  const summaries = matches.previews((ids) => new Map(st.summaries.all(JSON.stringify(ids)).map((r) => [r.id, r.text])));
+  const summaries = await matches.previews((id) => st.summaries.all(JSON.stringify([id]))[0]?.text ?? '', slice);
 
   const nextOf = (total: number, shown: number): number | null => (params.offset + shown < total ? params.offset + shown : null);
   return {

@@ -72,9 +72,7 @@ function prepare(db: Db) {
     sessionPage: db.prepare<[number, number, number, number], Candidate>(
       `SELECT seq AS id, sid, ${ROW_TEXT_SQL} AS text FROM transcript WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
     ),
-    bySeqs: db.prepare<[string], Candidate>(
-      `SELECT seq AS id, sid, ${ROW_TEXT_SQL} AS text FROM transcript WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`,
-    ),
+    textOf: db.prepare<[number], string>(`SELECT ${ROW_TEXT_SQL} FROM transcript WHERE seq = ?`).pluck(),
     workspaceSids: db.prepare<[string], number>('SELECT sid FROM sessions WHERE workspace = ?').pluck(),
     nameOf: db.prepare<[number], string>('SELECT name FROM sessions WHERE sid = ?').pluck(),
   };
@@ -279,14 +277,23 @@ export class MatchPage {
     }
   }
 
-  /** The page's previews: `texts` is asked only for the ids the index found. */
-  previews(texts: (ids: number[]) => Map<number, string>): Array<{ sid: number; id: number; preview: string }> {
-    const missing = this.page.filter((m) => m.preview === undefined).map((m) => m.id);
-    const found = missing.length === 0 ? new Map<number, string>() : texts(missing);
-    return this.page.map((m) => {
-      const text = found.get(m.id) ?? '';
-      return { sid: m.sid, id: m.id, preview: m.preview ?? preview(text, fold(text), this.needle) };
-    });
+  /**
+   * The page's previews: `text` is asked only for the rows the index found, one at a time with
+   * `slice` between them, since a page of long rows (each derived from its body, a packed one
+   * inflated first) is tens of milliseconds of work.
+   */
+  async previews(text: (id: number) => string, slice: () => Promise<void>): Promise<Array<{ sid: number; id: number; preview: string }>> {
+    const out: Array<{ sid: number; id: number; preview: string }> = [];
+    for (const m of this.page) {
+      if (m.preview !== undefined) {
+        out.push({ sid: m.sid, id: m.id, preview: m.preview });
+        continue;
+      }
+      await slice();
+      const t = text(m.id);
+      out.push({ sid: m.sid, id: m.id, preview: preview(t, fold(t), this.needle) });
+    }
+    return out;
   }
 }
 
@@ -345,7 +352,7 @@ export async function grep(
   }
 
   // Previews for the page's index hits: the only row text an indexed search reads.
-  const found = matches.previews((seqs) => new Map(st.bySeqs.all(JSON.stringify(seqs)).map((r) => [r.id, r.text])));
+  const found = await matches.previews((seq) => st.textOf.get(seq) ?? '', slice);
   const names = new Map<number, string>();
   const nameOf = (sid: number): string => {
     let name = names.get(sid);

@@ -375,6 +375,25 @@ test('a long search yields between batches', async (t) => {
   assert.ok(yields >= 3, `yielded ${yields} times`);
 });
 
+test("an indexed search reads its page's previews a row at a time, letting the event loop turn between long rows", async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  // Twelve rows of ~600 KB: deriving each one's text (inflate, parse, render) and folding it for
+  // its preview takes milliseconds, so the page's previews are tens of milliseconds of work.
+  await add(db, 's', ...Array.from({ length: 12 }, (_v, i) => `needle ${i} ${'lorem ipsum dolor sit amet '.repeat(22_000)}`));
+  catchUpSearchIndex(db);
+  let yields = 0;
+  const r = await grep(db, TranscriptGrepParams.parse({ pattern: 'needle', limit: 20 }), {
+    yieldEvery: async () => {
+      yields++;
+    },
+  });
+  assert.equal(r.total, 12);
+  assert.ok(r.matches.every((m, i) => m.preview.startsWith(`needle ${i} lorem`)));
+  // Without the index work to do, the scan part yields once; the rest come from the previews.
+  assert.ok(yields >= 3, `yielded ${yields} times`);
+});
+
 test('indexPending indexes in bounded batches and reports when it is caught up', async (t) => {
   const db = tempDb(t);
   openSession(db, { session: 's' });
