@@ -6,10 +6,9 @@
 // halves the row table (docs/performance.md, "Disk").
 //
 // Every reader that needs the JSON selects `bodySql()`, which inflates in SQLite through
-// `albedo_unpack` only for packed rows; every writer stores what `packBody` (or, for an append,
-// `packBodyAsync`) returns. Nothing else
-// needs to know which form a row is in. Copies of rows (settling, forks) move both columns as
-// they are.
+// `albedo_unpack` only for packed rows; every writer stores what `packBody` (or, for an append's
+// longest rows, `packBodyAsync`) returns. Nothing else needs to know which form a row is in.
+// Copies of rows (settling, forks) move both columns as they are.
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 
