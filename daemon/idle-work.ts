@@ -1,12 +1,13 @@
-// The daemon's background work between requests: indexing new rows for search, merging the
-// index's segments, giving free pages back to the file system, and checkpointing the
-// write-ahead log. None of it may make a request wait
+// The daemon's background work between requests: packing long row bodies, indexing new rows for
+// search, merging the index's segments, giving free pages back to the file system, and
+// checkpointing the write-ahead log. None of it may make a request wait
 // long, and SQLite cannot stop a statement halfway, so the work is cut into short units, one per
 // event-loop turn, each started only while the daemon is quiet; a request that arrives during a
 // unit waits for that unit alone. Which unit comes next, and how big each one is, is decided
-// here; what a unit does is storage's (storage/search-index.ts).
+// here; what a unit does is storage's (storage/row-packing.ts, storage/search-index.ts).
 import type { Logger } from 'pino';
 import { freePages, releaseFreePages, type Db } from '../storage/db.ts';
+import { packPending } from '../storage/row-packing.ts';
 import { indexPending, mergeSearchIndex } from '../storage/search-index.ts';
 
 /** Quiet (no request in flight, none for this long, in ms) before the first unit starts. */
@@ -30,7 +31,8 @@ export function freePagesKept(db: Db): number {
 /**
  * What one unit aims to take, in ms, by how long the daemon has been quiet: about the most a
  * request arriving during it waits. Each kind of unit adapts its size to stay near its pace's
- * target (trigram indexing costs ~0.1 µs per character, a merge step about as much per page).
+ * target (trigram indexing costs ~0.1 µs per character, a merge step about as much per page,
+ * packing ~0.01 µs per byte).
  * Short units cost throughput (each commit adds an index segment for merging to fold in), so
  * they are only used where a request may be close: between calls of a busy client.
  */
@@ -41,9 +43,16 @@ const ROWS = { min: 1, start: 16, max: 2048 } as const;
 const CHARS = { min: 1_000, start: 8_000, max: 256_000 } as const;
 const PAGES = { min: 4, start: 16, max: 256 } as const;
 const RELEASE = { min: 16, start: 256, max: 65_536 } as const;
+const PACK_ROWS = { min: 16, start: 256, max: 4096 } as const;
+const PACK_BYTES = { min: 16_384, start: 65_536, max: 4_194_304 } as const;
 
-/** Sizes of the next index unit (rows, characters), merge unit and release unit (pages) at one pace. */
+/**
+ * Sizes of the next pack unit (rows looked at, bytes deflated), index unit (rows, characters),
+ * merge unit and release unit (pages) at one pace.
+ */
 interface Sizes {
+  packRows: number;
+  packBytes: number;
   rows: number;
   chars: number;
   pages: number;
@@ -65,7 +74,7 @@ export interface IdleWorkHost {
 }
 
 export interface IdleWorkOptions {
-  /** Index rows for search (and merge the index); off, only free-page releases and checkpoints run. */
+  /** Index rows for search (and merge the index); off, only packing, free-page releases and checkpoints run. */
   indexer: boolean;
   log: Logger;
 }
@@ -74,9 +83,11 @@ export class IdleWork {
   private next: { cancel(): void } | undefined;
   private stopped = false;
   private readonly sizes: Record<Pace, Sizes> = {
-    short: { rows: ROWS.start, chars: CHARS.start, pages: PAGES.start, release: RELEASE.start },
-    long: { rows: ROWS.start, chars: CHARS.start, pages: PAGES.start, release: RELEASE.start },
+    short: { packRows: PACK_ROWS.start, packBytes: PACK_BYTES.start, rows: ROWS.start, chars: CHARS.start, pages: PAGES.start, release: RELEASE.start },
+    long: { packRows: PACK_ROWS.start, packBytes: PACK_BYTES.start, rows: ROWS.start, chars: CHARS.start, pages: PAGES.start, release: RELEASE.start },
   };
+  /** Rows past the packer's cursor may hold bodies to pack (true at start: a file may have a backlog). */
+  private packDue = true;
   /** The index got segments since the last merge step that found nothing to merge. */
   private mergeDue = true;
   /** The next index unit may find rows (an append happened since indexing caught up). */
@@ -88,7 +99,7 @@ export class IdleWork {
   /** Free pages may be over freePagesKept. */
   private releaseDue = true;
   /** Units run, by kind: what tests can look at. */
-  readonly done = { index: 0, merge: 0, release: 0, checkpoint: 0 };
+  readonly done = { pack: 0, index: 0, merge: 0, release: 0, checkpoint: 0 };
 
   constructor(
     private readonly db: Db,
@@ -96,8 +107,9 @@ export class IdleWork {
     private readonly opts: IdleWorkOptions,
   ) {}
 
-  /** Rows were added (appended, imported, forked): index them at the next quiet. */
+  /** Rows were added (appended, imported, forked): pack and index them at the next quiet. */
   rowsAdded(): void {
+    this.packDue = true;
     this.indexDue = true;
     this.requestDone();
   }
@@ -118,7 +130,7 @@ export class IdleWork {
 
   /** Whether any unit is due; with none, nothing is scheduled until the next request. */
   private due(): boolean {
-    return (this.opts.indexer && (this.indexDue || this.mergeDue)) || this.releaseDue || this.logDirty;
+    return this.packDue || (this.opts.indexer && (this.indexDue || this.mergeDue)) || this.releaseDue || this.logDirty;
   }
 
   private schedule(): void {
@@ -148,7 +160,7 @@ export class IdleWork {
   /** Milliseconds until the quiet the next unit needs (0: now), given what is due. */
   private waitFor(): number {
     if (this.host.busy()) return QUIET_MS;
-    const needs = this.opts.indexer && (this.indexDue || this.mergeDue) ? QUIET_MS : LONG_QUIET_MS;
+    const needs = this.packDue || (this.opts.indexer && (this.indexDue || this.mergeDue)) ? QUIET_MS : LONG_QUIET_MS;
     return Math.max(0, needs - this.quietFor());
   }
 
@@ -162,6 +174,21 @@ export class IdleWork {
     const target = UNIT_MS[pace];
     const started = performance.now();
     try {
+      // Packing goes first, so that rows are mostly packed before they are indexed (packing an
+      // indexed row costs the index's update trigger an inflate to see that nothing changed).
+      if (this.packDue) {
+        const looked = packPending(this.db, size.packRows, size.packBytes);
+        const took = performance.now() - started;
+        this.done.pack++;
+        if (looked === 0) {
+          this.packDue = false;
+          return;
+        }
+        size.packBytes = adapt(size.packBytes, took, target, PACK_BYTES);
+        size.packRows = adapt(size.packRows, took, target, PACK_ROWS);
+        this.logDirty = true;
+        return;
+      }
       // While merging has work, index and merge units alternate, so the segments indexing adds
       // never pile up ahead of the merging.
       if (this.opts.indexer && this.indexDue && !(this.mergeDue && this.lastWasIndex)) {
@@ -212,11 +239,12 @@ export class IdleWork {
       }
     } catch (err) {
       // A unit that failed is not retried in a loop: the next write asks again.
+      this.packDue = false;
       this.indexDue = false;
       this.mergeDue = false;
       this.releaseDue = false;
       this.logDirty = false;
-      this.opts.log.error({ err, method: 'idle-work' }, 'background work failed; searches scan unindexed rows until the next try');
+      this.opts.log.error({ err, method: 'idle-work' }, 'background work failed; it is tried again after the next write (meanwhile searches scan unindexed rows)');
     }
   }
 }

@@ -140,8 +140,9 @@ export function migrate(db: Db, list: readonly Migration[], onMigration?: OpenOp
  * the connection's own level back. In WAL mode such a commit still survives a crash of the
  * process, and becomes durable with the next fsync of the log: the next commit at FULL (any
  * append) or a checkpoint. Power loss before that can drop it, never corrupt it. Only for data
- * that can be rebuilt or is bookkeeping (the search index, prepared-request records), never
- * for transcript rows.
+ * that can be rebuilt or is bookkeeping (the search index, prepared-request records), or for
+ * rewrites that leave a row's content as it was (packing its body); never for new or changed
+ * transcript rows.
  */
 export function withoutFsync<T>(db: Db, fn: () => T): T {
   // Through db.pragma, not a cached statement: SQLite applies `synchronous = …` while it

@@ -1,15 +1,17 @@
 // The daemon's work between requests (daemon/idle-work.ts) on a real database file: nothing runs
-// while a request is in flight or one arrived moments ago; once quiet, rows get indexed and the
-// index merged, and the log is checkpointed only after a longer quiet, once the rest is done.
+// while a request is in flight or one arrived moments ago; once quiet, long bodies get packed,
+// rows indexed and the index merged, and the log is checkpointed only after a longer quiet, once
+// the rest is done.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import pino from 'pino';
 import { freePagesKept, IdleWork, LONG_QUIET_MS, QUIET_MS } from '../../daemon/idle-work.ts';
 import { freePages, type Db } from '../../storage/db.ts';
+import { packingLag } from '../../storage/row-packing.ts';
 import { indexedThrough, mergeSearchIndex, searchIndexLag } from '../../storage/search-index.ts';
 import { deleteSession, openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
-import { PAGE_OF_TEXT, tempDb, user } from '../storage/factories.ts';
+import { commandOutput, PAGE_OF_TEXT, tempDb, user } from '../storage/factories.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -54,7 +56,7 @@ test('nothing runs while a request is in flight', async (t) => {
   const w = work(t, db, h);
   w.rowsAdded();
   await sleep(QUIET_MS * 4);
-  assert.deepEqual(w.done, { index: 0, merge: 0, release: 0, checkpoint: 0 });
+  assert.deepEqual(w.done, { pack: 0, index: 0, merge: 0, release: 0, checkpoint: 0 });
   assert.equal(searchIndexLag(db), 50);
   h.busy = false;
   h.touch();
@@ -100,8 +102,10 @@ test('once quiet, rows are indexed, the index merged, then the log checkpointed'
   assert.equal(log?.checkpointed, log?.log, 'the whole log was copied back');
 });
 
-test('with the indexer off only the checkpoint runs, after the long quiet', async (t) => {
+test('with the indexer off, long bodies are still packed; the checkpoint waits for the long quiet', async (t) => {
   const db = await dbWithRows(t, 40);
+  await appendRows(db, 's', Array.from({ length: 5 }, (_v, i) => user(commandOutput(`LONG ${i}`))));
+  assert.equal(packingLag(db), 5);
   const h = host();
   const w = work(t, db, h, false);
   h.touch();
@@ -110,7 +114,10 @@ test('with the indexer off only the checkpoint runs, after the long quiet', asyn
   if (performance.now() - h.last < LONG_QUIET_MS) assert.equal(w.done.checkpoint, 0, 'not before the long quiet');
   await until('a checkpoint', () => w.done.checkpoint > 0);
   assert.deepEqual({ index: w.done.index, merge: w.done.merge }, { index: 0, merge: 0 });
-  assert.equal(searchIndexLag(db), 40);
+  assert.ok(w.done.pack >= 1);
+  assert.equal(packingLag(db), 0);
+  assert.equal(db.prepare('SELECT count(*) FROM transcript WHERE packed IS NOT NULL').pluck().get(), 5);
+  assert.equal(searchIndexLag(db), 45);
 });
 
 test('after a long quiet, free pages beyond a reserve (a 32nd of the pages in use) go back to the file system', async (t) => {
@@ -142,5 +149,5 @@ test('stop cancels what was scheduled', async (t) => {
   w.stop();
   w.rowsAdded();
   await sleep(QUIET_MS * 3);
-  assert.deepEqual(w.done, { index: 0, merge: 0, release: 0, checkpoint: 0 });
+  assert.deepEqual(w.done, { pack: 0, index: 0, merge: 0, release: 0, checkpoint: 0 });
 });

@@ -44,6 +44,11 @@ export const PAGE_OF_TEXT = (() => {
   return out;
 })();
 
+/** Command output of `lines` numbered lines: long, and as compressible as real output is (packed, storage/row-packing.ts). */
+export function commandOutput(tag: string, lines = 200): string {
+  return Array.from({ length: lines }, (_v, i) => `${tag} line ${i}: src/module-${i % 17}.ts compiled in ${(i * 37) % 1000} ms`).join('\n');
+}
+
 export interface RowOpts {
   key?: string;
   images?: ImagePartIn[];

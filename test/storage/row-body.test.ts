@@ -1,7 +1,8 @@
-// Large row bodies are stored deflated (storage/row-body.ts, migration 22): packBody and
-// unpackBody on their own, then every way a row is written, moved, copied and read, with rows
-// large enough to be packed: reads, transcript_read, grep (indexed and scanned), key retries,
-// settling, orphans, forks, and a file upgraded from version 21.
+// Large row bodies are stored deflated (storage/row-body.ts, migration 22), by the idle-time
+// packer (storage/row-packing.ts, migration 23) or, for the longest, by the append itself:
+// packBody and unpackBody on their own, then every way a row is written, packed, moved, copied
+// and read, with rows large enough to be packed: reads, transcript_read, grep (indexed and
+// scanned), key retries, settling, orphans, forks, and a file upgraded from version 21.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -12,17 +13,13 @@ import { loadSources } from '../../storage/conversation.ts';
 import { openDb, type Db } from '../../storage/db.ts';
 import { migrations } from '../../storage/migrations/index.ts';
 import { bodyJson, PACK_MIN_CHARS, PACK_OFF_THREAD_CHARS, packBody, packBodyAsync, unpackBody } from '../../storage/row-body.ts';
+import { catchUpPacking, packingLag, packPending } from '../../storage/row-packing.ts';
 import { grep } from '../../storage/search.ts';
 import { catchUpSearchIndex } from '../../storage/search-index.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { readTranscript } from '../../storage/transcript-read.ts';
 import { appendRows, forkSession } from '../../storage/transcript.ts';
-import { assistant, rowsOf, tempDb, toolResult, user } from './factories.ts';
-
-/** Command output of `lines` numbered lines: long, and as compressible as real output is. */
-function output(tag: string, lines = 200): string {
-  return Array.from({ length: lines }, (_v, i) => `${tag} line ${i}: src/module-${i % 17}.ts compiled in ${(i * 37) % 1000} ms`).join('\n');
-}
+import { assistant, commandOutput as output, rowsOf, tempDb, toolResult, user } from './factories.ts';
 
 /** How each of a session's rows is stored: [seq, packed?, stored bytes]. */
 function storage(db: Db, sid: number): Array<{ seq: number; packed: boolean; bytes: number }> {
@@ -90,29 +87,70 @@ test('a packed body that does not decode fails naming its row', () => {
   assert.throws(() => unpackBody(43, Buffer.alloc(0)), /transcript row 43 is corrupt/);
 });
 
-test('large rows are stored packed, in a fraction of their bytes, and every reader sees the same rows', async (t) => {
+test('large rows are appended as text and packed later, in a fraction of their bytes, and every reader sees the same rows', async (t) => {
   const db = tempDb(t);
   const { sid } = openSession(db, { session: 's' });
   const big = output('BUILD');
   await appendRows(db, 's', [user('build it'), assistant('running', ['c1']), toolResult('c1', big)]);
+  assert.deepEqual(storage(db, sid).map((r) => r.packed), [false, false, false], 'the append deflates nothing');
+  assert.equal(packingLag(db), 1);
+
+  const reads = async () => ({
+    body: loadSources(db, [{ session: 's', seq: 3 }])[0]!.body,
+    texts: rowsOf(db, 's').map((r) => r.text),
+    read: (await readTranscript(db, { session: 's', offset: 0, limit: 100_000 })).text,
+    scanned: await found(db, 's', 'module-16.ts compiled'),
+  });
+  const before = await reads();
+  assert.deepEqual(before.body, { kind: 'tool_result', call_id: 'c1', is_error: false, content: [{ type: 'text', text: big }] });
+  assert.equal(before.texts[2], big);
+  assert.ok(before.read.includes(`#3 tool_result c1\n${big}`), 'transcript_read renders the row with its header');
+  assert.deepEqual(before.scanned, { total: 1, seqs: [3] });
+
+  // Indexed as text, then packed: the index's update trigger sees nothing to re-index (the only
+  // changes are the row's columns and the packer's cursor).
+  catchUpSearchIndex(db);
+  const changes = db.prepare('SELECT total_changes()').pluck();
+  const c0 = changes.get() as number;
+  assert.equal(catchUpPacking(db), 3);
+  assert.equal((changes.get() as number) - c0, 2);
   const stored = storage(db, sid);
   assert.deepEqual(stored.map((r) => r.packed), [false, false, true]);
   assert.ok(stored[2]!.bytes < big.length / 3, `stored ${stored[2]!.bytes} bytes for ${big.length} characters`);
+  assert.equal(packingLag(db), 0);
+  assert.equal(packPending(db), 0, 'caught up');
 
-  const [row] = loadSources(db, [{ session: 's', seq: 3 }]);
-  assert.deepEqual(row!.body, { kind: 'tool_result', call_id: 'c1', is_error: false, content: [{ type: 'text', text: big }] });
-  assert.equal(rowsOf(db, 's')[2]!.text, big);
-
-  const read = await readTranscript(db, { session: 's', offset: 0, limit: 100_000 });
-  assert.ok(read.text.includes(`#3 tool_result c1\n${big}`), 'transcript_read renders the packed row with its header');
-
-  // Scanned (the index has not reached the rows), then through the index: the same answer.
-  const scanned = await found(db, 's', 'module-16.ts compiled');
-  catchUpSearchIndex(db);
-  assert.deepEqual(await found(db, 's', 'module-16.ts compiled'), scanned);
-  assert.equal(scanned.total, 1);
-  assert.deepEqual(scanned.seqs, [3]);
+  const after = await reads();
+  assert.deepEqual(after, before);
+  assert.deepEqual(await found(db, 's', 'module-16.ts compiled'), { total: 1, seqs: [3] });
   assert.equal((await found(db, 's', 'BUILD line 199')).total, 1);
+});
+
+test('a packing unit stops at its byte budget, after at least one body, and the next one goes on from there', async (t) => {
+  const db = tempDb(t);
+  const { sid } = openSession(db, { session: 's' });
+  await appendRows(db, 's', [user('a'), user(output('ONE')), user('b'), user(output('TWO')), user(output('THREE')), user('c')]);
+  // Each long body is ~9.8k bytes: a budget of 1 takes one, then stops before the next.
+  assert.equal(packPending(db, 100, 1), 3, 'rows 1-3, up to the second long body');
+  assert.deepEqual(storage(db, sid).map((r) => r.packed), [false, true, false, false, false, false]);
+  assert.equal(packPending(db, 100, 1), 1, 'row 4 alone');
+  assert.deepEqual(storage(db, sid).map((r) => r.packed), [false, true, false, true, false, false]);
+  assert.equal(packPending(db, 100, 30_000), 2, 'rows 5-6');
+  assert.deepEqual(storage(db, sid).map((r) => r.packed), [false, true, false, true, true, false]);
+  assert.equal(packPending(db, 100, 30_000), 0);
+  assert.deepEqual(rowsOf(db, 's').map((r) => r.text), ['a', output('ONE'), 'b', output('TWO'), output('THREE'), 'c']);
+});
+
+test('the index skips only a packing that keeps the JSON: a packed rewrite with other content is indexed again', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  await appendRows(db, 's', [user(output('BEFORE'))]);
+  catchUpSearchIndex(db);
+  const other = packBody(JSON.stringify({ kind: 'user', origin: 'user', content: [{ type: 'text', text: output('AFTER') }] }));
+  assert.notEqual(other.packed, null);
+  db.prepare("UPDATE transcript SET body = '', packed = ? WHERE seq = 1").run(other.packed);
+  assert.equal((await found(db, 's', 'before line 7:')).total, 0);
+  assert.deepEqual(await found(db, 's', 'after line 7:'), { total: 1, seqs: [1] });
 });
 
 test('a retry of a packed row under its key answers its seq; other content under the key is refused', async (t) => {
@@ -126,11 +164,12 @@ test('a retry of a packed row under its key answers its seq; other content under
   await assert.rejects(appendRows(db, 's', [user(`${big}!`, { key: 'k1' })]), { code: 'key_conflict' });
 });
 
-test('settling moves packed rows with their contents, and the index follows them', async (t) => {
+test('settling moves packed rows with their contents, the index follows them, and the packer looks again', async (t) => {
   const db = tempDb(t);
   const { sid } = openSession(db, { session: 's' });
-  // Call, then a packed row the agent wrote before the result came, indexed; then the packed result.
+  // Call, then a long row the agent wrote before the result came, packed and indexed; then the long result.
   await appendRows(db, 's', [user('go'), assistant('two things', ['c1']), user(output('TYPED AHEAD'))]);
+  catchUpPacking(db);
   catchUpSearchIndex(db);
   const r = await appendRows(db, 's', [toolResult('c1', output('RESULT'))]);
   assert.deepEqual(r.seqs, [3], 'the result takes the slot after its call');
@@ -138,6 +177,10 @@ test('settling moves packed rows with their contents, and the index follows them
   const rows = rowsOf(db, 's');
   assert.equal(rows[2]!.text, output('RESULT'));
   assert.equal(rows[3]!.text, output('TYPED AHEAD'));
+  assert.deepEqual(storage(db, sid).map((x) => x.packed), [false, false, false, true], 'the moved row keeps its columns; the new one is text');
+  // The result landed below the packer's cursor, which moved back for it.
+  assert.equal(packingLag(db), 1);
+  catchUpPacking(db);
   assert.deepEqual(storage(db, sid).map((x) => x.packed), [false, false, true, true]);
   catchUpSearchIndex(db);
   assert.deepEqual(await found(db, 's', 'typed ahead line 5:'), { total: 1, seqs: [4] });
@@ -164,7 +207,7 @@ function tempFile(t: TestContext): string {
   return path.join(dir, 'albedo.db');
 }
 
-test('a version-21 file keeps its plain rows readable and packs the rows written after the upgrade', async (t) => {
+test('a version-21 file keeps its plain rows readable, and the packer packs its old long rows as well as new ones', async (t) => {
   const file = tempFile(t);
   const v21 = openDb(file, { synchronous: 'NORMAL', migrations: migrations.filter((m) => m.version <= 21) });
   // What a version-21 build stored: the whole JSON as text (insert through the old columns).
@@ -178,9 +221,13 @@ test('a version-21 file keeps its plain rows readable and packs the rows written
   const db = openDb(file, { synchronous: 'NORMAL' });
   t.after(() => db.close());
   await appendRows(db, 's', [assistant('later', ['c9']), toolResult('c9', output('NEW'))]);
-  assert.deepEqual(storage(db, 1).map((x) => x.packed), [false, false, true]);
-  assert.deepEqual(rowsOf(db, 's').map((x) => x.text), [output('OLD'), 'later\n→ read_file({"path":"c9.ts"})', output('NEW')]);
+  assert.deepEqual(storage(db, 1).map((x) => x.packed), [false, false, false]);
+  const texts = [output('OLD'), 'later\n→ read_file({"path":"c9.ts"})', output('NEW')];
+  assert.deepEqual(rowsOf(db, 's').map((x) => x.text), texts);
   catchUpSearchIndex(db);
+  catchUpPacking(db);
+  assert.deepEqual(storage(db, 1).map((x) => x.packed), [true, false, true]);
+  assert.deepEqual(rowsOf(db, 's').map((x) => x.text), texts);
   assert.deepEqual(await found(db, 's', 'old line 3:'), { total: 1, seqs: [1] });
   assert.deepEqual(await found(db, 's', 'new line 3:'), { total: 1, seqs: [3] });
   assert.equal(db.pragma('integrity_check', { simple: true }), 'ok');
