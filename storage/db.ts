@@ -193,6 +193,32 @@ export function perDb<T>(make: (db: Db) => T): (db: Db) => T {
   };
 }
 
+const bounds = perDb((db: Db) => ({ begin: db.prepare('BEGIN'), commit: db.prepare('COMMIT'), rollback: db.prepare('ROLLBACK') }));
+
+/**
+ * Runs a synchronous stretch of many small reads (a prepare looks up its session, cut, notes
+ * and logs some forty times) inside one transaction, when none is open: each statement on its
+ * own takes and drops its own read snapshot, 5-9 µs on the 2-core machine against about 1 inside
+ * a transaction, and the reads see one state of the file besides. A write inside works as it
+ * would on its own, committed at the end (BEGIN is deferred; the daemon's connection is the
+ * file's only writer, under the home lock, so the upgrade never finds its snapshot stale).
+ * Throwing rolls back.
+ */
+export function readTogether<T>(db: Db, fn: () => T): T {
+  if (db.inTransaction) return fn();
+  const st = bounds(db);
+  st.begin.run();
+  let value: T;
+  try {
+    value = fn();
+  } catch (err) {
+    if (db.inTransaction) st.rollback.run();
+    throw err;
+  }
+  st.commit.run();
+  return value;
+}
+
 /** Lets queued I/O run between batches of a long synchronous scan. */
 export function yieldToEventLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));

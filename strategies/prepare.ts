@@ -4,7 +4,7 @@
 // the caller hands in the resolved strategy, settings, model and summarizer.
 import type { Upstream } from '../protocol/methods.ts';
 import type { ImageCounts, Observation, OutPart, PlainInput, Section, ToolSpec } from '../protocol/prepared.ts';
-import { type Db, yieldToEventLoop } from '../storage/db.ts';
+import { type Db, readTogether, yieldToEventLoop } from '../storage/db.ts';
 import { autoFailures, lastCompaction, logCompaction, setAutoFailures } from '../storage/engine-log.ts';
 import { elisionStats, firstCarriedResult, scheduleElision } from '../storage/image-elision.ts';
 import { tokenRatio } from '../storage/token-ratios.ts';
@@ -340,22 +340,30 @@ function meteredSummarizer(inner: Summarizer): Summarizer & { tokensIn: number; 
  */
 export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Promise<Prepared> {
   const now = args.now ?? Date.now;
-  const f = frame(setup, args);
+  const f = readTogether(args.db, () => frame(setup, args));
   await setup.strategy?.warm?.(f.input);
-  const first = project(setup, f.input);
   const sid = args.session.sid;
-  const latched = autoFailures(args.db, sid) >= LATCH_LIMIT;
   const strategy = setup.strategy;
-  const pace = args.cache.getOrSet(PACE, (): Pace => ({ lastEstimate: undefined, growths: [], baseline: lastCompaction(args.db, sid)?.tokens_after, reason: null }));
-  const waits = !args.force && first.due && !latched ? deferral(pace, first, f.input) : null;
-  const attempt = strategy !== null && (args.force || (first.due && !latched && waits === null));
-  if (!attempt) {
+  // From the projection to the request that goes out when nothing is due, one synchronous
+  // stretch of reads (see readTogether).
+  const decided = readTogether(args.db, () => {
+    const first = project(setup, f.input);
+    const latched = autoFailures(args.db, sid) >= LATCH_LIMIT;
+    const pace = args.cache.getOrSet(PACE, (): Pace => ({ lastEstimate: undefined, growths: [], baseline: lastCompaction(args.db, sid)?.tokens_after, reason: null }));
+    const waits = !args.force && first.due && !latched ? deferral(pace, first, f.input) : null;
+    const attempt = strategy !== null && (args.force || (first.due && !latched && waits === null));
+    if (attempt) return { first, pace, sent: undefined };
     observePace(pace, first.estimate, false);
     const failure = first.due && latched ? `automatic compaction is paused after ${LATCH_LIMIT} consecutive failures; run /compact to retry` : waits === null ? null : pace.reason;
     const notes = waits === null ? [] : [waits];
     const sent = layered(setup, f.input, first);
-    return { system: f.system, tools: f.tools, inputs: sent.inputs, compacted: false, reason: null, observation: observe(setup, f, sent, { compacted: false, failure, db: args.db, notes }), extensionContext: f.context };
-  }
+    const prepared: Prepared = { system: f.system, tools: f.tools, inputs: sent.inputs, compacted: false, reason: null, observation: observe(setup, f, sent, { compacted: false, failure, db: args.db, notes }), extensionContext: f.context };
+    return { first, pace, sent: prepared };
+  });
+  if (decided.sent !== undefined) return decided.sent;
+  // An attempt is only decided with a strategy.
+  if (strategy === null) throw new Error('a compaction was attempted without a strategy');
+  const { first, pace } = decided;
 
   if (args.force) setAutoFailures(args.db, sid, 0);
   const started = now();

@@ -7,7 +7,7 @@ import { EncodedJson } from '../../protocol/rpc-peer.ts';
 import type { Observation } from '../../protocol/prepared.ts';
 import { sessionHead } from '../../storage/conversation.ts';
 import { lastPrompt, latestPrepared, reportUsage, savePrepared } from '../../storage/engine-log.ts';
-import { yieldToEventLoop } from '../../storage/db.ts';
+import { readTogether, yieldToEventLoop } from '../../storage/db.ts';
 import { getPayload } from '../../storage/payloads.ts';
 import { requireSession } from '../../storage/sessions.ts';
 import { learnTokenRatio } from '../../storage/token-ratios.ts';
@@ -170,30 +170,37 @@ export const prepare: EncodingHandler<'prepare'> = (params, ctx) =>
   ctx.daemon.kernels.run(params.session, async (kernel) => {
     const prompt = { model: params.model, instructions: params.instructions, tools: params.tools };
     ctx.daemon.summarizeRoutes.notePrepare(params.session, ctx.conn);
-    // Before the head is taken: a pin found at adoption comes with a notice this request carries.
-    adoptKnown(kernel, ctx.daemon.db, ctx.daemon.config(), requireSession(ctx.daemon.db, params.session).sid);
-    // Before the head is taken too: the request must read the fitted images (docs/images.md).
-    const limits = limitsForPrepare(ctx.daemon.db, ctx.daemon.config(), { session: params.session, model: params.model, provider: params.provider, upstream: params.upstream });
-    const fit = limits === null ? null : await fitSessionImages({ db: ctx.daemon.db, log: ctx.daemon.log, kernel, session: params.session, method: 'prepare', limits });
-    const f = frameFor(ctx, kernel, params.session, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream });
-    const prepared = await elideLeftBehind(ctx, params.session, f.args.session.sid, 'prepare', await prepareRequest({ ...f.setup, pinnedContext: pinnedContext(kernel, f.setup) }, f.args));
-    noteSent(ctx.daemon.db, f.args.session.sid, kernel, f.setup, prepared);
-    // A prepare from the same head as the one before may be that one again: it then gets the
-    // same id and nothing is written (see LAST_REPLY).
-    const last = kernel.cache.get(LAST_REPLY);
-    const reuse = !prepared.compacted && last?.head === f.args.head ? last.id : undefined;
-    let id = reuse ?? randomUUID();
-    const cache_breaks = notePrefix(kernel, ctx.daemon.db, f.args.session.sid, {
-      preparedId: id,
-      instructions: f.args.instructions,
-      context: prepared.extensionContext,
-      tools: prepared.tools,
-      model: f.setup.modelId,
-      provider: params.provider ?? f.setup.model?.provider,
-      inputs: prepared.inputs,
-      compacted: prepared.compacted,
-      observation: prepared.observation,
+    const { db } = ctx.daemon;
+    const limits = readTogether(db, () => {
+      // Before the head is taken: a pin found at adoption comes with a notice this request carries.
+      adoptKnown(kernel, db, ctx.daemon.config(), requireSession(db, params.session).sid);
+      // Before the head is taken too: the request must read the fitted images (docs/images.md).
+      return limitsForPrepare(db, ctx.daemon.config(), { session: params.session, model: params.model, provider: params.provider, upstream: params.upstream });
     });
+    const fit = limits === null ? null : await fitSessionImages({ db, log: ctx.daemon.log, kernel, session: params.session, method: 'prepare', limits });
+    const f = readTogether(db, () => frameFor(ctx, kernel, params.session, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream }));
+    const prepared = await elideLeftBehind(ctx, params.session, f.args.session.sid, 'prepare', await prepareRequest({ ...f.setup, pinnedContext: pinnedContext(kernel, f.setup) }, f.args));
+    const { last, reuse, firstId, cache_breaks } = readTogether(db, () => {
+      noteSent(db, f.args.session.sid, kernel, f.setup, prepared);
+      // A prepare from the same head as the one before may be that one again: it then gets the
+      // same id and nothing is written (see LAST_REPLY).
+      const last = kernel.cache.get(LAST_REPLY);
+      const reuse = !prepared.compacted && last?.head === f.args.head ? last.id : undefined;
+      const firstId = reuse ?? randomUUID();
+      const cache_breaks = notePrefix(kernel, db, f.args.session.sid, {
+        preparedId: firstId,
+        instructions: f.args.instructions,
+        context: prepared.extensionContext,
+        tools: prepared.tools,
+        model: f.setup.modelId,
+        provider: params.provider ?? f.setup.model?.provider,
+        inputs: prepared.inputs,
+        compacted: prepared.compacted,
+        observation: prepared.observation,
+      });
+      return { last, reuse, firstId, cache_breaks };
+    });
+    let id = firstId;
     const notes = fit === null || fit.notes.length === 0 ? prepared.observation.notes : [...prepared.observation.notes, ...fit.notes];
     // Inline images are attached while the reply is encoded, which keeps their bytes between replies.
     const encoding = params.images === 'inline' ? { inlineImages: (hash: string) => getPayload(ctx.daemon.db, hash)?.data } : {};
