@@ -88,6 +88,8 @@ export class IdleWork {
   };
   /** Rows past the packer's cursor may hold bodies to pack (true at start: a file may have a backlog). */
   private packDue = true;
+  /** The last unit run was a pack unit. */
+  private lastWasPack = false;
   /** The index got segments since the last merge step that found nothing to merge. */
   private mergeDue = true;
   /** The next index unit may find rows (an append happened since indexing caught up). */
@@ -174,9 +176,13 @@ export class IdleWork {
     const target = UNIT_MS[pace];
     const started = performance.now();
     try {
-      // Packing goes first, so that rows are mostly packed before they are indexed (packing an
-      // indexed row costs the index's update trigger an inflate to see that nothing changed).
-      if (this.packDue) {
+      // Packing goes first, so that new rows are mostly packed before they are indexed (packing
+      // an indexed row costs the index's update trigger an inflate to see that nothing
+      // changed); while it has a backlog (an upgraded file's old rows) it takes turns with the
+      // index's units, so that searches do not wait for it.
+      const indexWaits = this.opts.indexer && (this.indexDue || this.mergeDue);
+      this.lastWasPack = this.packDue && !(this.lastWasPack && indexWaits);
+      if (this.lastWasPack) {
         const looked = packPending(this.db, size.packRows, size.packBytes);
         const took = performance.now() - started;
         this.done.pack++;

@@ -120,6 +120,34 @@ test('with the indexer off, long bodies are still packed; the checkpoint waits f
   assert.equal(searchIndexLag(db), 45);
 });
 
+test('a packing backlog takes turns with indexing, so new rows get indexed while old ones are still being packed', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  for (let b = 0; b < 3; b++) await appendRows(db, 's', Array.from({ length: 100 }, (_v, i) => user(commandOutput(`BACKLOG ${b}:${i}`))));
+  assert.equal(packingLag(db), 300);
+  const h = host();
+  const w = work(t, db, h);
+  // The order units run in, seen through their counters.
+  const order: string[] = [];
+  for (const kind of ['pack', 'index'] as const) {
+    let n = 0;
+    Object.defineProperty(w.done, kind, {
+      get: () => n,
+      set: (v: number) => {
+        n = v;
+        order.push(kind);
+      },
+    });
+  }
+  h.touch();
+  w.rowsAdded();
+  await until('a checkpoint', () => w.done.checkpoint > 0);
+  assert.equal(packingLag(db), 0);
+  assert.equal(searchIndexLag(db), 0);
+  const firstIndex = order.indexOf('index');
+  assert.ok(firstIndex > 0 && order.lastIndexOf('pack') > firstIndex, `units ran in the order ${order.join(' ')}`);
+});
+
 test('after a long quiet, free pages beyond a reserve (a 32nd of the pages in use) go back to the file system', async (t) => {
   const db = tempDb(t);
   openSession(db, { session: 'big' });
