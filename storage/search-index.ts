@@ -93,7 +93,7 @@ export function mergeSearchIndex(db: Db, pages: number): boolean {
  * large merge step, so merging keeps pace with the segments the batches add (FTS5's automerge is
  * off). Returns the rows indexed; 0 means caught up (then no merge step runs).
  */
-export function indexBatchAndMerge(db: Db, batchRows: number = DEFAULT_INDEX_BATCH_ROWS): number {
+export function indexBatchAndMerge(db: Db, batchRows: number = BULK_INDEX_BATCH_ROWS): number {
   const n = indexPending(db, batchRows);
   if (n > 0) mergeSearchIndex(db, BULK_MERGE_PAGES);
   return n;
@@ -109,7 +109,7 @@ export function mergeSearchIndexFully(db: Db): void {
  * over many idle turns, in one go (tools, benchmarks and tests that want a caught-up index).
  * Returns the rows indexed.
  */
-export function catchUpSearchIndex(db: Db, batchRows: number = DEFAULT_INDEX_BATCH_ROWS): number {
+export function catchUpSearchIndex(db: Db, batchRows: number = BULK_INDEX_BATCH_ROWS): number {
   let total = 0;
   for (let n = indexBatchAndMerge(db, batchRows); n > 0; n = indexBatchAndMerge(db, batchRows)) total += n;
   mergeSearchIndexFully(db);
@@ -118,6 +118,13 @@ export function catchUpSearchIndex(db: Db, batchRows: number = DEFAULT_INDEX_BAT
 
 /** Pages per merge step when nothing waits on it (bulk builds). */
 const BULK_MERGE_PAGES = 2000;
+
+/**
+ * Rows per batch of a bulk build. Each batch commits one index segment, and every segment is
+ * merged again on each level it climbs: at 330k rows, 8,192-row batches took 92 s to index and
+ * merge against 119 s for 2,048-row ones, the merging 19 s against 41 (the inserts the same).
+ */
+const BULK_INDEX_BATCH_ROWS = 8192;
 
 /** Rows the index has not reached yet. */
 export function searchIndexLag(db: Db): number {
