@@ -147,6 +147,9 @@ export function migrate(db: Db, list: readonly Migration[], onMigration?: OpenOp
 export function withoutFsync<T>(db: Db, fn: () => T): T {
   // Through db.pragma, not a cached statement: SQLite applies `synchronous = …` while it
   // compiles the statement, so a prepared one would change nothing when run again.
+  // Inside a transaction (readTogether's, say) the commit is the enclosing one's, and SQLite
+  // refuses to change the level there.
+  if (db.inTransaction) return fn();
   const level = db.pragma('synchronous', { simple: true }) as number;
   // 0 OFF, 1 NORMAL: already no fsync per commit.
   if (level <= 1) return fn();

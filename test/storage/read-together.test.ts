@@ -1,9 +1,10 @@
 // readTogether (storage/db.ts): a synchronous stretch of reads runs in one transaction, so its
 // reads see one state of the file even while another connection writes; a write inside commits
-// at the end, a throw rolls it back, and inside an open transaction the stretch joins it.
+// at the end, a throw rolls it back, inside an open transaction the stretch joins it, and
+// withoutFsync work inside it runs as part of it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { openDb, readTogether } from '../../storage/db.ts';
+import { openDb, readTogether, withoutFsync } from '../../storage/db.ts';
 import { openSession, requireSession } from '../../storage/sessions.ts';
 import { tempDbWithPath } from './factories.ts';
 
@@ -25,7 +26,7 @@ test('the reads of a stretch see one snapshot while another connection writes', 
 });
 
 test('a write inside commits at the end, a throw rolls it back, and an open transaction is joined', (t) => {
-  const { db } = tempDbWithPath(t);
+  const { db, path } = tempDbWithPath(t);
   readTogether(db, () => openSession(db, { session: 'kept' }));
   assert.equal(requireSession(db, 'kept').name, 'kept');
 
@@ -49,4 +50,12 @@ test('a write inside commits at the end, a throw rolls it back, and an open tran
     })(),
   );
   assert.throws(() => requireSession(db, 'inner'), { code: 'unknown_session' });
+
+  // Work that commits without an fsync of its own (the indexer, the packer, prepared records)
+  // may run inside: its commit is the stretch's (SQLite refuses to change the level there).
+  const full = openDb(path, { synchronous: 'FULL' });
+  t.after(() => full.close());
+  readTogether(full, () => withoutFsync(full, () => openSession(full, { session: 'bookkeeping' })));
+  assert.equal(requireSession(db, 'bookkeeping').name, 'bookkeeping');
+  assert.equal(full.pragma('synchronous', { simple: true }), 2, 'the connection keeps its level (FULL)');
 });
