@@ -1,5 +1,5 @@
-// The daemon's background work between requests: packing long row bodies, indexing new rows for
-// search, merging the index's segments, giving free pages back to the file system, and
+// The daemon's background work between requests: packing long row bodies still stored as text,
+// indexing new rows for search, merging the index's segments, giving free pages back to the file system, and
 // checkpointing the write-ahead log. None of it may make a request wait
 // long, and SQLite cannot stop a statement halfway, so the work is cut into short units, one per
 // event-loop turn, each started only while the daemon is quiet; a request that arrives during a
@@ -176,10 +176,10 @@ export class IdleWork {
     const target = UNIT_MS[pace];
     const started = performance.now();
     try {
-      // Packing goes first, so that new rows are mostly packed before they are indexed (packing
-      // an indexed row costs the index's update trigger an inflate to see that nothing
-      // changed); while it has a backlog (an upgraded file's old rows) it takes turns with the
-      // index's units, so that searches do not wait for it.
+      // Packing goes first: for new rows it only confirms that the append packed them, and rows
+      // packed before they are indexed spare the index's update trigger an inflate. While it has
+      // a backlog (an upgraded file's old rows) it takes turns with the index's units, so that
+      // searches do not wait for it.
       const indexWaits = this.opts.indexer && (this.indexDue || this.mergeDue);
       this.lastWasPack = this.packDue && !(this.lastWasPack && indexWaits);
       if (this.lastWasPack) {

@@ -6,11 +6,10 @@
 // halves the row table (docs/performance.md, "Disk").
 //
 // Every reader that needs the JSON selects `bodySql()`, which inflates in SQLite through
-// `albedo_unpack` only for packed rows. An append stores its rows as `textBody` (the longest
-// ones through `packBodyAsync`), and the idle-time packer (storage/row-packing.ts) packs the
-// long ones later; rewrites of single rows (orphan marks, image elision, notices) store what
-// `packBody` returns. Nothing else needs to know which form a row is in. Copies of rows
-// (settling, forks) move both columns as they are.
+// `albedo_unpack` only for packed rows; every writer stores what `packBody` (or, for an append's
+// longest rows, `packBodyAsync`) returns, and rows still stored as text from before migration 22
+// are packed in idle time (storage/row-packing.ts). Nothing else needs to know which form a row
+// is in. Copies of rows (settling, forks) move both columns as they are.
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 
@@ -47,11 +46,6 @@ function stored(json: string, raw: Buffer, deflated: Buffer): PackedBody {
   packed[0] = FORMAT_DEFLATE_RAW;
   deflated.copy(packed, 1);
   return { body: '', packed };
-}
-
-/** The columns of a body stored as text, left for the packer (storage/row-packing.ts). */
-export function textBody(json: string): PackedBody {
-  return { body: json, packed: null };
 }
 
 /** The columns that store a body's JSON, deflated here on the calling thread. */

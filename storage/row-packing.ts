@@ -1,14 +1,17 @@
-// The background packer: stores long row bodies deflated (storage/row-body.ts) after they were
-// appended as text. Deflating is the costliest part of storing a long row (~85 µs for a 9 KB
-// body on the 2-core machine, at ~100 MB/s), so an append keeps it off the request path and the
-// daemon's idle work (daemon/idle-work.ts) calls `packPending` for a bounded unit at a time.
-// Only bodies long enough to deflate on the event loop in one go wait for it; appends deflate
-// the longest ones on the thread pool themselves (row-body.ts `packBodyAsync`).
+// The background packer: stores deflated (storage/row-body.ts) the long row bodies that are
+// still text. Appends pack their long rows as they write them (migration 22), so what the packer
+// finds is the history of a file from before migration 22, which it packs a bounded unit at a
+// time in the daemon's idle work (daemon/idle-work.ts) instead of in one long migration.
 //
-// The packer walks the transcript in seq order behind `pack_state.packed_through` (migration
-// 23). Packing rewrites a row's columns, never its JSON, so every reader sees the same row
-// before and after, and the search index's update trigger leaves the rewrite alone. A settle can
-// put an unpacked row below the cursor; it moves the cursor back (`repackFrom`).
+// It walks the transcript in seq order behind `pack_state.packed_through` (migration 23). Packing
+// rewrites a row's columns, never its JSON, so every reader sees the same row before and after,
+// and the search index's update trigger leaves the rewrite alone. Rows a settle moves keep their
+// columns and stay on the same side of the cursor; the one it adds was packed by its append.
+//
+// Why appends still deflate themselves (docs/performance.md, "Packing in idle time, tried"):
+// packing a row after it was written grows its b-tree cell in place, and the page splits that
+// follow left the row table 0.73 full against 0.87, which cost more disk than the deflate costs
+// time.
 import { type Db, perDb, withoutFsync } from './db.ts';
 import { PACK_MIN_CHARS, packBody } from './row-body.ts';
 
@@ -28,7 +31,6 @@ function prepare(db: Db) {
     body: db.prepare<[number], string>('SELECT body FROM transcript WHERE seq = ?').pluck(),
     pack: db.prepare<[Buffer, number]>("UPDATE transcript SET body = '', packed = ? WHERE seq = ?"),
     advance: db.prepare<[number]>('UPDATE pack_state SET packed_through = ? WHERE id = 1'),
-    back: db.prepare<[number]>('UPDATE pack_state SET packed_through = min(packed_through, ?) WHERE id = 1'),
     lag: db.prepare<[number, number], number>('SELECT count(*) FROM transcript WHERE seq > ? AND packed IS NULL AND octet_length(body) >= ?').pluck(),
   };
 }
@@ -74,14 +76,6 @@ export function catchUpPacking(db: Db): number {
   let total = 0;
   for (let n = packPending(db); n > 0; n = packPending(db)) total += n;
   return total;
-}
-
-/**
- * Rows from `seq` on may hold bodies to pack again (a settle wrote a new row among them):
- * the cursor moves back before it, if it is past it.
- */
-export function repackFrom(db: Db, seq: number): void {
-  stmts(db).back.run(seq - 1);
 }
 
 /** Rows past the cursor long enough to be packed: what idle time has left to look at. */

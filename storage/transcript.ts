@@ -9,8 +9,7 @@ import { type Db, perDb } from './db.ts';
 import { followSettle } from './lcm-tree.ts';
 import { DEFAULT_MAX_IMAGE_BYTES, hasPayload, prepareImage, putPayload, type PreparedImage } from './payloads.ts';
 import { renderedGraphemesWithoutSeq } from './graphemes.ts';
-import { bodyJson, bodySql, PACK_OFF_THREAD_CHARS, packBody, packBodyAsync, textBody, type PackedBody } from './row-body.ts';
-import { repackFrom } from './row-packing.ts';
+import { bodyJson, bodySql, PACK_OFF_THREAD_CHARS, packBody, packBodyAsync, type PackedBody } from './row-body.ts';
 import { rowText } from './row-text.ts';
 import { createSession, findSession, requireSession } from './sessions.ts';
 
@@ -339,11 +338,10 @@ interface BatchBody {
 /**
  * The bodies of the batch's rows whose text alone reaches PACK_OFF_THREAD_CHARS, built and packed
  * before the transaction with the deflate off the event loop (packBodyAsync), by row index. Every
- * other body is built inside the transaction as the row is written, and stored as text for the
- * idle-time packer (storage/row-packing.ts): building them all ahead kept a whole batch of bodies
- * alive across the await, and the daemon's garbage collection took ~80 µs more a row. A row whose
- * length is in its tool-call arguments is not seen here; the packer deflates it later, on the
- * loop (~10 ms a megabyte).
+ * other body is built, and packed when long enough, inside the transaction as the row is written:
+ * building them all ahead kept a whole batch of bodies alive across the await, and the daemon's
+ * garbage collection took ~80 µs more a row. A row whose length is in its tool-call arguments
+ * is not seen here and deflates on the loop (~10 ms a megabyte).
  */
 async function packLongBodies(rows: readonly RowIn[], images: Map<ImagePartIn, PreparedImage>): Promise<Map<number, BatchBody>> {
   const out = new Map<number, BatchBody>();
@@ -513,7 +511,7 @@ function writeBatch(
       lookUp.add(key);
     }
 
-    const { seq, callSeq } = writeRow(cx, row, body, pre?.stored ?? textBody(json), key, index);
+    const { seq, callSeq } = writeRow(cx, row, body, pre?.stored ?? packBody(json), key, index);
     const inSlot = callSeq !== undefined && callSeq === tailCall;
     tailCall = body.kind === 'assistant' ? seq : inSlot ? tailCall : undefined;
     if (callSeq !== undefined && !inSlot) cx.calls.flush();
@@ -522,10 +520,8 @@ function writeBatch(
       seqs.push(seq);
       return;
     }
-    // Derived tables that name source seqs follow the moved contents in this transaction, and
-    // the packer looks again from the slot the new row took.
+    // Derived tables that name source seqs follow the moved contents in this transaction.
     followSettle(db, cx.sid, callSeq!, dest.get(seq)!, dest);
-    repackFrom(db, dest.get(seq)!);
     cx.calls.follow(dest);
     for (let i = 0; i < seqs.length; i++) seqs[i] = dest.get(seqs[i]!) ?? seqs[i]!;
     seqs.push(dest.get(seq)!);

@@ -4,7 +4,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { openDb, type Db, type OpenOptions } from '../../storage/db.ts';
-import { catchUpPacking } from '../../storage/row-packing.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
 import { ROW_TEXT_SQL } from '../../storage/row-text.ts';
@@ -36,8 +35,6 @@ export interface Dataset {
   /** Main-session head after every main batch: rows appended so far -> head seq. */
   mainHeads: Array<{ rows: number; head: number }>;
   buildMs: number;
-  /** Packing the long bodies after the build, as the daemon does in idle time (storage/row-packing.ts). */
-  packMs: number;
   /** The last plain dump (dumpTexts without extras) and the rows it was taken of, for reuse. */
   dumped?: { dump: TextDump; rows: number; maxSeq: number };
 }
@@ -78,8 +75,7 @@ function sideInjector(n: number): (i: number) => string | null {
 /**
  * Creates `dir`/albedo.db with the main session of `size` rows and the side sessions, appending
  * with synchronous=FULL (the daemon's default; a section that times no writes may ask for
- * NORMAL) in interleaved batches, so sessions' seqs mix as they would on a host running several
- * agents; then packs the long bodies, as the daemon's idle time would.
+ * NORMAL) in interleaved batches, so sessions' seqs mix as they would on a host running several agents.
  */
 export async function buildDataset(
   dir: string,
@@ -134,11 +130,6 @@ export async function buildDataset(
     }
   }
   const buildMs = nowMs() - t0;
-  // What a daemon's idle time does behind the appends: the files every section reads hold long
-  // bodies packed, as a running daemon's do.
-  const p0 = nowMs();
-  catchUpPacking(db);
-  const packMs = nowMs() - p0;
   return {
     dir,
     file,
@@ -149,7 +140,6 @@ export async function buildDataset(
     totalRows: appended,
     mainHeads,
     buildMs,
-    packMs,
   };
 }
 

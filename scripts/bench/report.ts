@@ -24,7 +24,7 @@ export interface SizeResult {
   size: number;
   total_rows: number;
   sessions: number;
-  build: { ms: number; /** Packing the long bodies after the build (idle-time work, not in `ms`). */ pack_ms: number; rows_per_s: number; db_bytes: number; text_chars: number };
+  build: { ms: number; rows_per_s: number; db_bytes: number; text_chars: number };
   read?: { estimated_graphemes: number; non_ascii_row_share: number; pages: ReadResult[] };
   grep?: GrepResult;
   prepare?: PrepareResult;

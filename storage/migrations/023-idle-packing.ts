@@ -1,8 +1,6 @@
-// Migration 23: long bodies are packed in idle time instead of inside the append
-// (storage/row-packing.ts). An append stores every body as text, except the very long ones it
-// already deflates off the event loop; the daemon's idle work later packs the rest, going up the
-// transcript behind the cursor `pack_state.packed_through`. The cursor starts at 0, so a file
-// from before migration 22 has its old rows packed too, a bounded unit at a time.
+// Migration 23: long bodies still stored as text (rows from before migration 22) are packed in
+// the daemon's idle time (storage/row-packing.ts), going up the transcript behind the cursor
+// `pack_state.packed_through`, which starts at 0.
 //
 // Packing rewrites a row without changing its JSON. The update trigger of the search index would
 // take that for an edit and index the row again; it now skips exactly that rewrite (plain body

@@ -1,7 +1,7 @@
 // The daemon's work between requests (daemon/idle-work.ts) on a real database file: nothing runs
-// while a request is in flight or one arrived moments ago; once quiet, long bodies get packed,
-// rows indexed and the index merged, and the log is checkpointed only after a longer quiet, once
-// the rest is done.
+// while a request is in flight or one arrived moments ago; once quiet, long bodies still stored
+// as text get packed, rows indexed and the index merged, and the log is checkpointed only after
+// a longer quiet, once the rest is done.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import pino from 'pino';
@@ -11,7 +11,7 @@ import { packingLag } from '../../storage/row-packing.ts';
 import { indexedThrough, mergeSearchIndex, searchIndexLag } from '../../storage/search-index.ts';
 import { deleteSession, openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
-import { commandOutput, PAGE_OF_TEXT, tempDb, user } from '../storage/factories.ts';
+import { commandOutput, PAGE_OF_TEXT, storeAsText, tempDb, user } from '../storage/factories.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -102,9 +102,10 @@ test('once quiet, rows are indexed, the index merged, then the log checkpointed'
   assert.equal(log?.checkpointed, log?.log, 'the whole log was copied back');
 });
 
-test('with the indexer off, long bodies are still packed; the checkpoint waits for the long quiet', async (t) => {
+test('with the indexer off, long bodies stored as text are still packed; the checkpoint waits for the long quiet', async (t) => {
   const db = await dbWithRows(t, 40);
   await appendRows(db, 's', Array.from({ length: 5 }, (_v, i) => user(commandOutput(`LONG ${i}`))));
+  storeAsText(db);
   assert.equal(packingLag(db), 5);
   const h = host();
   const w = work(t, db, h, false);
@@ -120,10 +121,11 @@ test('with the indexer off, long bodies are still packed; the checkpoint waits f
   assert.equal(searchIndexLag(db), 45);
 });
 
-test('a packing backlog takes turns with indexing, so new rows get indexed while old ones are still being packed', async (t) => {
+test('a packing backlog (an upgraded file) takes turns with indexing, so rows get indexed while others are still being packed', async (t) => {
   const db = tempDb(t);
   openSession(db, { session: 's' });
   for (let b = 0; b < 3; b++) await appendRows(db, 's', Array.from({ length: 100 }, (_v, i) => user(commandOutput(`BACKLOG ${b}:${i}`))));
+  storeAsText(db);
   assert.equal(packingLag(db), 300);
   const h = host();
   const w = work(t, db, h);

@@ -49,6 +49,11 @@ export function commandOutput(tag: string, lines = 200): string {
   return Array.from({ length: lines }, (_v, i) => `${tag} line ${i}: src/module-${i % 17}.ts compiled in ${(i * 37) % 1000} ms`).join('\n');
 }
 
+/** Stores every packed body as text again, as a file from before migration 22 holds its rows. */
+export function storeAsText(db: Db): void {
+  db.prepare('UPDATE transcript SET body = albedo_unpack(seq, packed), packed = NULL WHERE packed IS NOT NULL').run();
+}
+
 export interface RowOpts {
   key?: string;
   images?: ImagePartIn[];

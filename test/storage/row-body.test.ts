@@ -1,8 +1,9 @@
-// Large row bodies are stored deflated (storage/row-body.ts, migration 22), by the idle-time
-// packer (storage/row-packing.ts, migration 23) or, for the longest, by the append itself:
-// packBody and unpackBody on their own, then every way a row is written, packed, moved, copied
-// and read, with rows large enough to be packed: reads, transcript_read, grep (indexed and
-// scanned), key retries, settling, orphans, forks, and a file upgraded from version 21.
+// Large row bodies are stored deflated (storage/row-body.ts, migration 22) as they are appended;
+// rows still stored as text (a file from before migration 22) are packed in idle time
+// (storage/row-packing.ts, migration 23). packBody and unpackBody on their own, then every way a
+// row is written, packed, moved, copied and read, with rows large enough to be packed: reads,
+// transcript_read, grep (indexed and scanned), key retries, settling, orphans, forks, the packer,
+// and a file upgraded from version 21.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -19,7 +20,7 @@ import { catchUpSearchIndex } from '../../storage/search-index.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { readTranscript } from '../../storage/transcript-read.ts';
 import { appendRows, forkSession } from '../../storage/transcript.ts';
-import { assistant, commandOutput as output, rowsOf, tempDb, toolResult, user } from './factories.ts';
+import { assistant, commandOutput as output, rowsOf, storeAsText, tempDb, toolResult, user } from './factories.ts';
 
 /** How each of a session's rows is stored: [seq, packed?, stored bytes]. */
 function storage(db: Db, sid: number): Array<{ seq: number; packed: boolean; bytes: number }> {
@@ -87,12 +88,39 @@ test('a packed body that does not decode fails naming its row', () => {
   assert.throws(() => unpackBody(43, Buffer.alloc(0)), /transcript row 43 is corrupt/);
 });
 
-test('large rows are appended as text and packed later, in a fraction of their bytes, and every reader sees the same rows', async (t) => {
+test('large rows are stored packed, in a fraction of their bytes, and every reader sees the same rows', async (t) => {
   const db = tempDb(t);
   const { sid } = openSession(db, { session: 's' });
   const big = output('BUILD');
   await appendRows(db, 's', [user('build it'), assistant('running', ['c1']), toolResult('c1', big)]);
-  assert.deepEqual(storage(db, sid).map((r) => r.packed), [false, false, false], 'the append deflates nothing');
+  const stored = storage(db, sid);
+  assert.deepEqual(stored.map((r) => r.packed), [false, false, true]);
+  assert.ok(stored[2]!.bytes < big.length / 3, `stored ${stored[2]!.bytes} bytes for ${big.length} characters`);
+  assert.equal(packingLag(db), 0, 'nothing left for the packer');
+
+  const [row] = loadSources(db, [{ session: 's', seq: 3 }]);
+  assert.deepEqual(row!.body, { kind: 'tool_result', call_id: 'c1', is_error: false, content: [{ type: 'text', text: big }] });
+  assert.equal(rowsOf(db, 's')[2]!.text, big);
+
+  const read = await readTranscript(db, { session: 's', offset: 0, limit: 100_000 });
+  assert.ok(read.text.includes(`#3 tool_result c1\n${big}`), 'transcript_read renders the packed row with its header');
+
+  // Scanned (the index has not reached the rows), then through the index: the same answer.
+  const scanned = await found(db, 's', 'module-16.ts compiled');
+  catchUpSearchIndex(db);
+  assert.deepEqual(await found(db, 's', 'module-16.ts compiled'), scanned);
+  assert.equal(scanned.total, 1);
+  assert.deepEqual(scanned.seqs, [3]);
+  assert.equal((await found(db, 's', 'BUILD line 199')).total, 1);
+});
+
+test('rows stored as text are packed by the packer, read the same, and are not indexed again', async (t) => {
+  const db = tempDb(t);
+  const { sid } = openSession(db, { session: 's' });
+  const big = output('BUILD');
+  await appendRows(db, 's', [user('build it'), assistant('running', ['c1']), toolResult('c1', big)]);
+  storeAsText(db);
+  assert.deepEqual(storage(db, sid).map((r) => r.packed), [false, false, false]);
   assert.equal(packingLag(db), 1);
 
   const reads = async () => ({
@@ -130,6 +158,7 @@ test('a packing unit stops at its byte budget, after at least one body, and the 
   const db = tempDb(t);
   const { sid } = openSession(db, { session: 's' });
   await appendRows(db, 's', [user('a'), user(output('ONE')), user('b'), user(output('TWO')), user(output('THREE')), user('c')]);
+  storeAsText(db);
   // Each long body is ~9.8k bytes: a budget of 1 takes one, then stops before the next.
   assert.equal(packPending(db, 100, 1), 3, 'rows 1-3, up to the second long body');
   assert.deepEqual(storage(db, sid).map((r) => r.packed), [false, true, false, false, false, false]);
@@ -164,12 +193,11 @@ test('a retry of a packed row under its key answers its seq; other content under
   await assert.rejects(appendRows(db, 's', [user(`${big}!`, { key: 'k1' })]), { code: 'key_conflict' });
 });
 
-test('settling moves packed rows with their contents, the index follows them, and the packer looks again', async (t) => {
+test('settling moves packed rows with their contents, and the index follows them', async (t) => {
   const db = tempDb(t);
   const { sid } = openSession(db, { session: 's' });
-  // Call, then a long row the agent wrote before the result came, packed and indexed; then the long result.
+  // Call, then a packed row the agent wrote before the result came, indexed; then the packed result.
   await appendRows(db, 's', [user('go'), assistant('two things', ['c1']), user(output('TYPED AHEAD'))]);
-  catchUpPacking(db);
   catchUpSearchIndex(db);
   const r = await appendRows(db, 's', [toolResult('c1', output('RESULT'))]);
   assert.deepEqual(r.seqs, [3], 'the result takes the slot after its call');
@@ -177,10 +205,6 @@ test('settling moves packed rows with their contents, the index follows them, an
   const rows = rowsOf(db, 's');
   assert.equal(rows[2]!.text, output('RESULT'));
   assert.equal(rows[3]!.text, output('TYPED AHEAD'));
-  assert.deepEqual(storage(db, sid).map((x) => x.packed), [false, false, false, true], 'the moved row keeps its columns; the new one is text');
-  // The result landed below the packer's cursor, which moved back for it.
-  assert.equal(packingLag(db), 1);
-  catchUpPacking(db);
   assert.deepEqual(storage(db, sid).map((x) => x.packed), [false, false, true, true]);
   catchUpSearchIndex(db);
   assert.deepEqual(await found(db, 's', 'typed ahead line 5:'), { total: 1, seqs: [4] });
@@ -221,7 +245,7 @@ test('a version-21 file keeps its plain rows readable, and the packer packs its 
   const db = openDb(file, { synchronous: 'NORMAL' });
   t.after(() => db.close());
   await appendRows(db, 's', [assistant('later', ['c9']), toolResult('c9', output('NEW'))]);
-  assert.deepEqual(storage(db, 1).map((x) => x.packed), [false, false, false]);
+  assert.deepEqual(storage(db, 1).map((x) => x.packed), [false, false, true], 'new rows are packed as they are written');
   const texts = [output('OLD'), 'later\n→ read_file({"path":"c9.ts"})', output('NEW')];
   assert.deepEqual(rowsOf(db, 's').map((x) => x.text), texts);
   catchUpSearchIndex(db);
