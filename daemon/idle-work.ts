@@ -86,7 +86,11 @@ export class IdleWork {
     short: { packRows: PACK_ROWS.start, packBytes: PACK_BYTES.start, rows: ROWS.start, chars: CHARS.start, pages: PAGES.start, release: RELEASE.start },
     long: { packRows: PACK_ROWS.start, packBytes: PACK_BYTES.start, rows: ROWS.start, chars: CHARS.start, pages: PAGES.start, release: RELEASE.start },
   };
-  /** Rows past the packer's cursor may hold bodies to pack (true at start: a file may have a backlog). */
+  /**
+   * Rows past the packer's cursor may hold bodies stored as text. Only a file from before
+   * migration 22 has such rows (appends pack their own), so this is true from the start until
+   * the packer has caught up once, and never set again.
+   */
   private packDue = true;
   /** The last unit run was a pack unit. */
   private lastWasPack = false;
@@ -109,9 +113,8 @@ export class IdleWork {
     private readonly opts: IdleWorkOptions,
   ) {}
 
-  /** Rows were added (appended, imported, forked): pack and index them at the next quiet. */
+  /** Rows were added (appended, imported, forked): index them at the next quiet. */
   rowsAdded(): void {
-    this.packDue = true;
     this.indexDue = true;
     this.requestDone();
   }
@@ -176,10 +179,8 @@ export class IdleWork {
     const target = UNIT_MS[pace];
     const started = performance.now();
     try {
-      // Packing goes first: for new rows it only confirms that the append packed them, and rows
-      // packed before they are indexed spare the index's update trigger an inflate. While it has
-      // a backlog (an upgraded file's old rows) it takes turns with the index's units, so that
-      // searches do not wait for it.
+      // The packer's backlog (an upgraded file's old rows) takes turns with the index's units,
+      // so that searches do not wait for it.
       const indexWaits = this.opts.indexer && (this.indexDue || this.mergeDue);
       this.lastWasPack = this.packDue && !(this.lastWasPack && indexWaits);
       if (this.lastWasPack) {
@@ -244,7 +245,8 @@ export class IdleWork {
         this.logDirty = false;
       }
     } catch (err) {
-      // A unit that failed is not retried in a loop: the next write asks again.
+      // A unit that failed is not retried in a loop: the next write asks again (the packer's
+      // backlog, at the next start).
       this.packDue = false;
       this.indexDue = false;
       this.mergeDue = false;

@@ -150,6 +150,25 @@ test('a packing backlog (an upgraded file) takes turns with indexing, so rows ge
   assert.ok(firstIndex > 0 && order.lastIndexOf('pack') > firstIndex, `units ran in the order ${order.join(' ')}`);
 });
 
+test('the packer runs from the start until it has caught up once; later appends (packed as written) do not wake it', async (t) => {
+  const db = await dbWithRows(t, 30);
+  const h = host();
+  const w = work(t, db, h);
+  h.touch();
+  w.rowsAdded();
+  await until('a checkpoint', () => w.done.checkpoint > 0);
+  const packUnits = w.done.pack;
+  assert.ok(packUnits >= 1);
+  await appendRows(db, 's', [user(commandOutput('LATER'))]);
+  assert.equal(packingLag(db), 0, 'the append packed its row');
+  const checkpoints = w.done.checkpoint;
+  h.touch();
+  w.rowsAdded();
+  await until('the next checkpoint', () => w.done.checkpoint > checkpoints);
+  assert.equal(w.done.pack, packUnits);
+  assert.equal(searchIndexLag(db), 0);
+});
+
 test('after a long quiet, free pages beyond a reserve (a 32nd of the pages in use) go back to the file system', async (t) => {
   const db = tempDb(t);
   openSession(db, { session: 'big' });
