@@ -205,7 +205,8 @@ const bounds = perDb((db: Db) => ({ begin: db.prepare('BEGIN'), commit: db.prepa
  * a transaction, and the reads see one state of the file besides. A write inside works as it
  * would on its own, committed at the end (BEGIN is deferred; the daemon's connection is the
  * file's only writer, under the home lock, so the upgrade never finds its snapshot stale).
- * Throwing rolls back.
+ * Throwing rolls back. Not `db.transaction(fn)()`: building that wrapper on every call measured
+ * ~5 µs more a stretch, and a prepare runs four.
  */
 export function readTogether<T>(db: Db, fn: () => T): T {
   if (db.inTransaction) return fn();

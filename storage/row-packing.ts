@@ -16,7 +16,7 @@ import { type Db, perDb, withoutFsync } from './db.ts';
 import { PACK_MIN_CHARS, packBody } from './row-body.ts';
 
 /** Rows looked at per call unless the caller says otherwise (most are short and only counted). */
-export const DEFAULT_PACK_BATCH_ROWS = 4096;
+const DEFAULT_PACK_BATCH_ROWS = 4096;
 
 function prepare(db: Db) {
   return {

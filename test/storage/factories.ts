@@ -44,7 +44,7 @@ export const PAGE_OF_TEXT = (() => {
   return out;
 })();
 
-/** Command output of `lines` numbered lines: long, and as compressible as real output is (packed, storage/row-packing.ts). */
+/** Command output of `lines` numbered lines: long, and as compressible as real output is (so it is stored packed, storage/row-body.ts). */
 export function commandOutput(tag: string, lines = 200): string {
   return Array.from({ length: lines }, (_v, i) => `${tag} line ${i}: src/module-${i % 17}.ts compiled in ${(i * 37) % 1000} ms`).join('\n');
 }
