@@ -90,9 +90,11 @@ export interface Strategy {
   plan?(input: StrategyInput, projection: Projection, forced: boolean): DryRun;
   /**
    * Work too long for one event-loop slice (decoding a long history, verifying a cut), done
-   * with yields before `project` so that `project` finds it cached. Reads only.
+   * with yields before `project` so that `project` finds it cached. Reads only. Returns
+   * undefined, without yielding, when everything is cached already (the usual request): the
+   * engine then keeps the frame, this check and the projection in one read transaction.
    */
-  warm?(input: StrategyInput): Promise<void>;
+  warm?(input: StrategyInput): Promise<void> | undefined;
   /**
    * One-time upkeep when a kernel adopts the session (e.g. rewriting an old state format).
    * May write; never called from project or from read-only calls such as /context.

@@ -340,13 +340,11 @@ function meteredSummarizer(inner: Summarizer): Summarizer & { tokensIn: number; 
  */
 export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Promise<Prepared> {
   const now = args.now ?? Date.now;
-  const f = readTogether(args.db, () => frame(setup, args));
-  await setup.strategy?.warm?.(f.input);
   const sid = args.session.sid;
   const strategy = setup.strategy;
   // From the projection to the request that goes out when nothing is due, one synchronous
   // stretch of reads (see readTogether).
-  const decided = readTogether(args.db, () => {
+  const decide = (f: Frame) => {
     const first = project(setup, f.input);
     const latched = autoFailures(args.db, sid) >= LATCH_LIMIT;
     const pace = args.cache.getOrSet(PACE, (): Pace => ({ lastEstimate: undefined, growths: [], baseline: lastCompaction(args.db, sid)?.tokens_after, reason: null }));
@@ -359,7 +357,20 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     const sent = layered(setup, f.input, first);
     const prepared: Prepared = { system: f.system, tools: f.tools, inputs: sent.inputs, compacted: false, reason: null, observation: observe(setup, f, sent, { compacted: false, failure, db: args.db, notes }), extensionContext: f.context };
     return { first, pace, sent: prepared };
+  };
+  // The usual request has nothing to warm: the frame, the warm check and the decision then share
+  // one stretch. Otherwise the warm-up yields, and the decision is a stretch of its own after it.
+  const opening = readTogether(args.db, () => {
+    const f = frame(setup, args);
+    const warming = strategy?.warm?.(f.input);
+    return { f, warming, decided: warming === undefined ? decide(f) : undefined };
   });
+  const f = opening.f;
+  let decided = opening.decided;
+  if (decided === undefined) {
+    await opening.warming;
+    decided = readTogether(args.db, () => decide(f));
+  }
   if (decided.sent !== undefined) return decided.sent;
   // An attempt is only decided with a strategy.
   if (strategy === null) throw new Error('a compaction was attempted without a strategy');
@@ -467,7 +478,8 @@ export function previewRequest(setup: EngineSetup, args: PrepareArgs): { inputs:
 /** Long reads the strategy can do with yields before a preparation, so `project` stays within a slice. */
 export async function warmRequest(setup: EngineSetup, args: PrepareArgs): Promise<void> {
   if (setup.strategy?.warm === undefined) return;
-  await setup.strategy.warm(frame(setup, args).input);
+  const strategy = setup.strategy;
+  await readTogether(args.db, () => strategy.warm?.(frame(setup, args).input));
 }
 
 /** One-time upkeep of the strategy's saved state when a kernel adopts the session. */

@@ -22,6 +22,7 @@ import { sql as m020 } from './020-search-merge-in-idle-time.ts';
 import { sql as m021 } from './021-snapcompact-archive-stamp.ts';
 import { sql as m022 } from './022-packed-bodies.ts';
 import { sql as m023 } from './023-idle-packing.ts';
+import { sql as m024 } from './024-state-stamp.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -54,4 +55,5 @@ export const migrations: readonly Migration[] = [
   { version: 21, name: 'snapcompact-archive-stamp', sql: m021 },
   { version: 22, name: 'packed-bodies', sql: m022 },
   { version: 23, name: 'idle-packing', sql: m023 },
+  { version: 24, name: 'state-stamp', sql: m024 },
 ];

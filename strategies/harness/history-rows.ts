@@ -69,16 +69,19 @@ export function historyRows(input: StrategyInput, from: number): readonly Stored
 
 /**
  * Fills the cache `tailRows` reads, in slices: a first preparation after a restart may decode
- * a long history, which must not stall the event loop. Rows already cached are not re-read.
+ * a long history, which must not stall the event loop. Rows already cached are not re-read:
+ * then nothing is returned, and nothing yielded.
  */
-export async function warmTailRows(input: StrategyInput, located: LocatedCut): Promise<void> {
+export function warmTailRows(input: StrategyInput, located: LocatedCut): Promise<void> | undefined {
   const start = Math.max(1, located.resumeSeq);
   const rewrites = sessionRewrites(input.db, input.session.sid);
   const cached = input.cache.get(ROWS);
-  if (cached !== undefined && cached.from === start && cached.rewrites === rewrites && cached.head <= input.head) return;
-  const rows = await readYielding(input, start, input.head);
-  // Only trust what was read if nothing moved while reading.
-  if (sessionRewrites(input.db, input.session.sid) === rewrites) input.cache.set(ROWS, { from: start, head: input.head, rewrites, rows });
+  if (cached !== undefined && cached.from === start && cached.rewrites === rewrites && cached.head <= input.head) return undefined;
+  return (async () => {
+    const rows = await readYielding(input, start, input.head);
+    // Only trust what was read if nothing moved while reading.
+    if (sessionRewrites(input.db, input.session.sid) === rewrites) input.cache.set(ROWS, { from: start, head: input.head, rewrites, rows });
+  })();
 }
 
 /**

@@ -42,9 +42,9 @@ export function priorTail(input: StrategyInput, located: LocatedCut): Prior {
   return prior(input, tailRows(input, readFrom(input, located)), located.openerSeq);
 }
 
-/** Fills, in slices, the row cache `priorTail` reads (see history-rows.ts `warmTailRows`). */
-export async function warmPriorTail(input: StrategyInput, located: LocatedCut): Promise<void> {
-  await warmTailRows(input, readFrom(input, located));
+/** Fills, in slices, the row cache `priorTail` reads (see history-rows.ts `warmTailRows`); undefined when it is filled. */
+export function warmPriorTail(input: StrategyInput, located: LocatedCut): Promise<void> | undefined {
+  return warmTailRows(input, readFrom(input, located));
 }
 
 /**

@@ -28,9 +28,25 @@ export function rowMemo(input: StrategyInput): RowMemo {
   return fresh;
 }
 
-/** Sizes and projects a long tail ahead of a request, with yields; a short one is left for when it is needed. */
-export async function warmRowMemo(input: StrategyInput, rows: readonly StoredRow[]): Promise<void> {
-  if (rows.length < WARM_SIZING_ROWS) return;
+/**
+ * Sizes and projects a long tail ahead of a request, with yields; a short one is left for when
+ * it is needed. Nothing is returned (and nothing yielded) when there is nothing to size.
+ */
+export function warmRowMemo(input: StrategyInput, rows: readonly StoredRow[]): Promise<void> | undefined {
+  if (rows.length < WARM_SIZING_ROWS) return undefined;
   const memo = rowMemo(input);
-  await tokenCounterYielding(rows, input.target, memo.sizes, memo.inputs);
+  // New rows come at the end, so an unsized row is usually found at once; a sized tail costs
+  // one pass of lookups, less than projecting it.
+  let unsized = false;
+  for (let i = rows.length - 1; i >= 0 && !unsized; i--) unsized = !memo.sizes.has(rows[i]!);
+  return unsized ? tokenCounterYielding(rows, input.target, memo.sizes, memo.inputs) : undefined;
+}
+
+/**
+ * A strategy's warm-up: the tail rows read ahead (`reading`, undefined when they are cached),
+ * then sized ahead when long. Undefined when neither had anything to do.
+ */
+export function warmTail(input: StrategyInput, reading: Promise<void> | undefined, tail: () => readonly StoredRow[]): Promise<void> | undefined {
+  const sizing = (): Promise<void> | undefined => warmRowMemo(input, tail());
+  return reading === undefined ? sizing() : reading.then(sizing);
 }

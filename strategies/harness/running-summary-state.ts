@@ -7,6 +7,7 @@ import { sessionRewrites, userRowsAfter } from '../../storage/user-rows.ts';
 import type { StrategyInput } from '../contract.ts';
 import { CutCache, EMPTY_FINGERPRINT, extendFingerprint, locate, startCut, type LocatedCut } from './cut.ts';
 import { cacheSlot } from './kernel-cache.ts';
+import { loadSaved, savedSlot } from './saved-state.ts';
 import { rowInputs } from '../projection.ts';
 
 export interface ResolvedState {
@@ -18,6 +19,7 @@ export interface ResolvedState {
 }
 
 const CUTS = cacheSlot<CutCache>('rolling.cuts');
+const SAVED = savedSlot<ReturnType<typeof loadRollingState>>('rolling.saved');
 const LEGACY = cacheSlot<{ key: string; located: LocatedCut | undefined }>('rolling.legacy-cut');
 
 /**
@@ -50,7 +52,7 @@ export function locateItemCut(input: StrategyInput, cut: ItemCut): LocatedCut | 
 }
 
 export function resolveState(input: StrategyInput): ResolvedState {
-  const loaded = loadRollingState(input.db, input.session.sid);
+  const loaded = loadSaved(input, SAVED, () => loadRollingState(input.db, input.session.sid));
   if (loaded === undefined) return { state: undefined, located: startCut(), notes: [] };
   if ('unreadable' in loaded) {
     return { state: undefined, located: startCut(), notes: [`the saved rolling summary cannot be read (${loaded.unreadable}); it is ignored until the next compaction replaces it`] };

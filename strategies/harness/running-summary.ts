@@ -15,7 +15,7 @@ import { inputsTokens, PER_INPUT_TOKENS, textTokens } from '../estimate.ts';
 import { locateAt, planCut, type CutPlan, type LocatedCut } from './cut.ts';
 import { foldText, priorTail, warmPriorTail } from './prior.ts';
 import { cacheSlot } from './kernel-cache.ts';
-import { rowMemo, warmRowMemo } from './row-memo.ts';
+import { rowMemo, warmTail } from './row-memo.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from './summarizer-prompt.ts';
 import { summaryChunks } from './summary-text.ts';
 import { evictionChunkTokens } from './units.ts';
@@ -138,12 +138,11 @@ function project(input: StrategyInput): Projection {
  * Decodes the tail and sizes its rows with yields, so that neither `project` nor a compaction
  * decodes or sizes a long history in one stretch of the event loop.
  */
-async function warm(input: StrategyInput): Promise<void> {
+function warm(input: StrategyInput): Promise<void> | undefined {
   const located = resolveState(input).located;
-  await warmPriorTail(input, located);
   // A short tail is sized in a few milliseconds when a compaction needs it; only a long one is
   // worth sizing ahead, in slices.
-  await warmRowMemo(input, priorTail(input, located).rest);
+  return warmTail(input, warmPriorTail(input, located), () => priorTail(input, located).rest);
 }
 
 const NOTHING_TO_EVICT = 'cannot compact further without splitting the newest exchange';

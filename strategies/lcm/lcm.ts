@@ -15,7 +15,7 @@ import { partTokens, textTokens } from '../estimate.ts';
 import { EMPTY_FINGERPRINT, planCut, startCut, type CutPlan, type LocatedCut } from '../harness/cut.ts';
 import { tailRows, warmTailRows } from '../harness/history-rows.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
-import { rowMemo, warmRowMemo } from '../harness/row-memo.ts';
+import { rowMemo, warmTail } from '../harness/row-memo.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from '../harness/summarizer-prompt.ts';
 import { summaryText } from '../harness/summary-text.ts';
 import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
@@ -133,10 +133,9 @@ function project(input: StrategyInput): Projection {
  * Decodes and sizes the tail with yields, so that neither `project` nor a compaction decodes or
  * sizes a long uncovered history in one stretch of the event loop.
  */
-async function warm(input: StrategyInput): Promise<void> {
+function warm(input: StrategyInput): Promise<void> | undefined {
   const located = treeView(input).located;
-  await warmTailRows(input, located);
-  await warmRowMemo(input, tailRows(input, located));
+  return warmTail(input, warmTailRows(input, located), () => tailRows(input, located));
 }
 
 const NOTHING_TO_COVER = 'nothing to summarize: the tail holds only the newest exchange and the frontier is a single node';

@@ -11,6 +11,7 @@ import { CutCache, cutAfter, locate, START_CUT, startCut, type LocatedCut } from
 import { readYielding } from '../harness/history-rows.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
 import { rowMemo } from '../harness/row-memo.ts';
+import { loadSaved, savedSlot } from '../harness/saved-state.ts';
 import { summaryChunks } from '../harness/summary-text.ts';
 import { evictionChunkTokens } from '../harness/units.ts';
 import { tokenCounter, tokenCounterYielding } from '../projection.ts';
@@ -23,6 +24,7 @@ import type { NotesSettings } from './settings.ts';
 export const NOTES_HEADER = 'Session notes, rewritten at each compaction (transcript_grep searches and transcript_read reads the exact history they come from):';
 
 const CUTS = cacheSlot<CutCache>('notes.cuts');
+const SAVED = savedSlot<ReturnType<typeof loadNotes>>('notes.saved');
 
 interface Resolved {
   /** The saved notes when their cut still matches the transcript. */
@@ -33,7 +35,7 @@ interface Resolved {
 }
 
 function resolve(input: StrategyInput): Resolved {
-  const loaded = loadNotes(input.db, input.session.sid);
+  const loaded = loadSaved(input, SAVED, () => loadNotes(input.db, input.session.sid));
   if (loaded === undefined) return { state: undefined, located: startCut(), notes: [] };
   if ('unreadable' in loaded) {
     return { state: undefined, located: startCut(), notes: [`the saved session notes cannot be read (${loaded.unreadable}); they are left out until the next compaction rewrites them`] };

@@ -13,7 +13,7 @@ import { imageTokens, inputsTokens } from '../estimate.ts';
 import { locateAt, planCut, type LocatedCut } from '../harness/cut.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
 import { foldText, priorTail, warmPriorTail } from '../harness/prior.ts';
-import { rowMemo, warmRowMemo } from '../harness/row-memo.ts';
+import { rowMemo, warmTail } from '../harness/row-memo.ts';
 import { runningSummary } from '../harness/running-summary.ts';
 import { isDue, overWindow, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
 import { forModel, tokenCounter } from '../projection.ts';
@@ -250,11 +250,10 @@ function project(input: StrategyInput): Projection {
   return build(input, r.state, r.located, r.notes);
 }
 
-async function warm(input: StrategyInput): Promise<void> {
+function warm(input: StrategyInput): Promise<void> | undefined {
   if (textFallback(input) !== null) return runningSummary.warm?.(input);
   const located = resolveArchive(input).located;
-  await warmPriorTail(input, located);
-  await warmRowMemo(input, priorTail(input, located).rest);
+  return warmTail(input, warmPriorTail(input, located), () => priorTail(input, located).rest);
 }
 
 const NOTHING_TO_ARCHIVE = 'cannot compact further without splitting the newest exchange';

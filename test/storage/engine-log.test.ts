@@ -81,7 +81,7 @@ test('a prepare with the same prompt leaves the stored prompt alone; a changed o
   save('c', 'be brief', 3);
   assert.equal(writes(), 1, 'the same prompt is written once');
   assert.deepEqual(lastPrompt(db, sid), { model: 'm1', instructions: 'be brief', tools });
-  assert.equal(requireSession(db, 's').prepared_head, 3, 'every prepare still records its head');
+  assert.equal(db.prepare('SELECT prepared_head FROM sessions WHERE sid = ?').pluck().get(sid), 3, 'every prepare still records its head');
   assert.equal(db.prepare('SELECT count(*) FROM prepared_requests WHERE sid = ?').pluck().get(sid), 3, 'and its observation');
   save('d', 'be thorough', 4);
   assert.equal(writes(), 2);

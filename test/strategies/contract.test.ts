@@ -163,6 +163,7 @@ describe('forks and warming', () => {
     assert.equal(warmed.length, 20_000);
     assert.equal(historyRows(input, 1), warmed, 'project reads the warmed rows, not the database');
     assert.deepEqual(warmed, historyRows({ ...input, cache: new KernelCache() }, 1));
+    assert.equal(warmTailRows(input, startCut()), undefined, 'once filled there is nothing to wait for, and no yield');
   });
 });
 

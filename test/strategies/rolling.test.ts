@@ -14,6 +14,7 @@ import { assistant, imageIn, pngBytes, tempDb, toolResult, user } from '../stora
 import { argsFor, assertCallsPaired, RecordingSummarizer, sessionWithTurns, setupFor, turn } from './engine-fixtures.ts';
 import type { Db } from '../../storage/db.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
+import { recordingDb } from '../storage/recording-db.ts';
 
 /** The saved rolling state, which the test expects to be readable. */
 function stateOf(db: Db, sid: number): RollingState {
@@ -260,6 +261,28 @@ describe('rolling', () => {
     const b = await prepareRequest(setup, argsFor(db, 's'));
     assert.equal(JSON.stringify(a.inputs), JSON.stringify(b.inputs));
     assert.equal(a.system, b.system);
+  });
+
+  test('a nothing-due prepare of a warm kernel reads from one snapshot, and the summary only after a write', async (t) => {
+    const base = tempDb(t);
+    await sessionWithTurns(base, 's', 40);
+    const { db, executed, autocommit } = recordingDb(base);
+    const setup = setupFor({ window: 8000 });
+    const cache = new KernelCache();
+    const args = argsFor(db, 's', { cache });
+    assert.equal((await prepareRequest(setup, args)).compacted, true);
+    await prepareRequest(setup, args);
+    executed.length = 0;
+    autocommit.length = 0;
+    const again = await prepareRequest(setup, args);
+    assert.equal(again.compacted, false);
+    assert.ok(executed.length > 0);
+    assert.deepEqual(autocommit.filter((sql) => sql !== 'BEGIN'), [], 'frame, warm check and projection share one transaction');
+    assert.ok(!executed.some((sql) => /FROM rolling_state/.test(sql)), 'the parsed summary is reused while nothing wrote it');
+    // Any writer, even a raw UPDATE, is seen by the next prepare.
+    base.prepare("UPDATE rolling_state SET summary = 'rewritten by hand' WHERE sid = ?").run(args.session.sid);
+    const after = await prepareRequest(setup, args);
+    assert.match(JSON.stringify(after.inputs), /rewritten by hand/);
   });
 
   test('a fork starts without rolling state', async (t) => {
