@@ -12,7 +12,10 @@
 // With inline images, an image part's JSON carries its payload in base64 (snapcompact's frames:
 // tens of kilobytes each, the same frames on every request until the archive grows). Those
 // bytes are kept by the part's JSON without data, which names the payload by hash: bytes under
-// a hash never change, so a kept image is neither read from storage nor encoded again.
+// a hash never change, so a kept image is neither read from storage nor encoded again. The
+// reply comes back as ByteChunks: a kept image's bytes are handed to the socket as they are,
+// not copied into one buffer per reply.
+import { ByteChunks, ChunkBuilder } from '../protocol/byte-chunks.ts';
 import type { Result } from '../protocol/methods.ts';
 import type { OutPart } from '../protocol/prepared.ts';
 import { inlineImages, inlinePart } from '../strategies/projection.ts';
@@ -96,7 +99,7 @@ function inlinedImageJson(part: Extract<OutPart, { type: 'image' }>, bytesOf: Im
 }
 
 /** A part's JSON with its images inlined, as inlinePart makes it, pushed in pieces. */
-function pushInlined(out: Buffer[], part: OutPart, bytesOf: ImageBytes): void {
+function pushInlined(out: ChunkBuilder, part: OutPart, bytesOf: ImageBytes): void {
   if (part.type === 'image') {
     out.push(inlinedImageJson(part, bytesOf));
     return;
@@ -120,7 +123,7 @@ function pushInlined(out: Buffer[], part: OutPart, bytesOf: ImageBytes): void {
   out.push(INPUT_END);
 }
 
-function pushInputs(out: Buffer[], inputs: PrepareResult['inputs'], bytesOf: ImageBytes | undefined): void {
+function pushInputs(out: ChunkBuilder, inputs: PrepareResult['inputs'], bytesOf: ImageBytes | undefined): void {
   inputs.forEach((input, i) => {
     if (i > 0) out.push(COMMA);
     // Only the shape the projection makes ({role, content}, in that order) is assembled here;
@@ -152,18 +155,17 @@ export interface ReplyOptions {
  * `inlineImages`, the bytes are those of the result with its inputs through inlineImages
  * (strategies/projection.ts).
  */
-export function encodePrepareReply(result: PrepareResult, opts: ReplyOptions = {}): Buffer {
+export function encodePrepareReply(result: PrepareResult, opts: ReplyOptions = {}): ByteChunks {
   const bytesOf = opts.inlineImages;
   const keys = Object.keys(result);
   if (keys.join(',') !== 'prepared_id,head,system,inputs,tools,compacted,observation') {
-    return Buffer.from(JSON.stringify(bytesOf === undefined ? result : { ...result, inputs: inlineImages(result.inputs, bytesOf) }));
+    return new ByteChunks([Buffer.from(JSON.stringify(bytesOf === undefined ? result : { ...result, inputs: inlineImages(result.inputs, bytesOf) }))]);
   }
-  const out: Buffer[] = [
-    Buffer.from(`{"prepared_id":${JSON.stringify(result.prepared_id)},"head":${JSON.stringify(result.head)},"system":`),
-    systemPrompts.get(result.system, () => JSON.stringify(result.system)),
-    Buffer.from(',"inputs":['),
-  ];
+  const out = new ChunkBuilder();
+  out.push(Buffer.from(`{"prepared_id":${JSON.stringify(result.prepared_id)},"head":${JSON.stringify(result.head)},"system":`));
+  out.push(systemPrompts.get(result.system, () => JSON.stringify(result.system)));
+  out.push(Buffer.from(',"inputs":['));
   pushInputs(out, result.inputs, bytesOf);
   out.push(Buffer.from(`],"tools":${JSON.stringify(result.tools)},"compacted":${JSON.stringify(result.compacted)},"observation":${JSON.stringify(result.observation)}}`));
-  return Buffer.concat(out);
+  return out.finish();
 }

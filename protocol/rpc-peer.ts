@@ -8,6 +8,7 @@ import { DEFAULT_MAX_LINE_BYTES, LineDecoder } from './framing.ts';
 import { JSON_BYTES_THRESHOLD, parseJsonBytesWithTokens, type ParsedJsonBytes } from './json-bytes.ts';
 import { topLevelMemberTokens } from './json-tokens.ts';
 import type { PartialLineBudget } from './line-budget.ts';
+import { ByteChunks } from './byte-chunks.ts';
 
 export interface RequestContext {
   /** The request's id; undefined for a notification, whose outcome nobody is told. */
@@ -86,12 +87,16 @@ export type PeerState = 'open' | 'draining' | 'closing' | 'closed';
 /**
  * A value already serialized, as UTF-8 JSON: the peer splices the bytes into the line as they
  * are. A handler's result (a reply built from pieces kept encoded, daemon/prepare-reply.ts) or
- * the params of our own request (see `request`). `T` only records what the JSON holds.
+ * the params of our own request (see `request`). `T` only records what the JSON holds. A reply's
+ * ByteChunks go out as they are, in one write with the envelope around them (protocol/byte-chunks.ts).
  */
 export class EncodedJson<T = unknown> {
   declare readonly holds?: T;
-  constructor(readonly bytes: Buffer) {}
+  constructor(readonly bytes: Buffer | ByteChunks) {}
 }
+
+/** A message queued for the stream: one line's bytes, whole or in chunks. */
+type OutLine = Buffer | ByteChunks;
 
 /** The end of a line around an EncodedJson result or params. */
 const RESULT_LINE_END = Buffer.from('}\n');
@@ -150,6 +155,10 @@ function encodeLine(line: string): Buffer {
 /** Unused bytes an encoded line may keep alive. */
 const SLACK_BYTES = 64 * 1024;
 
+function joined(bytes: Buffer | ByteChunks): Buffer {
+  return bytes instanceof ByteChunks ? bytes.toBuffer() : bytes;
+}
+
 function errorLine(id: Id | null, error: WireError): string {
   return JSON.stringify({ jsonrpc: '2.0', id, error });
 }
@@ -183,7 +192,7 @@ export class RpcPeer {
    * getting no reply, and our side ends only once they have been.
    */
   private cutOff: WireError | undefined;
-  private readonly writeQueue: Buffer[] = [];
+  private readonly writeQueue: OutLine[] = [];
   /** UTF-8 bytes of the lines in writeQueue. */
   private writeQueueBytes = 0;
   /** UTF-8 bytes of replies made and not yet queued (single messages only; see onLine). */
@@ -271,7 +280,7 @@ export class RpcPeer {
     try {
       line =
         params instanceof EncodedJson
-          ? Buffer.concat([Buffer.from(`{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":`), params.bytes, RESULT_LINE_END])
+          ? Buffer.concat([Buffer.from(`{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":`), joined(params.bytes), RESULT_LINE_END])
           : JSON.stringify({ jsonrpc: '2.0', id, method, params });
     } catch (err) {
       return Promise.reject(err);
@@ -356,7 +365,7 @@ export class RpcPeer {
    * Queues one message: its JSON (no newline), or its whole line already encoded. Dropped once
    * the peer is closing, except the replies to requests cut off by dispose({ answerWith }).
    */
-  private send(line: string | Buffer): void {
+  private send(line: string | OutLine): void {
     if (this._state !== 'open' && this._state !== 'draining' && this.cutOff === undefined) return;
     const chunk = typeof line === 'string' ? encodeLine(line) : line;
     this.writeQueue.push(chunk);
@@ -364,12 +373,22 @@ export class RpcPeer {
     this.flush();
   }
 
+  /** One line into the stream; a chunked one corked, so its pieces go in one writev. False when the stream is full. */
+  private write(line: OutLine): boolean {
+    if (!(line instanceof ByteChunks)) return this.stream.write(line);
+    this.stream.cork();
+    let room = true;
+    for (const c of line.chunks) room = this.stream.write(c);
+    this.stream.uncork();
+    return room;
+  }
+
   private flush(): void {
     if (this.stream.destroyed) return;
     while (!this.waitingDrain && this.writeQueue.length > 0) {
       const chunk = this.writeQueue.shift()!;
       this.writeQueueBytes -= chunk.length;
-      if (!this.stream.write(chunk)) {
+      if (!this.write(chunk)) {
         this.waitingDrain = true;
         this.stream.once('drain', () => {
           this.waitingDrain = false;
@@ -418,14 +437,14 @@ export class RpcPeer {
     // (see invoke). A batch's replies are not counted while it waits for all of them: counted,
     // they could keep its own remaining requests from starting.
     const held: HeldReply = { bytes: 0 };
-    let handled: Promise<string | Buffer | undefined>;
+    let handled: Promise<string | OutLine | undefined>;
     if (!Array.isArray(value)) {
       handled = this.onMessage(value, idTokens[0], held);
     } else if (value.length === 0) {
       handled = Promise.resolve(invalidRequest(null, 'empty batch'));
     } else {
       handled = Promise.all(value.map((m, i) => this.onMessage(m, idTokens[i], undefined))).then((replies) => {
-        const present = replies.filter((r) => r !== undefined).map((r) => (typeof r === 'string' ? r : r.toString('utf8', 0, r.length - 1)));
+        const present = replies.filter((r) => r !== undefined).map((r) => (typeof r === 'string' ? r : joined(r).toString('utf8', 0, r.length - 1)));
         return present.length > 0 ? `[${present.join(',')}]` : undefined;
       });
     }
@@ -474,7 +493,7 @@ export class RpcPeer {
    * rejects. `rawId` is the id's token as written in the line (needed when the id is a number);
    * `held`, when given, is where the reply's bytes are counted until it is sent.
    */
-  private async onMessage(m: unknown, rawId: string | undefined, held: HeldReply | undefined): Promise<string | Buffer | undefined> {
+  private async onMessage(m: unknown, rawId: string | undefined, held: HeldReply | undefined): Promise<string | OutLine | undefined> {
     const id = isObject(m) && usableId(m.id, rawId) ? m.id : null;
     if (!isObject(m) || m.jsonrpc !== '2.0') return invalidRequest(id, 'not a JSON-RPC 2.0 message');
     if (!('method' in m)) {
@@ -531,7 +550,7 @@ export class RpcPeer {
    * A single message's reply comes back as its encoded line (counted in `held` by its length);
    * a batch member's (no `held`) as its JSON, for the batch to join.
    */
-  private async runRequest(id: Id, method: string, params: unknown, held: HeldReply | undefined): Promise<string | Buffer> {
+  private async runRequest(id: Id, method: string, params: unknown, held: HeldReply | undefined): Promise<string | OutLine> {
     const ac = new AbortController();
     this.incoming.set(id, ac);
     try {
@@ -588,10 +607,12 @@ export class RpcPeer {
   }
 
   /** The reply's JSON; an EncodedJson result is spliced in as bytes, as a whole line when `asLine`. */
-  private encodeResult(id: Id, method: string, result: unknown, asLine: boolean): string | Buffer {
+  private encodeResult(id: Id, method: string, result: unknown, asLine: boolean): string | OutLine {
     if (result instanceof EncodedJson) {
       const head = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
-      return asLine ? Buffer.concat([Buffer.from(head), result.bytes, RESULT_LINE_END]) : `${head}${result.bytes.toString('utf8')}}`;
+      const bytes = result.bytes;
+      if (!asLine) return `${head}${bytes.toString('utf8')}}`;
+      return bytes instanceof ByteChunks ? new ByteChunks([Buffer.from(head), ...bytes.chunks, RESULT_LINE_END]) : Buffer.concat([Buffer.from(head), bytes, RESULT_LINE_END]);
     }
     try {
       return JSON.stringify({ jsonrpc: '2.0', id, result: result === undefined ? null : result });

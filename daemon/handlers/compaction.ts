@@ -3,6 +3,7 @@
 // and compacts at the same time; the engine itself lives in strategies/prepare.ts.
 import type { Result } from '../../protocol/methods.ts';
 import { randomUUID } from 'node:crypto';
+import type { ByteChunks } from '../../protocol/byte-chunks.ts';
 import { EncodedJson } from '../../protocol/rpc-peer.ts';
 import type { Observation } from '../../protocol/prepared.ts';
 import { sessionHead } from '../../storage/conversation.ts';
@@ -41,9 +42,10 @@ interface Frame {
  * the same reply under the same id: the record the usage report names is already stored, so
  * nothing is written. Any difference in what would be sent (system, inputs, tools,
  * observation) makes a new record. The bytes are kept rather than a digest: comparing them is
- * a memcmp where hashing costs as much as encoding, and the kernel cache's byte bound counts them.
+ * a memcmp where hashing costs as much as encoding (and a piece both replies share, such as an
+ * inline frame, is not compared at all), and the kernel cache's byte bound counts them.
  */
-const LAST_REPLY = cacheSlot<{ head: number; id: string; bytes: Buffer }>('compaction.lastReply');
+const LAST_REPLY = cacheSlot<{ head: number; id: string; bytes: ByteChunks }>('compaction.lastReply');
 
 /** Strategies whose one-time adoption already ran in this kernel. */
 const ADOPTED = cacheSlot<Set<string>>('compaction.adopted');

@@ -121,3 +121,17 @@ test('an inline image is read and encoded once for every reply that carries it, 
   encodePrepareReply(reply([{ role: 'user', content: [image(gone)] }]), { inlineImages: bytesOf });
   assert.deepEqual(reads.slice(1), [gone, gone], 'an elided image is not kept as elided');
 });
+
+test('a large kept image goes out as the same bytes in every reply, never copied into the reply', () => {
+  const frame = '6'.repeat(64);
+  const png = Buffer.alloc(30_000, 7);
+  const { bytesOf } = payloads({ [frame]: png });
+  const make = (text: string): Reply => reply([{ role: 'user', content: [{ type: 'text', text }, image(frame)] }]);
+  const first = encodePrepareReply(make('frame 1 of 1'), { inlineImages: bytesOf });
+  const second = encodePrepareReply(make('frame 1 of 1, again'), { inlineImages: bytesOf });
+  assert.equal(second.toString(), JSON.stringify({ ...make('frame 1 of 1, again'), inputs: inlineImages(make('frame 1 of 1, again').inputs, bytesOf) }));
+  const imageChunk = (r: typeof first) => r.chunks.find((c) => c.length > png.length);
+  assert.ok(imageChunk(first) !== undefined, 'the image is a piece of its own');
+  assert.equal(imageChunk(second), imageChunk(first), 'the same buffer both times');
+  assert.ok(first.chunks.length <= 3, 'the short pieces around it are joined');
+});

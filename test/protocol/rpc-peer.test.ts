@@ -13,6 +13,7 @@ import { LineDecoder } from '../../protocol/framing.ts';
 import { JSON_BYTES_THRESHOLD } from '../../protocol/json-bytes.ts';
 import { PartialLineBudget } from '../../protocol/line-budget.ts';
 import { EncodedJson, RpcPeer, RpcRemoteError, type RequestHandler, type RpcPeerOptions } from '../../protocol/rpc-peer.ts';
+import { ByteChunks, ChunkBuilder } from '../../protocol/byte-chunks.ts';
 
 interface Reply {
   jsonrpc: string;
@@ -76,6 +77,9 @@ async function startServer(t: TestContext, opts: Partial<RpcPeerOptions> = {}) {
         return params;
       case 'nothing':
         return undefined;
+      case 'chunked':
+        // A result already encoded in pieces, as a prepare reply with inline images is.
+        return new EncodedJson(chunkedValue().bytes);
       case 'big':
         // A small request with a large reply (as transcript.rows is).
         started.inc();
@@ -411,6 +415,46 @@ test('outgoing requests resolve with the result or reject with RpcRemoteError', 
   assert.ok(err instanceof RpcRemoteError);
   assert.equal(err.code, DomainCode.unknown_session);
   assert.deepEqual(err.data, { code: 'unknown_session', session: 's1' });
+});
+
+/** A value and its JSON in pieces: short runs joined by the builder, two long pieces kept whole. */
+function chunkedValue(): { value: unknown; bytes: ByteChunks } {
+  const value = { a: 'ä'.repeat(40_000), n: [1, 2], b: 'frame '.repeat(30_000), end: 'Größe' };
+  const out = new ChunkBuilder();
+  out.push(Buffer.from('{"a":'));
+  out.push(Buffer.from(JSON.stringify(value.a)));
+  for (const piece of [',"n":', '[1,', '2]', ',"b":']) out.push(Buffer.from(piece));
+  out.push(Buffer.from(JSON.stringify(value.b)));
+  out.push(Buffer.from(`,"end":${JSON.stringify(value.end)}}`));
+  return { value, bytes: out.finish() };
+}
+
+test('a result encoded as ByteChunks arrives as the value it encodes, alone, beside others and in a batch', async (t) => {
+  const { value, bytes } = chunkedValue();
+  assert.equal(bytes.chunks.length, 5, 'the long pieces stay whole, each run of short ones is joined');
+  assert.equal(bytes.toString(), JSON.stringify(value));
+  const srv = await startServer(t);
+  const { client } = await peerConnect(t, srv.sock);
+  assert.deepEqual(await client.request('chunked', {}), value);
+  // Lines never interleave: each reply is written whole before the next.
+  const many = await Promise.all([client.request('chunked', {}), client.request('echo', { k: 1 }), client.request('chunked', {}), client.request('big', {})]);
+  assert.deepEqual(many, [value, { k: 1 }, value, 'b'.repeat(64 * 1024)]);
+  const c = await rawConnect(t, srv.sock);
+  c.send(line([req(1, 'chunked', {}), req(2, 'echo', ['x'])]));
+  assert.deepEqual((await c.batch()).map((r) => r.result), [value, ['x']]);
+});
+
+test('ByteChunks compare by their bytes, however they are cut', () => {
+  const whole = Buffer.from('x'.repeat(40_000));
+  const a = new ByteChunks([Buffer.from('{"t":"'), whole, Buffer.from('"}')]);
+  const b = new ByteChunks([Buffer.from('{"t":"'), whole, Buffer.from('"}')]);
+  const cutElsewhere = new ByteChunks([Buffer.from(`{"t":"${'x'.repeat(39_999)}`), Buffer.from('x"}')]);
+  const other = new ByteChunks([Buffer.from('{"t":"'), Buffer.from('y'.repeat(40_000)), Buffer.from('"}')]);
+  assert.ok(a.equals(b));
+  assert.ok(a.equals(cutElsewhere));
+  assert.ok(!a.equals(other));
+  assert.ok(!a.equals(new ByteChunks([Buffer.from('{}')])));
+  assert.equal(a.length, whole.length + 8);
 });
 
 test('params given as EncodedJson go out as their bytes and arrive as the value they encode', async (t) => {
