@@ -47,9 +47,7 @@ export interface NewSession {
 
 function prepare(db: Db) {
   return {
-    // Only the columns stored before the extension context and the prompt columns: a column after
-    // them is reached through their overflow pages, which cost every request that names a session
-    // (~14 µs a lookup with a 10 KB context, against ~3 µs).
+    // Not the known-prompt columns: engine-log.ts reads those with a statement of its own.
     find: db.prepare<[string], SessionRecord>(
       `SELECT s.sid, s.name, s.workspace, s.created_at, s.parent_sid, p.name AS parent, s.fork_seq,
               s.excursion_marker, s.returned_seq
