@@ -1,6 +1,7 @@
 // Opens the daemon's SQLite file with its pragmas and brings the schema up to date.
 // One writer connection per process; read-only connections (for worker scans) use openReadOnly.
 import Database from 'better-sqlite3';
+import fs from 'node:fs';
 import { AlbedoError } from '../protocol/errors.ts';
 import { distinctChars, fold, lastTwoChars } from './fold.ts';
 import { migrations, type Migration } from './migrations/index.ts';
@@ -158,6 +159,27 @@ export function withoutFsync<T>(db: Db, fn: () => T): T {
     return fn();
   } finally {
     db.pragma(`synchronous = ${level}`);
+  }
+}
+
+/**
+ * Writes the log's pages out to disk from libuv's thread pool, off the event loop: what commits
+ * made without an fsync (withoutFsync) left in the OS's cache is otherwise written by the next
+ * commit that does fsync, an append, which then waits for the background work's bytes as well as
+ * its own. Resolves when done; a file without a log (not WAL, in memory) resolves at once. Errors
+ * reject: the caller decides whether to stop trying.
+ */
+export async function flushLogOffLoop(db: Db): Promise<void> {
+  if (db.memory) return;
+  const handle = await fs.promises.open(`${db.name}-wal`, 'r').catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
+    throw err;
+  });
+  if (handle === undefined) return;
+  try {
+    await handle.datasync();
+  } finally {
+    await handle.close();
   }
 }
 

@@ -56,7 +56,7 @@ test('nothing runs while a request is in flight', async (t) => {
   const w = work(t, db, h);
   w.rowsAdded();
   await sleep(QUIET_MS * 4);
-  assert.deepEqual(w.done, { pack: 0, index: 0, merge: 0, release: 0, checkpoint: 0 });
+  assert.deepEqual(w.done, { pack: 0, index: 0, merge: 0, release: 0, checkpoint: 0, flush: 0 });
   assert.equal(searchIndexLag(db), 50);
   h.busy = false;
   h.touch();
@@ -100,6 +100,23 @@ test('once quiet, rows are indexed, the index merged, then the log checkpointed'
   assert.ok(performance.now() - h.last >= LONG_QUIET_MS);
   const [log] = db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number; checkpointed: number }>;
   assert.equal(log?.checkpointed, log?.log, 'the whole log was copied back');
+});
+
+test('units that commit without an fsync have the log written out from the thread pool, one flush at a time', async (t) => {
+  const db = await dbWithRows(t, 400);
+  const h = host();
+  const w = work(t, db, h);
+  h.touch();
+  w.rowsAdded();
+  await until('the backlog indexed', () => searchIndexLag(db) === 0);
+  await until('a flush of the log', () => w.done.flush > 0);
+  assert.ok(w.done.flush <= w.done.index + w.done.merge + w.done.pack + w.done.release, JSON.stringify(w.done));
+  // Quiet with nothing committed since: no more flushes.
+  await until('a checkpoint', () => w.done.checkpoint > 0);
+  await sleep(QUIET_MS * 2);
+  const flushes = w.done.flush;
+  await sleep(LONG_QUIET_MS);
+  assert.equal(w.done.flush, flushes);
 });
 
 test('with the indexer off, long bodies stored as text are still packed; the checkpoint waits for the long quiet', async (t) => {
@@ -198,5 +215,5 @@ test('stop cancels what was scheduled', async (t) => {
   w.stop();
   w.rowsAdded();
   await sleep(QUIET_MS * 3);
-  assert.deepEqual(w.done, { pack: 0, index: 0, merge: 0, release: 0, checkpoint: 0 });
+  assert.deepEqual(w.done, { pack: 0, index: 0, merge: 0, release: 0, checkpoint: 0, flush: 0 });
 });
