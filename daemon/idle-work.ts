@@ -178,6 +178,12 @@ export class IdleWork {
     return Math.max(0, needs - this.quietFor());
   }
 
+  /** A unit committed without an fsync: a checkpoint is due at the long quiet, a flush of the log now. */
+  private committedUnsynced(): void {
+    this.logDirty = true;
+    this.unflushed = true;
+  }
+
   /**
    * Writes the log out from the thread pool after units that committed without an fsync, so
    * that the next append's fsync does not also wait for their bytes (measured: append latency
@@ -225,8 +231,7 @@ export class IdleWork {
         }
         size.packBytes = adapt(size.packBytes, took, target, PACK_BYTES);
         size.packRows = adapt(size.packRows, took, target, PACK_ROWS);
-        this.logDirty = true;
-        this.unflushed = true;
+        this.committedUnsynced();
         return;
       }
       // While merging has work, index and merge units alternate, so the segments indexing adds
@@ -245,8 +250,7 @@ export class IdleWork {
         // batch, so the row count never runs far ahead of what the budget lets through.
         size.rows = Math.min(adapt(size.rows, took, target, ROWS), Math.max(ROWS.min, indexed * 2));
         this.mergeDue = true;
-        this.logDirty = true;
-        this.unflushed = true;
+        this.committedUnsynced();
         return;
       }
       if (this.opts.indexer && this.mergeDue) {
@@ -255,8 +259,7 @@ export class IdleWork {
         this.lastWasIndex = false;
         if (merged) {
           size.pages = adapt(size.pages, performance.now() - started, target, PAGES);
-          this.logDirty = true;
-          this.unflushed = true;
+          this.committedUnsynced();
         }
         this.mergeDue = merged;
         return;
@@ -269,8 +272,7 @@ export class IdleWork {
           this.done.release++;
           size.release = adapt(size.release, performance.now() - started, target, RELEASE);
           this.releaseDue = released > 0 && released < excess;
-          this.logDirty = true;
-          this.unflushed = true;
+          this.committedUnsynced();
           return;
         }
         this.releaseDue = false;

@@ -7,6 +7,7 @@ import { archiveStamp, loadArchive, type ArchiveMarks, type ArchiveState } from 
 import type { StrategyInput } from '../contract.ts';
 import { CutCache, locate, startCut, type LocatedCut } from '../harness/cut.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
+import { loadStamped, savedSlot } from '../harness/saved-state.ts';
 import { archiveText } from './archive-text.ts';
 
 export interface ResolvedArchive {
@@ -17,7 +18,7 @@ export interface ResolvedArchive {
 
 const CUTS = cacheSlot<CutCache>('snapcompact.cuts');
 
-const LOADED = cacheSlot<{ stamp: number | undefined; loaded: ReturnType<typeof loadArchive> }>('snapcompact.archive');
+const LOADED = savedSlot<ReturnType<typeof loadArchive>>('snapcompact.archive');
 
 /**
  * The saved archive, read and parsed once per save: a request checks the row's save time and
@@ -25,11 +26,7 @@ const LOADED = cacheSlot<{ stamp: number | undefined; loaded: ReturnType<typeof 
  */
 function loadedArchive(input: StrategyInput): ReturnType<typeof loadArchive> {
   const stamp = archiveStamp(input.db, input.session.sid);
-  const cached = input.cache.get(LOADED);
-  if (cached !== undefined && cached.stamp === stamp) return cached.loaded;
-  const loaded = stamp === undefined ? undefined : loadArchive(input.db, input.session.sid);
-  input.cache.set(LOADED, { stamp, loaded });
-  return loaded;
+  return loadStamped(input, LOADED, stamp, () => (stamp === undefined ? undefined : loadArchive(input.db, input.session.sid)));
 }
 
 /** The saved archive and where its cut falls now (the start of history without one). */
