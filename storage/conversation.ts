@@ -83,6 +83,11 @@ function prepare(db: Db) {
     countThrough: db
       .prepare<[number, number], number>('SELECT count(*) FROM transcript WHERE sid = ? AND seq <= ?')
       .pluck(),
+    countBetween: db
+      .prepare<[number, number, number, number], number>(
+        'SELECT count(*) FROM (SELECT 1 FROM transcript WHERE sid = ? AND seq > ? AND seq <= ? LIMIT ?)',
+      )
+      .pluck(),
     page: db.prepare<[number, number, number, number], Omit<RawTranscriptRow, 'name'>>(
       `SELECT seq, row_class, key, created_at, ${bodySql()} AS body FROM transcript
         WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
@@ -186,6 +191,15 @@ export function loadSources(db: Db, refs: readonly SourceRef[]): StoredRow[] {
 export function sessionHead(db: Db, session: string): { sid: number; head: number } {
   const s = requireSession(db, session);
   return { sid: s.sid, head: stmts(db).head.get(s.sid) ?? 0 };
+}
+
+/**
+ * How many of the session's rows have seqs in (`after`, `through`], counting no further than
+ * `cap`: a bounded probe of the session index, for deciding whether a range is worth reading in
+ * slices.
+ */
+export function countRowsBetween(db: Db, sid: number, after: number, through: number, cap: number): number {
+  return stmts(db).countBetween.get(sid, after, through, cap) ?? 0;
 }
 
 /** The session's append boundary: its newest seq and how many rows it holds up to there. */

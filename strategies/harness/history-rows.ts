@@ -1,9 +1,10 @@
 // The rows of a session from some seq through the preparation's head, decoded once per kernel
 // and extended as rows are appended. Appends never change earlier rows; settling (which moves
 // rows and bumps the session's rewrite counter) and new image-fit notices (which change earlier
-// rows' images) make the cache start over. Every strategy's verbatim tail reads through here.
+// rows' images) make the cache start over. Every strategy's verbatim tail reads through here,
+// and a layer that reads the same rows at a compaction (notes) takes them from here too.
 import type { StoredRow } from '../../protocol/rows.ts';
-import { foldSources } from '../../storage/conversation.ts';
+import { countRowsBetween, foldSources } from '../../storage/conversation.ts';
 import { SLICE_MS, yieldToEventLoop } from '../../storage/db.ts';
 import { sessionRewrites } from '../../storage/user-rows.ts';
 import type { StrategyInput } from '../contract.ts';
@@ -18,6 +19,8 @@ interface Cached {
 }
 
 const ROWS = cacheSlot<Cached>('history-rows');
+/** The cached rows from before the start last moved forward, at the same head (see historyRows). */
+const PASSED = cacheSlot<Cached | undefined>('history-rows.passed');
 const OPENER = cacheSlot<{ seq: number; head: number; rewrites: number; row: StoredRow | undefined }>('history-rows.opener');
 
 function read(input: StrategyInput, from: number, to: number): StoredRow[] {
@@ -29,9 +32,9 @@ function read(input: StrategyInput, from: number, to: number): StoredRow[] {
 
 /**
  * Rows with seq `from`..`to` (inclusive, image fits applied) read in pages, giving the event
- * loop a turn whenever a slice's time is used up. Not cached: for one-off reads at a compaction.
+ * loop a turn whenever a slice's time is used up. Not cached.
  */
-export async function readYielding(input: StrategyInput, from: number, to: number): Promise<StoredRow[]> {
+async function readYielding(input: StrategyInput, from: number, to: number): Promise<StoredRow[]> {
   const rows: StoredRow[] = [];
   if (from > to) return rows;
   let started = performance.now();
@@ -53,35 +56,95 @@ export function historyRows(input: StrategyInput, from: number): readonly Stored
   const start = Math.max(1, from);
   const rewrites = sessionRewrites(input.db, input.session.sid);
   const cached = input.cache.get(ROWS);
-  if (cached !== undefined && cached.from === start && cached.rewrites === rewrites && cached.head <= input.head) {
-    if (cached.head === input.head) return cached.rows;
+  if (cached !== undefined && cached.from <= start && cached.rewrites === rewrites && cached.head <= input.head) {
+    if (cached.from === start && cached.head === input.head) return cached.rows;
     const added = read(input, cached.head + 1, input.head);
     if (!added.some((r) => r.row_class === 'image_fit')) {
-      const rows = [...cached.rows, ...added];
+      // A start that moved forward (a compaction's new cut) takes a slice of what is cached.
+      const kept = cached.from === start ? cached.rows : cached.rows.slice(firstAtOrAfter(cached.rows, start));
+      const rows = added.length === 0 ? kept : [...kept, ...added];
+      // The rows a compaction just passed stay until the head moves: a layer reads them once
+      // more after the compaction (rowsThroughHead).
+      input.cache.set(PASSED, cached.from < start && cached.head === input.head ? cached : undefined);
       input.cache.set(ROWS, { from: start, head: input.head, rewrites, rows });
       return rows;
     }
   }
   const rows = read(input, start, input.head);
+  input.cache.set(PASSED, undefined);
   input.cache.set(ROWS, { from: start, head: input.head, rewrites, rows });
   return rows;
 }
 
 /**
+ * New rows past the cached head that `historyRows` reads in the stretch that asks for them; from
+ * this many on (a bulk import, a long run of appends without a prepare) `warmTailRows` reads
+ * them ahead in slices. 100k new rows read in one stretch held the event loop for 2.5 s.
+ */
+export const EXTEND_IN_STRETCH_ROWS = 512;
+
+/**
  * Fills the cache `tailRows` reads, in slices: a first preparation after a restart may decode
- * a long history, which must not stall the event loop. Rows already cached are not re-read:
- * then nothing is returned, and nothing yielded.
+ * a long history, and a cached one may lag its head by many rows; neither must stall the event
+ * loop. When the cache holds the rows, or lacks only a few new ones, nothing is returned and
+ * nothing yielded.
  */
 export function warmTailRows(input: StrategyInput, located: LocatedCut): Promise<void> | undefined {
   const start = Math.max(1, located.resumeSeq);
   const rewrites = sessionRewrites(input.db, input.session.sid);
   const cached = input.cache.get(ROWS);
-  if (cached !== undefined && cached.from === start && cached.rewrites === rewrites && cached.head <= input.head) return undefined;
-  return (async () => {
-    const rows = await readYielding(input, start, input.head);
-    // Only trust what was read if nothing moved while reading.
-    if (sessionRewrites(input.db, input.session.sid) === rewrites) input.cache.set(ROWS, { from: start, head: input.head, rewrites, rows });
-  })();
+  if (cached !== undefined && cached.from <= start && cached.rewrites === rewrites && cached.head <= input.head) {
+    // The seq gap bounds the new rows without a query; only a wide gap is counted.
+    const few = input.head - cached.head < EXTEND_IN_STRETCH_ROWS
+      || countRowsBetween(input.db, input.session.sid, cached.head, input.head, EXTEND_IN_STRETCH_ROWS) < EXTEND_IN_STRETCH_ROWS;
+    return few ? undefined : extendYielding(input, cached);
+  }
+  return fillYielding(input, start, rewrites);
+}
+
+async function fillYielding(input: StrategyInput, start: number, rewrites: number): Promise<void> {
+  const rows = await readYielding(input, start, input.head);
+  // Only trust what was read if nothing moved while reading.
+  if (sessionRewrites(input.db, input.session.sid) !== rewrites) return;
+  input.cache.set(PASSED, undefined);
+  input.cache.set(ROWS, { from: start, head: input.head, rewrites, rows });
+}
+
+async function extendYielding(input: StrategyInput, cached: Cached): Promise<void> {
+  const added = await readYielding(input, cached.head + 1, input.head);
+  if (sessionRewrites(input.db, input.session.sid) !== cached.rewrites || input.cache.get(ROWS) !== cached) return;
+  // A new image fit changes earlier rows: everything is read again, as `historyRows` would.
+  if (added.some((r) => r.row_class === 'image_fit')) return fillYielding(input, cached.from, cached.rewrites);
+  input.cache.set(PASSED, undefined);
+  input.cache.set(ROWS, { ...cached, head: input.head, rows: [...cached.rows, ...added] });
+}
+
+/**
+ * Rows with seq >= `from` through the head, for a reader that needs them once at a compaction,
+ * after the strategy read its tail (the notes' rewrite): the cached rows themselves when they
+ * cover the range, those the compaction just passed included (no second decode, and the row
+ * memo already holds their sizes), else read in slices. Callers must not modify the array.
+ */
+export async function rowsThroughHead(input: StrategyInput, from: number): Promise<readonly StoredRow[]> {
+  const rewrites = sessionRewrites(input.db, input.session.sid);
+  for (const cached of [input.cache.get(ROWS), input.cache.get(PASSED)]) {
+    if (cached !== undefined && cached.from <= from && cached.head === input.head && cached.rewrites === rewrites) {
+      return cached.rows.slice(firstAtOrAfter(cached.rows, from));
+    }
+  }
+  return readYielding(input, from, input.head);
+}
+
+/** Index of the first row with seq >= `seq` in rows ordered by seq (rows.length when none). */
+function firstAtOrAfter(rows: readonly StoredRow[], seq: number): number {
+  let lo = 0;
+  let hi = rows.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (rows[mid]!.seq < seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /**

@@ -8,7 +8,7 @@ import { loadNotes, noteNotesFailure, saveNotes, type NotesState } from '../../s
 import type { CompactOptions, Layer, LayerView, Projection, StrategyInput } from '../contract.ts';
 import { inputsTokens } from '../estimate.ts';
 import { CutCache, cutAfter, locate, START_CUT, startCut, type LocatedCut } from '../harness/cut.ts';
-import { readYielding } from '../harness/history-rows.ts';
+import { rowsThroughHead } from '../harness/history-rows.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
 import { rowMemo } from '../harness/row-memo.ts';
 import { loadSaved, savedSlot } from '../harness/saved-state.ts';
@@ -80,13 +80,14 @@ function describe(err: unknown): string {
  */
 async function rewrite(input: StrategyInput, after: Projection, opts: CompactOptions, settings: NotesSettings): Promise<void> {
   const { state, located } = resolve(input);
-  const rows = await readYielding(input, located.openerSeq, input.head);
+  // The strategy has just read these rows for its own compaction: shared, not decoded again.
+  const rows = await rowsThroughHead(input, located.openerSeq);
   const kept = keptFrom(rows, after.inputs, input.target);
   if (kept === 0) return;
   const evicted = rows.slice(0, kept);
-  // Sized through the kernel's row memo (the strategy's sizes, mostly there already), with yields
-  // for the rest: an eviction can be a whole never-compacted history. Sizes only: the evicted
-  // rows' projections are not needed again.
+  // Sized through the kernel's row memo: shared rows were sized by the strategy; rows read here
+  // afresh are sized with yields (an eviction can be a whole never-compacted history). Sizes
+  // only: the evicted rows' projections are not needed again.
   const sizes = rowMemo(input).sizes;
   await tokenCounterYielding(evicted, input.target, sizes);
   const tokens = tokenCounter([], input.target, sizes);
