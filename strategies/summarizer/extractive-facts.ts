@@ -69,6 +69,8 @@ function isSymbol(tok: string): boolean {
 
 /** One token's identifier, if it is one: leading sigils (`@attr`, `:atom`) and an arity (`f/2`) dropped. */
 function identifierOf(raw: string): { id: string; kind: IdKind } | undefined {
+  // Most tokens are short or plain words, which the trimming below cannot turn into anything else.
+  if (raw.length < 3 || PLAIN_WORD.test(raw)) return undefined;
   let tok = raw.replace(/^[@:+~-]+(?=[\w/.~])/, '').replace(/[.:,+-]+$/, '');
   if (tok.length < 3 || tok.length > 120) return undefined;
   if (ARITY.test(tok) && !tok.slice(0, tok.lastIndexOf('/')).includes('/')) tok = tok.replace(ARITY, '');
@@ -79,13 +81,32 @@ function identifierOf(raw: string): { id: string; kind: IdKind } | undefined {
   return undefined;
 }
 
-/** A cut marker and the token it cut short (`load_ses […1436 more characters cut]`): neither names anything. */
-const CUT_WITH_TOKEN = /[^\s[]*\s?\[…\d+ more characters cut\]/g;
+/**
+ * The text with each cut marker and the token it cut short (`load_ses […1436 more characters
+ * cut]`) replaced by a space: neither names anything. The token is the run of characters other
+ * than whitespace and `[` before the marker, across at most one whitespace character, and never
+ * reaching back into the previous replacement. Found by walking back from each marker: a regex
+ * that starts with that run (`[^\s[]*\s?\[…`) retries it from every position, quadratic in
+ * long unbroken runs, and was a seventh of the summarizer's time on long tool output.
+ */
+export function withoutCutTokens(text: string): string {
+  if (!text.includes('more characters cut]')) return text;
+  let out = '';
+  let done = 0;
+  for (const m of text.matchAll(CUT_MARKER)) {
+    let start = m.index;
+    if (start > done && /\s/.test(text[start - 1]!)) start--;
+    while (start > done && !/[\s[]/.test(text[start - 1]!)) start--;
+    out += `${text.slice(done, start)} `;
+    done = m.index + m[0].length;
+  }
+  return out + text.slice(done);
+}
 
 /** The identifiers of a text, once each, in order of first appearance. */
 export function identifiers(text: string): Map<string, IdKind> {
   const out = new Map<string, IdKind>();
-  const clean = text.includes('more characters cut]') ? text.replace(CUT_WITH_TOKEN, ' ') : text;
+  const clean = withoutCutTokens(text);
   for (const m of clean.matchAll(TOKEN)) {
     const found = identifierOf(m[0]);
     if (found !== undefined && !out.has(found.id)) out.set(found.id, found.kind);
