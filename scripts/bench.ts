@@ -15,8 +15,7 @@ import Database from 'better-sqlite3';
 import { benchAppend, benchAppendFloor, benchIndexerLatency } from './bench/append.ts';
 import { parseArgs, type BenchArgs, type Section } from './bench/args.ts';
 import { corpusStats, loadCorpus, type Corpus } from './bench/corpus.ts';
-import { buildDataset, checkpoint, fileSize, type Dataset } from './bench/dataset.ts';
-import { ROW_TEXT_SQL } from '../storage/row-text.ts';
+import { buildDataset, checkpoint, fileSize, textPass, type Dataset } from './bench/dataset.ts';
 import { benchFrames } from './bench/frames.ts';
 import { benchImageFit } from './bench/images-fit.ts';
 import { benchElision, ELISION_ROWS } from './bench/images-elision.ts';
@@ -128,7 +127,7 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
       for (const size of args.sizes) {
         const r = await withDataset(root, size, corpus, async (ds) => {
           checkpoint(ds.db);
-          const textChars = ds.db.prepare<[], number>(`SELECT sum(length(${ROW_TEXT_SQL})) FROM transcript`).pluck().get() ?? 0;
+          const textChars = textPass(ds).stats.textChars;
           const sr: SizeResult = {
             size,
             total_rows: ds.totalRows,

@@ -1,6 +1,7 @@
 // Builds one benchmark database: a main session of N rows plus 9 side sessions of N/90 rows
 // each (+10% in all), appended in interleaved 1000-row batches through appendRows, with the
-// search needles planted at fixed positions. Also dumps row texts for the GNU grep baseline.
+// search needles planted at fixed positions. Also the one pass over the row texts that the
+// sections share: text statistics, and the dumps the anchor tool (ripgrep) reads.
 import fs from 'node:fs';
 import path from 'node:path';
 import { openDb, type Db, type OpenOptions } from '../../storage/db.ts';
@@ -35,8 +36,27 @@ export interface Dataset {
   /** Main-session head after every main batch: rows appended so far -> head seq. */
   mainHeads: Array<{ rows: number; head: number }>;
   buildMs: number;
-  /** The last plain dump (dumpTexts without extras) and the rows it was taken of, for reuse. */
-  dumped?: { dump: TextDump; rows: number; maxSeq: number };
+  /** The last pass over the rows' texts (textPass) and the rows it was taken of, for reuse. */
+  texts?: { pass: TextPass; rows: number; maxSeq: number };
+}
+
+/** What one pass over every row's text finds (textPass). */
+export interface TextStats {
+  /** Every row's text: UTF-8 bytes (what was appended) and code points (SQLite's length()). */
+  textBytes: number;
+  textChars: number;
+  /**
+   * An upper estimate of the main session's length as transcript_read renders it: each row's
+   * text in code points (at least its graphemes) plus its header and separators.
+   */
+  mainRendered: number;
+  /** Share of the main session's rows whose text is not ASCII without CR (read's segmenter path). */
+  mainNonAsciiShare: number;
+}
+
+export interface TextPass {
+  stats: TextStats;
+  dump: TextDump;
 }
 
 /** The files dumpTexts wrote and their sizes. */
@@ -170,51 +190,51 @@ function rowsNow(ds: Dataset): { rows: number; maxSeq: number } {
   return { rows: r?.rows ?? 0, maxSeq: r?.maxSeq ?? 0 };
 }
 
-/**
- * Writes row texts, one row per line (newlines inside a row become spaces), in seq order:
- * every row to all.txt, the main session's rows to main.txt, then `mainExtra` (lcm's node
- * summaries) at the end of the main file, one per line the same way. The GNU grep baseline
- * reads these. When the dataset was dumped before and its rows have not changed since (same
- * count and newest seq; the bench only appends), that dump is reused: with extras, its
- * main.txt is copied to main-extra.txt and the extras appended there.
- */
-export function dumpTexts(ds: Dataset, opts: { mainExtra?: Iterable<string> } = {}): TextDump {
-  const now = rowsNow(ds);
-  const prev = ds.dumped !== undefined && ds.dumped.rows === now.rows && ds.dumped.maxSeq === now.maxSeq ? ds.dumped.dump : undefined;
-  if (prev !== undefined && opts.mainExtra === undefined) return prev;
-  if (prev !== undefined) {
-    const mainFile = path.join(ds.dir, 'main-extra.txt');
-    fs.copyFileSync(prev.main, mainFile);
-    const fm = fs.openSync(mainFile, 'a');
-    let mainBytes = prev.mainBytes;
-    let buf: string[] = [];
-    const flush = (): void => {
-      if (buf.length > 0) mainBytes += fs.writeSync(fm, buf.join(''));
-      buf = [];
-    };
-    for (const text of opts.mainExtra!) {
-      buf.push(dumpLine(text));
-      if (buf.length >= 4096) flush();
+/** Code points of a string (UTF-16 units less the surrogate pairs), as SQLite's length() counts. */
+function codePoints(text: string): number {
+  if (!/[\uD800-\uDBFF]/.test(text)) return text.length;
+  let pairs = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        pairs++;
+        i++;
+      }
     }
-    flush();
-    fs.closeSync(fm);
-    return { ...prev, main: mainFile, mainBytes };
   }
-  const dump = writeDump(ds, opts.mainExtra);
-  if (opts.mainExtra === undefined) ds.dumped = { dump, ...now };
-  return dump;
+  return text.length - pairs;
 }
 
-/** dumpTexts' full pass over the rows; the extras go to main-extra.txt, so main.txt stays plain. */
-function writeDump(ds: Dataset, mainExtra: Iterable<string> | undefined): TextDump {
+/** A main-session row's rendered header and separators, as transcript_read lays them out (null: not counted). */
+function renderedOverhead(seq: number, kind: string, callId: string | null): number | null {
+  const header = kind === 'user' ? 4 : kind === 'assistant' ? 9 : kind === 'tool_result' ? (callId === null ? null : 12 + codePoints(callId)) : 20;
+  return header === null ? null : 1 + String(seq).length + 1 + header + 2;
+}
+
+/** Text outside ASCII-without-CR, which transcript_read segments into graphemes. */
+// eslint-disable-next-line no-control-regex -- the range is of control characters on purpose
+const NOT_PLAIN_ASCII = /[^\x01-\x0c\x0e-\x7f]/;
+
+/**
+ * One pass over every row's text, in seq order: the text statistics the build, read and disk
+ * figures need, and the dumps the anchor tool reads (all.txt, main.txt: one row per line). Rows
+ * derive their text on every read (~40 µs a row), so at 1M rows each separate pass cost about
+ * 40 s; the result is kept on the dataset while its rows are unchanged (the bench only appends).
+ */
+export function textPass(ds: Dataset): TextPass {
+  const now = rowsNow(ds);
+  if (ds.texts !== undefined && ds.texts.rows === now.rows && ds.texts.maxSeq === now.maxSeq) return ds.texts.pass;
   const all = path.join(ds.dir, 'all.txt');
-  const mainFile = path.join(ds.dir, mainExtra === undefined ? 'main.txt' : 'main-extra.txt');
+  const mainFile = path.join(ds.dir, 'main.txt');
   const fa = fs.openSync(all, 'w');
   const fm = fs.openSync(mainFile, 'w');
+  const stats: TextStats = { textBytes: 0, textChars: 0, mainRendered: 0, mainNonAsciiShare: 0 };
   let allBytes = 0;
   let mainBytes = 0;
-  // The rows' text as appended (UTF-8, newlines kept): what the disk target is a multiple of.
-  let textBytes = 0;
+  let mainRows = 0;
+  let mainNonAscii = 0;
   let bufA: string[] = [];
   let bufM: string[] = [];
   const flush = (): void => {
@@ -223,20 +243,54 @@ function writeDump(ds: Dataset, mainExtra: Iterable<string> | undefined): TextDu
     bufA = [];
     bufM = [];
   };
-  const it = ds.db.prepare<[], { sid: number; text: string }>(`SELECT sid, ${ROW_TEXT_SQL} AS text FROM transcript ORDER BY seq`).iterate();
+  const it = ds.db
+    .prepare<[], { seq: number; sid: number; kind: string; call_id: string | null; text: string }>(`SELECT seq, sid, kind, call_id, ${ROW_TEXT_SQL} AS text FROM transcript ORDER BY seq`)
+    .iterate();
   for (const r of it) {
-    textBytes += Buffer.byteLength(r.text);
+    const chars = codePoints(r.text);
+    stats.textBytes += Buffer.byteLength(r.text);
+    stats.textChars += chars;
     const line = dumpLine(r.text);
     bufA.push(line);
-    if (r.sid === ds.main.sid) bufM.push(line);
+    if (r.sid === ds.main.sid) {
+      bufM.push(line);
+      mainRows++;
+      if (NOT_PLAIN_ASCII.test(r.text)) mainNonAscii++;
+      const overhead = renderedOverhead(r.seq, r.kind, r.call_id);
+      if (overhead !== null) stats.mainRendered += chars + overhead;
+    }
     if (bufA.length >= 4096) flush();
-  }
-  for (const text of mainExtra ?? []) {
-    bufM.push(dumpLine(text));
-    if (bufM.length >= 4096) flush();
   }
   flush();
   fs.closeSync(fa);
   fs.closeSync(fm);
-  return { all, main: mainFile, allBytes, mainBytes, textBytes };
+  stats.mainNonAsciiShare = mainRows === 0 ? 0 : mainNonAscii / mainRows;
+  const pass: TextPass = { stats, dump: { all, main: mainFile, allBytes, mainBytes, textBytes: stats.textBytes } };
+  ds.texts = { pass, ...now };
+  return pass;
+}
+
+/**
+ * The dumps of textPass; with `mainExtra` (lcm's node summaries), a copy of main.txt with them
+ * appended one per line the same way, as main-extra.txt (main.txt stays the rows only).
+ */
+export function dumpTexts(ds: Dataset, opts: { mainExtra?: Iterable<string> } = {}): TextDump {
+  const plain = textPass(ds).dump;
+  if (opts.mainExtra === undefined) return plain;
+  const mainFile = path.join(ds.dir, 'main-extra.txt');
+  fs.copyFileSync(plain.main, mainFile);
+  const fm = fs.openSync(mainFile, 'a');
+  let mainBytes = plain.mainBytes;
+  let buf: string[] = [];
+  const flush = (): void => {
+    if (buf.length > 0) mainBytes += fs.writeSync(fm, buf.join(''));
+    buf = [];
+  };
+  for (const text of opts.mainExtra) {
+    buf.push(dumpLine(text));
+    if (buf.length >= 4096) flush();
+  }
+  flush();
+  fs.closeSync(fm);
+  return { ...plain, main: mainFile, mainBytes };
 }

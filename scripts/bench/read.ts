@@ -1,10 +1,9 @@
 // transcript_read: the first 20k-grapheme page of the main session, a page in the middle and
-// one near the end (offsets estimated from SQL character counts), with the event-loop stall
+// one near the end (offsets estimated from the dataset's character counts), with the event-loop stall
 // seen while each is read. Reads that outrun a time budget are stopped and extrapolated.
 import { DEFAULT_READ_LIMIT } from '../../protocol/methods.ts';
-import { ROW_TEXT_SQL } from '../../storage/row-text.ts';
 import { readTranscript } from '../../storage/transcript-read.ts';
-import type { Dataset } from './dataset.ts';
+import { textPass, type Dataset } from './dataset.ts';
 import { nowMs, stats, turn, withLoopMonitor, type Stats } from './timing.ts';
 
 export interface ReadResult {
@@ -47,22 +46,6 @@ export function segmenterProbe(): Array<{ chars: number; whole_us_per_grapheme: 
   return out;
 }
 
-/**
- * Upper estimate of the rendered session's length: characters of text plus header and
- * separators. SQLite counts code points, which is at least the grapheme count, so an offset
- * at 98% of this still lands inside the rendering for this corpus.
- */
-export function renderedLengthEstimate(ds: Dataset): number {
-  const row = ds.db
-    .prepare<[number], { n: number }>(
-      `SELECT sum(length(${ROW_TEXT_SQL}) + 1 + length(seq) + 1 + CASE kind WHEN 'user' THEN 4 WHEN 'assistant' THEN 9
-                 WHEN 'tool_result' THEN 12 + length(call_id) ELSE 20 END + 2) AS n
-         FROM transcript WHERE sid = ?`,
-    )
-    .get(ds.main.sid);
-  return row?.n ?? 0;
-}
-
 /** Reads once; stops (throws Stopped) at the first yield after the deadline. Returns rows paged through. */
 async function readOnce(ds: Dataset, offset: number, budgetMs: number): Promise<{ ms: number; graphemes: number; stopped: boolean }> {
   const deadline = nowMs() + budgetMs;
@@ -88,12 +71,9 @@ async function readOnce(ds: Dataset, offset: number, budgetMs: number): Promise<
  * its full time extrapolated from the rows it got through.
  */
 export async function benchRead(ds: Dataset, opts: { budgetMs: number }, log: (s: string) => void): Promise<{ estimated_graphemes: number; non_ascii_row_share: number; pages: ReadResult[] }> {
-  // Rows whose text is not ASCII-without-CR take the segmenter path of transcript_read.
-  const share = ds.db
-    .prepare<[number], number>(`SELECT avg(CASE WHEN ${ROW_TEXT_SQL} GLOB '*[^\x01-\x0c\x0e-\x7f]*' THEN 1.0 ELSE 0.0 END) FROM transcript WHERE sid = ?`)
-    .pluck()
-    .get(ds.main.sid) ?? 0;
-  const total = renderedLengthEstimate(ds);
+  // From the dataset's one pass over the texts (an upper estimate of the rendered length; rows
+  // whose text is not ASCII-without-CR take the segmenter path of transcript_read).
+  const { mainRendered: total, mainNonAsciiShare: share } = textPass(ds).stats;
   const plan: Array<{ page: ReadResult['page']; offset: number }> = [
     { page: 'first', offset: 0 },
     { page: 'middle', offset: Math.floor(total / 2) },

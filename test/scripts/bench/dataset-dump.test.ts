@@ -1,12 +1,14 @@
-// The bench's text dumps (scripts/bench/dataset.ts): a dump reused for lcm's summaries holds the
-// same bytes as a full pass would write, and a dataset that gained rows is dumped again.
+// The bench's pass over the row texts (scripts/bench/dataset.ts): its statistics equal what SQL
+// computes over the stored rows, a dump reused for lcm's summaries holds the same bytes as a
+// full pass would write, and a dataset that gained rows is passed over again.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { loadCorpus } from '../../../scripts/bench/corpus.ts';
-import { buildDataset, dumpTexts } from '../../../scripts/bench/dataset.ts';
+import { buildDataset, dumpTexts, textPass } from '../../../scripts/bench/dataset.ts';
+import { ROW_TEXT_SQL } from '../../../storage/row-text.ts';
 import { appendRows } from '../../../storage/transcript.ts';
 
 test('dumpTexts reuses a plain dump for extras, byte for byte, and redumps after an append', async () => {
@@ -33,6 +35,35 @@ test('dumpTexts reuses a plain dump for extras, byte for byte, and redumps after
     } finally {
       ds.db.close();
       fresh.db.close();
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});
+
+test('the text pass counts what SQL counts: code points, the rendered estimate, the non-ASCII share', async () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-text-'));
+  try {
+    const ds = await buildDataset(path.join(tmp, 'a'), 400, loadCorpus(path.join(tmp, 'no-fixtures')), { synchronous: 'NORMAL' });
+    try {
+      // Astral characters (two UTF-16 units, one code point) and a CR, which the share counts.
+      await appendRows(ds.db, ds.main.name, [{ kind: 'user', origin: 'user', content: [{ type: 'text', text: 'emoji 😀😀 and größe\r\n' }] }]);
+      const { stats } = textPass(ds);
+      const sql = <T>(q: string, ...args: unknown[]): T => ds.db.prepare(q).pluck().get(...args) as T;
+      assert.equal(stats.textChars, sql<number>(`SELECT sum(length(${ROW_TEXT_SQL})) FROM transcript`));
+      assert.equal(
+        stats.mainRendered,
+        sql<number>(
+          `SELECT sum(length(${ROW_TEXT_SQL}) + 1 + length(seq) + 1 + CASE kind WHEN 'user' THEN 4 WHEN 'assistant' THEN 9
+                  WHEN 'tool_result' THEN 12 + length(call_id) ELSE 20 END + 2) FROM transcript WHERE sid = ?`,
+          ds.main.sid,
+        ),
+      );
+      assert.equal(stats.mainNonAsciiShare, sql<number>(`SELECT avg(CASE WHEN ${ROW_TEXT_SQL} GLOB '*[^\x01-\x0c\x0e-\x7f]*' THEN 1.0 ELSE 0.0 END) FROM transcript WHERE sid = ?`, ds.main.sid));
+      assert.ok(stats.mainNonAsciiShare > 0);
+      assert.equal(stats.textBytes, textPass(ds).dump.textBytes);
+    } finally {
+      ds.db.close();
     }
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
