@@ -77,6 +77,8 @@ export interface IdleWorkOptions {
   /** Index rows for search (and merge the index); off, only packing, free-page releases and checkpoints run. */
   indexer: boolean;
   log: Logger;
+  /** How the log is written out after unsynced units; flushLogOffLoop unless a test needs it to fail. */
+  flushLog?: (db: Db) => Promise<void>;
 }
 
 export class IdleWork {
@@ -193,7 +195,7 @@ export class IdleWork {
     if (!this.unflushed || this.flushing || this.flushBroken || this.stopped) return;
     this.unflushed = false;
     this.flushing = true;
-    flushLogOffLoop(this.db)
+    (this.opts.flushLog ?? flushLogOffLoop)(this.db)
       .then(
         () => void this.done.flush++,
         (err: unknown) => {

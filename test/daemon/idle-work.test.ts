@@ -119,6 +119,36 @@ test('units that commit without an fsync have the log written out from the threa
   assert.equal(w.done.flush, flushes);
 });
 
+test('a log flush that fails is logged once and not tried again; the background work goes on', async (t) => {
+  const db = await dbWithRows(t, 400);
+  const h = host();
+  const lines: Array<{ level: number; method?: string; msg: string; err?: { message: string } }> = [];
+  const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as (typeof lines)[number]) });
+  let attempts = 0;
+  const failing = (): Promise<void> => {
+    attempts++;
+    return Promise.reject(new Error('EIO: the disk went away'));
+  };
+  const w = new IdleWork(db, h.view, { indexer: true, log, flushLog: failing });
+  t.after(() => w.stop());
+  h.touch();
+  w.rowsAdded();
+  await until('the backlog indexed', () => searchIndexLag(db) === 0);
+  await until('the log flush tried', () => attempts > 0);
+  // More rows, more unsynced units: the broken flush is not tried again.
+  await appendRows(db, 's', Array.from({ length: 200 }, (_v, i) => user(`late row ${i}`)));
+  h.touch();
+  w.rowsAdded();
+  await until('the new rows indexed', () => searchIndexLag(db) === 0);
+  await sleep(QUIET_MS * 2);
+  assert.equal(attempts, 1);
+  assert.equal(w.done.flush, 0);
+  const errors = lines.filter((l) => l.level >= 50);
+  assert.equal(errors.length, 1, JSON.stringify(lines));
+  assert.equal(errors[0]!.method, 'idle-work');
+  assert.match(errors[0]!.err?.message ?? '', /the disk went away/);
+});
+
 test('with the indexer off, long bodies stored as text are still packed; the checkpoint waits for the long quiet', async (t) => {
   const db = await dbWithRows(t, 40);
   await appendRows(db, 's', Array.from({ length: 5 }, (_v, i) => user(commandOutput(`LONG ${i}`))));
