@@ -129,14 +129,19 @@ export function matchSql(length: 'phrase' | 'pair' | 'single', scope: IndexScope
 }
 
 function prepareIndex(db: Db) {
-  const byScope = (length: 'phrase' | 'pair' | 'single') => {
-    const seqs = (scope: IndexScope) => db.prepare<Record<string, string | number>, number>(matchSql(length, scope)).pluck();
+  const byScope = (sql: (scope: IndexScope) => string) => {
+    const seqs = (scope: IndexScope) => db.prepare<Record<string, string | number>, number>(sql(scope)).pluck();
     return { all: seqs('all'), one: seqs('one'), some: seqs('some') };
   };
   return {
-    phrase: byScope('phrase'),
-    pair: byScope('pair'),
-    single: byScope('single'),
+    phrase: byScope((scope) => matchSql('phrase', scope)),
+    pair: byScope((scope) => matchSql('pair', scope)),
+    // A single character is in a large share of the rows (a fifth, for `z`): counting them in
+    // SQL and reading the page's seqs alone costs less than handing every matching seq to JS
+    // (at 1M rows, ~40% less on a synthetic table of distinct characters). Longer patterns
+    // match fewer rows and cost more per match, so they are not run twice.
+    singleCount: byScope((scope) => `SELECT count(*) FROM (${matchSql('single', scope)})`),
+    singlePage: byScope((scope) => `${matchSql('single', scope)} LIMIT $limit OFFSET $offset`),
     sidsOf: db.prepare<[string], unknown[]>('SELECT seq, sid FROM search_rows WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq').raw(),
   };
 }
@@ -161,14 +166,23 @@ export function indexMatches(db: Db, ask: IndexAsk): Float64Array {
   if (scope === 'one') bounds.sid = ask.sids![0]!;
   if (scope === 'some') bounds.sids = JSON.stringify(ask.sids);
   const pick = (s: Record<IndexScope, Statement>): Statement => s[scope];
-  let seqs: number[];
-  if (chars.length >= 3) seqs = pick(st.phrase).all({ ...bounds, query: phrase(ask.needle) });
-  // Every trigram starting with the pair sorts between the pair and the pair plus the last code point.
-  else if (chars.length === 2) seqs = pick(st.pair).all({ ...bounds, needle: ask.needle, top: `${ask.needle}\u{10ffff}` });
-  else seqs = pick(st.single).all({ ...bounds, glob: globContaining(ask.needle) });
-  const page = seqs.slice(ask.offset, ask.offset + ask.limit);
+  let total: number;
+  let page: number[];
+  if (chars.length === 1) {
+    const args = { ...bounds, glob: globContaining(ask.needle) };
+    // One snapshot for the count and the page: the indexer may commit between two statements.
+    [total, page] = db.transaction(() => {
+      const n = pick(st.singleCount).get(args) ?? 0;
+      return [n, n > ask.offset ? pick(st.singlePage).all({ ...args, limit: ask.limit, offset: ask.offset }) : []] as const;
+    })();
+  } else {
+    // Every trigram starting with a pair sorts between the pair and the pair plus the last code point.
+    const seqs = chars.length >= 3 ? pick(st.phrase).all({ ...bounds, query: phrase(ask.needle) }) : pick(st.pair).all({ ...bounds, needle: ask.needle, top: `${ask.needle}\u{10ffff}` });
+    total = seqs.length;
+    page = seqs.slice(ask.offset, ask.offset + ask.limit);
+  }
   const out = new Float64Array(1 + 2 * page.length);
-  out[0] = seqs.length;
+  out[0] = total;
   if (page.length > 0) {
     const pairs = packHits(st.sidsOf.all(JSON.stringify(page)));
     // search_rows and the trigram index are written together (indexer and triggers alike).
