@@ -138,8 +138,8 @@ function prepareIndex(db: Db) {
     pair: byScope((scope) => matchSql('pair', scope)),
     // A single character is in a large share of the rows (a fifth, for `z`): counting them in
     // SQL and reading the page's seqs alone costs less than handing every matching seq to JS
-    // (at 1M rows, ~40% less on a synthetic table of distinct characters). Longer patterns
-    // match fewer rows and cost more per match, so they are not run twice.
+    // (16% less at 300k rows of the bench's corpus, 30% on a synthetic 1.1M-row table). Longer
+    // patterns match fewer rows and cost more per match, so they are not run twice.
     singleCount: byScope((scope) => `SELECT count(*) FROM (${matchSql('single', scope)})`),
     singlePage: byScope((scope) => `${matchSql('single', scope)} LIMIT $limit OFFSET $offset`),
     sidsOf: db.prepare<[string], unknown[]>('SELECT seq, sid FROM search_rows WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq').raw(),
