@@ -13,7 +13,7 @@ import { sessionRewrites } from '../storage/user-rows.ts';
 import type { ModelEntry } from './catalog/models.ts';
 import type { CompactOptions, CompactOutcome, DryRun, FoldPlugin, Layer, LayerView, Projection, Strategy, StrategyInput } from './contract.ts';
 import { imageTokens, inputsTokens, pinnedTokens, textTokens } from './estimate.ts';
-import { historyRows } from './harness/history-rows.ts';
+import { forgetPassedRows, historyRows } from './harness/history-rows.ts';
 import { cacheSlot, type KernelCache } from './harness/kernel-cache.ts';
 import { calibrated, isDue, overWindow, resolveWindow, toolOutputCap, validateWindow, type WindowSettings } from './harness/window.ts';
 import { forModel, type ProjectionTarget } from './projection.ts';
@@ -442,7 +442,13 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   }
   // Layers follow the strategy: after a committed compaction they compact too, otherwise they
   // project as on any other request.
-  const layers = outcome.compacted ? await compactLayers(setup, out.input, first, second, opts) : { views: new Map<string, LayerView>(), notes: [] };
+  let layers: { views: Map<string, LayerView>; notes: string[] };
+  try {
+    layers = outcome.compacted ? await compactLayers(setup, out.input, first, second, opts) : { views: new Map<string, LayerView>(), notes: [] };
+  } finally {
+    // The rows this compaction evicted were kept for the layers (history-rows.ts); nothing reads them now.
+    forgetPassedRows(out.input.cache);
+  }
   const sent = layered(setup, out.input, second, layers.views);
   return {
     system: out.system,

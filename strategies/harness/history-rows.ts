@@ -9,7 +9,7 @@ import { SLICE_MS, yieldToEventLoop } from '../../storage/db.ts';
 import { sessionRewrites } from '../../storage/user-rows.ts';
 import type { StrategyInput } from '../contract.ts';
 import type { LocatedCut } from './cut.ts';
-import { cacheSlot } from './kernel-cache.ts';
+import { cacheSlot, type KernelCache } from './kernel-cache.ts';
 
 interface Cached {
   from: number;
@@ -19,7 +19,7 @@ interface Cached {
 }
 
 const ROWS = cacheSlot<Cached>('history-rows');
-/** The cached rows from before the start last moved forward, at the same head (see historyRows). */
+/** The cached rows from before the start last moved forward, at the same head (see historyRows), until forgotten. */
 const PASSED = cacheSlot<Cached | undefined>('history-rows.passed');
 const OPENER = cacheSlot<{ seq: number; head: number; rewrites: number; row: StoredRow | undefined }>('history-rows.opener');
 
@@ -63,8 +63,8 @@ export function historyRows(input: StrategyInput, from: number): readonly Stored
       // A start that moved forward (a compaction's new cut) takes a slice of what is cached.
       const kept = cached.from === start ? cached.rows : cached.rows.slice(firstAtOrAfter(cached.rows, start));
       const rows = added.length === 0 ? kept : [...kept, ...added];
-      // The rows a compaction just passed stay until the head moves: a layer reads them once
-      // more after the compaction (rowsThroughHead).
+      // The rows a compaction just passed stay for the layers that read them once more after it
+      // (rowsThroughHead), until the engine lets them go (forgetPassedRows) or the head moves.
       input.cache.set(PASSED, cached.from < start && cached.head === input.head ? cached : undefined);
       input.cache.set(ROWS, { from: start, head: input.head, rewrites, rows });
       return rows;
@@ -133,6 +133,14 @@ export async function rowsThroughHead(input: StrategyInput, from: number): Promi
     }
   }
   return readYielding(input, from, input.head);
+}
+
+/**
+ * Lets go of the rows a compaction passed: the engine calls it once the layers have compacted,
+ * so a large eviction is not held until the next request moves the head.
+ */
+export function forgetPassedRows(cache: KernelCache): void {
+  cache.set(PASSED, undefined);
 }
 
 /** Index of the first row with seq >= `seq` in rows ordered by seq (rows.length when none). */

@@ -25,6 +25,7 @@ import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts
 import type { SummaryRequest } from '../../strategies/summarizer/types.ts';
 import { assistant, tempDb, toolResult, user } from '../storage/factories.ts';
 import { argsFor, RecordingSummarizer, sessionWithTurns, setupFor, turn } from './engine-fixtures.ts';
+import { recordingDb } from '../storage/recording-db.ts';
 
 const BUDGET = 300;
 const layer = notesLayer({ budgetTokens: BUDGET });
@@ -84,6 +85,27 @@ async function compactedSession(t: Parameters<typeof tempDb>[0]) {
 }
 
 describe('notes', () => {
+  test('the rewrite decodes no row the compaction already read, and the engine lets those rows go afterwards', async (t) => {
+    // Transcript pages read by a forced compaction of the same session, with and without the notes layer.
+    const pageReads = async (layers: typeof layer[]): Promise<{ reads: number; cache: KernelCache; notesCalls: number }> => {
+      const base = tempDb(t);
+      await sessionWithTurns(base, 's', 40);
+      const { db, executed } = recordingDb(base);
+      const summarizer = notesSummarizer();
+      const cache = new KernelCache();
+      const out = await prepareRequest(setupFor({ window: 8000, summarizer, layers }), argsFor(db, 's', { cache }));
+      assert.equal(out.compacted, true);
+      const reads = executed.filter((sql) => /FROM transcript\s+WHERE sid = \? AND seq > \? AND seq <= \? ORDER BY seq LIMIT/.test(sql)).length;
+      return { reads, cache, notesCalls: summarizer.calls.filter((c) => c.purpose === 'notes').length };
+    };
+    const without = await pageReads([]);
+    const withNotes = await pageReads([layer]);
+    assert.ok(withNotes.notesCalls > 0, 'the notes were rewritten');
+    assert.equal(withNotes.reads, without.reads, 'the notes read their rows from the kernel, not from the file');
+    const passed = withNotes.cache.slotSizes().find((s) => s.slot === 'history-rows.passed');
+    assert.ok(passed !== undefined && passed.bytes <= 8, `the passed rows are let go: ${JSON.stringify(passed)}`);
+  });
+
   test('the first compaction writes the notes from exactly what it evicted; later requests start with them, byte for byte', async (t) => {
     const { db, summarizer, setup, cache, out, sid } = await compactedSession(t);
 
