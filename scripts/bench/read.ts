@@ -1,6 +1,6 @@
 // transcript_read: the first 20k-grapheme page of the main session, a page in the middle and
-// one near the end (offsets estimated from the dataset's character counts), with the event-loop stall
-// seen while each is read. Reads that outrun a time budget are stopped and extrapolated.
+// one near the end (offsets estimated from the dataset's character counts), with the event-loop
+// stall seen while each is read. Reads that outrun a time budget are stopped and extrapolated.
 import { DEFAULT_READ_LIMIT } from '../../protocol/methods.ts';
 import { readTranscript } from '../../storage/transcript-read.ts';
 import { textPass, type Dataset } from './dataset.ts';
