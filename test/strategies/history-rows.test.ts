@@ -3,6 +3,7 @@
 // ahead in slices, and a compaction's second reader gets the cached rows themselves.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { StoredRow } from '../../protocol/rows.ts';
 import type { Db } from '../../storage/db.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendNotice, appendRows } from '../../storage/transcript.ts';
@@ -27,6 +28,25 @@ function inputFor(db: Db, cache: KernelCache): StrategyInput {
     target: plainTarget('s'),
     cache,
   };
+}
+
+/**
+ * Appends a user row with a 64 px image and reads the history into `cache`, then appends a row
+ * with a 16 px image and an image_fit notice that replaces the first image with it. Returns the
+ * rows cached before the fit.
+ */
+async function cachedThenFitted(db: Db, cache: KernelCache): Promise<readonly StoredRow[]> {
+  const big = await pngBytes(64, 64);
+  await appendRows(db, 's', [user('look', { images: [imageIn(big, 'image/png')] })]);
+  const before = historyRows(inputFor(db, cache), 1);
+  const shown = before.at(-1)!.body;
+  assert.ok(shown.kind === 'user' && shown.content[1]?.type === 'image');
+  const small = await pngBytes(16, 16);
+  const [fittedSeq] = (await appendRows(db, 's', [user('fit target', { images: [imageIn(small, 'image/png')] })])).seqs;
+  const fitted = historyRows(inputFor(db, new KernelCache()), 1).find((r) => r.seq === fittedSeq)!.body;
+  assert.ok(fitted.kind === 'user' && fitted.content[1]?.type === 'image');
+  appendNotice(db, argsFor(db, 's').session.sid, { notice: 'image_fit', from_hash: shown.content[1].hash, to: fitted.content[1], reason: 'too large' });
+  return before;
 }
 
 test('appended rows extend the cached rows, equal to a fresh read', async (t) => {
@@ -57,17 +77,8 @@ test('a settle that moves earlier rows starts the cache over', async (t) => {
 test('a new image fit changes earlier rows, so the cache starts over', async (t) => {
   const db = tempDb(t);
   await sessionWithTurns(db, 's', 1);
-  const big = await pngBytes(64, 64);
-  await appendRows(db, 's', [user('look', { images: [imageIn(big, 'image/png')] })]);
   const cache = new KernelCache();
-  const before = historyRows(inputFor(db, cache), 1);
-  const shown = before.at(-1)!.body;
-  assert.ok(shown.kind === 'user' && shown.content[1]?.type === 'image');
-  const small = await pngBytes(16, 16);
-  const [fittedSeq] = (await appendRows(db, 's', [user('fit target', { images: [imageIn(small, 'image/png')] })])).seqs;
-  const fitted = historyRows(inputFor(db, new KernelCache()), 1).find((r) => r.seq === fittedSeq)!.body;
-  assert.ok(fitted.kind === 'user' && fitted.content[1]?.type === 'image');
-  appendNotice(db, argsFor(db, 's').session.sid, { notice: 'image_fit', from_hash: shown.content[1].hash, to: fitted.content[1], reason: 'too large' });
+  const before = await cachedThenFitted(db, cache);
   const after = historyRows(inputFor(db, cache), 1);
   assert.deepEqual(after, historyRows(inputFor(db, new KernelCache()), 1));
   const replaced = after.find((r) => r.seq === before.at(-1)!.seq)!.body;
@@ -104,17 +115,8 @@ test('a cache that lags its head by many rows is extended ahead, with yields; a 
 test('a new image fit among the rows read ahead makes the warm-up read everything again', async (t) => {
   const db = tempDb(t);
   openSession(db, { session: 's' });
-  const big = await pngBytes(64, 64);
-  await appendRows(db, 's', [user('look', { images: [imageIn(big, 'image/png')] })]);
   const cache = new KernelCache();
-  const before = historyRows(inputFor(db, cache), 1);
-  const shown = before[0]!.body;
-  assert.ok(shown.kind === 'user' && shown.content[1]?.type === 'image');
-  const small = await pngBytes(16, 16);
-  const [fittedSeq] = (await appendRows(db, 's', [user('fit target', { images: [imageIn(small, 'image/png')] })])).seqs;
-  const fitted = historyRows(inputFor(db, new KernelCache()), 1).find((r) => r.seq === fittedSeq)!.body;
-  assert.ok(fitted.kind === 'user' && fitted.content[1]?.type === 'image');
-  appendNotice(db, argsFor(db, 's').session.sid, { notice: 'image_fit', from_hash: shown.content[1].hash, to: fitted.content[1], reason: 'too large' });
+  await cachedThenFitted(db, cache);
   for (let i = 0; i < 2; i++) await appendRows(db, 's', userRows(500, `more${i}`));
   await warmTailRows(inputFor(db, cache), startCut());
   const after = historyRows(inputFor(db, cache), 1);
