@@ -124,7 +124,7 @@ const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/g;
  * Code points in text[from, to), `from` on a code point: UTF-16 units less one per surrogate
  * pair. The pairs are found by the regex engine, which scans megabytes far faster than a loop.
  */
-function codePointCount(text: string, from: number, to: number): number {
+export function codePointCount(text: string, from = 0, to: number = text.length): number {
   let pairs = 0;
   SURROGATE_PAIR.lastIndex = from;
   for (let m = SURROGATE_PAIR.exec(text); m !== null && m.index + 1 < to; m = SURROGATE_PAIR.exec(text)) pairs++;

@@ -8,6 +8,7 @@ import { openDb, type Db, type OpenOptions } from '../../storage/db.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
 import { ROW_TEXT_SQL } from '../../storage/row-text.ts';
+import { codePointCount } from '../../strategies/projection.ts';
 import type { Corpus } from './corpus.ts';
 import { RowStream, userStarts } from './rows.ts';
 import { nowMs } from './timing.ts';
@@ -190,26 +191,9 @@ function rowsNow(ds: Dataset): { rows: number; maxSeq: number } {
   return { rows: r?.rows ?? 0, maxSeq: r?.maxSeq ?? 0 };
 }
 
-/** Code points of a string (UTF-16 units less the surrogate pairs), as SQLite's length() counts. */
-function codePoints(text: string): number {
-  if (!/[\uD800-\uDBFF]/.test(text)) return text.length;
-  let pairs = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
-      const d = text.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        pairs++;
-        i++;
-      }
-    }
-  }
-  return text.length - pairs;
-}
-
 /** A main-session row's rendered header and separators, as transcript_read lays them out (null: not counted). */
 function renderedOverhead(seq: number, kind: string, callId: string | null): number | null {
-  const header = kind === 'user' ? 4 : kind === 'assistant' ? 9 : kind === 'tool_result' ? (callId === null ? null : 12 + codePoints(callId)) : 20;
+  const header = kind === 'user' ? 4 : kind === 'assistant' ? 9 : kind === 'tool_result' ? (callId === null ? null : 12 + codePointCount(callId)) : 20;
   return header === null ? null : 1 + String(seq).length + 1 + header + 2;
 }
 
@@ -247,7 +231,7 @@ export function textPass(ds: Dataset): TextPass {
     .prepare<[], { seq: number; sid: number; kind: string; call_id: string | null; text: string }>(`SELECT seq, sid, kind, call_id, ${ROW_TEXT_SQL} AS text FROM transcript ORDER BY seq`)
     .iterate();
   for (const r of it) {
-    const chars = codePoints(r.text);
+    const chars = codePointCount(r.text);
     stats.textBytes += Buffer.byteLength(r.text);
     stats.textChars += chars;
     const line = dumpLine(r.text);
