@@ -5,8 +5,8 @@ import { clampJsonDepth } from '../protocol/json-depth.ts';
 import type { OutPart, PlainInput } from '../protocol/prepared.ts';
 import type { ImagePart, StoredRow, TextPart } from '../protocol/rows.ts';
 import { ELIDED_IMAGE_TEXT, imageMarker } from '../storage/row-text.ts';
-import { SLICE_MS, yieldToEventLoop } from '../storage/db.ts';
-import { inputsTokens, partTokens, textTokens } from './estimate.ts';
+import { runSteps, type Steps, timeSlicer } from '../storage/db.ts';
+import { inputsTokens, partTokens, PER_INPUT_TOKENS, textTokens } from './estimate.ts';
 
 /**
  * Where a prepared request goes, as far as projection and the strategies need to know. Built
@@ -373,10 +373,22 @@ function resultTarget(target: ProjectionTarget, calls: number): ProjectionTarget
  * (see `targetKey`); `tokenCounterYielding` fills it in slices.
  */
 export function tokenCounter(rows: readonly StoredRow[], target: ProjectionTarget, memo = new WeakMap<StoredRow, number>(), inputs?: InputsMemo): (row: StoredRow) => number {
+  return runSteps(tokenCounterSteps(rows, target, memo, inputs));
+}
+
+/** `tokenCounter` in steps of about a thousand rows (see runSteps). */
+export function* tokenCounterSteps(rows: readonly StoredRow[], target: ProjectionTarget, memo = new WeakMap<StoredRow, number>(), inputs?: InputsMemo): Steps<(row: StoredRow) => number> {
   let calls = 0;
-  for (const row of rows) sizeInto(memo, row, target, (calls = callsBefore(row, calls)), inputs);
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    sizeInto(memo, row, target, (calls = callsBefore(row, calls)), inputs);
+    if (i % ROWS_PER_STEP === ROWS_PER_STEP - 1) yield;
+  }
   return (row) => memo.get(row) ?? rowTokens(row, target);
 }
+
+/** Rows sized between two steps: a memoized row costs a lookup, a new one a projection. */
+const ROWS_PER_STEP = 1024;
 
 /**
  * Each row's own inputs for one target (see `targetKey`), kept so that sizing and `forModel`
@@ -388,13 +400,10 @@ export type InputsMemo = WeakMap<StoredRow, PlainInput[]>;
 /** `tokenCounter` for a long history: gives the event loop a turn whenever a slice is used up. */
 export async function tokenCounterYielding(rows: readonly StoredRow[], target: ProjectionTarget, memo: WeakMap<StoredRow, number>, inputs?: InputsMemo): Promise<void> {
   let calls = 0;
-  let started = performance.now();
+  const slice = timeSlicer();
   for (const row of rows) {
     sizeInto(memo, row, target, (calls = callsBefore(row, calls)), inputs);
-    if (performance.now() - started >= SLICE_MS) {
-      await yieldToEventLoop();
-      started = performance.now();
-    }
+    await slice();
   }
 }
 
@@ -438,57 +447,150 @@ function sizeInto(memo: WeakMap<StoredRow, number>, row: StoredRow, target: Proj
  * synthetic one is gone from the next request. Notices inside a turn do not close it.
  */
 export function forModel(rows: readonly StoredRow[], target: ProjectionTarget, memo?: InputsMemo): PlainInput[] {
-  const own = (row: StoredRow, t: ProjectionTarget): PlainInput[] => {
-    const hit = memo?.get(row);
+  const projector = new Projector(target, memo);
+  for (const row of rows) projector.add(row);
+  return projector.finish();
+}
+
+/** The turn a projection is in: its calls still unanswered, and where their answers go. */
+interface OpenTurn {
+  open: string[];
+  calls: number;
+  /** Where a tool input with the synthetic answers goes when no result came. */
+  anchor: number;
+  /** The turn's last tool input, which takes the synthetic answers when there is one. */
+  lastTool: PlainInput | undefined;
+}
+
+/**
+ * `forModel` as a fold that can be resumed: rows are added in order, and `snapshot` gives the
+ * projection of every row added so far, as forModel would return it for those rows, with its
+ * estimated tokens (`inputsTokens` of it) counted as it grew. A long tail is thus projected in
+ * slices ahead of a request, and a tail that only grew at its end is extended, not projected
+ * again (row-memo.ts keeps one per kernel).
+ */
+export class Projector {
+  private readonly out: PlainInput[] = [];
+  private turn: OpenTurn | undefined;
+  /** Tokens of every part in `out`, and of the PER_INPUT_TOKENS of its inputs. */
+  private tokens = 0;
+  /** Rows added, and the first and last of them (how `continues` recognizes its rows). */
+  count = 0;
+  private first: StoredRow | undefined;
+  private last: StoredRow | undefined;
+
+  constructor(
+    readonly target: ProjectionTarget,
+    private readonly memo?: InputsMemo,
+  ) {}
+
+  /**
+   * Whether `rows` begin with the rows added so far. Rows are compared by object at both ends
+   * only: arrays of history rows are runs of the session's rows in order, shared by object
+   * while nothing was rewritten (history-rows.ts), so equal ends mean equal runs.
+   */
+  continues(rows: readonly StoredRow[]): boolean {
+    return this.count <= rows.length && (this.count === 0 || (rows[0] === this.first && rows[this.count - 1] === this.last));
+  }
+
+  add(row: StoredRow): void {
+    const body = row.body;
+    this.first ??= row;
+    this.last = row;
+    this.count++;
+    if (body.kind === 'user' || body.kind === 'assistant') this.closeTurn();
+    const turn = this.turn;
+    if (body.kind === 'tool_result' && body.orphan !== true) {
+      const at = turn === undefined ? -1 : turn.open.indexOf(body.call_id);
+      if (turn === undefined || at < 0) {
+        for (const input of orphanInputs(body, row.seq, this.target)) this.emit(input);
+        return;
+      }
+      turn.open.splice(at, 1);
+      for (const input of this.own(row, resultTarget(this.target, turn.calls))) {
+        const holder = this.emit(input);
+        if (input.role === 'tool') turn.lastTool = holder;
+      }
+      return;
+    }
+    for (const input of this.own(row, this.target)) this.emit(input);
+    if (body.kind === 'assistant') {
+      const calls = body.content.flatMap((p) => (p.type === 'tool_call' ? [p.id] : []));
+      this.turn = { open: calls, calls: calls.length, anchor: this.out.length, lastTool: undefined };
+    }
+  }
+
+  /** The projection of the rows added so far and its tokens; later adds do not change it. */
+  snapshot(): { inputs: PlainInput[]; tokens: number } {
+    const inputs = this.out.slice();
+    let tokens = this.tokens;
+    const turn = this.turn;
+    if (turn !== undefined && turn.open.length > 0) {
+      const answers = unanswered(turn.open);
+      tokens += this.partsTokens(answers);
+      if (turn.lastTool !== undefined) {
+        // The one input a later row may still change (its turn's next results merge into it):
+        // the snapshot gets a copy with the answers, so later rows change neither.
+        const at = this.out.lastIndexOf(turn.lastTool);
+        inputs[at] = { role: 'tool', content: [...turn.lastTool.content, ...answers] };
+      } else {
+        inputs.splice(turn.anchor, 0, { role: 'tool', content: answers });
+        tokens += PER_INPUT_TOKENS;
+      }
+    }
+    return { inputs, tokens };
+  }
+
+  /** The projection, closing the open turn in place: the projector is done after it. */
+  finish(): PlainInput[] {
+    this.closeTurn();
+    return this.out;
+  }
+
+  private own(row: StoredRow, t: ProjectionTarget): PlainInput[] {
+    const hit = this.memo?.get(row);
     if (hit !== undefined) return hit;
     const computed = rowInputs(row, t);
-    memo?.set(row, computed);
+    this.memo?.set(row, computed);
     return computed;
-  };
-  const out: PlainInput[] = [];
-  let turn: { open: string[]; calls: number; anchor: number; lastTool: PlainInput | undefined } | undefined;
-  const emit = (input: PlainInput): PlainInput => {
-    const last = out[out.length - 1];
+  }
+
+  private partsTokens(parts: readonly OutPart[]): number {
+    let n = 0;
+    for (const p of parts) n += partTokens(p, this.target.maxImageEdgePx);
+    return n;
+  }
+
+  private emit(input: PlainInput): PlainInput {
+    this.tokens += this.partsTokens(input.content);
+    const last = this.out[this.out.length - 1];
     if (last !== undefined && last.role === 'tool' && input.role === 'tool') {
       last.content.push(...input.content);
       return last;
     }
     const copy = { role: input.role, content: [...input.content] };
-    out.push(copy);
+    this.out.push(copy);
+    this.tokens += PER_INPUT_TOKENS;
     return copy;
-  };
-  const closeTurn = (): void => {
-    if (turn !== undefined && turn.open.length > 0) {
-      const answers: OutPart[] = turn.open.map((id) => ({ type: 'tool_result', call_id: id, is_error: true, content: [{ type: 'text', text: NO_RESULT_TEXT }] }));
-      if (turn.lastTool !== undefined) turn.lastTool.content.push(...answers);
-      else out.splice(turn.anchor, 0, { role: 'tool', content: answers });
-    }
-    turn = undefined;
-  };
-  for (const row of rows) {
-    const body = row.body;
-    if (body.kind === 'user' || body.kind === 'assistant') closeTurn();
-    if (body.kind === 'tool_result' && body.orphan !== true) {
-      const at = turn === undefined ? -1 : turn.open.indexOf(body.call_id);
-      if (turn === undefined || at < 0) {
-        for (const input of orphanInputs(body, row.seq, target)) emit(input);
-        continue;
-      }
-      turn.open.splice(at, 1);
-      for (const input of own(row, resultTarget(target, turn.calls))) {
-        const holder = emit(input);
-        if (input.role === 'tool') turn.lastTool = holder;
-      }
-      continue;
-    }
-    for (const input of own(row, target)) emit(input);
-    if (body.kind === 'assistant') {
-      const calls = body.content.flatMap((p) => (p.type === 'tool_call' ? [p.id] : []));
-      turn = { open: calls, calls: calls.length, anchor: out.length, lastTool: undefined };
+  }
+
+  private closeTurn(): void {
+    const turn = this.turn;
+    this.turn = undefined;
+    if (turn === undefined || turn.open.length === 0) return;
+    const answers = unanswered(turn.open);
+    this.tokens += this.partsTokens(answers);
+    if (turn.lastTool !== undefined) turn.lastTool.content.push(...answers);
+    else {
+      this.out.splice(turn.anchor, 0, { role: 'tool', content: answers });
+      this.tokens += PER_INPUT_TOKENS;
     }
   }
-  closeTurn();
-  return out;
+}
+
+/** The synthetic error results for calls a turn left open. */
+function unanswered(open: readonly string[]): OutPart[] {
+  return open.map((id) => ({ type: 'tool_result', call_id: id, is_error: true, content: [{ type: 'text', text: NO_RESULT_TEXT }] }));
 }
 
 /**

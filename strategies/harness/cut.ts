@@ -48,9 +48,10 @@ import {
   userRowsAfter,
   userRowsBeforeCount,
 } from '../../storage/user-rows.ts';
+import { runSteps, type Steps } from '../../storage/db.ts';
 import type { StrategyInput } from '../contract.ts';
 import type { CacheSlot } from './kernel-cache.ts';
-import { groupUnits, opensExchange, opensUnit, selectTail, type Unit } from './units.ts';
+import { groupUnits, groupUnitsSteps, ITEMS_PER_STEP, itemsSteps, opensExchange, opensUnit, selectTail, type Unit } from './units.ts';
 
 export const EMPTY_FINGERPRINT = '';
 
@@ -124,14 +125,16 @@ export class CutCache {
   }
 }
 
+/** User inputs read per statement when a fingerprint is extended. */
+const USER_BATCH = 4096;
+
 /** The fingerprint of the session's first `count` user inputs, or undefined when it has fewer. */
 export function userFingerprint(input: StrategyInput, count: number): string | undefined {
-  const BATCH = 4096;
   let fp = EMPTY_FINGERPRINT;
   let after = 0;
   let seen = 0;
   while (seen < count) {
-    const rows = userRowsAfter(input.db, input.session.sid, after, Math.min(BATCH, count - seen));
+    const rows = userRowsAfter(input.db, input.session.sid, after, Math.min(USER_BATCH, count - seen));
     if (rows.length === 0) return undefined;
     fp = extendFingerprint(fp, rows.map((r) => r.text));
     seen += rows.length;
@@ -283,24 +286,29 @@ const sum = (units: readonly Unit<StoredRow>[]): number => units.reduce((n, u) =
  * exchange.
  */
 export function planCut(input: StrategyInput, located: LocatedCut, rows: readonly StoredRow[], choice: CutChoice): CutPlan | undefined {
-  const units = groupUnits(rows, opensUnit, choice.tokens);
+  return runSteps(planCutSteps(input, located, rows, choice));
+}
+
+/** `planCut` in steps (see runSteps): a compaction of a long history plans it in slices. */
+export function* planCutSteps(input: StrategyInput, located: LocatedCut, rows: readonly StoredRow[], choice: CutChoice): Steps<CutPlan | undefined> {
+  const units = yield* groupUnitsSteps(rows, opensUnit, choice.tokens);
   if (units.length === 0) return undefined;
   const newest = units[units.length - 1]!;
   const opener = newest.items[0]!;
-  const exchanges = opensUnit(opener) ? groupUnits(newest.items.slice(1), opensExchange, choice.tokens) : [];
+  const exchanges = opensUnit(opener) ? yield* groupUnitsSteps(newest.items.slice(1), opensExchange, choice.tokens) : [];
   // Invariant 6: a newest exchange that cannot fit the window beside its opener leaves too.
   const last = exchanges[exchanges.length - 1];
   if (last !== undefined && choice.fits !== undefined && !choice.fits(choice.tokens(opener) + last.tokens)) {
-    return withinUnitPlan(input, located, units, exchanges, exchanges.length, choice);
+    return yield* withinUnitPlan(input, located, units, exchanges, exchanges.length, choice);
   }
   const wholeStart = selectTail(units, choice.budget);
   const wholeTail = units.slice(wholeStart);
-  if (wholeStart > 0 && choice.settles(sum(wholeTail))) return wholePlan(input, located, units, wholeStart);
+  if (wholeStart > 0 && choice.settles(sum(wholeTail))) return yield* wholePlan(input, located, units, wholeStart);
 
   // Whole units are not enough: split the newest unit between its exchanges.
   const keepFrom = exchanges.length < 2 ? 0 : selectTail(exchanges, choice.budget - choice.tokens(opener));
-  if (keepFrom === 0) return wholeStart > 0 ? wholePlan(input, located, units, wholeStart) : undefined;
-  return withinUnitPlan(input, located, units, exchanges, keepFrom, choice);
+  if (keepFrom === 0) return wholeStart > 0 ? yield* wholePlan(input, located, units, wholeStart) : undefined;
+  return yield* withinUnitPlan(input, located, units, exchanges, keepFrom, choice);
 }
 
 /**
@@ -308,16 +316,16 @@ export function planCut(input: StrategyInput, located: LocatedCut, rows: readonl
  * of the tail); every exchange when `keepFrom` is their count, so the tail is the opener alone
  * until new rows arrive.
  */
-function withinUnitPlan(input: StrategyInput, located: LocatedCut, units: readonly Unit<StoredRow>[], exchanges: readonly Unit<StoredRow>[], keepFrom: number, choice: CutChoice): CutPlan {
+function* withinUnitPlan(input: StrategyInput, located: LocatedCut, units: readonly Unit<StoredRow>[], exchanges: readonly Unit<StoredRow>[], keepFrom: number, choice: CutChoice): Steps<CutPlan> {
   const opener = units[units.length - 1]!.items[0]!;
-  const evicted = [...units.slice(0, -1).flatMap((u) => u.items), ...exchanges.slice(0, keepFrom).flatMap((e) => e.items)];
+  const newlyEvicted = exchanges.slice(0, keepFrom).flatMap((e) => e.items);
+  const evicted = [...(yield* itemsSteps(units.slice(0, -1))), ...newlyEvicted];
   const kept = exchanges.slice(keepFrom);
   const tail = [opener, ...kept.flatMap((e) => e.items)];
   const sameUnit = located.withinUnit && opener.seq === located.openerSeq;
   const priorExchanges = sameUnit ? (located.cut.exchanges ?? 0) : 0;
   const priorFp = sameUnit ? (located.cut.exchange_fingerprint ?? EMPTY_FINGERPRINT) : EMPTY_FINGERPRINT;
-  const newlyEvicted = exchanges.slice(0, keepFrom).flatMap((e) => e.items);
-  const base = unitCut(input, located, evicted, opener);
+  const base = yield* unitCut(input, located, evicted, opener);
   return {
     evicted,
     tail,
@@ -332,15 +340,15 @@ function withinUnitPlan(input: StrategyInput, located: LocatedCut, units: readon
   };
 }
 
-function wholePlan(input: StrategyInput, located: LocatedCut, units: readonly Unit<StoredRow>[], start: number): CutPlan {
-  const evicted = units.slice(0, start).flatMap((u) => u.items);
+function* wholePlan(input: StrategyInput, located: LocatedCut, units: readonly Unit<StoredRow>[], start: number): Steps<CutPlan> {
+  const evicted = yield* itemsSteps(units.slice(0, start));
   const tailUnits = units.slice(start);
   const opener = tailUnits[0]!.items[0]!;
   return {
     evicted,
-    tail: tailUnits.flatMap((u) => u.items),
+    tail: yield* itemsSteps(tailUnits),
     tailTokens: sum(tailUnits),
-    cut: unitCut(input, located, evicted, opener),
+    cut: yield* unitCut(input, located, evicted, opener),
     hints: { openerSeq: opener.seq, resumeSeq: opener.seq },
     withinUnit: false,
   };
@@ -350,16 +358,28 @@ function wholePlan(input: StrategyInput, located: LocatedCut, units: readonly Un
  * The whole-unit part of a new cut opening on `opener`, after `evicted` (the rows from
  * `located`'s opener on) left the tail. Without an opener the cut lies past every row through
  * the head; it then carries no `rows` count, because rows appended later would read as late
- * results (invariant 3).
+ * results (invariant 3). The evicted user inputs' stored text is read in batches, a step each.
  */
-function unitCut(input: StrategyInput, located: LocatedCut, evicted: readonly StoredRow[], opener: StoredRow | undefined): SavedCut {
+function* unitCut(input: StrategyInput, located: LocatedCut, evicted: readonly StoredRow[], opener: StoredRow | undefined): Steps<SavedCut> {
   const { db } = input;
   const sid = input.session.sid;
-  const newUsers = evicted.filter((r) => r.row_class === 'user').length;
+  let newUsers = 0;
+  for (let i = 0; i < evicted.length; i++) {
+    if (evicted[i]!.row_class === 'user') newUsers++;
+    if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+  }
   // The stored text of the newly evicted user inputs, in order, extends the fingerprint.
-  const texts = newUsers === 0 ? [] : userRowsAfter(db, sid, located.openerSeq - 1, newUsers).map((r) => r.text);
+  let fingerprint = located.cut.fingerprint;
+  let after = located.openerSeq - 1;
+  for (let read = 0; read < newUsers; ) {
+    const batch = userRowsAfter(db, sid, after, Math.min(USER_BATCH_STEP, newUsers - read));
+    if (batch.length === 0) break;
+    fingerprint = extendFingerprint(fingerprint, batch.map((r) => r.text));
+    read += batch.length;
+    after = batch[batch.length - 1]!.seq;
+    yield;
+  }
   const users = located.cut.users + newUsers;
-  const fingerprint = extendFingerprint(located.cut.fingerprint, texts);
   if (opener === undefined) return { format: 2, users, fingerprint };
   const prevUser = users === 0 ? 0 : (nthUserSeq(db, sid, users - 1) ?? 0);
   const fits = opener.row_class === 'image_fit' ? fitsBetween(db, sid, prevUser, opener.seq) + 1 : 0;
@@ -372,6 +392,9 @@ function unitCut(input: StrategyInput, located: LocatedCut, evicted: readonly St
   };
 }
 
+/** User inputs a cut's fingerprint reads per step; their texts run to kilobytes each. */
+const USER_BATCH_STEP = 256;
+
 /**
  * The whole-unit cut a layer saves after `evicted` — rows read from a located whole-unit cut's
  * opener on, in order — opening on `opener`, or past every row through the head when there is
@@ -379,5 +402,5 @@ function unitCut(input: StrategyInput, located: LocatedCut, evicted: readonly St
  */
 export function cutAfter(input: StrategyInput, located: LocatedCut, evicted: readonly StoredRow[], opener: StoredRow | undefined): { cut: SavedCut; hints: CutHints } {
   const seq = opener?.seq ?? input.head + 1;
-  return { cut: unitCut(input, located, evicted, opener), hints: { openerSeq: seq, resumeSeq: seq } };
+  return { cut: runSteps(unitCut(input, located, evicted, opener)), hints: { openerSeq: seq, resumeSeq: seq } };
 }

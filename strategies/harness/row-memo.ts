@@ -1,16 +1,21 @@
 // Per-kernel memory of what each history row costs and projects to for the current target:
-// row sizes and each row's own inputs (strategies/projection.ts), kept while the target stays
-// the same (`targetKey`) and the row objects live (history-rows.ts shares them across calls).
-// Strategies size and project their verbatim tails through it, and warm it in slices so that a
-// long tail is never sized or projected in one stretch of the event loop.
+// row sizes, each row's own inputs, and the projection of the last tail projected
+// (strategies/projection.ts), kept while the target stays the same (`targetKey`) and the row
+// objects live (history-rows.ts shares them across calls). Strategies size and project their
+// verbatim tails through it, and warm it in slices so that a long tail is never sized or
+// projected in one stretch of the event loop.
+import type { PlainInput } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
+import { timeSlicer } from '../../storage/db.ts';
 import type { StrategyInput } from '../contract.ts';
-import { targetKey, tokenCounterYielding, type InputsMemo } from '../projection.ts';
+import { Projector, targetKey, tokenCounterYielding, type InputsMemo } from '../projection.ts';
 import { cacheSlot } from './kernel-cache.ts';
 
 export interface RowMemo {
   sizes: WeakMap<StoredRow, number>;
   inputs: InputsMemo;
+  /** The last tail projected; the next request's tail usually continues it. */
+  projector?: Projector;
 }
 
 /** Rows from which `warmRowMemo` works ahead (below it, about 10 ms of work when needed). */
@@ -23,14 +28,30 @@ export function rowMemo(input: StrategyInput): RowMemo {
   const key = targetKey(input.target);
   const cached = input.cache.get(MEMO);
   if (cached?.key === key) return cached;
-  const fresh = { key, sizes: new WeakMap<StoredRow, number>(), inputs: new WeakMap() };
+  const fresh: RowMemo & { key: string } = { key, sizes: new WeakMap<StoredRow, number>(), inputs: new WeakMap() };
   input.cache.set(MEMO, fresh);
   return fresh;
 }
 
 /**
+ * A verbatim tail as the request carries it (`forModel`) with its estimated tokens. A tail
+ * that continues the last one projected (rows appended since) is only extended.
+ */
+export function projectTail(input: StrategyInput, rows: readonly StoredRow[]): { inputs: PlainInput[]; tokens: number } {
+  const projector = projectorFor(input, rows);
+  for (let i = projector.count; i < rows.length; i++) projector.add(rows[i]!);
+  return projector.snapshot();
+}
+
+function projectorFor(input: StrategyInput, rows: readonly StoredRow[]): Projector {
+  const memo = rowMemo(input);
+  if (memo.projector === undefined || !memo.projector.continues(rows)) memo.projector = new Projector(input.target, memo.inputs);
+  return memo.projector;
+}
+
+/**
  * Sizes and projects a long tail ahead of a request, with yields; a short one is left for when
- * it is needed. Nothing is returned (and nothing yielded) when there is nothing to size.
+ * it is needed. Nothing is returned (and nothing yielded) when there is nothing to do.
  */
 export function warmRowMemo(input: StrategyInput, rows: readonly StoredRow[]): Promise<void> | undefined {
   if (rows.length < WARM_SIZING_ROWS) return undefined;
@@ -39,7 +60,17 @@ export function warmRowMemo(input: StrategyInput, rows: readonly StoredRow[]): P
   // one pass of lookups, less than projecting it.
   let unsized = false;
   for (let i = rows.length - 1; i >= 0 && !unsized; i--) unsized = !memo.sizes.has(rows[i]!);
-  return unsized ? tokenCounterYielding(rows, input.target, memo.sizes, memo.inputs) : undefined;
+  const unprojected = memo.projector === undefined || !memo.projector.continues(rows) || rows.length - memo.projector.count >= WARM_SIZING_ROWS;
+  if (!unsized && !unprojected) return undefined;
+  return (async () => {
+    if (unsized) await tokenCounterYielding(rows, input.target, memo.sizes, memo.inputs);
+    const projector = projectorFor(input, rows);
+    const slice = timeSlicer();
+    for (let i = projector.count; i < rows.length; i++) {
+      projector.add(rows[i]!);
+      await slice();
+    }
+  })();
 }
 
 /**

@@ -7,20 +7,20 @@
 // one is the other's too.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
-import { yieldToEventLoop } from '../../storage/db.ts';
+import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../storage/db.ts';
 import { saveRollingState } from '../../storage/rolling-state.ts';
 import { sessionRewrites, userRowsBefore } from '../../storage/user-rows.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Fold, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
 import { inputsTokens, PER_INPUT_TOKENS, textTokens } from '../estimate.ts';
-import { locateAt, planCut, type CutPlan, type LocatedCut } from './cut.ts';
+import { locateAt, planCutSteps, type CutPlan, type LocatedCut } from './cut.ts';
 import { foldText, priorTail, warmPriorTail } from './prior.ts';
 import { cacheSlot } from './kernel-cache.ts';
-import { rowMemo, warmTail } from './row-memo.ts';
+import { projectTail, rowMemo, warmTail } from './row-memo.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from './summarizer-prompt.ts';
 import { summaryChunks } from './summary-text.ts';
 import { evictionChunkTokens } from './units.ts';
 import { isDue, overWindow, roomUnderTrigger, roomUnderWindow, tailBudget } from './window.ts';
-import { forModel, tokenCounter } from '../projection.ts';
+import { tokenCounterSteps } from '../projection.ts';
 import { locateItemCut, resolveState } from './running-summary-state.ts';
 
 /** User messages quoted in the recap, and characters kept of each. */
@@ -117,8 +117,7 @@ function build(input: StrategyInput, saved: Saved | undefined, located: LocatedC
   // The tail is measured once: the estimate is a sum over inputs, and on a long uncovered
   // history a second pass over the tail was a tenth of a second of the event loop.
   const head = inputsTokens(inputs);
-  const tail = forModel(rows, input.target, rowMemo(input).inputs);
-  const tailTokens = inputsTokens(tail);
+  const { inputs: tail, tokens: tailTokens } = projectTail(input, rows);
   inputs.push(...tail);
   if (rows.length > 0) {
     const range = located.withinUnit && rows.length > 1 ? `row #${rows[0]!.seq}, then rows #${rows[1]!.seq}-#${rows[rows.length - 1]!.seq}` : `rows #${rows[0]!.seq}-#${rows[rows.length - 1]!.seq}`;
@@ -167,20 +166,21 @@ interface Eviction {
  * rows are folded into the summary whenever anything is; the cut is then planned over the rows
  * they leave, which start at a unit opener.
  */
-function selectEviction(input: StrategyInput, forced: boolean, estimate: number): Eviction {
+function* selectEviction(input: StrategyInput, forced: boolean, estimate: number): Steps<Eviction> {
   const resolved = resolveState(input);
   const { folds, rest } = priorTail(input, resolved.located);
   const from = folds.length === 0 || rest.length === 0 ? resolved.located : (locateAt(input, rest[0]!) ?? resolved.located);
   const memo = rowMemo(input);
-  const tokens = tokenCounter(rest, input.target, memo.sizes, memo.inputs);
-  const historyTokens = rest.reduce((n, r) => n + tokens(r), 0);
+  const tokens = yield* tokenCounterSteps(rest, input.target, memo.sizes, memo.inputs);
+  let historyTokens = 0;
+  for (const r of rest) historyTokens += tokens(r);
   const basis = input.window.window ?? historyTokens;
   const cap = summaryCap(basis);
   const fixed = input.pinnedTokens + cap + PER_INPUT_TOKENS + textTokens(SUMMARY_HEADER) + RECAP_TYPICAL;
   const room = roomUnderTrigger(input.window, fixed);
   let budget = tailBudget(input.window, historyTokens, forced);
   if (room !== null) budget = Math.min(budget, Math.max(0, Math.floor(room / 2)));
-  let plan = planCut(input, from, rest, {
+  let plan = yield* planCutSteps(input, from, rest, {
     tokens,
     budget,
     settles: (tail) => input.window.window === null || !isDue(fixed + tail, input.window),
@@ -208,7 +208,7 @@ function selectEviction(input: StrategyInput, forced: boolean, estimate: number)
 }
 
 function plan(input: StrategyInput, projection: Projection, forced: boolean): DryRun {
-  const { located, plan: cut, cap } = selectEviction(input, forced, projection.estimate);
+  const { located, plan: cut, cap } = runSteps(selectEviction(input, forced, projection.estimate));
   const after = cut === undefined ? projection : build(input, { summary: 'x'.repeat(cap * 4), backend: null }, locatedAfter(cut), cut.tail, []);
   return {
     plan: {
@@ -232,7 +232,8 @@ function worthless(before: number, after: number): string {
 }
 
 async function compact(input: StrategyInput, projection: Projection, opts: CompactOptions): Promise<CompactOutcome> {
-  const { previous, folds, plan: cut, tokens, cap, basis } = selectEviction(input, opts.forced, projection.estimate);
+  // Planning reads the whole uncovered history once: in slices, so a long one stalls nothing.
+  const { previous, folds, plan: cut, tokens, cap, basis } = await runStepsSliced(selectEviction(input, opts.forced, projection.estimate), () => opts.signal?.throwIfAborted());
   if (cut === undefined) return nothingCompacted(NOTHING_TO_EVICT);
   // Sized with the summary at its cap: when even that is no smaller, no model call is made.
   const bound = build(input, { summary: 'x'.repeat(cap * 4), backend: null }, locatedAfter(cut), cut.tail, []);

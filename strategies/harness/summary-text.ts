@@ -2,10 +2,10 @@
 // event with a marker, tool calls as `→ name(k = v)`, images as a marker, long content capped
 // with the cut said in place. Capability notices and encrypted reasoning are never included.
 import type { StoredRow } from '../../protocol/rows.ts';
-import { timeSlicer } from '../../storage/db.ts';
+import { runStepsSliced, timeSlicer } from '../../storage/db.ts';
 import { imageMarker } from '../../storage/row-text.ts';
 import { aiLine, callLine, LINE_MARKERS, outLine, userLine } from '../summarizer/prompt-format.ts';
-import { chunkUnits, groupUnits, opensExchange, opensUnit } from './units.ts';
+import { chunkUnits, groupUnitsSteps, opensExchange, opensUnit } from './units.ts';
 
 /** Characters kept of a message, a tool result, and a tool call's arguments. */
 export const CAPS = { message: 8000, result: 1600, args: 1500 } as const;
@@ -83,7 +83,7 @@ function linesInto(out: string[], row: StoredRow, options: SummaryTextOptions): 
  */
 export async function* summaryChunks(rows: readonly StoredRow[], tokens: (row: StoredRow) => number, maxTokens: number): AsyncGenerator<string> {
   const slice = timeSlicer();
-  const groups = groupUnits(rows, (r) => opensUnit(r) || opensExchange(r), tokens);
+  const groups = await runStepsSliced(groupUnitsSteps(rows, (r) => opensUnit(r) || opensExchange(r), tokens));
   for (const chunk of chunkUnits(groups, maxTokens)) {
     const out: string[] = [];
     for (const unit of chunk) {

@@ -4,6 +4,10 @@
 // (strategies/harness/cut.ts), so a tool call never loses its result. Grouping, tail selection
 // and chunking below never split the group they work on.
 import type { StoredRow } from '../../protocol/rows.ts';
+import { runSteps, type Steps } from '../../storage/db.ts';
+
+/** Items handled between two steps of a long loop over history (see runSteps). */
+export const ITEMS_PER_STEP = 1024;
 
 /** The boundary rule, written once: user inputs (any origin) and image-fit notices open units. */
 export function opensUnit(row: StoredRow): boolean {
@@ -26,17 +30,39 @@ export interface Unit<T> {
  * before the first opener form a leading unit of their own.
  */
 export function groupUnits<T>(items: readonly T[], startsUnit: (item: T) => boolean, tokens: (item: T) => number): Unit<T>[] {
+  return runSteps(groupUnitsSteps(items, startsUnit, tokens));
+}
+
+/** `groupUnits` in steps of ITEMS_PER_STEP items. */
+export function* groupUnitsSteps<T>(items: readonly T[], startsUnit: (item: T) => boolean, tokens: (item: T) => number): Steps<Unit<T>[]> {
   const units: Unit<T>[] = [];
   let current: Unit<T> | undefined;
-  for (const item of items) {
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
     if (current === undefined || (startsUnit(item) && current.items.length > 0)) {
       current = { items: [], tokens: 0 };
       units.push(current);
     }
     current.items.push(item);
     current.tokens += tokens(item);
+    if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
   }
   return units;
+}
+
+/** The items of `units` in order, in steps of about ITEMS_PER_STEP items. */
+export function* itemsSteps<T>(units: readonly Unit<T>[]): Steps<T[]> {
+  const out: T[] = [];
+  let since = 0;
+  for (const unit of units) {
+    for (const item of unit.items) out.push(item);
+    since += unit.items.length;
+    if (since >= ITEMS_PER_STEP) {
+      since = 0;
+      yield;
+    }
+  }
+  return out;
 }
 
 /**

@@ -7,21 +7,21 @@
 // pass came back; the engine commits the pass in its own transaction.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
-import { yieldToEventLoop } from '../../storage/db.ts';
+import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../storage/db.ts';
 import { forkTree, frontierNodes, loadLcmState, writeTreePass, type LcmNode, type LcmState, type NodeDraft, type NodeRef } from '../../storage/lcm-tree.ts';
 import { firstSeqAfter, openerAtOrBefore, userRowsBeforeCount } from '../../storage/user-rows.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
 import { partTokens, textTokens } from '../estimate.ts';
-import { EMPTY_FINGERPRINT, planCut, startCut, type CutPlan, type LocatedCut } from '../harness/cut.ts';
+import { EMPTY_FINGERPRINT, planCutSteps, startCut, type CutPlan, type LocatedCut } from '../harness/cut.ts';
 import { tailRows, warmTailRows } from '../harness/history-rows.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
-import { rowMemo, warmTail } from '../harness/row-memo.ts';
+import { projectTail, rowMemo, warmTail } from '../harness/row-memo.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from '../harness/summarizer-prompt.ts';
 import { summaryText } from '../harness/summary-text.ts';
 import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
-import { forModel, NO_RESULT_TEXT, tokenCounter } from '../projection.ts';
+import { NO_RESULT_TEXT, tokenCounter, tokenCounterSteps } from '../projection.ts';
 import { LcmSettings } from './settings.ts';
-import { condenseGroup, leafChunks, MAX_CONDENSE_ROUNDS, MIN_NODE_TOKENS, nodeCap, nodeHeader, nodeInput, nodeTokens, pointerSummary, shrink } from './tree.ts';
+import { condenseGroup, leafChunks, leafChunksSteps, MAX_CONDENSE_ROUNDS, MIN_NODE_TOKENS, nodeCap, nodeHeader, nodeInput, nodeTokens, pointerSummary, shrink } from './tree.ts';
 
 /** The saved tree as a request reads it: the cursor, the frontier, and where the tail starts. */
 interface TreeView {
@@ -110,7 +110,7 @@ function build(input: StrategyInput, frontier: readonly FrontierItem[], coveredS
   // would hold the event loop. Row estimates count a merged tool input's overhead once per
   // row, so the sum is an upper bound of the joined inputs' estimate.
   const memo = rowMemo(input);
-  const tail = forModel(rows, input.target, memo.inputs);
+  const tail = projectTail(input, rows).inputs;
   const count = tokenCounter(rows, input.target, memo.sizes, memo.inputs);
   const tailTokens = rows.reduce((n, r) => n + count(r), 0) + syntheticTokens(tail);
   inputs.push(...tail);
@@ -159,20 +159,21 @@ interface Choice {
  * the tail kept to tailPercent of the window and never more than half the room the trigger
  * leaves after the pinned prompt and one node.
  */
-function choose(input: StrategyInput, forced: boolean): Choice {
+function* choose(input: StrategyInput, forced: boolean): Steps<Choice> {
   const view = treeView(input);
   const coveredSeq = view.state?.coveredSeq ?? 0;
   const rows = tailRows(input, view.located);
   const memo = rowMemo(input);
-  const tokens = tokenCounter(rows, input.target, memo.sizes, memo.inputs);
-  const historyTokens = rows.reduce((n, r) => n + tokens(r), 0);
+  const tokens = yield* tokenCounterSteps(rows, input.target, memo.sizes, memo.inputs);
+  let historyTokens = 0;
+  for (const r of rows) historyTokens += tokens(r);
   const frontierTokens = view.frontier.reduce((n, f) => n + f.estimatedTokens, 0);
   const cap = nodeCap(input.window.window ?? historyTokens + frontierTokens + input.pinnedTokens, input.pinnedTokens);
   const fixed = input.pinnedTokens + cap;
   let budget = tailBudget(input.window, historyTokens, forced);
   const room = roomUnderTrigger(input.window, fixed);
   if (room !== null) budget = Math.min(budget, Math.max(0, Math.floor(room / 2)));
-  const plan = planCut(input, view.located, rows, {
+  const plan = yield* planCutSteps(input, view.located, rows, {
     tokens,
     budget,
     settles: (tail) => input.window.window === null || !isDue(fixed + tail, input.window),
@@ -200,7 +201,7 @@ function tailLocated(choice: Choice): LocatedCut {
 }
 
 function plan(input: StrategyInput, projection: Projection, forced: boolean): DryRun {
-  const c = choose(input, forced);
+  const c = runSteps(choose(input, forced));
   const leaves = leafChunks(c.leafRows, c.tokens, c.partialOpener);
   const frontier = [...c.view.frontier.map(storedItem), ...leaves.map((rows) => draftItem(rows, 'x'.repeat(c.cap * 4), 0, { draft: 0 }))];
   const covered = c.leafRows[c.leafRows.length - 1]?.seq ?? c.coveredSeq;
@@ -231,7 +232,9 @@ function childrenText(children: readonly FrontierItem[]): string {
 }
 
 async function compact(input: StrategyInput, projection: Projection, opts: CompactOptions): Promise<CompactOutcome> {
-  const c = choose(input, opts.forced);
+  // Choosing and chunking read the whole uncovered history: in slices, so a long one stalls nothing.
+  const stop = (): void => opts.signal?.throwIfAborted();
+  const c = await runStepsSliced(choose(input, opts.forced), stop);
   if (c.leafRows.length === 0 && condenseGroup(c.view.frontier.length) === 0) return nothingCompacted(NOTHING_TO_COVER);
 
   const drafts: NodeDraft[] = [];
@@ -249,7 +252,7 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
 
   // Leaves, oldest first.
   const frontier: FrontierItem[] = c.view.frontier.map(storedItem);
-  for (const rows of leafChunks(c.leafRows, c.tokens, c.partialOpener)) {
+  for (const rows of await runStepsSliced(leafChunksSteps(c.leafRows, c.tokens, c.partialOpener), stop)) {
     const sourceTokens = rows.reduce((n, r) => n + c.tokens(r), 0);
     const first = rows[0]!.seq;
     const last = rows[rows.length - 1]!.seq;

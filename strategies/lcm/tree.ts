@@ -3,8 +3,9 @@
 // summary must come out smaller than what it replaces (else a retry, then a pointer).
 import type { PlainInput } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
+import { runSteps, type Steps } from '../../storage/db.ts';
 import { inputsTokens, textTokens } from '../estimate.ts';
-import { chunkUnits, groupUnits, opensExchange, opensUnit, type Unit } from '../harness/units.ts';
+import { chunkUnits, groupUnits, groupUnitsSteps, itemsSteps, opensExchange, opensUnit, type Unit } from '../harness/units.ts';
 import type { SummaryResult } from '../summarizer/types.ts';
 
 /** Estimated tokens of evicted rows one leaf summarizes (a larger unit is a leaf of its own). */
@@ -64,13 +65,20 @@ export function pointerSummary(firstSeq: number, lastSeq: number, what: string):
  * than a leaf is a leaf of its own.
  */
 export function leafChunks(rows: readonly StoredRow[], tokens: (row: StoredRow) => number, partialOpener?: number, maxTokens: number = LEAF_CHUNK_TOKENS): StoredRow[][] {
+  return runSteps(leafChunksSteps(rows, tokens, partialOpener, maxTokens));
+}
+
+/** `leafChunks` in steps (see runSteps): a compaction of a long history chunks it in slices. */
+export function* leafChunksSteps(rows: readonly StoredRow[], tokens: (row: StoredRow) => number, partialOpener?: number, maxTokens: number = LEAF_CHUNK_TOKENS): Steps<StoredRow[][]> {
   const groups: Unit<StoredRow>[] = [];
-  for (const unit of groupUnits(rows, opensUnit, tokens)) {
+  for (const unit of yield* groupUnitsSteps(rows, opensUnit, tokens)) {
     const head = unit.items[0]!;
     if (opensUnit(head) && head.seq !== partialOpener && unit.tokens <= maxTokens) groups.push(unit);
     else groups.push(...exchanges(unit.items, tokens));
   }
-  return chunkUnits(groups, maxTokens).map((chunk) => chunk.flatMap((u) => u.items));
+  const chunks: StoredRow[][] = [];
+  for (const chunk of chunkUnits(groups, maxTokens)) chunks.push(yield* itemsSteps(chunk));
+  return chunks;
 }
 
 /** A unit's rows by exchange, the rows before its first exchange (its opener) joined to that one. */

@@ -13,10 +13,10 @@ import { imageTokens, inputsTokens } from '../estimate.ts';
 import { locateAt, planCut, type LocatedCut } from '../harness/cut.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
 import { foldText, priorTail, warmPriorTail } from '../harness/prior.ts';
-import { rowMemo, warmTail } from '../harness/row-memo.ts';
+import { projectTail, rowMemo, warmTail } from '../harness/row-memo.ts';
 import { runningSummary } from '../harness/running-summary.ts';
 import { isDue, overWindow, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
-import { forModel, tokenCounter } from '../projection.ts';
+import { tokenCounter } from '../projection.ts';
 import { extendArchive, resolveArchive, rowsIn } from './archive.ts';
 import { SnapcompactSettings } from './settings.ts';
 
@@ -206,8 +206,7 @@ function build(input: StrategyInput, state: ArchiveState | undefined, located: L
     inputs.push(...foldInputs);
     sections.push({ name: 'folds', source: `${kept.length} stored fold(s) from ${[...new Set(kept.map((f) => f.source))].join(', ')}`, estimated_tokens: inputsTokens(foldInputs) });
   }
-  const tail = forModel(rest, input.target, rowMemo(input).inputs);
-  const tailTokens = inputsTokens(tail);
+  const { inputs: tail, tokens: tailTokens } = projectTail(input, rest);
   if (state !== undefined && state.text !== '') {
     const view = framesOf(input, state);
     inputs.push(...view.inputs);

@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import type { OutPart, PlainInput } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { inputsTokens, textTokens } from '../../strategies/estimate.ts';
-import { forModel, inlineImages, plainTarget, tokenCounter, rowInputs, rowTokens, type ProjectionTarget } from '../../strategies/projection.ts';
+import { forModel, inlineImages, plainTarget, Projector, tokenCounter, rowInputs, rowTokens, type ProjectionTarget } from '../../strategies/projection.ts';
 
 let seq = 0;
 function row(body: StoredRow['body'], row_class: StoredRow['row_class'] = 'other'): StoredRow {
@@ -344,5 +344,64 @@ describe('encrypted reasoning routing', () => {
   test("a reasoning part without its own provider takes the turn's provider", () => {
     assert.equal(sent(reasoning('anthropic', undefined), 'anthropic', 'claude-sonnet-4-5'), true);
     assert.equal(sent(reasoning(undefined, undefined), 'anthropic', 'claude-sonnet-4-5'), false);
+  });
+});
+
+describe('Projector: forModel resumed row by row', () => {
+  // A seeded mix of everything forModel treats specially: turns with several calls, results in
+  // and out of order, results that never come, orphans, notices inside a turn, images.
+  function mixedRows(seed: number, n: number): StoredRow[] {
+    let s = seed;
+    const next = (k: number): number => {
+      s = (s * 1103515245 + 12345) % 2147483648;
+      return s % k;
+    };
+    const rows: StoredRow[] = [];
+    let open: string[] = [];
+    let call = 0;
+    while (rows.length < n) {
+      const pick = next(10);
+      if (pick === 0) rows.push(userRow(`ask ${rows.length}`));
+      else if (pick <= 2) {
+        const ids = Array.from({ length: 1 + next(3) }, () => `c${seed}-${call++}`);
+        rows.push(callRow(...ids));
+        open = ids;
+      } else if (pick <= 6 && open.length > 0) {
+        const id = open.splice(next(open.length), 1)[0]!;
+        rows.push(resultRow(id, next(4) === 0 ? [text('shot'), img] : [text(lines(1 + next(3)))], { is_error: next(5) === 0 }));
+      } else if (pick === 7) rows.push(resultRow(`gone-${rows.length}`, [text('late')], next(2) === 0 ? { orphan: true } : {}));
+      else if (pick === 8) rows.push(row({ kind: 'notice', body: { notice: 'excursion', branch: 'b', phase: 'start' } } as StoredRow['body']));
+      else rows.push(row({ kind: 'assistant', content: [text(`thinking about step ${rows.length}`)] }));
+    }
+    return rows;
+  }
+
+  test('every snapshot is forModel of the rows added so far, its tokens are their estimate, and later rows change no earlier snapshot', () => {
+    const target = { ...plainTarget('sess-1'), maxImageEdgePx: 512 };
+    for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
+      const rows = mixedRows(seed, 120);
+      const projector = new Projector(target);
+      const taken: Array<{ k: number; inputs: PlainInput[]; json: string }> = [];
+      rows.forEach((r, i) => {
+        projector.add(r);
+        const expected = forModel(rows.slice(0, i + 1), target);
+        const snap = projector.snapshot();
+        assert.deepEqual(snap.inputs, expected, `seed ${seed}, ${i + 1} rows`);
+        assert.equal(snap.tokens, inputsTokens(expected, target.maxImageEdgePx), `seed ${seed}, ${i + 1} rows`);
+        if (i % 7 === 0) taken.push({ k: i + 1, inputs: snap.inputs, json: JSON.stringify(snap.inputs) });
+      });
+      for (const t of taken) assert.equal(JSON.stringify(t.inputs), t.json, `seed ${seed}: the snapshot of ${t.k} rows changed`);
+    }
+  });
+
+  test('continues only the rows it was fed, recognized by the objects at both ends', () => {
+    const rows = [userRow('a'), callRow('x'), resultRow('x', [text('ok')]), userRow('b')];
+    const projector = new Projector(plainTarget('sess-1'));
+    assert.equal(projector.continues(rows), true);
+    rows.slice(0, 3).forEach((r) => projector.add(r));
+    assert.equal(projector.continues(rows), true);
+    assert.equal(projector.continues(rows.slice(0, 2)), false);
+    assert.equal(projector.continues(rows.slice(1)), false);
+    assert.equal(projector.continues([...rows.slice(0, 2), { ...rows[2]! }, rows[3]!]), false);
   });
 });
