@@ -39,12 +39,15 @@ export function imageTokens(width: number, height: number, maxEdgePx?: number): 
 }
 
 /**
- * Sizes of parts that depend on nothing but themselves (text, tool calls, reasoning), by part.
- * A projection hands on the same part objects from request to request (a row's projected parts
- * are memoized per kernel), so a tail is not re-serialized and re-measured on every prepare.
- * Parts are never changed after they are built.
+ * Sizes of parts that depend on nothing but themselves (text, tool calls, reasoning), kept on
+ * the part. A projection hands on the same part objects from request to request (a row's
+ * projected parts are memoized per kernel), so a tail is not re-serialized and re-measured on
+ * every prepare. Parts are never changed after they are built; the size is a private,
+ * non-enumerable key (invisible to JSON and to deep comparison), not a WeakMap entry: a WeakMap
+ * of a long history's parts grew by rehashing in one go, 30-70 ms for a single `set`.
  */
-const OWN_SIZES = new WeakMap<OutPart, number>();
+const OWN_SIZE = Symbol('own-size');
+type Sized = OutPart & { [OWN_SIZE]?: number };
 
 /** `maxImageEdgePx` below: the target's image edge in pixels; undefined uses the default. */
 export function partTokens(part: OutPart, maxImageEdgePx?: number): number {
@@ -54,8 +57,11 @@ export function partTokens(part: OutPart, maxImageEdgePx?: number): number {
     case 'tool_result':
       return textTokens(part.call_id) + part.content.reduce((n, p) => n + partTokens(p, maxImageEdgePx), 0);
     default: {
-      let n = OWN_SIZES.get(part);
-      if (n === undefined) OWN_SIZES.set(part, (n = ownTokens(part)));
+      const known = (part as Sized)[OWN_SIZE];
+      if (known !== undefined) return known;
+      const n = ownTokens(part);
+      // A frozen part is measured each time.
+      if (Object.isExtensible(part)) Object.defineProperty(part, OWN_SIZE, { value: n });
       return n;
     }
   }

@@ -372,12 +372,12 @@ function resultTarget(target: ProjectionTarget, calls: number): ProjectionTarget
  * sized on their own. `memo` keeps sizes across calls for the same row objects and target
  * (see `targetKey`); `tokenCounterYielding` fills it in slices.
  */
-export function tokenCounter(rows: readonly StoredRow[], target: ProjectionTarget, memo = new WeakMap<StoredRow, number>(), inputs?: InputsMemo): (row: StoredRow) => number {
+export function tokenCounter(rows: readonly StoredRow[], target: ProjectionTarget, memo: RowMap<number> = new WeakMap<StoredRow, number>(), inputs?: InputsMemo): (row: StoredRow) => number {
   return runSteps(tokenCounterSteps(rows, target, memo, inputs));
 }
 
 /** `tokenCounter` in steps of about a thousand rows (see runSteps). */
-export function* tokenCounterSteps(rows: readonly StoredRow[], target: ProjectionTarget, memo = new WeakMap<StoredRow, number>(), inputs?: InputsMemo): Steps<(row: StoredRow) => number> {
+export function* tokenCounterSteps(rows: readonly StoredRow[], target: ProjectionTarget, memo: RowMap<number> = new WeakMap<StoredRow, number>(), inputs?: InputsMemo): Steps<(row: StoredRow) => number> {
   let calls = 0;
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i]!;
@@ -391,14 +391,24 @@ export function* tokenCounterSteps(rows: readonly StoredRow[], target: Projectio
 const ROWS_PER_STEP = 1024;
 
 /**
+ * A memo by row object: a WeakMap, or the kernel's memo kept on the rows themselves
+ * (strategies/harness/row-memo.ts).
+ */
+export interface RowMap<V> {
+  get(row: StoredRow): V | undefined;
+  set(row: StoredRow, value: V): unknown;
+  has(row: StoredRow): boolean;
+}
+
+/**
  * Each row's own inputs for one target (see `targetKey`), kept so that sizing and `forModel`
  * project a row once: a long tail is projected in slices ahead of the request, then only
  * joined. Values are shared: nothing may modify them.
  */
-export type InputsMemo = WeakMap<StoredRow, PlainInput[]>;
+export type InputsMemo = RowMap<PlainInput[]>;
 
 /** `tokenCounter` for a long history: gives the event loop a turn whenever a slice is used up. */
-export async function tokenCounterYielding(rows: readonly StoredRow[], target: ProjectionTarget, memo: WeakMap<StoredRow, number>, inputs?: InputsMemo): Promise<void> {
+export async function tokenCounterYielding(rows: readonly StoredRow[], target: ProjectionTarget, memo: RowMap<number>, inputs?: InputsMemo): Promise<void> {
   let calls = 0;
   const slice = timeSlicer();
   for (const row of rows) {
@@ -419,7 +429,7 @@ function callsBefore(row: StoredRow, calls: number): number {
   return b.kind === 'user' ? 0 : calls;
 }
 
-function sizeInto(memo: WeakMap<StoredRow, number>, row: StoredRow, target: ProjectionTarget, calls: number, inputs: InputsMemo | undefined): void {
+function sizeInto(memo: RowMap<number>, row: StoredRow, target: ProjectionTarget, calls: number, inputs: InputsMemo | undefined): void {
   if (memo.has(row)) return;
   const b = row.body;
   const t = b.kind === 'tool_result' && b.orphan !== true ? resultTarget(target, calls) : target;

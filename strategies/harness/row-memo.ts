@@ -8,11 +8,11 @@ import type { PlainInput } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { timeSlicer } from '../../storage/db.ts';
 import type { StrategyInput } from '../contract.ts';
-import { Projector, targetKey, tokenCounterYielding, type InputsMemo } from '../projection.ts';
+import { Projector, targetKey, tokenCounterYielding, type InputsMemo, type RowMap } from '../projection.ts';
 import { cacheSlot } from './kernel-cache.ts';
 
 export interface RowMemo {
-  sizes: WeakMap<StoredRow, number>;
+  sizes: RowMap<number>;
   inputs: InputsMemo;
   /** The last tail projected; the next request's tail usually continues it. */
   projector?: Projector;
@@ -28,9 +28,45 @@ export function rowMemo(input: StrategyInput): RowMemo {
   const key = targetKey(input.target);
   const cached = input.cache.get(MEMO);
   if (cached?.key === key) return cached;
-  const fresh: RowMemo & { key: string } = { key, sizes: new WeakMap<StoredRow, number>(), inputs: new WeakMap() };
+  const owner = {};
+  const fresh: RowMemo & { key: string } = { key, sizes: onRows(owner, 'size'), inputs: onRows(owner, 'inputs') };
   input.cache.set(MEMO, fresh);
   return fresh;
+}
+
+/**
+ * What the memo keeps of one row, on the row object itself under a private, non-enumerable key
+ * (invisible to JSON and to deep comparison). A WeakMap of 100k+ rows grew by rehashing in one
+ * go (a single `set` held the event loop for 60-70 ms) and gave every full collection an
+ * ephemeron pass over it. A row holds one slot, for the memo of the target it was last sized
+ * for; another memo's slot is replaced, as a new WeakMap would have started empty.
+ */
+interface Slot {
+  owner: object;
+  size: number | undefined;
+  inputs: PlainInput[] | undefined;
+}
+const SLOT = Symbol('row-memo');
+type Slotted = StoredRow & { [SLOT]?: Slot };
+
+function onRows<F extends 'size' | 'inputs'>(owner: object, field: F): RowMap<NonNullable<Slot[F]>> {
+  const own = (row: StoredRow): Slot | undefined => {
+    const slot = (row as Slotted)[SLOT];
+    return slot?.owner === owner ? slot : undefined;
+  };
+  return {
+    get: (row) => own(row)?.[field] ?? undefined,
+    has: (row) => own(row)?.[field] !== undefined,
+    set: (row, value) => {
+      let slot = own(row);
+      if (slot === undefined) {
+        slot = { owner, size: undefined, inputs: undefined };
+        if (SLOT in row) (row as Slotted)[SLOT] = slot;
+        else Object.defineProperty(row, SLOT, { value: slot, writable: true, enumerable: false });
+      }
+      slot[field] = value;
+    },
+  };
 }
 
 /**
