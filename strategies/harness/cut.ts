@@ -398,9 +398,10 @@ const USER_BATCH_STEP = 256;
 /**
  * The whole-unit cut a layer saves after `evicted` — rows read from a located whole-unit cut's
  * opener on, in order — opening on `opener`, or past every row through the head when there is
- * none. For layers that derive what to cover instead of planning a cut (notes).
+ * none. For layers that derive what to cover instead of planning a cut (notes); in steps (see
+ * runSteps), since an eviction can be a whole long history.
  */
-export function cutAfter(input: StrategyInput, located: LocatedCut, evicted: readonly StoredRow[], opener: StoredRow | undefined): { cut: SavedCut; hints: CutHints } {
+export function* cutAfterSteps(input: StrategyInput, located: LocatedCut, evicted: readonly StoredRow[], opener: StoredRow | undefined): Steps<{ cut: SavedCut; hints: CutHints }> {
   const seq = opener?.seq ?? input.head + 1;
-  return { cut: runSteps(unitCut(input, located, evicted, opener)), hints: { openerSeq: seq, resumeSeq: seq } };
+  return { cut: yield* unitCut(input, located, evicted, opener), hints: { openerSeq: seq, resumeSeq: seq } };
 }

@@ -11,7 +11,7 @@ import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../st
 import { forkTree, frontierNodes, loadLcmState, writeTreePass, type LcmNode, type LcmState, type NodeDraft, type NodeRef } from '../../storage/lcm-tree.ts';
 import { firstSeqAfter, openerAtOrBefore, userRowsBeforeCount } from '../../storage/user-rows.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
-import { partTokens, textTokens } from '../estimate.ts';
+import { textTokens } from '../estimate.ts';
 import { EMPTY_FINGERPRINT, planCutSteps, startCut, type CutPlan, type LocatedCut } from '../harness/cut.ts';
 import { tailRows, warmTailRows } from '../harness/history-rows.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
@@ -19,7 +19,7 @@ import { projectTail, rowMemo, warmTail } from '../harness/row-memo.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from '../harness/summarizer-prompt.ts';
 import { summaryText } from '../harness/summary-text.ts';
 import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
-import { NO_RESULT_TEXT, tokenCounter, tokenCounterSteps } from '../projection.ts';
+import { tokenCounterSteps } from '../projection.ts';
 import { LcmSettings } from './settings.ts';
 import { condenseGroup, leafChunks, leafChunksSteps, MAX_CONDENSE_ROUNDS, MIN_NODE_TOKENS, nodeCap, nodeHeader, nodeInput, nodeTokens, pointerSummary, shrink } from './tree.ts';
 
@@ -87,16 +87,6 @@ function describeFrontier(items: readonly FrontierItem[], coveredSeq: number): s
   return `lcm frontier: ${listed.join('; ')}; covered through #${coveredSeq}`;
 }
 
-/** Tokens of the error results `forModel` adds for calls whose result is not in the rows. */
-function syntheticTokens(inputs: readonly PlainInput[]): number {
-  let n = 0;
-  for (const input of inputs) {
-    if (input.role !== 'tool') continue;
-    for (const p of input.content) if (p.type === 'tool_result' && p.is_error && p.content.length === 1 && p.content[0]!.type === 'text' && p.content[0]!.text === NO_RESULT_TEXT) n += partTokens(p);
-  }
-  return n;
-}
-
 function build(input: StrategyInput, frontier: readonly FrontierItem[], coveredSeq: number, located: LocatedCut, rows: readonly StoredRow[], notes: string[]): Projection {
   const inputs: PlainInput[] = [];
   const sections: Section[] = [];
@@ -105,14 +95,9 @@ function build(input: StrategyInput, frontier: readonly FrontierItem[], coveredS
     inputs.push(...nodes);
     sections.push({ name: 'summary', source: describeFrontier(frontier, coveredSeq), estimated_tokens: frontier.reduce((t, n) => t + n.tokens, 0) });
   }
-  // The tail is sized from the per-row estimates (`warm` computes them in slices for a long
-  // tail), not by re-measuring the joined inputs: on a long uncovered history that pass alone
-  // would hold the event loop. Row estimates count a merged tool input's overhead once per
-  // row, so the sum is an upper bound of the joined inputs' estimate.
-  const memo = rowMemo(input);
-  const tail = projectTail(input, rows).inputs;
-  const count = tokenCounter(rows, input.target, memo.sizes, memo.inputs);
-  const tailTokens = rows.reduce((n, r) => n + count(r), 0) + syntheticTokens(tail);
+  // The tail and its estimate come from the kernel's projection of it, which `warm` builds in
+  // slices for a long tail and a request only extends.
+  const { inputs: tail, tokens: tailTokens } = projectTail(input, rows);
   inputs.push(...tail);
   if (rows.length > 0) {
     const range = located.withinUnit && rows.length > 1 ? `row #${rows[0]!.seq}, then rows #${rows[1]!.seq}-#${rows[rows.length - 1]!.seq}` : `rows #${rows[0]!.seq}-#${rows[rows.length - 1]!.seq}`;

@@ -5,7 +5,7 @@ import type { PlainInput } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { runSteps, type Steps } from '../../storage/db.ts';
 import { inputsTokens, textTokens } from '../estimate.ts';
-import { chunkUnits, groupUnits, groupUnitsSteps, itemsSteps, opensExchange, opensUnit, type Unit } from '../harness/units.ts';
+import { chunkUnits, groupUnitsSteps, ITEMS_PER_STEP, itemsSteps, opensExchange, opensUnit, type Unit } from '../harness/units.ts';
 import type { SummaryResult } from '../summarizer/types.ts';
 
 /** Estimated tokens of evicted rows one leaf summarizes (a larger unit is a leaf of its own). */
@@ -71,10 +71,17 @@ export function leafChunks(rows: readonly StoredRow[], tokens: (row: StoredRow) 
 /** `leafChunks` in steps (see runSteps): a compaction of a long history chunks it in slices. */
 export function* leafChunksSteps(rows: readonly StoredRow[], tokens: (row: StoredRow) => number, partialOpener?: number, maxTokens: number = LEAF_CHUNK_TOKENS): Steps<StoredRow[][]> {
   const groups: Unit<StoredRow>[] = [];
+  let since = 0;
   for (const unit of yield* groupUnitsSteps(rows, opensUnit, tokens)) {
     const head = unit.items[0]!;
     if (opensUnit(head) && head.seq !== partialOpener && unit.tokens <= maxTokens) groups.push(unit);
-    else groups.push(...exchanges(unit.items, tokens));
+    else groups.push(...(yield* exchanges(unit.items, tokens)));
+    // Many small units are as long a loop as one large one.
+    since += unit.items.length;
+    if (since >= ITEMS_PER_STEP) {
+      since = 0;
+      yield;
+    }
   }
   const chunks: StoredRow[][] = [];
   for (const chunk of chunkUnits(groups, maxTokens)) chunks.push(yield* itemsSteps(chunk));
@@ -82,9 +89,9 @@ export function* leafChunksSteps(rows: readonly StoredRow[], tokens: (row: Store
 }
 
 /** A unit's rows by exchange, the rows before its first exchange (its opener) joined to that one. */
-function exchanges(items: readonly StoredRow[], tokens: (row: StoredRow) => number): Unit<StoredRow>[] {
+function* exchanges(items: readonly StoredRow[], tokens: (row: StoredRow) => number): Steps<Unit<StoredRow>[]> {
   let first = true;
-  return groupUnits(items, (r) => {
+  return yield* groupUnitsSteps(items, (r) => {
     if (!opensExchange(r)) return false;
     if (first) {
       first = false;

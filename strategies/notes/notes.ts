@@ -3,11 +3,11 @@
 // compaction evicted, and sent at the top of every request. docs/notes.md explains the why.
 // It reads only the request a compaction produced, so it works over any strategy.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
-import { yieldToEventLoop } from '../../storage/db.ts';
+import { runStepsSliced, yieldToEventLoop } from '../../storage/db.ts';
 import { loadNotes, noteNotesFailure, saveNotes, type NotesState } from '../../storage/notes-state.ts';
 import type { CompactOptions, Layer, LayerView, Projection, StrategyInput } from '../contract.ts';
 import { inputsTokens } from '../estimate.ts';
-import { CutCache, cutAfter, locate, START_CUT, startCut, type LocatedCut } from '../harness/cut.ts';
+import { CutCache, cutAfterSteps, locate, START_CUT, startCut, type LocatedCut } from '../harness/cut.ts';
 import { rowsThroughHead } from '../harness/history-rows.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
 import { rowMemo } from '../harness/row-memo.ts';
@@ -113,7 +113,7 @@ async function rewrite(input: StrategyInput, after: Projection, opts: CompactOpt
     text = result.text.trim();
     backend = result.backend;
   }
-  const { cut, hints } = cutAfter(input, located, evicted, rows[kept]);
+  const { cut, hints } = await runStepsSliced(cutAfterSteps(input, located, evicted, rows[kept]), () => opts.signal?.throwIfAborted());
   saveNotes(input.db, input.session.sid, { text, cut, hints, backend });
 }
 
