@@ -94,9 +94,12 @@ function prepare(db: Db) {
       'SELECT e.child, e.parent, e.position FROM lcm_edges e JOIN lcm_nodes n ON n.node = e.child WHERE n.sid = ?',
     ),
     insert: db.prepare<[number, number, number, number, string, number, number, number, string | null, number]>(
-      `INSERT INTO lcm_nodes (sid, depth, first_seq, last_seq, summary, estimated_tokens, source_tokens, pointer, backend, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO lcm_nodes (sid, depth, first_seq, last_seq, summary, estimated_tokens, source_tokens, pointer, backend, created_at, indexed)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`,
     ),
+    waiting: db.prepare<[number, number], number>('SELECT node FROM lcm_nodes WHERE sid = ? AND indexed = 0 ORDER BY node LIMIT ?').pluck(),
+    indexSummary: db.prepare<[number]>('INSERT INTO lcm_summary_fts(rowid, summary) SELECT node, albedo_fold(summary) FROM lcm_nodes WHERE node = ?'),
+    markIndexed: db.prepare<[number]>('UPDATE lcm_nodes SET indexed = 1 WHERE node = ?'),
     link: db.prepare<[number, number, number]>('INSERT INTO lcm_edges (child, parent, position) VALUES (?, ?, ?)'),
     // Settling: nodes at or after the first moved position, and the one holding the call.
     touched: db.prepare<[number, number], { node: number; first_seq: number; last_seq: number }>(
@@ -135,7 +138,8 @@ export function parentNode(db: Db, node: number): number | null {
 
 /**
  * Writes one compaction's nodes and links and moves the cursor; call it inside the engine's
- * commit transaction. Returns the stored ids of the drafts, in draft order.
+ * commit transaction. The nodes' summaries wait for the trigram index (indexWaitingSummaries).
+ * Returns the stored ids of the drafts, in draft order.
  */
 export function writeTreePass(db: Db, sid: number, pass: TreePass, now: number = Date.now()): number[] {
   const st = stmts(db);
@@ -153,6 +157,25 @@ export function writeTreePass(db: Db, sid: number, pass: TreePass, now: number =
   }
   st.upsertState.run(sid, pass.coveredSeq, now);
   return ids;
+}
+
+/** Waiting summaries indexed per transaction (about a millisecond each for short ones). */
+export const SUMMARY_INDEX_BATCH = 128;
+
+/**
+ * Puts up to `max` of the session's summaries that wait for the trigram index into it, in one
+ * transaction (migration 25: a pass's own commit no longer does). Returns how many it indexed.
+ */
+export function indexWaitingSummaries(db: Db, sid: number, max: number = SUMMARY_INDEX_BATCH): number {
+  const st = stmts(db);
+  return db.transaction(() => {
+    const nodes = st.waiting.all(sid, max);
+    for (const node of nodes) {
+      st.indexSummary.run(node);
+      st.markIndexed.run(node);
+    }
+    return nodes.length;
+  })();
 }
 
 /**

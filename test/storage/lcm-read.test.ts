@@ -8,6 +8,7 @@ import { LcmExpandParams, LcmGrepParams, LcmListParams, TranscriptReadParams, ty
 import type { Db } from '../../storage/db.ts';
 import { describeNode, expandNode, grepTree, leafCovering, listNodes } from '../../storage/lcm-read.ts';
 import { indexPending } from '../../storage/search-index.ts';
+import { SUMMARY_INDEX_BATCH } from '../../storage/lcm-tree.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { readTranscript } from '../../storage/transcript-read.ts';
 import { appendRows } from '../../storage/transcript.ts';
@@ -215,4 +216,30 @@ test('lcm_expand renders the node\'s rows as transcript_read does, page by page'
   }
   assert.equal(text, whole.text);
   await assert.rejects(expandNode(db, LcmExpandParams.parse({ session: 'a', node: leaf + 1 })), unknownNode(leaf + 1));
+});
+
+test('summaries a pass wrote wait outside the index until lcm_grep puts them in, a batch at a time, and a waiting node can be deleted', async (t) => {
+  const db = tempDb(t);
+  const { sid } = openSession(db, { session: 'w' });
+  const count = SUMMARY_INDEX_BATCH * 2 + 5;
+  const ids = writeTree(db, sid, {
+    leaves: Array.from({ length: count }, (_, i) => ({ first: 2 * i + 1, last: 2 * i + 2, summary: i === count - 1 ? 'the last leaf names Quagga' : `leaf ${i} about parsing` })),
+  });
+  const waiting = (): number => db.prepare('SELECT count(*) FROM lcm_nodes WHERE sid = ? AND indexed = 0').pluck().get(sid) as number;
+  const inIndex = (phrase: string): number => db.prepare('SELECT count(*) FROM lcm_summary_fts WHERE lcm_summary_fts MATCH ?').pluck().get(`"${phrase}"`) as number;
+  assert.equal(waiting(), count, 'the commit indexed nothing');
+  assert.equal(inIndex('quagga'), 0);
+
+  // A waiting node leaves no index entry behind when it goes.
+  db.prepare('DELETE FROM lcm_nodes WHERE node = ?').run(ids[0]);
+  assert.equal(waiting(), count - 1);
+
+  const found = await search(db, { session: 'w', pattern: 'QUAGGA' });
+  assert.deepEqual(found.summaries.matches.map((m) => m.node), [ids[count - 1]]);
+  assert.equal(waiting(), 0, 'every batch was indexed before the query');
+  assert.equal(inIndex('quagga'), 1);
+  assert.equal((await search(db, { session: 'w', pattern: 'about parsing' })).summaries.total, count - 2);
+  // Indexed nodes leave the index with their rows, as before.
+  db.prepare('DELETE FROM lcm_nodes WHERE node = ?').run(ids[count - 1]);
+  assert.equal(inIndex('quagga'), 0);
 });

@@ -286,3 +286,31 @@ test('migration 17 reorders tool_calls by the call row and keeps every record, a
     (e: unknown) => e instanceof AlbedoError && e.code === 'duplicate_tool_call' && e.details?.seq === 5,
   );
 });
+
+test('migration 25 keeps the summaries indexed so far in the index, and later passes wait for lcm_grep', async (t) => {
+  const file = tempFile(t);
+  const v24 = openDb(file, { synchronous: 'NORMAL', migrations: migrations.filter((m) => m.version <= 24) });
+  const sid = Number(v24.prepare("INSERT INTO sessions (name, created_at) VALUES ('s', 1)").run().lastInsertRowid);
+  // Written by the insert trigger of migration 8.
+  const old = Number(
+    v24.prepare("INSERT INTO lcm_nodes (sid, depth, first_seq, last_seq, summary, estimated_tokens, source_tokens, created_at) VALUES (?, 0, 1, 2, 'the Okapi summary', 5, 9, 1)").run(sid).lastInsertRowid,
+  );
+  v24.close();
+
+  const db = openDb(file);
+  t.after(() => db.close());
+  const { writeTreePass } = await import('../../storage/lcm-tree.ts');
+  const { grepTree } = await import('../../storage/lcm-read.ts');
+  const { LcmGrepParams } = await import('../../protocol/methods.ts');
+  assert.equal(db.prepare('SELECT indexed FROM lcm_nodes WHERE node = ?').pluck().get(old), 1);
+  const [added] = db.transaction(() =>
+    writeTreePass(db, sid, { drafts: [{ depth: 0, firstSeq: 3, lastSeq: 4, summary: 'another okapi', estimatedTokens: 4, sourceTokens: 9, pointer: false, backend: null, children: [] }], coveredSeq: 4 }),
+  )();
+  assert.equal(db.prepare('SELECT indexed FROM lcm_nodes WHERE node = ?').pluck().get(added), 0);
+  const hits = await grepTree(db, LcmGrepParams.parse({ session: 's', pattern: 'OKAPI' }));
+  assert.deepEqual(hits.summaries.matches.map((m) => m.node), [old, added]);
+  // A summary rewritten after indexing is indexed again under its new text.
+  db.prepare("UPDATE lcm_nodes SET summary = 'now a zebra' WHERE node = ?").run(old);
+  assert.deepEqual((await grepTree(db, LcmGrepParams.parse({ session: 's', pattern: 'okapi' }))).summaries.matches.map((m) => m.node), [added]);
+  assert.deepEqual((await grepTree(db, LcmGrepParams.parse({ session: 's', pattern: 'zebra' }))).summaries.matches.map((m) => m.node), [old]);
+});
