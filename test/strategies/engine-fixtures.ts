@@ -9,7 +9,8 @@ import { snapshot } from '../../storage/conversation.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
 import type { PrepareArgs, EngineSetup } from '../../strategies/prepare.ts';
-import type { FoldPlugin, Layer, Strategy } from '../../strategies/contract.ts';
+import type { FoldPlugin, Layer, Strategy, StrategyInput } from '../../strategies/contract.ts';
+import { plainTarget, type ProjectionTarget } from '../../strategies/projection.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
 import type { Summarizer, SummaryRequest, SummaryResult } from '../../strategies/summarizer/types.ts';
 import { assistant, toolResult, user } from '../storage/factories.ts';
@@ -61,6 +62,25 @@ export function argsFor(db: Db, session: string, opts: { force?: boolean; focus?
     focus: opts.focus,
     cache: opts.cache ?? new KernelCache(),
     signal: undefined,
+  };
+}
+
+/**
+ * What a strategy is given for session `s` at its head: a 100k-token window, no pinned prompt,
+ * the plain target unless another is given. For tests of the harness below the engine.
+ */
+export function strategyInput(db: Db, cache: KernelCache, target: ProjectionTarget = plainTarget('s')): StrategyInput {
+  const a = argsFor(db, 's');
+  return {
+    db,
+    session: a.session,
+    head: a.head,
+    window: { window: 100_000, source: 'config', triggerPercent: 80, tailPercent: 25, ratio: 1 },
+    settings: { triggerPercent: 80, tailPercent: 25 },
+    pinnedTokens: 0,
+    folds: [],
+    target,
+    cache,
   };
 }
 

@@ -7,28 +7,12 @@ import type { StoredRow } from '../../protocol/rows.ts';
 import type { Db } from '../../storage/db.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendNotice, appendRows } from '../../storage/transcript.ts';
-import type { StrategyInput } from '../../strategies/contract.ts';
 import { EXTEND_IN_STRETCH_ROWS, historyRows, rowsThroughHead, warmTailRows } from '../../strategies/harness/history-rows.ts';
 import { startCut } from '../../strategies/harness/cut.ts';
-import { plainTarget } from '../../strategies/projection.ts';
 import { assistant, imageIn, pngBytes, tempDb, toolResult, user } from '../storage/factories.ts';
-import { argsFor, sessionWithTurns } from './engine-fixtures.ts';
+import { argsFor, sessionWithTurns, strategyInput } from './engine-fixtures.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 
-function inputFor(db: Db, cache: KernelCache): StrategyInput {
-  const a = argsFor(db, 's');
-  return {
-    db,
-    session: a.session,
-    head: a.head,
-    window: { window: 100_000, source: 'config', triggerPercent: 80, tailPercent: 25, ratio: 1 },
-    settings: { triggerPercent: 80, tailPercent: 25 },
-    pinnedTokens: 0,
-    folds: [],
-    target: plainTarget('s'),
-    cache,
-  };
-}
 
 /**
  * Appends a user row with a 64 px image and reads the history into `cache`, then appends a row
@@ -38,12 +22,12 @@ function inputFor(db: Db, cache: KernelCache): StrategyInput {
 async function cachedThenFitted(db: Db, cache: KernelCache): Promise<readonly StoredRow[]> {
   const big = await pngBytes(64, 64);
   await appendRows(db, 's', [user('look', { images: [imageIn(big, 'image/png')] })]);
-  const before = historyRows(inputFor(db, cache), 1);
+  const before = historyRows(strategyInput(db, cache), 1);
   const shown = before.at(-1)!.body;
   assert.ok(shown.kind === 'user' && shown.content[1]?.type === 'image');
   const small = await pngBytes(16, 16);
   const [fittedSeq] = (await appendRows(db, 's', [user('fit target', { images: [imageIn(small, 'image/png')] })])).seqs;
-  const fitted = historyRows(inputFor(db, new KernelCache()), 1).find((r) => r.seq === fittedSeq)!.body;
+  const fitted = historyRows(strategyInput(db, new KernelCache()), 1).find((r) => r.seq === fittedSeq)!.body;
   assert.ok(fitted.kind === 'user' && fitted.content[1]?.type === 'image');
   appendNotice(db, argsFor(db, 's').session.sid, { notice: 'image_fit', from_hash: shown.content[1].hash, to: fitted.content[1], reason: 'too large' });
   return before;
@@ -53,11 +37,11 @@ test('appended rows extend the cached rows, equal to a fresh read', async (t) =>
   const db = tempDb(t);
   await sessionWithTurns(db, 's', 5);
   const cache = new KernelCache();
-  const first = historyRows(inputFor(db, cache), 3);
-  assert.equal(historyRows(inputFor(db, cache), 3), first, 'same head: the cached array itself');
+  const first = historyRows(strategyInput(db, cache), 3);
+  assert.equal(historyRows(strategyInput(db, cache), 3), first, 'same head: the cached array itself');
   await appendRows(db, 's', [user('more'), assistant('reply')]);
-  const extended = historyRows(inputFor(db, cache), 3);
-  assert.deepEqual(extended, historyRows(inputFor(db, new KernelCache()), 3));
+  const extended = historyRows(strategyInput(db, cache), 3);
+  assert.deepEqual(extended, historyRows(strategyInput(db, new KernelCache()), 3));
   assert.equal(extended.length, first.length + 2);
 });
 
@@ -66,11 +50,11 @@ test('a settle that moves earlier rows starts the cache over', async (t) => {
   await sessionWithTurns(db, 's', 2);
   await appendRows(db, 's', [assistant('calling', ['late']), user('typed while the tool ran')]);
   const cache = new KernelCache();
-  historyRows(inputFor(db, cache), 1);
+  historyRows(strategyInput(db, cache), 1);
   // The result settles beside its call: the user message's contents move one seq later.
   await appendRows(db, 's', [toolResult('late', 'finally')]);
-  const after = historyRows(inputFor(db, cache), 1);
-  assert.deepEqual(after, historyRows(inputFor(db, new KernelCache()), 1));
+  const after = historyRows(strategyInput(db, cache), 1);
+  assert.deepEqual(after, historyRows(strategyInput(db, new KernelCache()), 1));
   assert.equal(after.at(-1)!.body.kind, 'user');
 });
 
@@ -79,8 +63,8 @@ test('a new image fit changes earlier rows, so the cache starts over', async (t)
   await sessionWithTurns(db, 's', 1);
   const cache = new KernelCache();
   const before = await cachedThenFitted(db, cache);
-  const after = historyRows(inputFor(db, cache), 1);
-  assert.deepEqual(after, historyRows(inputFor(db, new KernelCache()), 1));
+  const after = historyRows(strategyInput(db, cache), 1);
+  assert.deepEqual(after, historyRows(strategyInput(db, new KernelCache()), 1));
   const replaced = after.find((r) => r.seq === before.at(-1)!.seq)!.body;
   assert.ok(replaced.kind === 'user' && replaced.content[1]?.type === 'image' && replaced.content[1].width === 16);
 });
@@ -92,24 +76,24 @@ test('a cache that lags its head by many rows is extended ahead, with yields; a 
   openSession(db, { session: 's' });
   await appendRows(db, 's', userRows(100, 'old'));
   const cache = new KernelCache();
-  assert.equal(await warmTailRows(inputFor(db, cache), startCut()), undefined);
-  const before = historyRows(inputFor(db, cache), 1);
+  assert.equal(await warmTailRows(strategyInput(db, cache), startCut()), undefined);
+  const before = historyRows(strategyInput(db, cache), 1);
 
   await appendRows(db, 's', userRows(EXTEND_IN_STRETCH_ROWS - 1, 'few'));
-  assert.equal(warmTailRows(inputFor(db, cache), startCut()), undefined, 'fewer new rows than the threshold: nothing to warm');
+  assert.equal(warmTailRows(strategyInput(db, cache), startCut()), undefined, 'fewer new rows than the threshold: nothing to warm');
 
   for (let i = 0; i < 8; i++) await appendRows(db, 's', userRows(500, `many${i}`));
   let turns = 0;
   const tick = setInterval(() => (turns += 1), 0);
-  const warming = warmTailRows(inputFor(db, cache), startCut());
+  const warming = warmTailRows(strategyInput(db, cache), startCut());
   assert.ok(warming !== undefined, 'thousands of new rows are read ahead');
   await warming;
   clearInterval(tick);
   assert.ok(turns > 0, 'the event loop ran while the new rows were decoded');
-  const after = historyRows(inputFor(db, cache), 1);
-  assert.deepEqual(after, historyRows(inputFor(db, new KernelCache()), 1));
+  const after = historyRows(strategyInput(db, cache), 1);
+  assert.deepEqual(after, historyRows(strategyInput(db, new KernelCache()), 1));
   assert.equal(after[0], before[0], 'the rows cached before are kept, not decoded again');
-  assert.equal(warmTailRows(inputFor(db, cache), startCut()), undefined);
+  assert.equal(warmTailRows(strategyInput(db, cache), startCut()), undefined);
 });
 
 test('a new image fit among the rows read ahead makes the warm-up read everything again', async (t) => {
@@ -118,9 +102,9 @@ test('a new image fit among the rows read ahead makes the warm-up read everythin
   const cache = new KernelCache();
   await cachedThenFitted(db, cache);
   for (let i = 0; i < 2; i++) await appendRows(db, 's', userRows(500, `more${i}`));
-  await warmTailRows(inputFor(db, cache), startCut());
-  const after = historyRows(inputFor(db, cache), 1);
-  assert.deepEqual(after, historyRows(inputFor(db, new KernelCache()), 1));
+  await warmTailRows(strategyInput(db, cache), startCut());
+  const after = historyRows(strategyInput(db, cache), 1);
+  assert.deepEqual(after, historyRows(strategyInput(db, new KernelCache()), 1));
   const replaced = after[0]!.body;
   assert.ok(replaced.kind === 'user' && replaced.content[1]?.type === 'image' && replaced.content[1].width === 16);
 });
@@ -129,19 +113,19 @@ test('rowsThroughHead hands out the cached row objects when they cover the range
   const db = tempDb(t);
   await sessionWithTurns(db, 's', 6);
   const cache = new KernelCache();
-  const cachedRows = historyRows(inputFor(db, cache), 3);
+  const cachedRows = historyRows(strategyInput(db, cache), 3);
   const from = cachedRows[4]!.seq;
-  const shared = await rowsThroughHead(inputFor(db, cache), from);
-  assert.deepEqual(shared, historyRows(inputFor(db, new KernelCache()), from));
+  const shared = await rowsThroughHead(strategyInput(db, cache), from);
+  assert.deepEqual(shared, historyRows(strategyInput(db, new KernelCache()), from));
   assert.ok(shared.every((r, i) => r === cachedRows[4 + i]), 'the same objects, so the row memo knows them');
 
-  const before = await rowsThroughHead(inputFor(db, cache), 1);
-  assert.deepEqual(before, historyRows(inputFor(db, new KernelCache()), 1), 'rows before the cache are read');
+  const before = await rowsThroughHead(strategyInput(db, cache), 1);
+  assert.deepEqual(before, historyRows(strategyInput(db, new KernelCache()), 1), 'rows before the cache are read');
   assert.notEqual(before.at(-1), cachedRows.at(-1));
 
   await appendRows(db, 's', [user('newer')]);
-  const past = await rowsThroughHead(inputFor(db, cache), from);
-  assert.deepEqual(past, historyRows(inputFor(db, new KernelCache()), from), 'a cache behind the head is not used');
+  const past = await rowsThroughHead(strategyInput(db, cache), from);
+  assert.deepEqual(past, historyRows(strategyInput(db, new KernelCache()), from), 'a cache behind the head is not used');
   assert.equal(past.at(-1)!.body.kind, 'user');
 });
 
@@ -149,18 +133,18 @@ test('a start that moves forward at the same head slices the cache; the rows it 
   const db = tempDb(t);
   await sessionWithTurns(db, 's', 6);
   const cache = new KernelCache();
-  const whole = historyRows(inputFor(db, cache), 1);
+  const whole = historyRows(strategyInput(db, cache), 1);
   const cutAt = whole[6]!.seq;
-  const tail = historyRows(inputFor(db, cache), cutAt);
-  assert.deepEqual(tail, historyRows(inputFor(db, new KernelCache()), cutAt));
+  const tail = historyRows(strategyInput(db, cache), cutAt);
+  assert.deepEqual(tail, historyRows(strategyInput(db, new KernelCache()), cutAt));
   assert.ok(tail.every((r, i) => r === whole[6 + i]), 'a slice of the cached objects, not a new read');
 
-  const passed = await rowsThroughHead(inputFor(db, cache), 1);
+  const passed = await rowsThroughHead(strategyInput(db, cache), 1);
   assert.ok(passed.length === whole.length && passed.every((r, i) => r === whole[i]), 'the rows before the new start are still at hand');
 
   await appendRows(db, 's', [user('next turn')]);
-  historyRows(inputFor(db, cache), cutAt);
-  const reread = await rowsThroughHead(inputFor(db, cache), 1);
-  assert.deepEqual(reread, historyRows(inputFor(db, new KernelCache()), 1));
+  historyRows(strategyInput(db, cache), cutAt);
+  const reread = await rowsThroughHead(strategyInput(db, cache), 1);
+  assert.deepEqual(reread, historyRows(strategyInput(db, new KernelCache()), 1));
   assert.notEqual(reread[0], whole[0], 'once the head moved they are read again');
 });

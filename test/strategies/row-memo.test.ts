@@ -3,31 +3,15 @@
 // built ahead in slices for a long tail (warmRowMemo).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Db } from '../../storage/db.ts';
 import { appendRows } from '../../storage/transcript.ts';
-import type { StrategyInput } from '../../strategies/contract.ts';
 import { inputsTokens } from '../../strategies/estimate.ts';
 import { historyRows } from '../../strategies/harness/history-rows.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 import { projectTail, rowMemo, WARM_SIZING_ROWS, warmRowMemo } from '../../strategies/harness/row-memo.ts';
-import { forModel, plainTarget, tokenCounter, type ProjectionTarget } from '../../strategies/projection.ts';
+import { forModel, plainTarget, tokenCounter } from '../../strategies/projection.ts';
 import { assistant, tempDb } from '../storage/factories.ts';
-import { argsFor, sessionWithTurns } from './engine-fixtures.ts';
+import { sessionWithTurns, strategyInput } from './engine-fixtures.ts';
 
-function inputFor(db: Db, cache: KernelCache, target: ProjectionTarget = plainTarget('s')): StrategyInput {
-  const a = argsFor(db, 's');
-  return {
-    db,
-    session: a.session,
-    head: a.head,
-    window: { window: 100_000, source: 'config', triggerPercent: 80, tailPercent: 25, ratio: 1 },
-    settings: { triggerPercent: 80, tailPercent: 25 },
-    pinnedTokens: 0,
-    folds: [],
-    target,
-    cache,
-  };
-}
 
 test('the tail projection is forModel of the rows with its estimate, and appended rows only extend it', async (t) => {
   const db = tempDb(t);
@@ -35,7 +19,7 @@ test('the tail projection is forModel of the rows with its estimate, and appende
   // A call left open at the end: its synthetic answer is in the projection, not in the projector.
   await appendRows(db, 's', [assistant('running the tests', ['open-call'])]);
   const cache = new KernelCache();
-  const input = inputFor(db, cache);
+  const input = strategyInput(db, cache);
   const rows = historyRows(input, 1);
   const first = projectTail(input, rows);
   const expected = forModel(rows, input.target);
@@ -45,7 +29,7 @@ test('the tail projection is forModel of the rows with its estimate, and appende
   assert.equal(projector?.count, rows.length);
 
   await appendRows(db, 's', [assistant('still running'), assistant('done')]);
-  const later = inputFor(db, cache);
+  const later = strategyInput(db, cache);
   const grown = historyRows(later, 1);
   const second = projectTail(later, grown);
   assert.equal(rowMemo(later).projector, projector, 'the same projector, extended');
@@ -59,17 +43,17 @@ test('sizes kept on the rows leave them equal to a fresh read, and belong to one
   const db = tempDb(t);
   await sessionWithTurns(db, 's', 4, 4000);
   const cache = new KernelCache();
-  const plain = inputFor(db, cache);
+  const plain = strategyInput(db, cache);
   const rows = historyRows(plain, 1);
   const memo = rowMemo(plain);
   const count = tokenCounter(rows, plain.target, memo.sizes, memo.inputs);
   assert.ok(rows.every((r) => memo.sizes.has(r) && memo.inputs.has(r)));
-  const fresh = historyRows(inputFor(db, new KernelCache()), 1);
+  const fresh = historyRows(strategyInput(db, new KernelCache()), 1);
   assert.deepEqual(rows, fresh);
   assert.equal(JSON.stringify(rows), JSON.stringify(fresh));
 
   // A capped target gets a memo of its own: it sees none of the other's sizes, and its own differ.
-  const capped = inputFor(db, cache, { ...plainTarget('s'), maxOutputTokens: 100 });
+  const capped = strategyInput(db, cache, { ...plainTarget('s'), maxOutputTokens: 100 });
   const cappedMemo = rowMemo(capped);
   assert.notEqual(cappedMemo, memo);
   assert.ok(rows.every((r) => !cappedMemo.sizes.has(r)));
@@ -82,7 +66,7 @@ test('sizes kept on the rows leave them equal to a fresh read, and belong to one
 test('a long tail is sized and projected ahead, so the request only joins it', async (t) => {
   const db = tempDb(t);
   await sessionWithTurns(db, 's', Math.ceil(WARM_SIZING_ROWS / 4) + 10, 40);
-  const input = inputFor(db, new KernelCache());
+  const input = strategyInput(db, new KernelCache());
   const rows = historyRows(input, 1);
   assert.ok(rows.length >= WARM_SIZING_ROWS);
   const warming = warmRowMemo(input, rows);
