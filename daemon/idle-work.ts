@@ -1,13 +1,15 @@
 // The daemon's background work between requests: packing long row bodies still stored as text,
-// indexing new rows for search, merging the index's segments, giving free pages back to the file system, and
-// checkpointing the write-ahead log. None of it may make a request wait
+// indexing new rows for search, indexing lcm's new summaries, merging both indexes' segments,
+// giving free pages back to the file system, and checkpointing the write-ahead log. None of it may make a request wait
 // long, and SQLite cannot stop a statement halfway, so the work is cut into short units, one per
 // event-loop turn, each started only while the daemon is quiet; a request that arrives during a
 // unit waits for that unit alone. Which unit comes next, and how big each one is, is decided
-// here; what a unit does is storage's (storage/row-packing.ts, storage/search-index.ts).
+// here; what a unit does is storage's (storage/row-packing.ts, storage/search-index.ts,
+// storage/lcm-tree.ts).
 import type { Logger } from 'pino';
 import { flushLogOffLoop, freePages, releaseFreePages, type Db } from '../storage/db.ts';
 import { packPending } from '../storage/row-packing.ts';
+import { indexWaitingSummaries, mergeSummaryIndex } from '../storage/lcm-tree.ts';
 import { indexPending, mergeSearchIndex } from '../storage/search-index.ts';
 
 /** Quiet (no request in flight, none for this long, in ms) before the first unit starts. */
@@ -74,7 +76,10 @@ export interface IdleWorkHost {
 }
 
 export interface IdleWorkOptions {
-  /** Index rows for search (and merge the index); off, only packing, free-page releases and checkpoints run. */
+  /**
+   * Index rows and lcm summaries for search (and merge both indexes); off, only packing, free-page
+   * releases and checkpoints run, and lcm_grep indexes the summaries it needs itself.
+   */
   indexer: boolean;
   log: Logger;
   /** How the log is written out after unsynced units; flushLogOffLoop unless a test needs it to fail. */
@@ -102,6 +107,13 @@ export class IdleWork {
   private indexDue = true;
   /** The last unit run was an index unit. */
   private lastWasIndex = false;
+  /**
+   * lcm summaries may wait for their index: any request may have run a compaction that wrote
+   * some (storage/lcm-tree.ts), so every request sets this, and a unit that finds none clears it.
+   */
+  private summariesDue = true;
+  /** The summaries' index got segments since its last merge step that found nothing to merge. */
+  private summaryMergeDue = true;
   /** Something was committed since the last checkpoint (and may have freed pages). */
   private logDirty = true;
   /** Free pages may be over freePagesKept. */
@@ -115,7 +127,7 @@ export class IdleWork {
   /** A flush failed: logged once, and not tried again (appends' own fsyncs still write the log). */
   private flushBroken = false;
   /** Units run (and log flushes finished), by kind: what tests can look at. */
-  readonly done = { pack: 0, index: 0, merge: 0, release: 0, checkpoint: 0, flush: 0 };
+  readonly done = { pack: 0, index: 0, merge: 0, summaries: 0, summaryMerge: 0, release: 0, checkpoint: 0, flush: 0 };
 
   constructor(
     private readonly db: Db,
@@ -132,6 +144,7 @@ export class IdleWork {
   /** A request finished; it may have committed, so a checkpoint is due at the next long quiet. */
   requestDone(): void {
     this.logDirty = true;
+    this.summariesDue = true;
     this.releaseDue = true;
     this.schedule();
   }
@@ -145,7 +158,12 @@ export class IdleWork {
 
   /** Whether any unit is due; with none, nothing is scheduled until the next request. */
   private due(): boolean {
-    return this.packDue || (this.opts.indexer && (this.indexDue || this.mergeDue)) || this.releaseDue || this.logDirty;
+    return this.packDue || this.indexWork() || this.releaseDue || this.logDirty;
+  }
+
+  /** Index or merge units (rows' or summaries') are due: they run after the short quiet. */
+  private indexWork(): boolean {
+    return this.opts.indexer && (this.indexDue || this.mergeDue || this.summariesDue || this.summaryMergeDue);
   }
 
   private schedule(): void {
@@ -176,7 +194,7 @@ export class IdleWork {
   /** Milliseconds until the quiet the next unit needs (0: now), given what is due. */
   private waitFor(): number {
     if (this.host.busy()) return QUIET_MS;
-    const needs = this.packDue || (this.opts.indexer && (this.indexDue || this.mergeDue)) ? QUIET_MS : LONG_QUIET_MS;
+    const needs = this.packDue || this.indexWork() ? QUIET_MS : LONG_QUIET_MS;
     return Math.max(0, needs - this.quietFor());
   }
 
@@ -266,6 +284,30 @@ export class IdleWork {
         this.mergeDue = merged;
         return;
       }
+      // lcm's summaries once the rows' index has caught up: a search finds rows by it first, and
+      // lcm_grep indexes the summaries it needs itself when idle time has not.
+      if (this.opts.indexer && this.summariesDue) {
+        const indexed = indexWaitingSummaries(this.db, null, size.chars);
+        this.done.summaries++;
+        if (indexed === 0) {
+          this.summariesDue = false;
+          return;
+        }
+        size.chars = adapt(size.chars, performance.now() - started, target, CHARS);
+        this.summaryMergeDue = true;
+        this.committedUnsynced();
+        return;
+      }
+      if (this.opts.indexer && this.summaryMergeDue) {
+        const merged = mergeSummaryIndex(this.db, size.pages);
+        this.done.summaryMerge++;
+        this.summaryMergeDue = merged;
+        if (merged) {
+          size.pages = adapt(size.pages, performance.now() - started, target, PAGES);
+          this.committedUnsynced();
+        }
+        return;
+      }
       // From here on the daemon has been quiet for LONG_QUIET_MS (waitFor).
       if (this.releaseDue) {
         const excess = freePages(this.db) - freePagesKept(this.db);
@@ -290,6 +332,8 @@ export class IdleWork {
       this.packDue = false;
       this.indexDue = false;
       this.mergeDue = false;
+      this.summariesDue = false;
+      this.summaryMergeDue = false;
       this.releaseDue = false;
       this.logDirty = false;
       this.opts.log.error({ err, method: 'idle-work' }, 'background work failed; it is tried again after the next write (meanwhile searches scan unindexed rows)');

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { AlbedoError } from '../protocol/errors.ts';
 import type { Params, Result } from '../protocol/methods.ts';
 import { type Db, perDb, timeSlicer, yieldToEventLoop } from './db.ts';
-import { childNodes, indexWaitingSummaries, lcmNode, parentNode, SUMMARY_INDEX_BATCH, type LcmNode } from './lcm-tree.ts';
+import { catchUpSummaries, childNodes, lcmNode, parentNode, type LcmNode } from './lcm-tree.ts';
 import { excerpt, grep, GREP_BATCH_ROWS, MatchPage, packHits, SUMMARY_HITS_SQL, trigramQuery, type GrepOptions } from './search.ts';
 import { requireSession } from './sessions.ts';
 import { readTranscript, type ReadOptions } from './transcript-read.ts';
@@ -158,8 +158,8 @@ export async function grepTree(db: Db, params: Params<'lcm_grep'>, opts: LcmGrep
   const matches = new MatchPage(params.pattern, params.offset, params.limit, (node, sid) => sid === s.sid && (inTree === null || inTree.has(node)));
   const query = trigramQuery(params.pattern);
   if (query !== null) {
-    // Summaries a compaction wrote since the last search join the index first, in slices.
-    while (indexWaitingSummaries(db, s.sid) === SUMMARY_INDEX_BATCH) await yieldNow();
+    // Summaries a compaction wrote that idle time has not indexed yet join the index first, in slices.
+    await catchUpSummaries(db, s.sid, yieldNow);
     await matches.hits(summaryHits === undefined ? packHits(st.summaryHits.all(query, s.sid)) : await summaryHits(query, s.sid), slice);
   } else {
     let after = { firstSeq: 0, node: 0 };

@@ -4,7 +4,7 @@
 // settling moves (`followSettle`, called from the settle transaction itself), and a fork copies
 // the nodes whose whole range it copied (`forkTree`).
 import { z } from 'zod';
-import { type Db, perDb } from './db.ts';
+import { type Db, perDb, withoutFsync } from './db.ts';
 
 /** What every node holds, stored or about to be. */
 export interface NodeFields {
@@ -97,7 +97,15 @@ function prepare(db: Db) {
       `INSERT INTO lcm_nodes (sid, depth, first_seq, last_seq, summary, estimated_tokens, source_tokens, pointer, backend, created_at, indexed)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`,
     ),
-    waiting: db.prepare<[number, number], number>('SELECT node FROM lcm_nodes WHERE sid = ? AND indexed = 0 ORDER BY node LIMIT ?').pluck(),
+    // Both read the partial index lcm_nodes_waiting (migration 25), which holds only waiting nodes.
+    waiting: db.prepare<[number, number], { node: number; chars: number }>(
+      'SELECT node, length(summary) AS chars FROM lcm_nodes WHERE sid = ? AND indexed = 0 ORDER BY node LIMIT ?',
+    ),
+    waitingAny: db.prepare<[number], { node: number; chars: number }>(
+      'SELECT node, length(summary) AS chars FROM lcm_nodes INDEXED BY lcm_nodes_waiting WHERE indexed = 0 ORDER BY sid, node LIMIT ?',
+    ),
+    mergeSummaries: db.prepare<[number]>("INSERT INTO lcm_summary_fts (lcm_summary_fts, rank) VALUES ('merge', ?)"),
+    totalChanges: db.prepare<[], number>('SELECT total_changes()').pluck(),
     indexSummary: db.prepare<[number]>('INSERT INTO lcm_summary_fts(rowid, summary) SELECT node, albedo_fold(summary) FROM lcm_nodes WHERE node = ?'),
     markIndexed: db.prepare<[number]>('UPDATE lcm_nodes SET indexed = 1 WHERE node = ?'),
     link: db.prepare<[number, number, number]>('INSERT INTO lcm_edges (child, parent, position) VALUES (?, ?, ?)'),
@@ -159,23 +167,73 @@ export function writeTreePass(db: Db, sid: number, pass: TreePass, now: number =
   return ids;
 }
 
-/** Waiting summaries indexed per transaction (about a millisecond each for short ones). */
-export const SUMMARY_INDEX_BATCH = 128;
+/**
+ * Summary characters one call of indexWaitingSummaries indexes at most (always at least one
+ * node): the trigram insert costs about 0.2 µs a character, so a unit stays near 5 ms. A count
+ * of nodes did not bound it; summaries run from a line to pages.
+ */
+export const SUMMARY_INDEX_CHARS = 24_000;
+/** Waiting nodes one unit looks at; the character budget usually stops it first. */
+const SUMMARY_INDEX_NODES = 256;
 
 /**
- * Puts up to `max` of the session's summaries that wait for the trigram index into it, in one
- * transaction (migration 25: a pass's own commit no longer does). Returns how many it indexed.
+ * Puts summaries that wait for the trigram index (migration 25: a pass's commit does not) into
+ * it, oldest first, up to `maxChars` characters of them, in one transaction: the session's when
+ * `sid` is given (lcm_grep, before it searches them), any session's otherwise (idle work).
+ * Returns how many it indexed; 0 means none waits. The commit skips the fsync: a node and its
+ * `indexed` mark commit together, so a power loss leaves it waiting, to be indexed again.
+ * Segments are merged by mergeSummaryIndex, not in the commit (migration 26).
  */
-export function indexWaitingSummaries(db: Db, sid: number, max: number = SUMMARY_INDEX_BATCH): number {
+export function indexWaitingSummaries(db: Db, sid: number | null, maxChars: number = SUMMARY_INDEX_CHARS): number {
   const st = stmts(db);
-  return db.transaction(() => {
-    const nodes = st.waiting.all(sid, max);
-    for (const node of nodes) {
-      st.indexSummary.run(node);
-      st.markIndexed.run(node);
-    }
-    return nodes.length;
-  })();
+  return withoutFsync(db, () =>
+    db.transaction(() => {
+      const waiting = sid === null ? st.waitingAny.all(SUMMARY_INDEX_NODES) : st.waiting.all(sid, SUMMARY_INDEX_NODES);
+      let chars = 0;
+      let indexed = 0;
+      for (const { node, chars: length } of waiting) {
+        if (indexed > 0 && chars + length > maxChars) break;
+        st.indexSummary.run(node);
+        st.markIndexed.run(node);
+        chars += length;
+        indexed++;
+      }
+      return indexed;
+    })(),
+  );
+}
+
+/**
+ * One bounded step of merging the summaries' index segments (about `pages` pages written; see
+ * storage/search-index.ts mergeSearchIndex, which does the same for the rows' index). Returns
+ * whether there was anything to merge. Without an fsync: merging changes no answer.
+ */
+export function mergeSummaryIndex(db: Db, pages: number): boolean {
+  const st = stmts(db);
+  return withoutFsync(db, () => {
+    const before = st.totalChanges.get() ?? 0;
+    st.mergeSummaries.run(Math.max(1, Math.round(pages)));
+    return (st.totalChanges.get() ?? 0) - before >= 2;
+  });
+}
+
+/**
+ * Pages per merge step of a catch-up: with the inserts' new segments merged as they come, no
+ * commit reaches FTS5's crisis merge, which folds sixteen segments in one go.
+ */
+const CATCH_UP_MERGE_PAGES = 64;
+
+/**
+ * Indexes every summary of the session that waits, a unit at a time with a merge step after
+ * each, and `pause` (a turn of the event loop) between them; what idle time does over many
+ * quiet turns (daemon/idle-work.ts), in one go, for a search that needs them now.
+ */
+export async function catchUpSummaries(db: Db, sid: number, pause: () => Promise<void>): Promise<void> {
+  while (indexWaitingSummaries(db, sid) > 0) {
+    await pause();
+    mergeSummaryIndex(db, CATCH_UP_MERGE_PAGES);
+    await pause();
+  }
 }
 
 /**

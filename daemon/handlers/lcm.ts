@@ -1,6 +1,6 @@
 // The lcm-memory tools as RPC methods: views of a session's lcm summary tree and the rows under
 // it (storage/lcm-read.ts), which change nothing but lcm_grep's index of summaries (it indexes
-// the ones written since it last ran). They run in the session's transcript lane, like
+// those of its session that idle time has not indexed yet). They run in the session's transcript lane, like
 // transcript_read, so a page never mixes the states before and after a settle that moves rows
 // and node ranges together, and none of them waits behind a prepare's model call.
 import { describeNode, expandNode, grepTree, listNodes } from '../../storage/lcm-read.ts';

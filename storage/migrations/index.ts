@@ -24,6 +24,7 @@ import { sql as m022 } from './022-packed-bodies.ts';
 import { sql as m023 } from './023-idle-packing.ts';
 import { sql as m024 } from './024-state-stamp.ts';
 import { sql as m025 } from './025-summaries-indexed-after-commit.ts';
+import { sql as m026 } from './026-summary-merge-in-idle-time.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -58,4 +59,5 @@ export const migrations: readonly Migration[] = [
   { version: 23, name: 'idle-packing', sql: m023 },
   { version: 24, name: 'state-stamp', sql: m024 },
   { version: 25, name: 'summaries-indexed-after-commit', sql: m025 },
+  { version: 26, name: 'summary-merge-in-idle-time', sql: m026 },
 ];

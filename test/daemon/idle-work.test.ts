@@ -1,17 +1,20 @@
 // The daemon's work between requests (daemon/idle-work.ts) on a real database file: nothing runs
 // while a request is in flight or one arrived moments ago; once quiet, long bodies still stored
 // as text get packed, rows indexed and the index merged, and the log is checkpointed only after
-// a longer quiet, once the rest is done.
+// a longer quiet, once the rest is done; lcm summaries a compaction left waiting are indexed after
+// the rows.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import pino from 'pino';
 import { freePagesKept, IdleWork, LONG_QUIET_MS, QUIET_MS } from '../../daemon/idle-work.ts';
 import { freePages, type Db } from '../../storage/db.ts';
 import { packingLag } from '../../storage/row-packing.ts';
+import { mergeSummaryIndex } from '../../storage/lcm-tree.ts';
 import { indexedThrough, mergeSearchIndex, searchIndexLag } from '../../storage/search-index.ts';
 import { deleteSession, openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
 import { commandOutput, PAGE_OF_TEXT, storeAsText, tempDb, user } from '../storage/factories.ts';
+import { writeTree } from '../storage/lcm-trees.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -56,7 +59,7 @@ test('nothing runs while a request is in flight', async (t) => {
   const w = work(t, db, h);
   w.rowsAdded();
   await sleep(QUIET_MS * 4);
-  assert.deepEqual(w.done, { pack: 0, index: 0, merge: 0, release: 0, checkpoint: 0, flush: 0 });
+  assert.deepEqual(w.done, { pack: 0, index: 0, merge: 0, summaries: 0, summaryMerge: 0, release: 0, checkpoint: 0, flush: 0 });
   assert.equal(searchIndexLag(db), 50);
   h.busy = false;
   h.touch();
@@ -100,6 +103,38 @@ test('once quiet, rows are indexed, the index merged, then the log checkpointed'
   assert.ok(performance.now() - h.last >= LONG_QUIET_MS);
   const [log] = db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number; checkpointed: number }>;
   assert.equal(log?.checkpointed, log?.log, 'the whole log was copied back');
+});
+
+test("once the rows are indexed, lcm summaries a compaction left waiting go into their index, every session's, and get merged", async (t) => {
+  const db = await dbWithRows(t, 100);
+  const a = openSession(db, { session: 's' });
+  const b = openSession(db, { session: 'b' });
+  // Enough summaries for several units and segments, as a large pass leaves them.
+  const leaves = (from: number, word: string) =>
+    Array.from({ length: 150 }, (_v, i) => ({ first: from + i, last: from + i, summary: `${word} leaf ${i}: ${'the agent edited the parser and ran the tests. '.repeat(20)}` }));
+  writeTree(db, a.sid, { leaves: leaves(1, 'alpha') });
+  writeTree(db, b.sid, { leaves: leaves(200, 'bravo') });
+  const waiting = (): number => db.prepare('SELECT count(*) FROM lcm_nodes WHERE indexed = 0').pluck().get() as number;
+  const segments = (): number => db.prepare('SELECT count(*) FROM lcm_summary_fts_data WHERE id >= 1000').pluck().get() as number;
+  assert.equal(waiting(), 300);
+  // Where the rows' index stood each time a summary was marked indexed.
+  db.exec(`CREATE TEMP TABLE rows_indexed_then (through INTEGER);
+    CREATE TEMP TRIGGER summary_indexed AFTER UPDATE OF indexed ON main.lcm_nodes BEGIN
+      INSERT INTO rows_indexed_then SELECT indexed_through FROM search_index_state;
+    END;`);
+  const h = host();
+  const w = work(t, db, h);
+  h.touch();
+  w.rowsAdded();
+  await until('a checkpoint', () => w.done.checkpoint > 0);
+  const head = db.prepare('SELECT max(seq) FROM transcript').pluck().get();
+  assert.deepEqual(db.prepare('SELECT DISTINCT through FROM rows_indexed_then').pluck().all(), [head], 'the rows were indexed first');
+  assert.equal(waiting(), 0);
+  assert.ok(w.done.summaries >= 3 && w.done.summaryMerge >= 1, JSON.stringify(w.done));
+  assert.equal(mergeSummaryIndex(db, 1), false, 'nothing left to merge');
+  assert.ok(segments() > 0);
+  const hits = db.prepare("SELECT count(*) FROM lcm_summary_fts WHERE lcm_summary_fts MATCH '\"bravo leaf\"'").pluck().get();
+  assert.equal(hits, 150);
 });
 
 test('units that commit without an fsync have the log written out from the thread pool, one flush at a time', async (t) => {
@@ -161,7 +196,7 @@ test('with the indexer off, long bodies stored as text are still packed; the che
   await sleep(QUIET_MS * 3);
   if (performance.now() - h.last < LONG_QUIET_MS) assert.equal(w.done.checkpoint, 0, 'not before the long quiet');
   await until('a checkpoint', () => w.done.checkpoint > 0);
-  assert.deepEqual({ index: w.done.index, merge: w.done.merge }, { index: 0, merge: 0 });
+  assert.deepEqual({ index: w.done.index, merge: w.done.merge, summaries: w.done.summaries }, { index: 0, merge: 0, summaries: 0 });
   assert.ok(w.done.pack >= 1);
   assert.equal(packingLag(db), 0);
   assert.equal(db.prepare('SELECT count(*) FROM transcript WHERE packed IS NOT NULL').pluck().get(), 5);
@@ -245,5 +280,5 @@ test('stop cancels what was scheduled', async (t) => {
   w.stop();
   w.rowsAdded();
   await sleep(QUIET_MS * 3);
-  assert.deepEqual(w.done, { pack: 0, index: 0, merge: 0, release: 0, checkpoint: 0, flush: 0 });
+  assert.deepEqual(w.done, { pack: 0, index: 0, merge: 0, summaries: 0, summaryMerge: 0, release: 0, checkpoint: 0, flush: 0 });
 });

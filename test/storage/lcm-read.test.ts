@@ -8,7 +8,7 @@ import { LcmExpandParams, LcmGrepParams, LcmListParams, TranscriptReadParams, ty
 import type { Db } from '../../storage/db.ts';
 import { describeNode, expandNode, grepTree, leafCovering, listNodes } from '../../storage/lcm-read.ts';
 import { indexPending } from '../../storage/search-index.ts';
-import { SUMMARY_INDEX_BATCH } from '../../storage/lcm-tree.ts';
+import { indexWaitingSummaries, SUMMARY_INDEX_CHARS } from '../../storage/lcm-tree.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { readTranscript } from '../../storage/transcript-read.ts';
 import { appendRows } from '../../storage/transcript.ts';
@@ -218,12 +218,18 @@ test('lcm_expand renders the node\'s rows as transcript_read does, page by page'
   await assert.rejects(expandNode(db, LcmExpandParams.parse({ session: 'a', node: leaf + 1 })), unknownNode(leaf + 1));
 });
 
-test('summaries a pass wrote wait outside the index until lcm_grep puts them in, a batch at a time, and a waiting node can be deleted', async (t) => {
+test('summaries a pass wrote wait outside the index until lcm_grep puts them in, a unit of characters at a time, and a waiting node can be deleted', async (t) => {
   const db = tempDb(t);
   const { sid } = openSession(db, { session: 'w' });
-  const count = SUMMARY_INDEX_BATCH * 2 + 5;
+  // Summaries of one length, 24 to a unit: 59 of them take three units.
+  const length = Math.floor(SUMMARY_INDEX_CHARS / 24.5);
+  const count = 60;
   const ids = writeTree(db, sid, {
-    leaves: Array.from({ length: count }, (_, i) => ({ first: 2 * i + 1, last: 2 * i + 2, summary: i === count - 1 ? 'the last leaf names Quagga' : `leaf ${i} about parsing` })),
+    leaves: Array.from({ length: count }, (_, i) => ({
+      first: 2 * i + 1,
+      last: 2 * i + 2,
+      summary: `${i === count - 1 ? 'the last leaf names Quagga' : `leaf ${i} about`} ${'parsing '.repeat(length)}`.slice(0, length),
+    })),
   });
   const waiting = (): number => db.prepare('SELECT count(*) FROM lcm_nodes WHERE sid = ? AND indexed = 0').pluck().get(sid) as number;
   const inIndex = (phrase: string): number => db.prepare('SELECT count(*) FROM lcm_summary_fts WHERE lcm_summary_fts MATCH ?').pluck().get(`"${phrase}"`) as number;
@@ -234,12 +240,37 @@ test('summaries a pass wrote wait outside the index until lcm_grep puts them in,
   db.prepare('DELETE FROM lcm_nodes WHERE node = ?').run(ids[0]);
   assert.equal(waiting(), count - 1);
 
-  const found = await search(db, { session: 'w', pattern: 'QUAGGA' });
+  // What still waits at each pause of the search: the units it indexed in, one per transaction.
+  const seen: number[] = [];
+  const found = await grepTree(db, LcmGrepParams.parse({ session: 'w', pattern: 'QUAGGA' }), {
+    yieldEvery: () => {
+      if (seen[seen.length - 1] !== waiting()) seen.push(waiting());
+      return Promise.resolve();
+    },
+  });
   assert.deepEqual(found.summaries.matches.map((m) => m.node), [ids[count - 1]]);
-  assert.equal(waiting(), 0, 'every batch was indexed before the query');
+  // 59 while the rows are searched; then units of 24 summaries (by characters).
+  assert.deepEqual(seen, [59, 35, 11, 0], 'three units, a pause after each');
   assert.equal(inIndex('quagga'), 1);
   assert.equal((await search(db, { session: 'w', pattern: 'about parsing' })).summaries.total, count - 2);
   // Indexed nodes leave the index with their rows, as before.
   db.prepare('DELETE FROM lcm_nodes WHERE node = ?').run(ids[count - 1]);
   assert.equal(inIndex('quagga'), 0);
+});
+
+test('a unit of the summaries\' catch-up stops at its characters but always takes one node, and takes any session\'s without one named', (t) => {
+  const db = tempDb(t);
+  const a = openSession(db, { session: 'a' });
+  const b = openSession(db, { session: 'b' });
+  writeTree(db, a.sid, { leaves: [{ first: 1, last: 1, summary: 'x'.repeat(SUMMARY_INDEX_CHARS + 1) }, { first: 2, last: 2, summary: 'short' }] });
+  writeTree(db, b.sid, { leaves: [{ first: 3, last: 3, summary: 'other session' }] });
+  assert.equal(indexWaitingSummaries(db, b.sid), 1, "only b's node");
+  assert.equal(indexWaitingSummaries(db, a.sid), 1, 'a node longer than a unit still goes in, alone');
+  assert.equal(indexWaitingSummaries(db, a.sid, 10), 1);
+  assert.equal(indexWaitingSummaries(db, a.sid), 0, 'none waits');
+  writeTree(db, b.sid, { leaves: [{ first: 4, last: 4, summary: 'later in b' }] });
+  writeTree(db, a.sid, { leaves: [{ first: 5, last: 5, summary: 'later in a' }] });
+  assert.equal(indexWaitingSummaries(db, null), 2, 'both sessions');
+  assert.equal(indexWaitingSummaries(db, null), 0);
+  assert.equal(db.prepare("SELECT v FROM lcm_summary_fts_config WHERE k = 'automerge'").pluck().get(), 0, 'commits do not merge (migration 26)');
 });
