@@ -30,6 +30,8 @@ export interface LcmState {
   coveredSeq: number;
   /** Bumped by every write to the session's tree: derived views are keyed on it. */
   version: number;
+  /** When a pass last wrote the tree (ms since the epoch): `writeTreePass`'s `now`. */
+  updatedAt: number;
 }
 
 /** A node a compaction pass is about to write; children refer to stored nodes or earlier drafts. */
@@ -77,7 +79,7 @@ function toNode(r: NodeRow): LcmNode {
 
 function prepare(db: Db) {
   return {
-    state: db.prepare<[number], { covered_seq: number; version: number }>('SELECT covered_seq, version FROM lcm_state WHERE sid = ?'),
+    state: db.prepare<[number], { covered_seq: number; version: number; updated_at: number }>('SELECT covered_seq, version, updated_at FROM lcm_state WHERE sid = ?'),
     upsertState: db.prepare<[number, number, number]>(
       `INSERT INTO lcm_state (sid, covered_seq, version, updated_at) VALUES (?, ?, 1, ?)
        ON CONFLICT (sid) DO UPDATE SET covered_seq = excluded.covered_seq, version = version + 1, updated_at = excluded.updated_at`,
@@ -121,7 +123,7 @@ const stmts = perDb(prepare);
 
 export function loadLcmState(db: Db, sid: number): LcmState | undefined {
   const r = stmts(db).state.get(sid);
-  return r === undefined ? undefined : { coveredSeq: r.covered_seq, version: r.version };
+  return r === undefined ? undefined : { coveredSeq: r.covered_seq, version: r.version, updatedAt: r.updated_at };
 }
 
 /** The nodes without a parent, in source order: what a request shows of the tree. */

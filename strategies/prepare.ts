@@ -441,9 +441,11 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     pace.reason = reason;
   }
   // Layers follow the strategy: after a committed compaction they compact too, otherwise they
-  // project as on any other request.
+  // project as on any other request. The commit and the projection after it are one stretch;
+  // the layers' first steps (the notes match the new request against the history) another.
   let layers: { views: Map<string, LayerView>; notes: string[] };
   try {
+    if (outcome.compacted) await yieldToEventLoop();
     layers = outcome.compacted ? await compactLayers(setup, out.input, first, second, opts) : { views: new Map<string, LayerView>(), notes: [] };
   } finally {
     // The rows this compaction evicted were kept for the layers (history-rows.ts); nothing reads them now.

@@ -53,10 +53,19 @@ function locateCursor(input: StrategyInput, coveredSeq: number): LocatedCut {
   };
 }
 
-/** The tree view, re-read only when the tree was written (its version) or rows moved. */
+/**
+ * What the tree view is cached under: the state's version (bumped by every write to the tree)
+ * and the time of the pass that wrote it, so that a view seeded by a commit whose transaction
+ * then rolled back (seedView) never matches a later pass that reached the same version.
+ */
+function viewKey(state: LcmState | undefined): string {
+  return state === undefined ? 'none' : `${state.version}:${state.coveredSeq}:${state.updatedAt}`;
+}
+
+/** The tree view, re-read only when the tree was written or rows moved. */
 function treeView(input: StrategyInput): TreeView {
   const state = loadLcmState(input.db, input.session.sid);
-  const key = state === undefined ? 'none' : `${state.version}:${state.coveredSeq}`;
+  const key = viewKey(state);
   const cached = input.cache.get(VIEW);
   if (cached?.key === key) return cached.view;
   const view: TreeView =
@@ -65,6 +74,18 @@ function treeView(input: StrategyInput): TreeView {
       : { state, frontier: frontierNodes(input.db, input.session.sid), located: locateCursor(input, state.coveredSeq) };
   input.cache.set(VIEW, { key, view });
   return view;
+}
+
+/**
+ * Caches the view of a tree a pass has just written, from the frontier the pass computed: the
+ * projection that follows the commit would otherwise read it back, about 3 µs a node inside the
+ * commit's stretch, and a long history's first pass leaves thousands. Called in the commit's
+ * transaction, after the write; the frontier is in source order, as frontierNodes reads it.
+ */
+function seedView(input: StrategyInput, frontier: LcmNode[]): void {
+  const state = loadLcmState(input.db, input.session.sid);
+  if (state === undefined) return;
+  input.cache.set(VIEW, { key: viewKey(state), view: { state, frontier, located: locateCursor(input, state.coveredSeq) } });
 }
 
 /** A frontier node as a request (or a plan) holds it: stored, or drafted by this compaction. */
@@ -284,7 +305,14 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
 
   const covered = Math.max(c.coveredSeq, c.leafRows[c.leafRows.length - 1]?.seq ?? 0);
   const commit = (): void => {
-    writeTreePass(input.db, input.session.sid, { drafts, coveredSeq: covered });
+    const ids = writeTreePass(input.db, input.session.sid, { drafts, coveredSeq: covered });
+    const stored = new Map(c.view.frontier.map((n) => [n.node, n]));
+    const nodeOf = (ref: NodeRef): LcmNode => {
+      if ('stored' in ref) return stored.get(ref.stored)!;
+      const { children: _children, ...fields } = drafts[ref.draft]!;
+      return { node: ids[ref.draft]!, ...fields };
+    };
+    seedView(input, frontier.map((item) => nodeOf(item.ref)));
   };
   return { compacted: true, commit, reason: null, backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut, evictedRows: c.leafRows.length, notes };
 }

@@ -11,7 +11,7 @@ import { appendRows, forkSession, forkMap } from '../../storage/transcript.ts';
 import { readTranscript } from '../../storage/transcript-read.ts';
 import { lcm } from '../../strategies/lcm/lcm.ts';
 import { lcmMemory } from '../../strategies/lcm/memory.ts';
-import { MAX_CONDENSE_ROUNDS, nodeCap } from '../../strategies/lcm/tree.ts';
+import { MAX_CONDENSE_ROUNDS, nodeCap, nodeInput } from '../../strategies/lcm/tree.ts';
 import { inspectRequest, planCompaction, prepareRequest } from '../../strategies/prepare.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
@@ -133,6 +133,30 @@ describe('lcm', () => {
     assert.ok(condensed >= 3, `${condensed} passes condensed`);
     const backToBack = compactedAt.filter((at, k) => k > 0 && compactedAt[k - 1] === at - 1);
     assert.deepEqual(backToBack, [], `turns compacting right after a compaction (of ${compactedAt.join(', ')})`);
+  });
+
+  test('the request right after a pass, from the frontier the pass computed, is the one a fresh kernel reads back from the tree', async (t) => {
+    const { db, setup, cache } = bulkySession(t);
+    const sid = sidOf(db, 's');
+    let compactions = 0;
+    let condensed = 0;
+    for (let i = 0; i < 120; i++) {
+      await appendRows(db, 's', turn(i));
+      const parentsBefore = allNodes(db, sid).filter((n) => n.depth > 0).length;
+      const out = await prepareRequest(setup, argsFor(db, 's', { cache }));
+      if (!out.compacted) continue;
+      compactions += 1;
+      if (allNodes(db, sid).filter((n) => n.depth > 0).length > parentsBefore) condensed += 1;
+      // Stored nodes and new ones (leaves and parents, their ids assigned by the commit).
+      const fresh = inspectRequest(setup, argsFor(db, 's', { cache: new KernelCache() }));
+      assert.deepEqual(out.observation.sections, fresh.sections, `turn ${i}`);
+      const frontier = frontierNodes(db, sid);
+      assert.deepEqual(out.inputs.slice(0, frontier.length), frontier.map(nodeInput), `turn ${i}`);
+      const again = await prepareRequest(setup, argsFor(db, 's', { cache }));
+      const reread = await prepareRequest(setup, argsFor(db, 's', { cache: new KernelCache() }));
+      assert.deepEqual(again.inputs, reread.inputs, `turn ${i}: the next request, seeded view against a fresh read`);
+    }
+    assert.ok(compactions >= 3 && condensed >= 1, `${compactions} compactions, ${condensed} condensing`);
   });
 
   test('a failed summary advances nothing: cursor, nodes and links as before', async (t) => {
