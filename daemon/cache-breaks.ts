@@ -11,6 +11,7 @@ import type { Db } from '../storage/db.ts';
 import { sessionRewrites } from '../storage/user-rows.ts';
 import { cacheSlot } from '../strategies/harness/kernel-cache.ts';
 import type { Kernel } from './kernels.ts';
+import { TextKeyedMap } from './text-keyed-map.ts';
 
 /** Breaks kept per session. */
 export const KEPT_BREAKS = 8;
@@ -48,18 +49,18 @@ function notesText(inputs: readonly PlainInput[], observation: Observation): str
 
 /**
  * Recent digests by text. An agent sends the same instructions and tools on every turn, as new
- * strings: finding the digest by content (a hash and a compare) costs a fraction of computing
- * it. Bounded in entries; the texts it keys on are a session's prompt, tens of kilobytes each.
+ * strings: finding the digest by content (text-keyed-map.ts) costs a fraction of computing it.
+ * Bounded in entries; the texts it keys on are a session's prompt, tens of kilobytes each.
  */
 const DIGESTS_KEPT = 16;
-const digests = new Map<string, string>();
+const digests = new TextKeyedMap<string>();
 
 function digest(text: string): string {
   let d = digests.get(text);
   if (d !== undefined) return d;
   d = createHash('sha256').update(text).digest('base64url');
   digests.set(text, d);
-  if (digests.size > DIGESTS_KEPT) digests.delete(digests.keys().next().value!);
+  if (digests.size > DIGESTS_KEPT) digests.shift();
   return d;
 }
 

@@ -21,10 +21,28 @@ import type { ConnectionState } from './context.ts';
 /** The shipped extensions, plus the strategies a script added before the daemon loaded (strategies/index.ts). */
 export const registry: Registry = createRegistry(extensionDefs());
 
+/**
+ * Resolutions already made, by configuration snapshot (a reload makes a new one) and session
+ * choices. A prepare resolves three times (capabilities, image limits, engine setup), and every
+ * request of a session the same way until a reload or an /extensions change; resolving walks
+ * the registry (~20 µs). Resolutions are read-only. Bounded in entries per snapshot.
+ */
+const resolutions = new WeakMap<ConfigSnapshot, Map<string, Resolution>>();
+const RESOLUTIONS_KEPT = 64;
+
 /** The session's resolved extensions: defaults, then extensions.json, then its own choices. */
 export function resolveExtensions(db: Db, config: ConfigSnapshot, sid: number | undefined): Resolution {
-  const session: Choice[] = sid === undefined ? [] : sessionChoices(db, sid).map((c) => ({ ...c, scope: 'session' as const }));
-  return resolve(registry, globalChoices(config.extensions.extensions), session);
+  const stored = sid === undefined ? [] : sessionChoices(db, sid);
+  let made = resolutions.get(config);
+  if (made === undefined) resolutions.set(config, (made = new Map<string, Resolution>()));
+  const key = JSON.stringify(stored);
+  let r = made.get(key);
+  if (r === undefined) {
+    r = resolve(registry, globalChoices(config.extensions.extensions), stored.map((c) => ({ ...c, scope: 'session' as const })));
+    made.set(key, r);
+    if (made.size > RESOLUTIONS_KEPT) made.delete(made.keys().next().value!);
+  }
+  return r;
 }
 
 /** The session's choice list after an /extensions change, checked but not stored. */

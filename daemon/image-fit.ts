@@ -5,11 +5,10 @@
 import { createHash } from 'node:crypto';
 import type { Upstream } from '../protocol/methods.ts';
 import type { ImagePart } from '../protocol/rows.ts';
-import { imageFits, sessionHead } from '../storage/conversation.ts';
+import { headSeq, imageFits } from '../storage/conversation.ts';
 import { type Db, SLICE_MS, yieldToEventLoop } from '../storage/db.ts';
 import { cachedFit, fitChecked, oversizedImages, payloadSize, saveFit, saveFitChecked, type PayloadSize } from '../storage/image-fit.ts';
 import { getPayload, putPayload } from '../storage/payloads.ts';
-import { requireSession } from '../storage/sessions.ts';
 import { appendNotice } from '../storage/transcript.ts';
 import { sessionRewrites } from '../storage/user-rows.ts';
 import { cacheSlot } from '../strategies/harness/kernel-cache.ts';
@@ -39,6 +38,8 @@ export interface FitRequest {
   log: Logger;
   kernel: Kernel;
   session: string;
+  /** The session's sid (the caller has looked it up). */
+  sid: number;
   /** The RPC method this runs for, for the log. */
   method: string;
   limits: ImageLimits;
@@ -59,10 +60,9 @@ export interface FitReport {
 export function limitsForPrepare(
   db: Db,
   config: ConfigSnapshot,
-  p: { session: string; model: string | null; provider?: string | undefined; upstream?: Upstream | undefined },
+  p: { sid: number; model: string | null; provider?: string | undefined; upstream?: Upstream | undefined },
 ): ImageLimits | null {
-  const s = requireSession(db, p.session);
-  const entry = catalogEntry(config, resolveExtensions(db, config, s.sid), p.model);
+  const entry = catalogEntry(config, resolveExtensions(db, config, p.sid), p.model);
   if (entry !== undefined && !(entry.input as readonly string[]).includes('image')) return null;
   return imageLimits({ upstream: p.upstream, provider: p.provider ?? p.upstream?.provider ?? entry?.provider, model: p.model });
 }
@@ -88,7 +88,8 @@ export function limitsForPrepare(
 export async function fitSessionImages(req: FitRequest): Promise<FitReport> {
   const { db, kernel, limits } = req;
   const key = limitsKey(limits);
-  const { sid, head } = sessionHead(db, req.session);
+  const sid = req.sid;
+  const head = headSeq(db, sid);
   const rewrites = sessionRewrites(db, sid);
   const known = kernel.cache.getOrSet(CHECKED, () => new Map<string, Checked>());
   const failed = kernel.cache.getOrSet(FAILED, () => new Map<string, string>());

@@ -19,6 +19,7 @@ import { ByteChunks, ChunkBuilder } from '../protocol/byte-chunks.ts';
 import type { Result } from '../protocol/methods.ts';
 import type { OutPart } from '../protocol/prepared.ts';
 import { inlineImages, inlinePart } from '../strategies/projection.ts';
+import { TextKeyedMap } from './text-keyed-map.ts';
 
 type PrepareResult = Result<'prepare'>;
 
@@ -33,9 +34,13 @@ const partBytes = new WeakMap<object, Buffer>();
  */
 const LONG_TEXT_CHARS = 1024;
 
-/** One kind of JSON per cache (a text part's, a bare string's, an inlined image's), by a key that determines it. */
+/**
+ * One kind of JSON per cache (a text part's, a bare string's, an inlined image's), by a text
+ * that determines it. Keyed through TextKeyedMap: the texts are new strings on every request,
+ * and a Map hashing each whole was most of the lookup's cost.
+ */
 class JsonCache {
-  private readonly entries = new Map<string, Buffer>();
+  private readonly entries = new TextKeyedMap<Buffer>();
   private bytes = 0;
 
   constructor(private readonly maxBytes: number) {}
@@ -48,12 +53,13 @@ class JsonCache {
     let b = this.entries.get(key);
     if (b !== undefined) return b;
     b = Buffer.from(json());
-    this.entries.set(key, b);
+    const displaced = this.entries.set(key, b);
+    if (displaced !== undefined) this.bytes -= displaced.value.length + 2 * displaced.text.length;
     this.bytes += b.length + 2 * key.length;
-    for (const [k, v] of this.entries) {
-      if (this.bytes <= this.maxBytes) break;
-      this.entries.delete(k);
-      this.bytes -= v.length + 2 * k.length;
+    while (this.bytes > this.maxBytes) {
+      const oldest = this.entries.shift();
+      if (oldest === undefined) break;
+      this.bytes -= oldest.value.length + 2 * oldest.text.length;
     }
     return b;
   }

@@ -190,7 +190,12 @@ export function loadSources(db: Db, refs: readonly SourceRef[]): StoredRow[] {
 /** The session's newest seq (0 when empty), without counting its rows: one index probe. */
 export function sessionHead(db: Db, session: string): { sid: number; head: number } {
   const s = requireSession(db, session);
-  return { sid: s.sid, head: stmts(db).head.get(s.sid) ?? 0 };
+  return { sid: s.sid, head: headSeq(db, s.sid) };
+}
+
+/** sessionHead's seq for a session already looked up. */
+export function headSeq(db: Db, sid: number): number {
+  return stmts(db).head.get(sid) ?? 0;
 }
 
 /**

@@ -86,10 +86,15 @@ export function inputsTokens(inputs: readonly PlainInput[], maxImageEdgePx?: num
   return inputs.reduce((n, i) => n + inputTokens(i, maxImageEdgePx), 0);
 }
 
-/** What every request pays before any history: the system prompt and the tool schemas. */
+/**
+ * What every request pays before any history: the system prompt and the tool schemas. A
+ * ToolSpec's schema is within the depth bound by its type (checked where it entered, clamped
+ * where it was read back: protocol/prepared.ts), so it is stringified as it is: the depth walk
+ * of stringifyJson was a tenth of a nothing-due prepare's own time.
+ */
 export function pinnedTokens(system: string, tools: readonly ToolSpec[]): number {
   let n = textTokens(system);
-  for (const t of tools) n += textTokens(t.name) + textTokens(t.description) + textTokens(stringifyJson(t.input_schema));
+  for (const t of tools) n += textTokens(t.name) + textTokens(t.description) + textTokens(JSON.stringify(t.input_schema));
   return n;
 }
 

@@ -6,11 +6,11 @@ import { randomUUID } from 'node:crypto';
 import type { ByteChunks } from '../../protocol/byte-chunks.ts';
 import { EncodedJson } from '../../protocol/rpc-peer.ts';
 import type { Observation } from '../../protocol/prepared.ts';
-import { sessionHead } from '../../storage/conversation.ts';
+import { headSeq } from '../../storage/conversation.ts';
 import { lastPrompt, latestPrepared, reportUsage, savePrepared } from '../../storage/engine-log.ts';
 import { readTogether, yieldToEventLoop } from '../../storage/db.ts';
 import { getPayload } from '../../storage/payloads.ts';
-import { requireSession } from '../../storage/sessions.ts';
+import { requireSession, type SessionRecord } from '../../storage/sessions.ts';
 import { learnTokenRatio } from '../../storage/token-ratios.ts';
 import type { Resolution } from '../../strategies/extensions/selection.ts';
 import type { Summarizer } from '../../strategies/summarizer/types.ts';
@@ -54,7 +54,7 @@ const ADOPTED = cacheSlot<Set<string>>('compaction.adopted');
 function frameFor(
   ctx: CallContext,
   kernel: Kernel,
-  session: string,
+  s: SessionRecord,
   prompt: { model: string | null; instructions: string; tools: PrepareArgs['tools'] },
   opts: {
     /** The RPC method the frame serves, for the log. */
@@ -69,8 +69,8 @@ function frameFor(
   },
 ): Frame {
   const { db } = ctx.daemon;
-  const s = requireSession(db, session);
-  const head = sessionHead(db, session).head;
+  const session = s.name;
+  const head = headSeq(db, s.sid);
   // Client summaries go to the session's agent connection when the caller (a CLI) cannot write them.
   const via = ctx.daemon.summarizeRoutes.route(session, ctx.conn);
   const config = ctx.daemon.config();
@@ -173,14 +173,15 @@ export const prepare: EncodingHandler<'prepare'> = (params, ctx) =>
     const prompt = { model: params.model, instructions: params.instructions, tools: params.tools };
     ctx.daemon.summarizeRoutes.notePrepare(params.session, ctx.conn);
     const { db } = ctx.daemon;
-    const limits = readTogether(db, () => {
+    const { s, limits } = readTogether(db, () => {
+      const s = requireSession(db, params.session);
       // Before the head is taken: a pin found at adoption comes with a notice this request carries.
-      adoptKnown(kernel, db, ctx.daemon.config(), requireSession(db, params.session).sid);
+      adoptKnown(kernel, db, ctx.daemon.config(), s.sid);
       // Before the head is taken too: the request must read the fitted images (docs/images.md).
-      return limitsForPrepare(db, ctx.daemon.config(), { session: params.session, model: params.model, provider: params.provider, upstream: params.upstream });
+      return { s, limits: limitsForPrepare(db, ctx.daemon.config(), { sid: s.sid, model: params.model, provider: params.provider, upstream: params.upstream }) };
     });
-    const fit = limits === null ? null : await fitSessionImages({ db, log: ctx.daemon.log, kernel, session: params.session, method: 'prepare', limits });
-    const f = readTogether(db, () => frameFor(ctx, kernel, params.session, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream }));
+    const fit = limits === null ? null : await fitSessionImages({ db, log: ctx.daemon.log, kernel, session: params.session, sid: s.sid, method: 'prepare', limits });
+    const f = readTogether(db, () => frameFor(ctx, kernel, s, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream }));
     const prepared = await elideLeftBehind(ctx, params.session, f.args.session.sid, 'prepare', await prepareRequest({ ...f.setup, pinnedContext: pinnedContext(kernel, f.setup) }, f.args));
     const { last, reuse, firstId, cache_breaks } = readTogether(db, () => {
       noteSent(db, f.args.session.sid, kernel, f.setup, prepared);
@@ -247,7 +248,7 @@ export const compact: Handler<'compact'> = (params, ctx) =>
       if (params.dry_run) resolution = previewStrategy(db, config, s.sid, params.strategy);
       else chooseStrategy(db, config, s.sid, params.strategy);
     }
-    const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { method: 'compact', force: true, focus: params.focus, readOnly: params.dry_run, resolution });
+    const f = frameFor(ctx, kernel, s, lastPrompt(db, s.sid), { method: 'compact', force: true, focus: params.focus, readOnly: params.dry_run, resolution });
     if (params.dry_run) {
       await warmRequest(f.setup, f.args);
       const { dryRun, observation } = planCompaction(f.setup, f.args);
@@ -276,7 +277,7 @@ export const context: Handler<'context'> = (params, ctx) =>
       const breaks = cacheBreaks(kernel);
       observation = { ...latest.observation, config_errors: ctx.daemon.configProblems(), cache_breaks: breaks.length > 0 ? breaks : latest.observation.cache_breaks };
     } else {
-      const f = frameFor(ctx, kernel, params.session, lastPrompt(db, s.sid), { method: 'context', force: false, focus: undefined, readOnly: true });
+      const f = frameFor(ctx, kernel, s, lastPrompt(db, s.sid), { method: 'context', force: false, focus: undefined, readOnly: true });
       await warmRequest(f.setup, f.args);
       observation = inspectRequest(f.setup, f.args);
     }
@@ -294,7 +295,7 @@ export const frames: Handler<'frames'> = (params, ctx) =>
     const s = requireSession(db, params.session);
     const prompt = lastPrompt(db, s.sid);
     const model = params.model ?? prompt.model;
-    const f = frameFor(ctx, kernel, params.session, { ...prompt, model }, { method: 'frames', force: false, focus: undefined, readOnly: true });
+    const f = frameFor(ctx, kernel, s, { ...prompt, model }, { method: 'frames', force: false, focus: undefined, readOnly: true });
     await warmRequest(f.setup, f.args);
     const { inputs } = previewRequest(f.setup, f.args);
     const out: Result<'frames'>['frames'] = [];

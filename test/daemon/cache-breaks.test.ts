@@ -29,3 +29,20 @@ test('the last request is kept as digests, and a change of instructions or tools
     db.close();
   }
 });
+
+test('instructions that differ only in the middle are a break, and going back to the old ones is one too', () => {
+  const db = openDb(':memory:');
+  try {
+    const kernel: Kernel = { session: 's', loadedAt: 0, cache: new KernelCache() };
+    // Same length and the same first and last hundreds of characters: only the text tells them apart.
+    const edge = 'Follow the rules. '.repeat(20);
+    const a = `${edge}use tabs${edge}`;
+    const b = `${edge}use tab!${edge}`;
+    notePrefix(kernel, db, 1, request(a, 'Reads a file.'));
+    assert.deepEqual(notePrefix(kernel, db, 1, request(b, 'Reads a file.')).map((x) => x.part), ['system']);
+    assert.deepEqual(notePrefix(kernel, db, 1, request(a, 'Reads a file.')).map((x) => x.part), ['system', 'system']);
+    assert.equal(notePrefix(kernel, db, 1, request(a.slice(0, 10) + a.slice(10), 'Reads a file.')).length, 2, 'the same text as a new string breaks nothing');
+  } finally {
+    db.close();
+  }
+});
