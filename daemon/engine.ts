@@ -22,19 +22,20 @@ import type { ConnectionState } from './context.ts';
 export const registry: Registry = createRegistry(extensionDefs());
 
 /**
- * Resolutions already made, by configuration snapshot (a reload makes a new one) and session
- * choices. A prepare resolves three times (capabilities, image limits, engine setup), and every
- * request of a session the same way until a reload or an /extensions change; resolving walks
- * the registry (~20 µs). Resolutions are read-only. Bounded in entries per snapshot.
+ * Resolutions already made, by the parsed extensions.json (a reload parses a new one; snapshots
+ * of the same one are new objects per call) and session choices. A prepare resolves three times
+ * (capabilities, image limits, engine setup), and every request of a session the same way until
+ * a reload or an /extensions change; resolving walks the registry (~20 µs). Resolutions are
+ * read-only. Bounded in entries per file.
  */
-const resolutions = new WeakMap<ConfigSnapshot, Map<string, Resolution>>();
+const resolutions = new WeakMap<ConfigSnapshot['extensions'], Map<string, Resolution>>();
 const RESOLUTIONS_KEPT = 64;
 
 /** The session's resolved extensions: defaults, then extensions.json, then its own choices. */
 export function resolveExtensions(db: Db, config: ConfigSnapshot, sid: number | undefined): Resolution {
   const stored = sid === undefined ? [] : sessionChoices(db, sid);
-  let made = resolutions.get(config);
-  if (made === undefined) resolutions.set(config, (made = new Map<string, Resolution>()));
+  let made = resolutions.get(config.extensions);
+  if (made === undefined) resolutions.set(config.extensions, (made = new Map<string, Resolution>()));
   const key = JSON.stringify(stored);
   let r = made.get(key);
   if (r === undefined) {

@@ -23,12 +23,35 @@ function members(v: Container): Array<[string | number, unknown]> {
 }
 
 /**
+ * Whether `value` nests at most `limit` levels: tooDeepPath's question without the path, which
+ * every request's tool schemas and every appended tool call ask. Values only (Object.values
+ * reads an own `__proto__` member as JSON.parse made it), no [key, value] pair per member and
+ * no frame per container: the walk with paths cost a tenth of a nothing-due prepare.
+ */
+function nestsWithin(value: Container, limit: number): boolean {
+  const values: Container[] = [value];
+  const depths: number[] = [1];
+  for (let v = values.pop(); v !== undefined; v = values.pop()) {
+    const depth = depths.pop()!;
+    if (depth > limit) return false;
+    const members: readonly unknown[] = Array.isArray(v) ? v : Object.values(v);
+    for (const child of members) {
+      if (isContainer(child)) {
+        values.push(child);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return true;
+}
+
+/**
  * The path (keys and indexes from the value's root) of the first object or array nested deeper
  * than `limit` levels, or null when there is none. Visits each member at most once and never
  * descends past level limit + 1, so the path is at most limit keys long.
  */
 export function tooDeepPath(value: unknown, limit: number = MAX_JSON_DEPTH): Array<string | number> | null {
-  if (!isContainer(value)) return null;
+  if (!isContainer(value) || nestsWithin(value, limit)) return null;
   interface Frame { value: Container; depth: number; key: string | number; parent: Frame | null }
   const stack: Frame[] = [{ value, depth: 1, key: '', parent: null }];
   for (let frame = stack.pop(); frame !== undefined; frame = stack.pop()) {

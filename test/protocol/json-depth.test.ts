@@ -37,3 +37,25 @@ test('a clamped copy keeps keys, their order, arrays and __proto__ keys', () => 
   assert.equal(JSON.stringify(clampJsonDepth(value, 4)), '{"z":1,"__proto__":{"p":[1,{"q":"[nested deeper than 4 levels]"}]},"a":"s"}');
   assert.equal(Object.getPrototypeOf(clampJsonDepth(value, 4)), Object.prototype);
 });
+
+test('the bound counts every member, an own __proto__ key included, as a recursive walk does', () => {
+  assert.deepEqual(tooDeepPath(JSON.parse('{"__proto__":[[[1]]]}'), 3), ['__proto__', 0, 0]);
+  assert.equal(tooDeepPath(JSON.parse('{"__proto__":[[[1]]]}'), 4), null);
+  // Seeded random values against the plain recursive definition of depth.
+  let seed = 7;
+  const rnd = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const make = (left: number): unknown => {
+    if (left === 0 || rnd() < 0.3) return rnd() < 0.5 ? 1 : 'x';
+    const n = Math.floor(rnd() * 4);
+    const kids = Array.from({ length: n }, () => make(left - 1));
+    return rnd() < 0.5 ? kids : Object.fromEntries(kids.map((k, i) => [`k${i}`, k]));
+  };
+  const depth = (v: unknown): number => (typeof v === 'object' && v !== null ? 1 + Math.max(0, ...Object.values(v).map(depth)) : 0);
+  for (let i = 0; i < 2000; i++) {
+    const v = make(8);
+    const limit = 1 + Math.floor(rnd() * 7);
+    const path = tooDeepPath(v, limit);
+    assert.equal(path === null, depth(v) <= limit, JSON.stringify({ v, limit }));
+    if (path !== null) assert.equal(path.length, limit);
+  }
+});
