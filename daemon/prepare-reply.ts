@@ -93,9 +93,13 @@ const INPUT_END = Buffer.from(']}');
 /** Reads a payload's bytes by hash; undefined when it is gone. */
 export type ImageBytes = (hash: string) => Buffer | undefined;
 
+/** Each image part's JSON as a string: the key its inlined JSON is kept under, per part object. */
+const imageKeys = new WeakMap<object, string>();
+
 /** An image part with its bytes (inlinePart), kept while its payload was there to inline. */
 function inlinedImageJson(part: Extract<OutPart, { type: 'image' }>, bytesOf: ImageBytes): Buffer {
-  const key = partJson(part).toString();
+  let key = imageKeys.get(part);
+  if (key === undefined) imageKeys.set(part, (key = partJson(part).toString()));
   const kept = inlinedImages.find(key);
   if (kept !== undefined) return kept;
   const inlined = inlinePart(part, bytesOf);

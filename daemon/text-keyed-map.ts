@@ -5,10 +5,12 @@
 // and confirmed by comparing the text, a memcmp. Texts that share a probe replace each other:
 // the price of a collision is a miss, never a wrong value.
 
+/** Texts up to this long are their own key: hashing them costs about what building a probe does. */
+const WHOLE_KEY_CHARS = 1024;
 const END_CHARS = 48;
 
 function probe(text: string): string {
-  if (text.length <= 2 * END_CHARS) return text;
+  if (text.length <= WHOLE_KEY_CHARS) return text;
   return `${text.length}:${text.slice(0, END_CHARS)}${text.slice(-END_CHARS)}`;
 }
 

@@ -34,8 +34,8 @@ test('instructions that differ only in the middle are a break, and going back to
   const db = openDb(':memory:');
   try {
     const kernel: Kernel = { session: 's', loadedAt: 0, cache: new KernelCache() };
-    // Same length and the same first and last hundreds of characters: only the text tells them apart.
-    const edge = 'Follow the rules. '.repeat(20);
+    // Same length and the same first and last 720 characters: only the text tells them apart.
+    const edge = 'Follow the rules. '.repeat(40);
     const a = `${edge}use tabs${edge}`;
     const b = `${edge}use tab!${edge}`;
     notePrefix(kernel, db, 1, request(a, 'Reads a file.'));

@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { TextKeyedMap } from '../../daemon/text-keyed-map.ts';
 
-const edge = 'x'.repeat(100);
-/** Same length, same first and last hundred characters: one probe. */
+const edge = 'x'.repeat(600);
+/** Same length, same first and last 600 characters: one probe. */
 const a = `${edge}middle A${edge}`;
 const b = `${edge}middle B${edge}`;
 
