@@ -231,6 +231,16 @@ export class IdleWork {
     return performance.now() - this.host.lastRequestAt();
   }
 
+  /** One merge step of an index (the rows' or the summaries'), its size adapted; whether it merged anything. */
+  private mergeStep(merge: (db: Db, pages: number) => boolean, size: Sizes, started: number, target: number): boolean {
+    const merged = merge(this.db, size.pages);
+    if (merged) {
+      size.pages = adapt(size.pages, performance.now() - started, target, PAGES);
+      this.committedUnsynced();
+    }
+    return merged;
+  }
+
   private runUnit(): void {
     const pace: Pace = this.quietFor() >= LONG_QUIET_MS ? 'long' : 'short';
     const size = this.sizes[pace];
@@ -274,14 +284,9 @@ export class IdleWork {
         return;
       }
       if (this.opts.indexer && this.mergeDue) {
-        const merged = mergeSearchIndex(this.db, size.pages);
         this.done.merge++;
         this.lastWasIndex = false;
-        if (merged) {
-          size.pages = adapt(size.pages, performance.now() - started, target, PAGES);
-          this.committedUnsynced();
-        }
-        this.mergeDue = merged;
+        this.mergeDue = this.mergeStep(mergeSearchIndex, size, started, target);
         return;
       }
       // lcm's summaries once the rows' index has caught up: a search finds rows by it first, and
@@ -299,13 +304,8 @@ export class IdleWork {
         return;
       }
       if (this.opts.indexer && this.summaryMergeDue) {
-        const merged = mergeSummaryIndex(this.db, size.pages);
         this.done.summaryMerge++;
-        this.summaryMergeDue = merged;
-        if (merged) {
-          size.pages = adapt(size.pages, performance.now() - started, target, PAGES);
-          this.committedUnsynced();
-        }
+        this.summaryMergeDue = this.mergeStep(mergeSummaryIndex, size, started, target);
         return;
       }
       // From here on the daemon has been quiet for LONG_QUIET_MS (waitFor).
