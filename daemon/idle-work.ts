@@ -49,7 +49,7 @@ const PACK_ROWS = { min: 16, start: 256, max: 4096 } as const;
 const PACK_BYTES = { min: 16_384, start: 65_536, max: 4_194_304 } as const;
 
 /**
- * Sizes of the next pack unit (rows looked at, bytes deflated), index unit (rows, characters),
+ * Sizes of the next pack unit (rows looked at, bytes compressed), index unit (rows, characters),
  * merge unit and release unit (pages) at one pace.
  */
 interface Sizes {

@@ -1,8 +1,8 @@
 // How a transcript row's body is stored (migration 22). The body is the row's JSON
-// (protocol/rows.ts StoredBody). A large one is kept deflated in `transcript.packed`, with
+// (protocol/rows.ts StoredBody). A large one is kept compressed in `transcript.packed`, with
 // `body` left as the empty string; a small one, or one that would not shrink enough, stays as
 // text in `body` with `packed` NULL. Coding-agent rows are mostly short, but the long ones (file
-// reads, command output) hold most of the bytes and deflate to about a quarter, so this roughly
+// reads, command output) hold most of the bytes and compress to under a third, so this roughly
 // halves the row table (docs/performance.md, "Disk").
 //
 // Every reader that needs the JSON selects `bodySql()`, which inflates in SQLite through
@@ -13,19 +13,35 @@
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 
-const deflateRaw = promisify(zlib.deflateRaw);
+const brotliCompress = promisify(zlib.brotliCompress);
 
 /** Bodies shorter than this (UTF-16 units of the JSON) are stored as text: not worth a zlib call. */
 export const PACK_MIN_CHARS = 2048;
 /** A packed body is kept only when it is at most this fraction of the JSON's UTF-8 bytes. */
 const PACK_MAX_RATIO = 0.75;
 /**
- * The first byte of a packed body names its format, so another codec can be added later without
- * rewriting old rows. 1: raw deflate (RFC 1951) of the JSON's UTF-8 bytes.
+ * The first byte of a packed body names its format; every format ever written stays readable.
+ * 1: raw deflate (RFC 1951) of the JSON's UTF-8 bytes, level 1 (rows packed before stop 28).
+ * 2: Brotli (RFC 7932) of the same bytes, what packBody writes now.
  */
 const FORMAT_DEFLATE_RAW = 1;
-/** Level 1: on coding transcripts it keeps ~0.27 of the bytes where level 6 keeps ~0.24, at half the time. */
-const DEFLATE_LEVEL = 1;
+const FORMAT_BROTLI = 2;
+/**
+ * Brotli at quality 1 with a 256 KiB window. On the bench's coding rows it compresses 1.4-1.8
+ * times as fast as deflate at level 1 (the fastest level, which packing used before), for 3-7%
+ * more bytes (docs/performance.md, "Brotli for packed bodies"): an append pays the compression
+ * of every long row, a reader inflates only the rows it reads. The window is larger than almost
+ * every body, and a smaller one was no faster.
+ */
+function brotliOptions(bytes: number): zlib.BrotliOptions {
+  return {
+    params: {
+      [zlib.constants.BROTLI_PARAM_QUALITY]: 1,
+      [zlib.constants.BROTLI_PARAM_LGWIN]: 18,
+      [zlib.constants.BROTLI_PARAM_SIZE_HINT]: bytes,
+    },
+  };
+}
 
 /** A body as its two columns. */
 export interface PackedBody {
@@ -39,28 +55,28 @@ function worthPacking(json: string): boolean {
   return json.length >= PACK_MIN_CHARS;
 }
 
-/** The columns for a JSON whose deflated bytes are known. */
-function stored(json: string, raw: Buffer, deflated: Buffer): PackedBody {
-  if (deflated.length + 1 > raw.length * PACK_MAX_RATIO) return { body: json, packed: null };
-  const packed = Buffer.allocUnsafe(deflated.length + 1);
-  packed[0] = FORMAT_DEFLATE_RAW;
-  deflated.copy(packed, 1);
+/** The columns for a JSON whose compressed bytes are known. */
+function stored(json: string, raw: Buffer, compressed: Buffer): PackedBody {
+  if (compressed.length + 1 > raw.length * PACK_MAX_RATIO) return { body: json, packed: null };
+  const packed = Buffer.allocUnsafe(compressed.length + 1);
+  packed[0] = FORMAT_BROTLI;
+  compressed.copy(packed, 1);
   return { body: '', packed };
 }
 
-/** The columns that store a body's JSON, deflated here on the calling thread. */
+/** The columns that store a body's JSON, compressed here on the calling thread. */
 export function packBody(json: string): PackedBody {
   if (!worthPacking(json)) return { body: json, packed: null };
   const raw = Buffer.from(json, 'utf8');
-  return stored(json, raw, zlib.deflateRawSync(raw, { level: DEFLATE_LEVEL }));
+  return stored(json, raw, zlib.brotliCompressSync(raw, brotliOptions(raw.length)));
 }
 
 /**
- * Bodies at least this long (UTF-16 units) are deflated on libuv's thread pool by packBodyAsync;
- * shorter ones on the calling thread. Node's asynchronous zlib call goes through a stream and
- * costs ~30 µs more than the synchronous one, a third of a typical packed body's whole cost, but
- * nothing next to a long body's deflate (~0.7 ms at this length on the 2-core machine, ~10 ms a
- * megabyte), which would otherwise hold the event loop.
+ * Bodies at least this long (UTF-16 units) are compressed on libuv's thread pool by
+ * packBodyAsync; shorter ones on the calling thread. Node's asynchronous zlib call goes through a
+ * stream and costs ~30 µs more than the synchronous one, a large part of a typical packed body's
+ * whole cost, but nothing next to a long body's compression (~0.4 ms at this length on the
+ * 2-core machine, ~4 ms a megabyte), which would otherwise hold the event loop.
  */
 export const PACK_OFF_THREAD_CHARS = 64 * 1024;
 
@@ -68,16 +84,18 @@ export const PACK_OFF_THREAD_CHARS = 64 * 1024;
 export async function packBodyAsync(json: string): Promise<PackedBody> {
   if (json.length < PACK_OFF_THREAD_CHARS) return packBody(json);
   const raw = Buffer.from(json, 'utf8');
-  return stored(json, raw, await deflateRaw(raw, { level: DEFLATE_LEVEL }));
+  return stored(json, raw, await brotliCompress(raw, brotliOptions(raw.length)));
 }
 
 /** The JSON a packed body holds; a blob that does not decode fails naming the row. */
 export function unpackBody(seq: number, packed: Uint8Array): string {
-  if (packed[0] !== FORMAT_DEFLATE_RAW) {
-    throw new Error(`transcript row ${seq} is corrupt: packed body has unknown format ${packed[0] ?? '(empty)'}`);
+  const format = packed[0];
+  if (format !== FORMAT_BROTLI && format !== FORMAT_DEFLATE_RAW) {
+    throw new Error(`transcript row ${seq} is corrupt: packed body has unknown format ${format ?? '(empty)'}`);
   }
   try {
-    return zlib.inflateRawSync(packed.subarray(1)).toString('utf8');
+    const bytes = packed.subarray(1);
+    return (format === FORMAT_BROTLI ? zlib.brotliDecompressSync(bytes) : zlib.inflateRawSync(bytes)).toString('utf8');
   } catch (err) {
     throw new Error(`transcript row ${seq} is corrupt: packed body does not inflate (${(err as Error).message})`);
   }

@@ -1,4 +1,4 @@
-// The background packer: stores deflated (storage/row-body.ts) the long row bodies that are
+// The background packer: stores compressed (storage/row-body.ts) the long row bodies that are
 // still text. Appends pack their long rows as they write them (migration 22), so what the packer
 // finds is the history of a file from before migration 22, which it packs a bounded unit at a
 // time in the daemon's idle work (daemon/idle-work.ts) instead of in one long migration.
@@ -8,10 +8,10 @@
 // and the search index's update trigger leaves the rewrite alone. Rows a settle moves keep their
 // columns and stay on the same side of the cursor; the one it adds was packed by its append.
 //
-// Why appends still deflate themselves (docs/performance.md, "Packing in idle time, tried"):
-// packing a row after it was written grows its b-tree cell in place, and the page splits that
-// follow left the row table 0.73 full against 0.87, which cost more disk than the deflate costs
-// time.
+// Why appends still compress their own rows (docs/performance.md, "Packing in idle time,
+// tried"): packing a row after it was written grows its b-tree cell in place, and the page
+// splits that follow left the row table 0.73 full against 0.87, which cost more disk than the
+// compression costs time.
 import { type Db, perDb, withoutFsync } from './db.ts';
 import { PACK_MIN_CHARS, packBody } from './row-body.ts';
 
@@ -39,7 +39,7 @@ const stmts = perDb(prepare);
 
 /**
  * Packs bodies past the cursor, oldest first: looks at up to `maxRows` rows, and stops early
- * once the bodies it deflated reach `maxBytes` together (at least one; deflating costs about
+ * once the bodies it compressed reach `maxBytes` together (at least one; compressing costs about
  * the same per byte, so bytes bound a call's time). Advances the cursor past the rows it looked
  * at, in the same transaction. Returns how many rows it looked at; 0 means caught up.
  *

@@ -1,4 +1,4 @@
-// Large row bodies are stored deflated (storage/row-body.ts, migration 22) as they are appended;
+// Large row bodies are stored compressed (storage/row-body.ts, migration 22) as they are appended;
 // rows still stored as text (a file from before migration 22) are packed in idle time
 // (storage/row-packing.ts, migration 23). packBody and unpackBody on their own, then every way a
 // row is written, packed, moved, copied and read, with rows large enough to be packed: reads,
@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
+import zlib from 'node:zlib';
 import type { StoredBody } from '../../protocol/rows.ts';
 import { loadSources } from '../../storage/conversation.ts';
 import { openDb, type Db } from '../../storage/db.ts';
@@ -75,6 +76,38 @@ test('a long body is deflated off the event loop into the same bytes, and an app
   await appendRows(db, 's', [user(text)]);
   assert.deepEqual(storage(db, sid).map((r) => r.packed), [true]);
   assert.equal(rowsOf(db, 's')[0]!.text, text);
+});
+
+test('new bodies are packed with Brotli; bodies packed with deflate before it read the same everywhere', async (t) => {
+  const json = JSON.stringify({ kind: 'tool_result', call_id: 'c', is_error: false, content: [{ type: 'text', text: output('ok') }] });
+  const { packed } = packBody(json);
+  assert.equal(packed?.[0], 2, 'format 2: Brotli');
+  assert.equal(zlib.brotliDecompressSync(packed.subarray(1)).toString('utf8'), json);
+
+  // A row as a daemon before this format stored it: format 1, raw deflate at level 1.
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  const big = output('OLDPACK');
+  await appendRows(db, 's', [user('build it'), assistant('running', ['c1']), toolResult('c1', big)]);
+  const stored = db.prepare<[], string>('SELECT albedo_unpack(seq, packed) FROM transcript WHERE seq = 3').pluck().get()!;
+  const deflated = Buffer.concat([Buffer.from([1]), zlib.deflateRawSync(Buffer.from(stored, 'utf8'), { level: 1 })]);
+  assert.equal(unpackBody(3, deflated), stored);
+  db.prepare('UPDATE transcript SET packed = ? WHERE seq = 3').run(deflated);
+
+  assert.deepEqual(loadSources(db, [{ session: 's', seq: 3 }])[0]!.body, { kind: 'tool_result', call_id: 'c1', is_error: false, content: [{ type: 'text', text: big }] });
+  assert.equal(rowsOf(db, 's')[2]!.text, big);
+  assert.ok((await readTranscript(db, { session: 's', offset: 0, limit: 100_000 })).text.includes(`#3 tool_result c1\n${big}`));
+  const scanned = await found(db, 's', 'OLDPACK line 199');
+  catchUpSearchIndex(db);
+  assert.deepEqual(await found(db, 's', 'OLDPACK line 199'), scanned);
+  assert.deepEqual(scanned, { total: 1, seqs: [3] });
+  // A retry under the row's key compares with the old bytes' JSON and answers its seq.
+  const keyed = toolResult('c2', output('KEYED'));
+  await appendRows(db, 's', [assistant('again', ['c2']), { ...keyed, key: 'k-old' }]);
+  const keyedSeq = db.prepare<[], number>("SELECT seq FROM transcript WHERE key = 'k-old'").pluck().get()!;
+  const keyedJson = db.prepare<[number], string>('SELECT albedo_unpack(seq, packed) FROM transcript WHERE seq = ?').pluck().get(keyedSeq)!;
+  db.prepare('UPDATE transcript SET packed = ? WHERE seq = ?').run(Buffer.concat([Buffer.from([1]), zlib.deflateRawSync(Buffer.from(keyedJson, 'utf8'))]), keyedSeq);
+  assert.deepEqual((await appendRows(db, 's', [{ ...keyed, key: 'k-old' }])).seqs, [keyedSeq]);
 });
 
 test('a packed body that does not decode fails naming its row', () => {
