@@ -12,7 +12,7 @@ import { openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
 import { startReplayDaemon, type ReplayDaemon } from '../replay/daemon.ts';
 import type { Corpus } from './corpus.ts';
-import { AppendFloor, medianRatio } from './floor.ts';
+import { AppendFloor, medianRatio, SchemaFloor } from './floor.ts';
 import { agentPrompt, MODEL_ID, TAIL_PERCENT, WINDOW_TOKENS } from './prepare.ts';
 import { RowStream } from './rows.ts';
 import { nowMs, stats, type Stats } from './timing.ts';
@@ -96,6 +96,12 @@ export interface FloorComparison {
   /** Median over blocks of (our time / the floor's time) for the same rows. */
   ratio: number;
   /**
+   * In process: the same rows' columns into the daemon's schema with nothing computed
+   * (floor.ts SchemaFloor), timed in the same blocks; its ratio is the median over blocks of its
+   * time over the floor's. Not a verdict: the rest of our ratio is an append's own work.
+   */
+  schema?: { rows_per_s: number; ratio: number };
+  /**
    * CPU time per row while the batches were timed (user + system, all threads): ours (the bench
    * process in process, the daemon over the socket), the floor's, and over the socket the
    * client's. Less noisy than the times on a shared machine; absent where /proc is not readable.
@@ -169,25 +175,31 @@ async function compare<T>(
   ours: Side<T>,
   floor: AppendFloor,
   stream: RowStream,
-  opts: { path: FloorComparison['path']; batch: number; prefill: number; blocks: number; perBlock: number },
+  opts: { path: FloorComparison['path']; batch: number; prefill: number; blocks: number; perBlock: number; schema?: SchemaFloor },
 ): Promise<FloorComparison> {
+  const { schema } = opts;
   for (let done = 0; done < opts.prefill; done += 1000) {
     const rows = stream.take(1000);
     await ours.append(ours.encode(rows));
     floor.append(AppendFloor.flatten(rows));
+    schema?.append(schema.flatten(rows));
   }
   const pairs: Array<{ ours: number; floor: number }> = [];
+  const schemaPairs: Array<{ ours: number; floor: number }> = [];
   let oursMs = 0;
   let floorMs = 0;
+  let schemaMs = 0;
   // CPU of our side's process, the floor's (this process) and, when ours runs elsewhere, the client's (this process).
   const cpu = { ours: 0, floor: 0, client: 0, readable: true };
   const remote = opts.path === 'socket';
   for (let b = 0; b < opts.blocks; b++) {
     const batches = Array.from({ length: opts.perBlock }, () => stream.take(opts.batch));
     const flat = batches.map((x) => AppendFloor.flatten(x));
+    const schemaFlat = schema === undefined ? [] : batches.map((x) => schema.flatten(x));
     const sent = batches.map((x) => ours.encode(x));
     let o = 0;
     let f = 0;
+    let sf = 0;
     const runOurs = async (): Promise<void> => {
       const c0 = ours.cpuMs();
       const k0 = ownCpuMs();
@@ -209,6 +221,11 @@ async function compare<T>(
       runFloor();
       await runOurs();
     }
+    if (schema !== undefined) {
+      for (const x of schemaFlat) sf += schema.append(x);
+      schemaPairs.push({ ours: sf, floor: f });
+      schemaMs += sf;
+    }
     pairs.push({ ours: o, floor: f });
     oursMs += o;
     floorMs += f;
@@ -223,6 +240,7 @@ async function compare<T>(
     ours_rows_per_s: rows / (oursMs / 1000),
     floor_rows_per_s: rows / (floorMs / 1000),
     ratio: medianRatio(pairs),
+    ...(schema === undefined ? {} : { schema: { rows_per_s: rows / (schemaMs / 1000), ratio: medianRatio(schemaPairs) } }),
     ...(cpu.readable
       ? { cpu_us_per_row: { ours: perRow(cpu.ours), floor: perRow(cpu.floor), ...(remote ? { client: perRow(cpu.client) } : {}) } }
       : {}),
@@ -271,6 +289,7 @@ export async function benchAppendFloor(tmp: string, corpus: Corpus, opts: { quic
     const dir = fs.mkdtempSync(path.join(tmp, `floor-${p.batch}-`));
     const db = openDb(path.join(dir, 'albedo.db'), { synchronous: 'FULL' });
     const floor = new AppendFloor(dir);
+    const schema = new SchemaFloor(dir);
     try {
       openSession(db, { session: 'a', workspace: '/w' });
       const ours: Side<RowIn[]> = {
@@ -282,10 +301,12 @@ export async function benchAppendFloor(tmp: string, corpus: Corpus, opts: { quic
           return nowMs() - t0;
         },
       };
-      const r = await compare(ours, floor, new RowStream(corpus, { keyPrefix: 'k' }), { path: 'in-process', prefill, ...p });
-      log(`  append in process, batches of ${p.batch}: ${Math.round(r.ours_rows_per_s)} rows/s vs floor ${Math.round(r.floor_rows_per_s)} (${r.ratio.toFixed(2)}x)${cpuNote(r)}`);
+      const r = await compare(ours, floor, new RowStream(corpus, { keyPrefix: 'k' }), { path: 'in-process', prefill, schema, ...p });
+      const s = r.schema === undefined ? '' : `; the same columns into our schema, nothing computed: ${Math.round(r.schema.rows_per_s)} (${r.schema.ratio.toFixed(2)}x)`;
+      log(`  append in process, batches of ${p.batch}: ${Math.round(r.ours_rows_per_s)} rows/s vs floor ${Math.round(r.floor_rows_per_s)} (${r.ratio.toFixed(2)}x)${cpuNote(r)}${s}`);
       out.push(r);
     } finally {
+      schema.close();
       floor.close();
       db.close();
       fs.rmSync(dir, { recursive: true, force: true });

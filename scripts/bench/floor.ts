@@ -11,6 +11,9 @@
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { RowIn } from '../../protocol/rows.ts';
+import { type Db, openDb } from '../../storage/db.ts';
+import { packBody } from '../../storage/row-body.ts';
+import { openSession } from '../../storage/sessions.ts';
 import { nowMs } from './timing.ts';
 
 interface FlatRow {
@@ -61,4 +64,58 @@ export function medianRatio(pairs: ReadonlyArray<{ ours: number; floor: number }
   const r = pairs.map((p) => p.ours / p.floor).sort((a, b) => a - b);
   const mid = Math.floor(r.length / 2);
   return r.length % 2 === 1 ? r[mid]! : (r[mid - 1]! + r[mid]!) / 2;
+}
+
+type SchemaRow = [number, string, string, string | null, string | null, string, Buffer | null, null, number, number];
+
+/**
+ * The SQLite part of an append, alone: the same rows' columns as the daemon stores them (each
+ * row's JSON packed as storage/row-body.ts packs it, a grapheme count, row class and call id),
+ * all made before the timing, inserted into the transcript table of a file opened by the
+ * daemon's openDb (its indexes and triggers), with the same durability and one transaction per
+ * batch. No JSON building, no compression, no grapheme counting, no key lookups, tool-call
+ * records or settling. Not a verdict: against the floor it says how much of our gap is the
+ * schema's and, by difference, how much is the work an append does in JavaScript.
+ */
+export class SchemaFloor {
+  private readonly db: Db;
+  private readonly write: (rows: readonly SchemaRow[]) => void;
+  private readonly sid: number;
+
+  constructor(dir: string) {
+    this.db = openDb(path.join(dir, 'schema-floor.db'), { synchronous: 'FULL' });
+    this.sid = openSession(this.db, { session: 'floor', workspace: '/w' }).sid;
+    // The daemon's own insert (storage/transcript.ts, insertRow).
+    const insert = this.db.prepare<SchemaRow>(
+      `INSERT INTO transcript (sid, kind, row_class, key, call_id, body, packed, legacy_text, created_at, graphemes)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.write = this.db.transaction((rows: readonly SchemaRow[]) => {
+      for (const r of rows) insert.run(...r);
+    });
+  }
+
+  /** A batch's columns, made before timing. */
+  flatten(rows: readonly RowIn[]): SchemaRow[] {
+    const now = Date.now();
+    return rows.map((r) => {
+      const json = JSON.stringify(r);
+      const { body, packed } = packBody(json);
+      let chars = 0;
+      for (const p of r.content) if (p.type === 'text') chars += p.text.length;
+      const rowClass = r.kind === 'user' ? 'user' : 'other';
+      return [this.sid, r.kind, rowClass, r.key ?? null, r.kind === 'tool_result' ? r.call_id : null, body, packed, null, now, chars];
+    });
+  }
+
+  /** Stores one batch in one transaction; returns the milliseconds it took. */
+  append(rows: readonly SchemaRow[]): number {
+    const t0 = nowMs();
+    this.write(rows);
+    return nowMs() - t0;
+  }
+
+  close(): void {
+    this.db.close();
+  }
 }
