@@ -30,7 +30,7 @@ export function tempDbWithPath(t: TestContext): { db: Db; path: string } {
 
 /**
  * User text that makes a row of about one 4 KiB page, stored as it is rather than packed
- * (storage/row-body.ts): printable characters in a fixed pseudo-random order, which deflate
+ * (storage/row-body.ts): printable characters in a fixed pseudo-random order, which compression
  * does not shrink enough to keep. Tests that count pages use it.
  */
 export const PAGE_OF_TEXT = (() => {

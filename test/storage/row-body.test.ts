@@ -62,7 +62,7 @@ test('a large body is packed and reads back byte for byte; a small or incompress
   assert.equal(unpackBody(1, packed.packed!), german);
 });
 
-test('a long body is deflated off the event loop into the same bytes, and an append of one stores it packed', async (t) => {
+test('a long body is compressed off the event loop into the same bytes, and an append of one stores it packed', async (t) => {
   const long = JSON.stringify({ text: output('LONG', Math.ceil(PACK_OFF_THREAD_CHARS / 40) + 10) });
   assert.ok(long.length >= PACK_OFF_THREAD_CHARS);
   const off = await packBodyAsync(long);
