@@ -14,9 +14,10 @@ import type { ModelEntry } from './catalog/models.ts';
 import type { CompactOptions, CompactOutcome, DryRun, FoldPlugin, Layer, LayerView, Projection, Strategy, StrategyInput } from './contract.ts';
 import { imageTokens, inputsTokens, pinnedTokens, textTokens } from './estimate.ts';
 import { forgetPassedRows, historyRows } from './harness/history-rows.ts';
+import { projectTail } from './harness/row-memo.ts';
 import { cacheSlot, type KernelCache } from './harness/kernel-cache.ts';
 import { calibrated, isDue, overWindow, resolveWindow, toolOutputCap, validateWindow, type WindowSettings } from './harness/window.ts';
-import { forModel, type ProjectionTarget } from './projection.ts';
+import type { ProjectionTarget } from './projection.ts';
 import type { Summarizer, SummaryRequest } from './summarizer/types.ts';
 
 /** Consecutive failed automatic compactions after which automatic tries stop. */
@@ -139,9 +140,11 @@ function frame(setup: EngineSetup, args: PrepareArgs, context = setup.pinnedCont
 /** Without a strategy every row goes out as it is. */
 function uncompacted(input: StrategyInput): Projection {
   const rows = historyRows(input, 1);
-  const inputs = forModel(rows, input.target);
-  const estimate = input.pinnedTokens + inputsTokens(inputs);
-  const sections: Section[] = rows.length === 0 ? [] : [{ name: 'history', source: `rows #${rows[0]!.seq}-#${rows[rows.length - 1]!.seq} (no compaction strategy installed)`, estimated_tokens: inputsTokens(inputs) }];
+  // The whole history is a verbatim tail: projected once and extended by later requests, as a
+  // strategy's tail is, instead of projected and sized whole on every request.
+  const { inputs, tokens } = projectTail(input, rows);
+  const estimate = input.pinnedTokens + tokens;
+  const sections: Section[] = rows.length === 0 ? [] : [{ name: 'history', source: `rows #${rows[0]!.seq}-#${rows[rows.length - 1]!.seq} (no compaction strategy installed)`, estimated_tokens: tokens }];
   return { inputs, sections, estimate, due: isDue(estimate, input.window), notes: [] };
 }
 

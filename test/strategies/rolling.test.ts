@@ -390,4 +390,22 @@ describe('rolling', () => {
     assert.equal(out.inputs.length, 40 * 4);
     assert.ok(inputsTokens(out.inputs) > 8000);
   });
+
+  test('with no strategy, a kernel extends the history it projected; its requests equal a fresh kernel\'s', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 10);
+    const setup = setupFor({ window: 200_000, strategy: null });
+    const cache = new KernelCache();
+    const first = await prepareRequest(setup, argsFor(db, 's', { cache }));
+    for (let round = 0; round < 3; round++) {
+      await appendRows(db, 's', [user(`next ${round}`), assistant(`answer ${round}`, [`call-${round}`]), toolResult(`call-${round}`, `result ${round}`)]);
+      const warm = await prepareRequest(setup, argsFor(db, 's', { cache }));
+      const fresh = await prepareRequest(setup, argsFor(db, 's'));
+      assert.deepEqual(warm.inputs, fresh.inputs);
+      assert.equal(warm.observation.estimated_input_tokens, fresh.observation.estimated_input_tokens);
+      assert.equal(warm.inputs.length, first.inputs.length + 3 * (round + 1));
+      // Projected once: the rows the first request carried are the same objects in this one.
+      assert.ok(first.inputs.every((input, i) => warm.inputs[i] === input), 'the earlier rows were not projected again');
+    }
+  });
 });
