@@ -70,7 +70,8 @@ type SchemaRow = [number, string, string, string | null, string | null, string, 
 
 /**
  * The SQLite part of an append, alone: the same rows' columns as the daemon stores them (each
- * row's JSON packed as storage/row-body.ts packs it, a grapheme count, row class and call id),
+ * row's JSON packed as storage/row-body.ts packs it, a grapheme count (its text's length stands
+ * in: only the column's size matters here), row class and call id),
  * all made before the timing, inserted into the transcript table of a file opened by the
  * daemon's openDb (its indexes and triggers), with the same durability and one transaction per
  * batch. No JSON building, no compression, no grapheme counting, no key lookups, tool-call
