@@ -80,7 +80,7 @@ export function packBody(json: string): PackedBody {
  */
 export const PACK_OFF_THREAD_CHARS = 64 * 1024;
 
-/** packBody, with long bodies deflated off the event loop (see PACK_OFF_THREAD_CHARS). */
+/** packBody, with long bodies compressed off the event loop (see PACK_OFF_THREAD_CHARS). */
 export async function packBodyAsync(json: string): Promise<PackedBody> {
   if (json.length < PACK_OFF_THREAD_CHARS) return packBody(json);
   const raw = Buffer.from(json, 'utf8');
