@@ -37,9 +37,15 @@ function readFrom(input: StrategyInput, located: LocatedCut): LocatedCut {
   return start === located.openerSeq ? located : { ...located, openerSeq: start, resumeSeq: start, withinUnit: false, notes: [] };
 }
 
-/** `prior` over the verbatim rows after a reader's located cut, decoding only what no fold covers. */
+/**
+ * `prior` over the verbatim rows after a reader's located cut, decoding only what no fold covers.
+ * The reader's own state ends at its opener for a cut between units, but past the exchanges it
+ * evicted for a cut inside a unit: a fold that ends among those exchanges is already in the
+ * reader's summary and must not come back beside it.
+ */
 export function priorTail(input: StrategyInput, located: LocatedCut): Prior {
-  return prior(input, tailRows(input, readFrom(input, located)), located.openerSeq);
+  const fromSeq = located.withinUnit ? located.resumeSeq : located.openerSeq;
+  return prior(input, tailRows(input, readFrom(input, located)), fromSeq);
 }
 
 /** Fills, in slices, the row cache `priorTail` reads (see history-rows.ts `warmTailRows`); undefined when it is filled. */

@@ -8,6 +8,7 @@ import type { Db } from '../../storage/db.ts';
 import { childNodes, frontierNodes, lcmNode, loadLcmState, parentNode, writeTreePass, type LcmNode } from '../../storage/lcm-tree.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendRows, forkSession, forkMap } from '../../storage/transcript.ts';
+import { loadRollingState } from '../../storage/rolling-state.ts';
 import { readTranscript } from '../../storage/transcript-read.ts';
 import { lcm } from '../../strategies/lcm/lcm.ts';
 import { lcmMemory } from '../../strategies/lcm/memory.ts';
@@ -357,5 +358,41 @@ describe('lcm', () => {
     const lcmCalls = summarizer.calls.filter((c) => c.purpose === 'lcm');
     assert.ok(lcmCalls.every((c) => !/rolling summary #/.test(c.prompt)), 'lcm never summarizes the rolling summary');
     assert.ok(loadLcmState(db, sid)!.coveredSeq > covered);
+  });
+
+  test('lcm -> rolling with a cut inside the unit: nodes within the exchanges rolling summarized are folded once, then gone', async (t) => {
+    const db = tempDb(t);
+    openSession(db, { session: 's' });
+    const step = (i: number) => [assistant(`step ${i}: editing src/m${i}.ts`, [`c${i}`]), toolResult(`c${i}`, `ok ${'output '.repeat(60)}`)];
+    const rows = [user('one long autonomous task: migrate every module')];
+    for (let i = 0; i < 60; i++) rows.push(...step(i));
+    await appendRows(db, 's', rows);
+    const summarizer = new RecordingSummarizer();
+    summarizer.answer = (req, n) => `${req.purpose} summary #${n}`;
+    await prepareRequest(setupFor({ window: 8000, summarizer, strategy: lcm }), argsFor(db, 's'));
+    const sid = sidOf(db, 's');
+    const covered = loadLcmState(db, sid)!.coveredSeq;
+    assert.ok(covered > 1, 'lcm covered exchanges of the one unit');
+    const viaRolling = setupFor({ window: 8000, summarizer, strategy: rolling, folds: [lcmMemory] });
+    const rollingPrompts = () => summarizer.calls.filter((c) => c.purpose === 'rolling').map((c) => c.prompt);
+    await prepareRequest(viaRolling, argsFor(db, 's', { force: true }));
+    assert.ok(rollingPrompts().some((p) => p.includes('[stored summary from lcm-memory')), 'the first rolling compaction reads the nodes');
+    // The situation of the issue: rolling's cut lies inside the unit, past every row lcm covered.
+    const saved = loadRollingState(db, sid);
+    assert.ok(saved !== undefined && 'hints' in saved);
+    assert.ok(saved.hints.resumeSeq > covered && saved.hints.openerSeq === 1, JSON.stringify(saved.hints));
+    const after = inspectRequest(viaRolling, argsFor(db, 's'));
+    assert.equal(after.sections.find((s) => s.name === 'folds'), undefined, after.sections.map((s) => `${s.name}: ${s.source}`).join('; '));
+    // The unit goes on; the next compaction summarizes the new exchanges, never the nodes again.
+    const more = [];
+    for (let i = 60; i < 70; i++) more.push(...step(i));
+    await appendRows(db, 's', more);
+    const before = rollingPrompts().length;
+    const r = await prepareRequest(viaRolling, argsFor(db, 's', { force: true }));
+    assert.equal(r.compacted, true);
+    const later = rollingPrompts().slice(before);
+    assert.ok(later.length > 0);
+    assert.ok(later.every((p) => !p.includes('[stored summary from lcm-memory')), 'the nodes are not summarized a second time');
+    assert.ok(r.inputs.every((i) => i.content.every((p) => p.type !== 'text' || !p.text.includes('lcm summary #'))), 'no request carries the nodes beside the summary');
   });
 });
