@@ -18,7 +18,7 @@ import { cacheSlot } from './kernel-cache.ts';
 import { projectTail, rowMemo, warmTail } from './row-memo.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from './summarizer-prompt.ts';
 import { summaryChunks } from './summary-text.ts';
-import { evictionChunkTokens } from './units.ts';
+import { chunkUnits, evictionChunkTokens } from './units.ts';
 import { isDue, overWindow, roomUnderTrigger, roomUnderWindow, tailBudget } from './window.ts';
 import { tokenCounterSteps } from '../projection.ts';
 import { locateItemCut, resolveState } from './running-summary-state.ts';
@@ -279,16 +279,24 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
 
 /**
  * What the summarizer reads, call by call: stored folds first (the oldest part of the eviction,
- * as the text they already are), then the evicted rows chunk by chunk. A summary written again
- * shorter, with nothing newly evicted, is one call over no transcript.
+ * as the text they already are), then the evicted rows. Both go in chunks under the same limit;
+ * a fold is sized as the request showed it and never split, so one larger than the limit is a
+ * call of its own. (A snapcompact archive read back as text is many pages, often more than the
+ * window.) A summary written again shorter, with nothing newly evicted, is one call over no
+ * transcript.
  */
 async function* evictionTranscripts(folds: readonly Fold[], evicted: readonly StoredRow[], tokens: (row: StoredRow) => number, basis: number): AsyncGenerator<string> {
+  const limit = evictionChunkTokens(basis);
   let calls = 0;
-  if (folds.length > 0) {
+  const foldUnits = folds.map((f) => {
+    const text = foldText(f);
+    return { items: [text], tokens: PER_INPUT_TOKENS + textTokens(text) };
+  });
+  for (const chunk of chunkUnits(foldUnits, limit)) {
     calls++;
-    yield folds.map(foldText).join('\n\n');
+    yield chunk.map((u) => u.items[0]!).join('\n\n');
   }
-  for await (const chunk of summaryChunks(evicted, tokens, evictionChunkTokens(basis))) {
+  for await (const chunk of summaryChunks(evicted, tokens, limit)) {
     calls++;
     yield chunk;
   }

@@ -1,7 +1,8 @@
 // snapcompact over the real socket: a long session on a vision model goes out as frames then
 // tail with no summarizer call, frames are served by payload.get (and inline on request), a
 // text-only model gets the running-summary text compaction and the frames come back unchanged,
-// and frames unused for 30 days are pruned at start-up.
+// frames unused for 30 days are pruned at start-up, and after a switch to rolling the archive
+// is summarized in chunks.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,6 +13,9 @@ import type { AlbedoClient } from '../../protocol/client.ts';
 import type { ParamsIn, Result } from '../../protocol/methods.ts';
 import { runCli } from '../../cli/program.ts';
 import { SHAPES } from '../../render/index.ts';
+import { textTokens } from '../../strategies/estimate.ts';
+import { evictionChunkTokens } from '../../strategies/harness/units.ts';
+import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
 import { assertCallsPaired } from '../strategies/engine-fixtures.ts';
 import { readFrame } from '../render/read-frame.ts';
 import { startDaemon, tempHome, type DaemonHandle } from './harness.ts';
@@ -37,7 +41,15 @@ describe('snapcompact over the socket', () => {
   let d: DaemonHandle;
   let client: AlbedoClient;
   let summarizeCalls = 0;
-  const connect = () => d.connect({ summarize: async () => ((summarizeCalls += 1), { text: 'the earlier steps were done' }) });
+  const prompts: Array<{ purpose: string; prompt: string }> = [];
+  const connect = () =>
+    d.connect({
+      summarize: async (params) => {
+        summarizeCalls += 1;
+        prompts.push({ purpose: params.purpose, prompt: params.prompt });
+        return { text: 'the earlier steps were done' };
+      },
+    });
 
   before(async () => {
     const home = tempHome();
@@ -104,6 +116,30 @@ describe('snapcompact over the socket', () => {
     assert.ok(ctx.text.length > 0);
     const vision = await prepare('v', 'claude-sonnet-4-5');
     assert.deepEqual(frames(vision).map((f) => f.hash).slice(0, 1), before.slice(0, 1), 'the first frame is the same image');
+  });
+
+  test('after three snapcompact compactions, extensions.select rolling summarizes the archive in chunks of at most half the window', async () => {
+    const session = 'to-rolling';
+    await client.call('session.open', { session });
+    let compactions = 0;
+    for (let i = 0; compactions < 3 && i < 400; i++) {
+      await client.call('transcript.append', { session, rows: turn(i) });
+      if ((await prepare(session, 'claude-sonnet-4-5')).compacted) compactions += 1;
+    }
+    assert.equal(compactions, 3);
+    await client.call('extensions.select', { session, enable: ['rolling'] });
+    const before = prompts.length;
+    const p = await prepare(session, 'claude-sonnet-4-5');
+    assert.equal(p.observation.strategy, 'rolling');
+    assert.equal(p.compacted, true);
+    assert.ok(p.observation.estimated_input_tokens <= WINDOW, `${p.observation.estimated_input_tokens} tokens`);
+    const calls = prompts.slice(before).filter((c) => c.purpose === 'rolling');
+    assert.ok(calls.length > 1, `${calls.length} rolling call(s)`);
+    assert.ok(calls.some((c) => c.prompt.includes('snapcompact archive page 1 of')), 'the archive reached the summarizer');
+    for (const [i, c] of calls.entries()) {
+      const tokens = textTokens(parseSummaryPrompt(c.prompt).transcript);
+      assert.ok(tokens <= evictionChunkTokens(WINDOW), `call ${i}: ~${tokens} tokens of transcript`);
+    }
   });
 
   test('albedo frames writes what the next request shows; albedo render draws any text locally', async () => {

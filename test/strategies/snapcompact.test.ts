@@ -14,8 +14,11 @@ import { loadArchive, type ArchiveState } from '../../storage/snapcompact-state.
 import { appendRows } from '../../storage/transcript.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 import { inspectRequest, prepareRequest, type EngineSetup } from '../../strategies/prepare.ts';
+import { textTokens } from '../../strategies/estimate.ts';
+import { evictionChunkTokens } from '../../strategies/harness/units.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
-import { snapcompactMemory } from '../../strategies/snapcompact/memory.ts';
+import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
+import { archivePages, snapcompactMemory } from '../../strategies/snapcompact/memory.ts';
 import { chooseFrames, snapcompact } from '../../strategies/snapcompact/snapcompact.ts';
 import type { ModelEntry } from '../../strategies/catalog/models.ts';
 import { tempDb } from '../storage/factories.ts';
@@ -203,5 +206,36 @@ describe('snapcompact', () => {
     pages.forEach((p, k) => assert.match(p, new RegExp(`snapcompact archive page ${k + 1} of ${pages.length};`)));
     const joined = pages.map((p) => p.slice(p.indexOf(']\n', p.indexOf('archive page')) + 2)).join('\n');
     assert.equal(joined, archive.text);
+  });
+
+  test('after a switch to rolling an archive larger than the window is summarized in chunks of at most half the window', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 20);
+    const window = 30_000;
+    const vision = withModel(setupFor({ window, strategy: snapcompact }), model('claude-test', 'anthropic', ['text', 'image']));
+    let compactions = 0;
+    for (let i = 20; compactions < 3 && i < 400; i++) {
+      await appendRows(db, 's', turn(i));
+      if ((await prepareRequest(vision, argsFor(db, 's'))).compacted) compactions += 1;
+    }
+    assert.equal(compactions, 3);
+    const archive = archiveOf(db, sidOf(db, 's'));
+    const pages = archivePages(archive.text, archive.marks);
+    const pagesTokens = pages.reduce((n, p) => n + textTokens(p.text), 0);
+    assert.ok(pagesTokens > window, `the archive as text (~${pagesTokens} tokens) is more than the window`);
+    const summarizer = new RecordingSummarizer();
+    const out = await prepareRequest(setupFor({ window, strategy: rolling, folds: [snapcompactMemory], summarizer }), argsFor(db, 's'));
+    assert.equal(out.compacted, true);
+    assert.ok(out.observation.estimated_input_tokens <= window, `${out.observation.estimated_input_tokens} tokens`);
+    const transcripts = summarizer.calls.map((c) => parseSummaryPrompt(c.prompt).transcript);
+    assert.ok(transcripts.length > 1, `${transcripts.length} call(s)`);
+    for (const [i, tr] of transcripts.entries()) {
+      assert.ok(textTokens(tr) <= evictionChunkTokens(window), `call ${i}: ~${textTokens(tr)} tokens over the ${evictionChunkTokens(window)}-token chunk limit`);
+    }
+    // Every page reaches the summarizer, in order, with the summary carried from call to call.
+    const where = pages.map((p) => transcripts.findIndex((tr) => tr.includes(p.text)));
+    assert.ok(where.every((k) => k >= 0), 'every page is summarized');
+    assert.deepEqual([...where].sort((a, b) => a - b), where);
+    summarizer.calls.slice(1).forEach((c, i) => assert.equal(parseSummaryPrompt(c.prompt).previousSummary, `summary #${i + 1}`));
   });
 });
