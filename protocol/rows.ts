@@ -127,6 +127,11 @@ export const CapabilitiesChangedNotice = z.strictObject({
   notice: z.literal('capabilities_changed'),
   /** The extension context the model should now know of. */
   context: z.string(),
+  /**
+   * The client's instructions the model should now know of, when they differ from the ones its
+   * pinned system prompt carries (a restart found them changed); absent otherwise.
+   */
+  instructions: z.string().optional(),
 });
 export const ExcursionNotice = z.strictObject({
   notice: z.literal('excursion'),

@@ -56,7 +56,7 @@ export function rowText(body: StoredBody): string {
     case 'notice': {
       const n = body.body;
       if (n.notice === 'image_fit') out.push(`image ${n.from_hash.slice(0, 8)} fitted to ${n.to.width}x${n.to.height}: ${n.reason}`);
-      else if (n.notice === 'capabilities_changed') out.push(`capabilities changed\n${n.context}`);
+      else if (n.notice === 'capabilities_changed') out.push(n.instructions === undefined ? `capabilities changed\n${n.context}` : `capabilities changed\n${n.instructions}\n${n.context}`);
       else if (n.notice === 'excursion') out.push(`excursion started on branch ${n.branch}`);
       else out.push(`excursion on branch ${n.branch} returned\n${n.outcome}`);
       break;

@@ -328,7 +328,7 @@ export function rowInputs(row: StoredRow, target: ProjectionTarget): PlainInput[
       const n = body.body;
       // Image fits only change earlier rows' images; they are not model input themselves.
       if (n.notice === 'image_fit') return [];
-      if (n.notice === 'capabilities_changed') return [{ role: 'user', content: [{ type: 'text', text: capabilitiesNote(n.context) }] }];
+      if (n.notice === 'capabilities_changed') return [{ role: 'user', content: [{ type: 'text', text: capabilitiesNote(n.context, n.instructions) }] }];
       if (n.notice === 'excursion') return [{ role: 'user', content: [{ type: 'text', text: `[excursion started on branch ${n.branch}]` }] }];
       return [{ role: 'user', content: [{ type: 'text', text: `[excursion on branch ${n.branch} returned]\n${n.outcome}` }] }];
     }
@@ -337,10 +337,16 @@ export function rowInputs(row: StoredRow, target: ProjectionTarget): PlainInput[
 
 /**
  * A reload's notice as the model reads it. Until the next compaction the system prompt still
- * describes the extensions as they were, so the note says that it replaces that part.
+ * describes the extensions as they were, so the note says that it replaces that part; a notice
+ * that carries instructions (the client's changed while the old prompt stays) replaces those too.
  */
-export function capabilitiesNote(context: string): string {
-  return `[capabilities changed: the context-management part of the system prompt is out of date; from now on it reads]\n${context === '' ? '(no context-management extensions are active)' : context}`;
+export function capabilitiesNote(context: string, instructions?: string): string {
+  const block = context === '' ? '(no context-management extensions are active)' : context;
+  if (instructions === undefined) return `[capabilities changed: the context-management part of the system prompt is out of date; from now on it reads]\n${block}`;
+  return (
+    `[capabilities changed: the system prompt is out of date; from now on its instructions read]\n${instructions === '' ? '(no instructions)' : instructions}\n` +
+    `[and its context-management part reads]\n${block}`
+  );
 }
 
 /**
