@@ -55,7 +55,8 @@ function notesText(inputs: readonly PlainInput[], observation: Observation): str
 const DIGESTS_KEPT = 16;
 const digests = new TextKeyedMap<string>();
 
-function digest(text: string): string {
+/** A digest of `text` (sha256, base64url), found again without hashing while it stays recent. */
+export function digest(text: string): string {
   let d = digests.get(text);
   if (d !== undefined) return d;
   d = createHash('sha256').update(text).digest('base64url');

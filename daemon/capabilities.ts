@@ -1,87 +1,137 @@
-// What the model of each live session last learned about its extensions, and the step a
-// reload adds: a session whose extension context changed gets one `capabilities changed`
-// notice, and its system prompt stays the one the model already has (so the provider's cached
-// prefix survives) until its next compaction rebuilds it. Kept per kernel and, for restarts and
-// unloads, in the session row (known_context, known_tools): a kernel that adopts the session
-// compares the current prompt with the one the model last saw (`adoptKnown`).
-import { createHash } from 'node:crypto';
+// What the model of each live session last learned of its system prompt, and the notices that
+// keep it right: a reload that changes a session's extension context, or a restart that finds
+// the context or the client's instructions changed, adds one `capabilities changed` notice, and
+// the system prompt stays the one the model already has (so the provider's cached prefix
+// survives) until the next compaction rebuilds it. Kept per kernel and, for restarts and
+// unloads, in the session row (known_instructions, known_context, known_tools, known_told*).
 import type { Db } from '../storage/db.ts';
-import { knownPrompt, saveKnownPrompt, saveKnownTold } from '../storage/engine-log.ts';
+import { knownPrompt, saveKnownPrompt, saveKnownTold, type KnownPrompt, type PromptParts } from '../storage/engine-log.ts';
 import { findSession } from '../storage/sessions.ts';
 import { appendNotice } from '../storage/transcript.ts';
+import type { ToolSpec } from '../protocol/prepared.ts';
 import { cacheSlot } from '../strategies/harness/kernel-cache.ts';
-import type { EngineSetup, Prepared } from '../strategies/prepare.ts';
+import { requestTools, type EngineSetup, type Prepared } from '../strategies/prepare.ts';
+import { digest } from './cache-breaks.ts';
 import type { ConfigSnapshot } from './config.ts';
-import { enabledMemoryTools } from '../strategies/extensions/tools.ts';
+import { enabledMemoryTools, toolSpec } from '../strategies/extensions/tools.ts';
 import { extensionContext, resolveExtensions } from './engine.ts';
 import type { Kernel, SessionKernels } from './kernels.ts';
 import type { Logger } from './logger.ts';
 
 interface Known {
-  /** The extension context the last prepared system prompt carried. */
-  system: string;
-  /** Names of the extension tools that request carried. */
-  tools: string[];
-  /** The extension context the model last learned of: `system`, or a later notice's. */
-  told: string;
+  /** The parts of the system prompt the last prepared request carried. */
+  system: PromptParts;
+  /** A digest of every tool that request carried (`toolsDigest`). */
+  tools: string;
+  /** What the model last learned of: `system`'s parts, or a later notice's. */
+  told: PromptParts;
+}
+
+/** What the client sends of a request's prompt. */
+export interface ClientPrompt {
+  instructions: string;
+  tools: readonly ToolSpec[];
 }
 
 const KNOWN = cacheSlot<Known>('capabilities.known');
 
-function toolNames(setup: Pick<EngineSetup, 'extensionTools'>): string[] {
-  return setup.extensionTools.map((t) => t.name);
+function same(a: PromptParts, b: PromptParts): boolean {
+  return a.instructions === b.instructions && a.context === b.context;
+}
+
+function toolsDigest(tools: readonly ToolSpec[]): string {
+  return digest(JSON.stringify(tools));
 }
 
 /**
- * The extension context this request keeps in its system prompt instead of the current one,
- * or undefined to send the current one. A pin holds only while a notice told the model of
- * exactly what is enabled now and the extension tools are the same: any other change (an
- * /extensions choice since, a different tool set) misses the cache anyway.
+ * The system prompt's parts this request keeps instead of the current ones, or undefined to
+ * send the current ones. A pin holds only while a notice told the model of exactly what the
+ * prompt would say now and the request's tools are the same: any other change (an /extensions
+ * choice since, changed instructions the model was not told of, a different tool set) misses
+ * the cache anyway.
  */
-export function pinnedContext(kernel: Kernel, setup: EngineSetup): string | undefined {
+export function pinnedPrompt(kernel: Kernel, setup: EngineSetup, request: ClientPrompt): PromptParts | undefined {
   const k = kernel.cache.get(KNOWN);
-  if (k === undefined || k.told === k.system || k.told !== setup.extensionContext) return undefined;
-  const tools = toolNames(setup);
-  return tools.length === k.tools.length && tools.every((t, i) => t === k.tools[i]) ? k.system : undefined;
+  if (k === undefined) return undefined;
+  const current = { instructions: request.instructions, context: setup.extensionContext };
+  if (same(k.system, current) || !same(k.told, current)) return undefined;
+  return k.tools === toolsDigest(requestTools(request.tools, setup.extensionTools)) ? k.system : undefined;
 }
 
-function toolsHash(names: readonly string[]): string {
-  return createHash('sha256').update(JSON.stringify(names)).digest('hex');
+/** Records what a request sent to the model: its system prompt's parts and tools. */
+export function noteSent(db: Db, sid: number, kernel: Kernel, setup: EngineSetup, request: Pick<ClientPrompt, 'instructions'>, prepared: Prepared): void {
+  const system = { instructions: prepared.instructions, context: prepared.extensionContext };
+  const tools = toolsDigest(prepared.tools);
+  kernel.cache.set(KNOWN, { system, tools, told: { instructions: request.instructions, context: setup.extensionContext } });
+  saveKnownPrompt(db, sid, system, tools);
 }
 
-/** Records what a request sent to the model: its system prompt's extension context and tools. */
-export function noteSent(db: Db, sid: number, kernel: Kernel, setup: EngineSetup, prepared: Prepared): void {
-  const tools = toolNames(setup);
-  kernel.cache.set(KNOWN, { system: prepared.extensionContext, tools, told: setup.extensionContext });
-  saveKnownPrompt(db, sid, prepared.extensionContext, toolsHash(tools));
+/**
+ * Appends one notice telling the model of `told`, carrying the instructions when they are news
+ * to it, and records it. `standing` is the instructions an earlier notice told that still
+ * stand (null: the model goes by its system prompt's). Stored first: a failed append leaves the
+ * record as it was, and the next chance retries.
+ */
+function tell(db: Db, sid: number, kernel: Kernel, known: Known, told: PromptParts, standing: string | null): void {
+  const withInstructions = told.instructions !== known.told.instructions;
+  appendNotice(db, sid, { notice: 'capabilities_changed', context: told.context, ...(withInstructions ? { instructions: told.instructions } : {}) });
+  saveKnownTold(db, sid, { context: told.context, instructions: withInstructions ? told.instructions : standing });
+  kernel.cache.set(KNOWN, { ...known, told });
+}
+
+/** The instructions a notice told this kernel's model of that its system prompt lacks, or null. */
+function standingInstructions(k: Known): string | null {
+  return k.told.instructions === k.system.instructions ? null : k.told.instructions;
 }
 
 /**
  * A kernel's first look at a session the daemon served before (a restart, or an unload that
- * dropped its memory): the prompt the model last saw is compared with the current one. The
- * same: nothing to do. The extension context changed but the tools did not: the old system
- * prompt stays pinned and one `capabilities changed` notice tells the model, as a reload does,
- * so the provider's cached prefix survives until the next compaction. The tools changed: the
- * cache misses anyway, and the current prompt goes out. Call it before the request's head is
- * taken, so that the notice is part of that request. Returns whether a notice was appended.
+ * dropped its memory). The prompt the model last saw (the client's instructions, the extension
+ * context, the tools) is compared with the one this request would send:
+ *
+ * 1. The system prompt that goes out is the one the model has when the tools are the same
+ *    (the pin), else the current one: a changed tool set misses the cache anyway.
+ * 2. The model goes by that prompt, except where a notice since told it otherwise (a reload
+ *    before the restart); such a notice is still in its history, since a compaction would
+ *    have rebuilt the prompt and cleared the record.
+ * 3. When what the model goes by differs from the current prompt, one notice tells it: a
+ *    pinned change, a stale notice a change back made wrong, or a notice the rebuilt prompt
+ *    contradicts. Otherwise (nothing changed, or told already) nothing is appended.
+ *
+ * Instructions recorded before they were kept count as unchanged. Returns whether a notice was
+ * appended.
  */
-export function adoptKnown(kernel: Kernel, db: Db, config: ConfigSnapshot, sid: number): boolean {
-  if (kernel.cache.get(KNOWN) !== undefined) return false;
-  const known = knownPrompt(db, sid);
-  if (known === undefined) return false;
+function adoptKnown(kernel: Kernel, db: Db, config: ConfigSnapshot, sid: number, known: KnownPrompt, request: ClientPrompt): boolean {
   const resolution = resolveExtensions(db, config, sid);
-  const context = extensionContext(resolution);
-  const tools = enabledMemoryTools(resolution.enabled).map((t) => t.name);
-  if (known.context === context) {
-    kernel.cache.set(KNOWN, { system: context, tools, told: context });
-    return false;
+  const current = { instructions: request.instructions, context: extensionContext(resolution) };
+  const tools = toolsDigest(requestTools(request.tools, enabledMemoryTools(resolution.enabled).map(toolSpec)));
+  const system = { instructions: known.instructions ?? current.instructions, context: known.context };
+  const shown = known.toolsHash === tools ? system : current;
+  const believed = { instructions: known.told.instructions ?? shown.instructions, context: known.told.context ?? shown.context };
+  const k: Known = { system, tools: known.toolsHash, told: believed };
+  kernel.cache.set(KNOWN, k);
+  if (same(believed, current)) return false;
+  tell(db, sid, kernel, k, current, known.told.instructions);
+  return true;
+}
+
+/**
+ * Before a request's head is taken, so that a notice found necessary is part of that request.
+ * A kernel that has not sent a request yet adopts what the session row recorded (`adoptKnown`).
+ * A live one acts only while a notice about the instructions stands (a restart pinned them):
+ * the client sending others now would leave that notice contradicting the prompt, so one more
+ * notice tells the model of these, and the pin holds. Without such a notice, changed
+ * instructions go out in the system prompt as they are. Returns whether a notice was appended.
+ */
+export function tellPromptChanges(kernel: Kernel, db: Db, config: ConfigSnapshot, sid: number, request: ClientPrompt): boolean {
+  const k = kernel.cache.get(KNOWN);
+  if (k === undefined) {
+    const known = knownPrompt(db, sid);
+    return known !== undefined && adoptKnown(kernel, db, config, sid, known, request);
   }
-  if (known.toolsHash !== toolsHash(tools)) return false;
-  kernel.cache.set(KNOWN, { system: known.context, tools, told: context });
-  // Told already (by a reload, or at an adoption before an unload): the pin holds, no second notice.
-  if (known.told === context) return false;
-  appendNotice(db, sid, { notice: 'capabilities_changed', context });
-  saveKnownTold(db, sid, context);
+  const standing = standingInstructions(k);
+  if (standing === null || standing === request.instructions) return false;
+  tell(db, sid, kernel, k, { instructions: request.instructions, context: k.told.context }, standing);
   return true;
 }
 
@@ -91,8 +141,8 @@ export function adoptKnown(kernel: Kernel, db: Db, config: ConfigSnapshot, sid: 
  */
 export function noteTold(kernel: Kernel, context: string): boolean {
   const known = kernel.cache.get(KNOWN);
-  if (known === undefined || known.told === context) return false;
-  kernel.cache.set(KNOWN, { ...known, told: context });
+  if (known === undefined || known.told.context === context) return false;
+  kernel.cache.set(KNOWN, { ...known, told: { ...known.told, context } });
   return true;
 }
 
@@ -114,10 +164,10 @@ export async function tellCapabilities(d: { db: Db; kernels: SessionKernels; log
             const known = kernel.cache.get(KNOWN);
             if (known === undefined || s === undefined) return;
             const context = extensionContext(resolveExtensions(d.db, d.config(), s.sid));
-            if (context === known.told) return;
+            if (context === known.told.context) return;
             // Stored first: a failed append leaves the record as it was, and the next reload retries.
             appendNotice(d.db, s.sid, { notice: 'capabilities_changed', context });
-            saveKnownTold(d.db, s.sid, context);
+            saveKnownTold(d.db, s.sid, { context, instructions: standingInstructions(known) });
             noteTold(kernel, context);
             told += 1;
           },

@@ -16,14 +16,20 @@ function prepare(db: Db) {
       'INSERT INTO prepared_requests (id, sid, head, model, created_at, estimated_input_tokens, observation) VALUES (?, ?, ?, ?, ?, ?, ?)',
     ),
     notePrepared: db.prepare('UPDATE sessions SET prepared_head = ?, last_model = coalesce(?, last_model) WHERE sid = ?'),
-    known: db.prepare<[number], { known_context: string | null; known_tools: string | null; known_told: string | null; prepared_head: number | null }>(
-      'SELECT known_context, known_tools, known_told, prepared_head FROM sessions WHERE sid = ?',
-    ),
-    saveTold: db.prepare<[string, number]>('UPDATE sessions SET known_told = ? WHERE sid = ?'),
-    // A new system prompt (a compaction rebuilt it) makes any earlier notice history: told is cleared.
-    saveKnown: db.prepare<[string, string, string, number, string, string]>(
-      `UPDATE sessions SET known_told = CASE WHEN known_context IS ? THEN known_told ELSE NULL END, known_context = ?, known_tools = ?
-        WHERE sid = ? AND (known_context IS NOT ? OR known_tools IS NOT ?)`,
+    known: db.prepare<
+      [number],
+      { known_instructions: string | null; known_context: string | null; known_tools: string | null; known_told: string | null; known_told_instructions: string | null; prepared_head: number | null }
+    >('SELECT known_instructions, known_context, known_tools, known_told, known_told_instructions, prepared_head FROM sessions WHERE sid = ?'),
+    saveTold: db.prepare<[string, string | null, number]>('UPDATE sessions SET known_told = ?, known_told_instructions = ? WHERE sid = ?'),
+    // A new system prompt (a compaction rebuilt it, or the client's instructions went out
+    // changed) makes any earlier notice history: what was told is cleared. Instructions recorded
+    // as null (before they were kept) count as unchanged.
+    saveKnown: db.prepare<[{ sid: number; instructions: string; context: string; tools: string }]>(
+      `UPDATE sessions SET
+         known_told = CASE WHEN known_context IS @context AND coalesce(known_instructions, @instructions) IS @instructions THEN known_told ELSE NULL END,
+         known_told_instructions = CASE WHEN known_context IS @context AND coalesce(known_instructions, @instructions) IS @instructions THEN known_told_instructions ELSE NULL END,
+         known_instructions = @instructions, known_context = @context, known_tools = @tools
+        WHERE sid = @sid AND (known_context IS NOT @context OR known_tools IS NOT @tools OR known_instructions IS NOT @instructions)`,
     ),
     // Writes the prompt only when its hash differs from the stored one.
     notePrompt: db.prepare<[number, string, string, string]>(
@@ -76,6 +82,58 @@ function promptHash(instructions: string, toolsJson: string): string {
   return createHash('sha256').update(instructions).update('\0').update(toolsJson).digest('base64url');
 }
 
+/** The two parts of a system prompt a `capabilities changed` notice can tell a model of. */
+export interface PromptParts {
+  /** The client's instructions. */
+  instructions: string;
+  /** The text the enabled extensions add. */
+  context: string;
+}
+
+/** What a session's model was last sent of its system prompt and tools (see `knownPrompt`). */
+export interface KnownPrompt {
+  /** The instructions that system prompt carried; null when recorded before they were kept. */
+  instructions: string | null;
+  /** The extension context it carried. */
+  context: string;
+  /** A digest of every tool the request carried, the client's and the extensions'. */
+  toolsHash: string;
+  /** What a notice since told the model, per part; null where no notice stands. */
+  told: { instructions: string | null; context: string | null };
+  /** The head the session's last prepared request was built from (seq). */
+  preparedHead: number | null;
+}
+
+/**
+ * What a session's model was last sent: the instructions and extension context in its system
+ * prompt, a digest of the tools, what a notice told it since, and the head that request was
+ * built from. Undefined before the first prepare.
+ */
+export function knownPrompt(db: Db, sid: number): KnownPrompt | undefined {
+  const r = stmts(db).known.get(sid);
+  if (r === undefined || r.known_context === null || r.known_tools === null) return undefined;
+  return {
+    instructions: r.known_instructions,
+    context: r.known_context,
+    toolsHash: r.known_tools,
+    told: { instructions: r.known_told_instructions, context: r.known_told },
+    preparedHead: r.prepared_head,
+  };
+}
+
+/**
+ * Records what a `capabilities changed` notice told the session's model: the extension context,
+ * and the instructions when the notice carried them (null: the model goes by its system prompt's).
+ */
+export function saveKnownTold(db: Db, sid: number, told: { context: string; instructions: string | null }): void {
+  stmts(db).saveTold.run(told.context, told.instructions, sid);
+}
+
+/** Records what a prepare sent (see `knownPrompt`); writes only when it changed. */
+export function saveKnownPrompt(db: Db, sid: number, system: PromptParts, toolsHash: string): void {
+  stmts(db).saveKnown.run({ sid, instructions: system.instructions, context: system.context, tools: toolsHash });
+}
+
 /**
  * Records a prepared request: its observation, the session's prepared head and model, and the
  * prompt as sent (only when its hash differs from the stored one: an agent sends the same
@@ -87,27 +145,6 @@ function promptHash(instructions: string, toolsJson: string): string {
  * most a usage report of `unknown_prepared`. A changed prompt commits at the connection's
  * level, since /compact sizes the pinned prompt from it.
  */
-/**
- * What a session's model was last sent of the daemon's own part of the prompt: the extension
- * context in its system prompt and a hash of the extension tools, with the head that request was
- * built from. Undefined before the first prepare.
- */
-export function knownPrompt(db: Db, sid: number): { context: string; toolsHash: string; told: string | null; preparedHead: number | null } | undefined {
-  const r = stmts(db).known.get(sid);
-  if (r === undefined || r.known_context === null || r.known_tools === null) return undefined;
-  return { context: r.known_context, toolsHash: r.known_tools, told: r.known_told, preparedHead: r.prepared_head };
-}
-
-/** Records the extension context a `capabilities changed` notice told the session's model of. */
-export function saveKnownTold(db: Db, sid: number, context: string): void {
-  stmts(db).saveTold.run(context, sid);
-}
-
-/** Records what a prepare sent (see `knownPrompt`); writes only when it changed. */
-export function saveKnownPrompt(db: Db, sid: number, context: string, toolsHash: string): void {
-  stmts(db).saveKnown.run(context, context, toolsHash, sid, context, toolsHash);
-}
-
 export function savePrepared(
   db: Db,
   p: {

@@ -5,7 +5,7 @@
 import type { Upstream } from '../protocol/methods.ts';
 import type { ImageCounts, Observation, OutPart, PlainInput, Section, ToolSpec } from '../protocol/prepared.ts';
 import { type Db, readTogether, yieldToEventLoop } from '../storage/db.ts';
-import { autoFailures, lastCompaction, logCompaction, setAutoFailures } from '../storage/engine-log.ts';
+import { autoFailures, lastCompaction, logCompaction, setAutoFailures, type PromptParts } from '../storage/engine-log.ts';
 import { elisionStats, firstCarriedResult, scheduleElision } from '../storage/image-elision.ts';
 import { tokenRatio } from '../storage/token-ratios.ts';
 import { orphanResults } from '../storage/transcript.ts';
@@ -33,11 +33,12 @@ export interface EngineSetup {
   /** Text the enabled extensions add to the system prompt. */
   extensionContext: string;
   /**
-   * An extension context to keep sending in place of `extensionContext` until this session's
-   * next compaction: what the model last saw before a reload changed it (the model learns of
-   * the change from a notice in its history), so the cached prefix survives the reload.
+   * The system prompt's parts to keep sending in place of the client's instructions and
+   * `extensionContext` until this session's next compaction: what the model last saw before a
+   * reload or a restart changed them (the model learns of the change from a notice in its
+   * history), so the cached prefix survives.
    */
-  pinnedContext?: string | undefined;
+  pinnedPrompt?: PromptParts | undefined;
   /** Tools the enabled extensions give the model, after the agent's own. */
   extensionTools: ToolSpec[];
   summarizer: Summarizer;
@@ -78,6 +79,8 @@ export interface Prepared {
   observation: Observation;
   /** The extension context `system` carries: the pinned one, until a compaction rebuilt it. */
   extensionContext: string;
+  /** The client's instructions `system` carries: the pinned ones, until a compaction rebuilt it. */
+  instructions: string;
 }
 
 export function composeSystem(instructions: string, extensionContext: string): string {
@@ -88,6 +91,8 @@ export function composeSystem(instructions: string, extensionContext: string): s
 interface Frame {
   input: StrategyInput;
   system: string;
+  /** The instructions inside `system`. */
+  instructions: string;
   /** The extension context inside `system`. */
   context: string;
   tools: ToolSpec[];
@@ -111,9 +116,20 @@ export function targetOf(setup: Pick<EngineSetup, 'model' | 'modelId'>, args: Pi
   };
 }
 
-function frame(setup: EngineSetup, args: PrepareArgs, context = setup.pinnedContext ?? setup.extensionContext): Frame {
-  const system = composeSystem(args.instructions, context);
-  const tools = [...args.tools, ...setup.extensionTools.filter((t) => !args.tools.some((a) => a.name === t.name))];
+/** Every tool a request carries: the client's, then the extensions' it does not name itself. */
+export function requestTools(clientTools: readonly ToolSpec[], extensionTools: readonly ToolSpec[]): ToolSpec[] {
+  return [...clientTools, ...extensionTools.filter((t) => !clientTools.some((a) => a.name === t.name))];
+}
+
+/** The system prompt's parts as this request would build them now, without a pin. */
+function currentPrompt(setup: EngineSetup, args: PrepareArgs): PromptParts {
+  return { instructions: args.instructions, context: setup.extensionContext };
+}
+
+function frame(setup: EngineSetup, args: PrepareArgs, prompt = setup.pinnedPrompt ?? currentPrompt(setup, args)): Frame {
+  const { instructions, context } = prompt;
+  const system = composeSystem(instructions, context);
+  const tools = requestTools(args.tools, setup.extensionTools);
   const pinned = pinnedTokens(system, tools);
   const window = resolveWindow(setup.settings, setup.model, tokenRatio(args.db, args.session.sid, setup.modelId));
   const input: StrategyInput = {
@@ -131,10 +147,10 @@ function frame(setup: EngineSetup, args: PrepareArgs, context = setup.pinnedCont
   window.reserved = setup.layers.reduce((n, layer) => n + (layer.reserve?.(input) ?? 0), 0);
   const systemSection: Section = {
     name: 'system',
-    source: `instructions (~${textTokens(args.instructions)} tokens)${context === '' ? '' : context === setup.extensionContext ? ' + extension context' : ' + the extension context from before the last reload'} + ${tools.length} tool schema(s)`,
+    source: `instructions${instructions === args.instructions ? '' : ' from before the last restart'} (~${textTokens(instructions)} tokens)${context === '' ? '' : context === setup.extensionContext ? ' + extension context' : ' + the extension context from before the last reload'} + ${tools.length} tool schema(s)`,
     estimated_tokens: pinned,
   };
-  return { input, system, tools, systemSection, problems: validateWindow(window, pinned), context };
+  return { input, system, tools, systemSection, problems: validateWindow(window, pinned), instructions, context };
 }
 
 /** Without a strategy every row goes out as it is. */
@@ -358,7 +374,7 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     const failure = first.due && latched ? `automatic compaction is paused after ${LATCH_LIMIT} consecutive failures; run /compact to retry` : waits === null ? null : pace.reason;
     const notes = waits === null ? [] : [waits];
     const sent = layered(setup, f.input, first);
-    const prepared: Prepared = { system: f.system, tools: f.tools, inputs: sent.inputs, compacted: false, reason: null, observation: observe(setup, f, sent, { compacted: false, failure, db: args.db, notes }), extensionContext: f.context };
+    const prepared: Prepared = { system: f.system, tools: f.tools, inputs: sent.inputs, compacted: false, reason: null, observation: observe(setup, f, sent, { compacted: false, failure, db: args.db, notes }), extensionContext: f.context, instructions: f.instructions };
     return { first, pace, sent: prepared };
   };
   // The usual request has nothing to warm: the frame, the warm check and the decision then share
@@ -411,7 +427,7 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     }
     if (outcome.compacted) {
       outcome.commit?.();
-      if (f.context !== setup.extensionContext) out = frame(setup, args, setup.extensionContext);
+      if (f.context !== setup.extensionContext || f.instructions !== args.instructions) out = frame(setup, args, currentPrompt(setup, args));
       second = project(setup, out.input);
       // Tool-output images the new request no longer carries are elided before it goes out;
       // the job is recorded here so that it is durable exactly when the compaction is.
@@ -463,6 +479,7 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     reason,
     observation: observe(setup, out, sent, { compacted: outcome.compacted, failure: reason, db: args.db, notes: [...(outcome.notes ?? []), ...layers.notes] }),
     extensionContext: out.context,
+    instructions: out.instructions,
   };
 }
 

@@ -17,7 +17,7 @@ import type { Summarizer } from '../../strategies/summarizer/types.ts';
 import { adoptSession, inspectRequest, planCompaction, prepareRequest, previewRequest, warmRequest, type EngineSetup, type PrepareArgs } from '../../strategies/prepare.ts';
 import type { CallContext, EncodingHandler, Handler } from '../context.ts';
 import { renderObservation } from '../context-text.ts';
-import { adoptKnown, noteSent, pinnedContext } from '../capabilities.ts';
+import { noteSent, pinnedPrompt, tellPromptChanges } from '../capabilities.ts';
 import { cacheBreaks, noteCompaction, notePrefix, noteUsage, renameLastPrepared } from '../cache-breaks.ts';
 import { tokenRatio } from '../../storage/token-ratios.ts';
 import { chooseStrategy, engineSetup, previewStrategy, summarizerNote } from '../engine.ts';
@@ -175,16 +175,16 @@ export const prepare: EncodingHandler<'prepare'> = (params, ctx) =>
     const { db } = ctx.daemon;
     const { s, limits } = readTogether(db, () => {
       const s = requireSession(db, params.session);
-      // Before the head is taken: a pin found at adoption comes with a notice this request carries.
-      adoptKnown(kernel, db, ctx.daemon.config(), s.sid);
+      // Before the head is taken: a notice the prompt needs (a pin found at adoption) is part of this request.
+      tellPromptChanges(kernel, db, ctx.daemon.config(), s.sid, prompt);
       // Before the head is taken too: the request must read the fitted images (docs/images.md).
       return { s, limits: limitsForPrepare(db, ctx.daemon.config(), { sid: s.sid, model: params.model, provider: params.provider, upstream: params.upstream }) };
     });
     const fit = limits === null ? null : await fitSessionImages({ db, log: ctx.daemon.log, kernel, session: params.session, sid: s.sid, method: 'prepare', limits });
     const f = readTogether(db, () => frameFor(ctx, kernel, s, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream }));
-    const prepared = await elideLeftBehind(ctx, params.session, f.args.session.sid, 'prepare', await prepareRequest({ ...f.setup, pinnedContext: pinnedContext(kernel, f.setup) }, f.args));
+    const prepared = await elideLeftBehind(ctx, params.session, f.args.session.sid, 'prepare', await prepareRequest({ ...f.setup, pinnedPrompt: pinnedPrompt(kernel, f.setup, f.args) }, f.args));
     const { last, reuse, firstId, cache_breaks } = readTogether(db, () => {
-      noteSent(db, f.args.session.sid, kernel, f.setup, prepared);
+      noteSent(db, f.args.session.sid, kernel, f.setup, f.args, prepared);
       // A prepare from the same head as the one before may be that one again: it then gets the
       // same id and nothing is written (see LAST_REPLY).
       const last = kernel.cache.get(LAST_REPLY);
@@ -192,7 +192,7 @@ export const prepare: EncodingHandler<'prepare'> = (params, ctx) =>
       const firstId = reuse ?? randomUUID();
       const cache_breaks = notePrefix(kernel, db, f.args.session.sid, {
         preparedId: firstId,
-        instructions: f.args.instructions,
+        instructions: prepared.instructions,
         context: prepared.extensionContext,
         tools: prepared.tools,
         model: f.setup.modelId,
@@ -258,7 +258,7 @@ export const compact: Handler<'compact'> = (params, ctx) =>
     const prepared = await elideLeftBehind(ctx, params.session, s.sid, 'compact', await prepareRequest(f.setup, f.args));
     // Its compaction rebuilt the system prompt: the next request sends the current one.
     if (prepared.compacted) {
-      noteSent(db, s.sid, kernel, f.setup, prepared);
+      noteSent(db, s.sid, kernel, f.setup, f.args, prepared);
       noteCompaction(kernel, prepared.observation);
     }
     // A manual compaction sends no provider request: its snapshot only has the estimate.

@@ -1,7 +1,8 @@
 // /reload with a changed extension set over the real socket: one `capabilities changed` notice
 // per live session, the model reads it in the tail while its system prompt stays pinned, and
 // the next compaction leaves it out of the summary and rebuilds the system prompt. Also SIGHUP
-// as the reload signal when the file watch is off.
+// as the reload signal when the file watch is off, and what a restart finds changed: the
+// extension context, the tools, the client's instructions, or a notice a change back made stale.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -25,6 +26,15 @@ function stepTurn(i: number): Rows {
 
 const notices = (rows: readonly StoredRow[]): string[] =>
   rows.flatMap((r) => (r.body.kind === 'notice' && r.body.body.notice === 'capabilities_changed' ? [r.body.body.context] : []));
+
+/** A fresh home whose extensions.json `write` replaces: the rolling window plus `extra`. */
+function homeWithExtensions(window: number): { home: string; write: (extra: Record<string, unknown>) => void } {
+  const home = tempHome();
+  const file = path.join(home, 'extensions.json');
+  const write = (extra: Record<string, unknown>) => fs.writeFileSync(file, JSON.stringify({ rolling: { contextWindowTokens: window }, ...extra }));
+  write({});
+  return { home, write };
+}
 
 const texts = (p: Prepared): string[] => p.inputs.map((i) => i.content.map((c) => (c.type === 'text' ? c.text : '')).join(''));
 
@@ -111,10 +121,7 @@ describe('capability notices on /reload', () => {
 
 describe('the prompt the model last saw, across daemon restarts', () => {
   test('unchanged needs nothing; a changed context with the same tools is pinned with one notice; a changed tool set sends the current prompt', async () => {
-    const home = tempHome();
-    const file = path.join(home, 'extensions.json');
-    const write = (extra: Record<string, unknown>) => fs.writeFileSync(file, JSON.stringify({ rolling: { contextWindowTokens: 100_000 }, ...extra }));
-    write({});
+    const { home, write } = homeWithExtensions(100_000);
     let d = await start({ home });
     let c = await d.connect();
     const prepare = (session: string): Promise<Prepared> => c.call('prepare', { session, model: 'm', instructions: INSTRUCTIONS });
@@ -195,5 +202,122 @@ describe('a pinned session whose kernel is adopted again', () => {
     c = await d.connect();
     assert.equal((await prepare()).system, rebuilt.system, 'pinned to the rebuilt prompt');
     assert.equal(notices(await allRows(c, 'p')).length, 2, 'the change back is told');
+  });
+});
+
+// Issue 30, defect 6: "The session keeps the prompt the model last knew it by
+// (`known_instructions`, `known_context`, and a hash of the tools in `known_tools`)... a changed
+// one with the same tools is pinned."
+describe('changed instructions across a restart', () => {
+  test('with the same tools the old system prompt stays and one notice carries the new instructions; a compaction rebuilds the prompt; changed tools send the current one', async () => {
+    const { home } = homeWithExtensions(8000);
+    const BASH = [{ name: 'bash', description: 'run a shell command', input_schema: { type: 'object' } }];
+    let d = await start({ home });
+    let c = await d.connect();
+    const prepare = (session: string, instructions: string, tools = BASH): Promise<Prepared> => c.call('prepare', { session, model: 'm', instructions, tools });
+    const restart = async (signal: 'SIGTERM' | 'SIGKILL') => {
+      await d.stop(signal);
+      d = await start({ home });
+      c = await d.connect();
+    };
+    for (const s of ['i', 'tools']) {
+      await c.call('session.open', { session: s });
+      await c.call('transcript.append', { session: s, rows: Array.from({ length: 30 }, (_, k) => stepTurn(k)).flat() });
+    }
+    const first = await prepare('i', INSTRUCTIONS);
+    const firstTools = await prepare('tools', INSTRUCTIONS);
+    assert.ok(first.system.startsWith(INSTRUCTIONS));
+
+    const CHANGED = `${INSTRUCTIONS} Answer in French.`;
+    await restart('SIGKILL');
+    const pinned = await prepare('i', CHANGED);
+    assert.equal(pinned.compacted, false);
+    assert.equal(pinned.system, first.system, 'the system prompt the model knows stays pinned');
+    assert.equal(JSON.stringify(pinned.inputs.slice(0, first.inputs.length)), JSON.stringify(first.inputs), 'the cached prefix is intact');
+    const rows = await allRows(c, 'i');
+    const told = rows.flatMap((r) => (r.body.kind === 'notice' && r.body.body.notice === 'capabilities_changed' ? [r.body.body] : []));
+    assert.equal(told.length, 1, 'one notice');
+    assert.equal(told[0]!.instructions, CHANGED, 'the notice carries the new instructions');
+    assert.equal(texts(pinned).at(-1), capabilitiesNote(told[0]!.context, CHANGED), 'the model reads them at the end of the tail');
+    assert.match(pinned.observation.sections[0]!.source, /instructions from before the last restart/);
+
+    // Asked again, and across another restart: still pinned, told once.
+    assert.equal((await prepare('i', CHANGED)).system, first.system);
+    await restart('SIGTERM');
+    assert.equal((await prepare('i', CHANGED)).system, first.system, 'still pinned after another adoption');
+    assert.equal(notices(await allRows(c, 'i')).length, 1, 'told once');
+
+    // The next compaction rebuilds the system prompt with the instructions the client sends.
+    const compacted = await c.call('compact', { session: 'i' });
+    assert.equal(compacted.compacted, true, compacted.reason ?? '');
+    const rebuilt = await prepare('i', CHANGED);
+    assert.ok(rebuilt.system.startsWith(CHANGED), rebuilt.system.slice(0, 120));
+
+    // Changed instructions and a changed tool set: the cache misses anyway, the current prompt goes out.
+    await restart('SIGTERM');
+    const other = await prepare('tools', CHANGED, [...BASH, { name: 'edit', description: 'edit a file', input_schema: { type: 'object' } }]);
+    assert.notEqual(other.system, firstTools.system);
+    assert.ok(other.system.startsWith(CHANGED));
+    assert.deepEqual(notices(await allRows(c, 'tools')), []);
+    await d.stop();
+  });
+
+  test('while the old instructions are pinned, instructions the client changes again are told too, and the pin holds', async () => {
+    const { home } = homeWithExtensions(100_000);
+    let d = await start({ home });
+    let c = await d.connect();
+    const prepare = (instructions: string): Promise<Prepared> => c.call('prepare', { session: 'live', model: 'm', instructions });
+    await c.call('session.open', { session: 'live' });
+    await c.call('transcript.append', { session: 'live', rows: stepTurn(0) });
+    const first = await prepare(INSTRUCTIONS);
+    await d.stop('SIGTERM');
+    d = await start({ home });
+    c = await d.connect();
+    assert.equal((await prepare(`${INSTRUCTIONS} v2`)).system, first.system);
+    const third = await prepare(`${INSTRUCTIONS} v3`);
+    assert.equal(third.system, first.system, 'the pin holds');
+    const told = (await allRows(c, 'live')).flatMap((r) => (r.body.kind === 'notice' && r.body.body.notice === 'capabilities_changed' ? [r.body.body.instructions] : []));
+    assert.deepEqual(told, [`${INSTRUCTIONS} v2`, `${INSTRUCTIONS} v3`], 'the second notice corrects the first');
+    // Back to the instructions the system prompt carries: the standing notice is corrected again.
+    const back = await prepare(INSTRUCTIONS);
+    assert.equal(back.system, first.system);
+    assert.equal(texts(back).at(-1), capabilitiesNote(notices(await allRows(c, 'live')).at(-1)!, INSTRUCTIONS));
+    await d.stop();
+  });
+});
+
+// Issue 30, defect 7: a restart corrects a notice that a change back made stale, as /reload does.
+describe('a stale notice across a restart', () => {
+  test('a change back while the daemon is down adds a notice with the restored context', async () => {
+    const { home, write } = homeWithExtensions(100_000);
+    let d = await start({ home });
+    let c = await d.connect();
+    const prepare = (): Promise<Prepared> => c.call('prepare', { session: 'back', model: 'm', instructions: INSTRUCTIONS });
+    await c.call('session.open', { session: 'back' });
+    await c.call('transcript.append', { session: 'back', rows: stepTurn(0) });
+    const first = await prepare();
+    assert.match(first.system, /- notes: /);
+
+    write({ extensions: { disable: ['notes'] } });
+    await c.call('command', { line: '/reload' });
+    const off = notices(await allRows(c, 'back'));
+    assert.equal(off.length, 1);
+    assert.ok(!off[0]!.includes('- notes: '), 'the notice says notes are off');
+    assert.equal((await prepare()).system, first.system, 'the old prompt is pinned');
+
+    await d.stop('SIGTERM');
+    write({});
+    d = await start({ home });
+    c = await d.connect();
+    const after = await prepare();
+    assert.equal(after.system, first.system, 'the system prompt already says what is enabled');
+    const told = notices(await allRows(c, 'back'));
+    assert.equal(told.length, 2, 'the stale notice is corrected');
+    assert.match(told[1]!, /- notes: /);
+    assert.equal(texts(after).at(-1), capabilitiesNote(told[1]!), 'the last note the model reads says notes are on');
+    assert.equal(notices(await allRows(c, 'back')).length, 2);
+    await prepare();
+    assert.equal(notices(await allRows(c, 'back')).length, 2, 'once');
+    await d.stop();
   });
 });

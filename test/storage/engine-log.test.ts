@@ -1,8 +1,9 @@
 // The engine's bookkeeping in storage/engine-log.ts: /extensions choices keep the order they
-// were made in, and what a fork inherits (choices and last prompt) against what it does not.
+// were made in, what a fork inherits (choices and last prompt) against what it does not, and
+// the prompt a session's model last knew.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { inheritEngineState, lastPrompt, saveSessionChoices, savePrepared, sessionChoices } from '../../storage/engine-log.ts';
+import { inheritEngineState, knownPrompt, lastPrompt, saveKnownPrompt, saveKnownTold, saveSessionChoices, savePrepared, sessionChoices } from '../../storage/engine-log.ts';
 import { openSession, requireSession } from '../../storage/sessions.ts';
 import { Observation } from '../../protocol/prepared.ts';
 import { tempDb } from './factories.ts';
@@ -88,4 +89,24 @@ test('a prepare with the same prompt leaves the stored prompt alone; a changed o
   assert.deepEqual(lastPrompt(db, sid), { model: 'm1', instructions: 'be thorough', tools });
   // The connection's synchronous level (FULL) is what it was after prepares that skipped the fsync.
   assert.equal(db.pragma('synchronous', { simple: true }), 2);
+});
+
+test('the known prompt keeps the instructions it carried; a new system prompt clears what notices told, the same one keeps it', (t) => {
+  const db = tempDb(t);
+  const { sid } = requireSession(db, openSession(db, { session: 's' }).session);
+  assert.equal(knownPrompt(db, sid), undefined, 'nothing sent yet');
+  saveKnownPrompt(db, sid, { instructions: 'I1', context: 'C1' }, 'T');
+  saveKnownTold(db, sid, { context: 'C1', instructions: 'I2' });
+  saveKnownPrompt(db, sid, { instructions: 'I1', context: 'C1' }, 'T');
+  assert.deepEqual(knownPrompt(db, sid), { instructions: 'I1', context: 'C1', toolsHash: 'T', told: { instructions: 'I2', context: 'C1' }, preparedHead: null });
+  saveKnownPrompt(db, sid, { instructions: 'I2', context: 'C1' }, 'T');
+  assert.deepEqual(knownPrompt(db, sid)?.told, { instructions: null, context: null }, 'rebuilt with other instructions: the notices are history');
+  saveKnownTold(db, sid, { context: 'C2', instructions: null });
+  saveKnownPrompt(db, sid, { instructions: 'I2', context: 'C2' }, 'T');
+  assert.deepEqual(knownPrompt(db, sid), { instructions: 'I2', context: 'C2', toolsHash: 'T', told: { instructions: null, context: null }, preparedHead: null });
+  // A row from before the instructions were kept: its first record does not count as a change.
+  db.prepare('UPDATE sessions SET known_instructions = NULL, known_told = ? WHERE sid = ?').run('C3', sid);
+  saveKnownPrompt(db, sid, { instructions: 'I2', context: 'C2' }, 'T');
+  assert.deepEqual(knownPrompt(db, sid)?.told, { instructions: null, context: 'C3' });
+  assert.equal(knownPrompt(db, sid)?.instructions, 'I2');
 });
