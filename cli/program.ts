@@ -53,6 +53,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): { program
     .addOption(new Option('-s, --session <id>', 'the session, for verbs that take one (default $ALBEDO_SESSION)'))
     .showHelpAfterError('(run albedo --help, or albedo <verb> --help)')
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
+    // Every verb's --help lists --json and --session too; verbs inherit this from the program.
+    .configureHelp({ showGlobalOptions: true })
     .exitOverride()
     .addHelpText(
       'after',

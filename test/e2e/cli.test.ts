@@ -107,6 +107,27 @@ describe('albedo against a running daemon', () => {
     assert.match(top.stdout, /Exit status: 0 done, 1 the daemon said no/);
   });
 
+  // issue 30, defect 11: `albedo grep --help` did not mention --session, nor any verb its global options.
+  test('every verb\'s --help, nested ones too, lists the global --session and --json', async () => {
+    const { program } = buildProgram({ stdout: { write: () => true }, stderr: { write: () => true }, env: {} }, () => undefined);
+    const paths: string[][] = [];
+    const walk = (cmd: typeof program, at: string[]) => {
+      for (const c of cmd.commands) {
+        if (c.name() === 'help') continue;
+        paths.push([...at, c.name()]);
+        walk(c, [...at, c.name()]);
+      }
+    };
+    walk(program, []);
+    assert.ok(paths.some((p) => p.length > 1), 'the walk reaches nested verbs');
+    for (const p of paths) {
+      const r = await cli([...p, '--help']);
+      assert.equal(r.code, 0, `${p.join(' ')} --help: ${r.stderr}`);
+      assert.match(r.stdout, /^\s+-s, --session <id>\s+the session/m, `${p.join(' ')} --help names --session`);
+      assert.match(r.stdout, /^\s+--json\s+print the result as JSON/m, `${p.join(' ')} --help names --json`);
+    }
+  });
+
   test('status: the daemon\'s version, pid and home; --json is daemon.status', async () => {
     const r = await cli(['status']);
     assert.equal(r.code, 0, r.stderr);
