@@ -1,6 +1,7 @@
-// Turns the X11 misc-fixed 8x13 font (Debian xfonts-base, 8x13.pcf.gz) into render/'s glyph
-// table: a small binary (ranges of code points, then 13 row bytes per glyph) written as a
-// base64 TypeScript module, so the product needs neither the font nor a data-file copy step.
+// Turns the X11 misc-fixed 8x13 font (Debian xfonts-base, 8x13.pcf.gz; a copy is committed beside
+// this script, see NOTICE) into render/'s glyph table: a small binary (ranges of code points, then
+// 13 row bytes per glyph) written as a base64 TypeScript module, so the product needs neither the
+// font nor a data-file copy step.
 //
 //   npx tsx scripts/font/build-glyph-table.ts [--font PATH] [--check]
 //
@@ -15,7 +16,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { parsePcf, type PcfFont } from './pcf.ts';
 
-const DEFAULT_FONT = '/usr/share/fonts/X11/misc/8x13.pcf.gz';
+/** The committed copy of xfonts-base's file, so a rebuild needs no system package. */
+export const DEFAULT_FONT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '8x13.pcf.gz');
 const OUT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../render/glyph-table-data.ts');
 
 /** The cell every glyph must fill: the table has no per-glyph metrics. */

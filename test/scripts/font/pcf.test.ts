@@ -1,6 +1,6 @@
 // The PCF reader over tiny fonts written here in each storage variant the format allows (byte
-// order, bit order, row padding, compressed or full metrics), so it is checked without the
-// xfonts-base file, which CI does not have. The real font is exercised by the glyph table test.
+// order, bit order, row padding, compressed or full metrics), so every variant is checked, not
+// only the one xfonts-base ships. The real font is exercised by the glyph table test.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parsePcf } from '../../../scripts/font/pcf.ts';
