@@ -1,6 +1,6 @@
 // NDJSON framing: splits a byte stream into UTF-8 lines with a per-line byte cap (writing a line
-// is JSON.stringify plus "\n"), and refuses lines that are not valid UTF-8; long lines may be
-// handed on as bytes instead of decoded. It knows nothing of JSON-RPC; parsing lines and
+// is JSON.stringify plus "\n"), and hands lines that are not valid UTF-8 on apart, undecoded; long
+// lines may be handed on as bytes instead of decoded. It knows nothing of JSON-RPC; parsing lines and
 // answering an overflow or a bad line are the peer's job (rpc-peer.ts).
 import { isUtf8 } from 'node:buffer';
 
@@ -24,10 +24,11 @@ export interface LineDecoderOptions {
   /** Called once per line whose bytes exceed the cap, as soon as they do; that line is dropped. */
   onOverflow: (bytesSeen: number) => void;
   /**
-   * Called once per complete line that is not valid UTF-8; that line is dropped. Decoding it
-   * anyway would replace the bad bytes with U+FFFD and hand on text the sender never wrote.
+   * Called instead of onLine with each complete line that is not valid UTF-8, as bytes (they may
+   * share memory with pushed chunks). Decoding it anyway would replace the bad bytes with U+FFFD
+   * and hand on text the sender never wrote; the receiver only reads enough to answer it.
    */
-  onInvalidUtf8: () => void;
+  onInvalidUtf8: (line: Buffer) => void;
   /** Cap on one line, in bytes. Default DEFAULT_MAX_LINE_BYTES. */
   maxLineBytes?: number;
 }
@@ -41,7 +42,7 @@ export class LineDecoder {
   readonly maxLineBytes: number;
   private readonly onLine: (line: string) => void;
   private readonly onOverflow: (bytesSeen: number) => void;
-  private readonly onInvalidUtf8: () => void;
+  private readonly onInvalidUtf8: (line: Buffer) => void;
   private readonly onBytesLine: ((line: Buffer) => void) | undefined;
   private readonly bytesLineAbove: number;
   private parts: Buffer[] = [];
@@ -103,7 +104,7 @@ export class LineDecoder {
     const stop = line.length > 0 && line[line.length - 1] === CR ? line.length - 1 : line.length;
     // Checked on the whole line, never per chunk: a character may be split across chunks.
     const bytes = line.subarray(0, stop);
-    if (!isUtf8(bytes)) this.onInvalidUtf8();
+    if (!isUtf8(bytes)) this.onInvalidUtf8(bytes);
     else if (this.onBytesLine !== undefined && stop > this.bytesLineAbove) this.onBytesLine(bytes);
     else this.onLine(line.toString('utf8', 0, stop));
   }

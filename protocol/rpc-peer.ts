@@ -7,6 +7,7 @@ import { DomainCode, RpcCode, toWireError, type AlbedoError, type WireError } fr
 import { DEFAULT_MAX_LINE_BYTES, LineDecoder } from './framing.ts';
 import { JSON_BYTES_THRESHOLD, parseJsonBytesWithTokens, type ParsedJsonBytes } from './json-bytes.ts';
 import { topLevelMemberTokens } from './json-tokens.ts';
+import { findInvalidText, parseMarked } from './invalid-utf8.ts';
 import type { PartialLineBudget } from './line-budget.ts';
 import { ByteChunks } from './byte-chunks.ts';
 
@@ -221,7 +222,7 @@ export class RpcPeer {
       // A line decoded whole past this would be a fresh large-object string (json-bytes.ts).
       bytesLineAbove: JSON_BYTES_THRESHOLD,
       onBytesLine: (line) => this.onBytesLine(line),
-      onInvalidUtf8: () => this.send(parseError()),
+      onInvalidUtf8: (line) => this.onInvalidUtf8Line(line),
       onOverflow: () => {
         if (this._state !== 'open') return;
         this.send(
@@ -431,19 +432,37 @@ export class RpcPeer {
     this.onValue(parsed.value, parsed.tokens);
   }
 
-  /** One parsed line; `idTokens` as topLevelMemberTokens gives them (needed for number ids only). */
-  private onValue(value: unknown, idTokens: Array<string | undefined>): void {
+  /**
+   * A line that is not valid UTF-8. Its text is never used; but when it is JSON apart from those
+   * bytes, each message in it is answered under its own id with the member that holds them, so
+   * a client with several requests in flight learns which one failed. Otherwise -32700, id null.
+   */
+  private onInvalidUtf8Line(line: Buffer): void {
+    if (this._state !== 'open') return;
+    const marked = parseMarked(line);
+    if (marked === undefined) {
+      this.send(parseError());
+      return;
+    }
+    this.onValue(marked.value, hasNumberId(marked.value) ? topLevelMemberTokens(marked.text, 'id') : [], marked.marker);
+  }
+
+  /**
+   * One parsed line; `idTokens` as topLevelMemberTokens gives them (needed for number ids only).
+   * `marker`, for a line that was not valid UTF-8, is what stands in its text for the bad bytes.
+   */
+  private onValue(value: unknown, idTokens: Array<string | undefined>, marker?: string): void {
     // The reply to a single message counts against the output bound from the moment it is made
     // (see invoke). A batch's replies are not counted while it waits for all of them: counted,
     // they could keep its own remaining requests from starting.
     const held: HeldReply = { bytes: 0 };
     let handled: Promise<string | OutLine | undefined>;
     if (!Array.isArray(value)) {
-      handled = this.onMessage(value, idTokens[0], held);
+      handled = this.onMessage(value, idTokens[0], held, marker);
     } else if (value.length === 0) {
       handled = Promise.resolve(invalidRequest(null, 'empty batch'));
     } else {
-      handled = Promise.all(value.map((m, i) => this.onMessage(m, idTokens[i], undefined))).then((replies) => {
+      handled = Promise.all(value.map((m, i) => this.onMessage(m, idTokens[i], undefined, marker))).then((replies) => {
         const present = replies.filter((r) => r !== undefined).map((r) => (typeof r === 'string' ? r : joined(r).toString('utf8', 0, r.length - 1)));
         return present.length > 0 ? `[${present.join(',')}]` : undefined;
       });
@@ -491,11 +510,16 @@ export class RpcPeer {
   /**
    * Handles one message; resolves to the encoded reply, or undefined when none is due. Never
    * rejects. `rawId` is the id's token as written in the line (needed when the id is a number);
-   * `held`, when given, is where the reply's bytes are counted until it is sent.
+   * `held`, when given, is where the reply's bytes are counted until it is sent; `marker` is
+   * onValue's.
    */
-  private async onMessage(m: unknown, rawId: string | undefined, held: HeldReply | undefined): Promise<string | OutLine | undefined> {
+  private async onMessage(m: unknown, rawId: string | undefined, held: HeldReply | undefined, marker?: string): Promise<string | OutLine | undefined> {
     const id = isObject(m) && usableId(m.id, rawId) ? m.id : null;
     if (!isObject(m) || m.jsonrpc !== '2.0') return invalidRequest(id, 'not a JSON-RPC 2.0 message');
+    if (marker !== undefined) {
+      const refused = this.refuseInvalidUtf8(m, id, marker);
+      if (refused !== null) return refused;
+    }
     if (!('method' in m)) {
       const isResponse = ('result' in m || 'error' in m) && (id !== null || m.id === null);
       if (!isResponse) return invalidRequest(id, 'neither a request nor a response');
@@ -526,6 +550,40 @@ export class RpcPeer {
       return undefined;
     }
     return id === null ? this.runNotification(method, params) : this.runRequest(id, method, params, held);
+  }
+
+  /**
+   * The answer to a message whose text holds bytes that are not UTF-8 (`marker` in the parsed
+   * value), or null when this message has none and runs as usual. Bad bytes in the id itself
+   * leave it unreadable: -32700 with id null. In params they are invalid params (-32602, with
+   * the path as dispatch names zod's), anywhere else an invalid request (-32600). A response
+   * that holds them fails the call it answers. A notification is reported, not answered.
+   */
+  private refuseInvalidUtf8(m: Msg, id: Id | null, marker: string): string | undefined | null {
+    const bad = findInvalidText(m, marker);
+    if (bad === undefined) return null;
+    if (bad.path.length === 1 && bad.path[0] === 'id' && !bad.key) return parseError();
+    const where = bad.path.map(String).join('.');
+    const what = `${bad.key ? 'the key' : 'the text'} ${JSON.stringify(bad.text.slice(0, 200))} at ${where} is not valid UTF-8`;
+    if (!('method' in m)) {
+      if (id !== null) this.outgoing.get(id)?.reject(new RpcRemoteError(RpcCode.InvalidRequest, `the response holds text that is not valid UTF-8: ${what}`, { code: 'invalid_utf8', path: bad.path }));
+      return undefined;
+    }
+    const method = typeof m.method === 'string' ? m.method.replaceAll(marker, '\uFFFD') : undefined;
+    const inParams = bad.path[0] === 'params' && bad.path.length > 1;
+    const wire: WireError = inParams
+      ? {
+          code: RpcCode.InvalidParams,
+          message: `invalid params${method === undefined ? '' : ` for ${method}`}: ${what}`,
+          data: { code: 'invalid_params', ...(method === undefined ? {} : { method }), issues: [{ path: bad.path.slice(1).map(String), message: 'not valid UTF-8', code: 'invalid_utf8' }] },
+        }
+      : { code: RpcCode.InvalidRequest, message: what, data: { code: 'invalid_request', path: bad.path.map(String) } };
+    if (id !== null) return errorLine(id, wire);
+    if (!('id' in m)) {
+      this.opts.onNotificationError?.(wire, method ?? '?');
+      return undefined;
+    }
+    return errorLine(null, wire);
   }
 
   private onResponse(id: Id | null, m: Msg): void {

@@ -29,6 +29,8 @@ interface Message {
   quiet: boolean;
   /** Raw id text that must come back verbatim, or be refused with -32600. */
   exactId?: string;
+  /** The id the answer must carry (a well-formed request with a readable id, whatever else is wrong). */
+  answersId?: string;
 }
 
 const WRONG: unknown[] = [0, -1, 1.5, 1e308, -1e308, true, false, null, [], {}, [1, 'a'], '', '\u0000', 'x'.repeat(5000), { __proto__: null }, [[[]]]];
@@ -93,7 +95,7 @@ function makeMessage(prng: Prng, n: number): Message {
             : `{"jsonrpc":"2.0","id":"${id}","method":"daemon.`,
       );
       const tail = Buffer.from(where === 0 ? ` end"}]}]}}\n` : where === 1 ? `"}}\n` : `status"}\n`);
-      return { category, bytes: Buffer.concat([head, bad, tail]), id: null, quiet: false };
+      return { category, bytes: Buffer.concat([head, bad, tail]), id: null, quiet: false, answersId: id };
     }
     case 'nul': {
       const s = prng.pick([`{"jsonrpc":"2.0","id":"${id}","method":"daemon.status"\u0000}`, `\u0000\u0000\u0000`, `{"jsonrpc":"2.0","id":"${id}","method":"daemon\u0000.status"}`, `{"jsonrpc":"2.0","id":"${id}",\u0000"method":"session.list"}`]);
@@ -176,6 +178,7 @@ export async function fuzzPart(tmp: string, prng: Prng, scale: Scale, log: (s: s
   let internal = 0;
   let idsAltered = 0;
   let utf8Accepted = 0;
+  let idsLost = 0;
   let reconnects = 0;
   const internalBy = new Map<string, number>();
 
@@ -220,6 +223,7 @@ export async function fuzzPart(tmp: string, prng: Prng, scale: Scale, log: (s: s
           }
           if (m.category === 'invalid_utf8' && typeof one === 'object' && one !== null && 'result' in one) utf8Accepted++;
         }
+        if (m.answersId !== undefined && rid !== m.answersId) idsLost++;
         if (m.exactId !== undefined && errorCodeOf(r.value) !== -32600 && !r.line.includes(`"id":${m.exactId}`)) idsAltered++;
       }
       if (got > 0) stat.answered++;
@@ -262,7 +266,8 @@ export async function fuzzPart(tmp: string, prng: Prng, scale: Scale, log: (s: s
   if (after !== before) failures.push(after.startsWith('unreadable') ? `the seeded session is ${after}` : 'the seeded session changed (rows or rendering differ)');
   if (internal > 0) failures.push(`${internal} internal errors (-32603): ${[...internalBy].map(([c, n]) => `${c} ${n}`).join(', ')}`);
   if (idsAltered > 0) failures.push(`${idsAltered} huge ids answered altered instead of verbatim or -32600`);
-  if (utf8Accepted > 0) failures.push(`${utf8Accepted} messages with invalid UTF-8 were accepted (not refused with -32700)`);
+  if (idsLost > 0) failures.push(`${idsLost} well-formed requests with invalid UTF-8 were answered without their id`);
+  if (utf8Accepted > 0) failures.push(`${utf8Accepted} messages with invalid UTF-8 were accepted (not refused)`);
   if (!notificationStored) failures.push('an append sent as a notification stored nothing');
   return result(
     'fuzz',
@@ -276,6 +281,7 @@ export async function fuzzPart(tmp: string, prng: Prng, scale: Scale, log: (s: s
       internal_errors: internal,
       ids_altered: idsAltered,
       invalid_utf8_accepted: utf8Accepted,
+      ids_lost: idsLost,
       notification_stored: notificationStored,
       alive,
       data_unchanged: after === before,

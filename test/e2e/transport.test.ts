@@ -29,18 +29,21 @@ const appendLine = (id: string | null, session: string, words: string | Buffer):
 
 describe('transport against the real daemon', () => {
   // issue 11, defect 2: `c3 28 ff` inside a string was stored as `bad\uFFFD(\uFFFD end`.
-  test('an append whose line is not valid UTF-8 gets -32700 and stores nothing', async () => {
+  // issue 30, defect 10: the refusal came with id null; a client with several requests in flight
+  // could not tell which had failed.
+  test('an append whose line is not valid UTF-8 is refused under its own id, naming the text, and stores nothing', async () => {
     const d = await start();
     const c = await d.connect();
     await c.call('session.open', { session: 'utf' });
     const raw = await rawConnection(d.socket);
     await raw.initialize();
     raw.write(appendLine('bad', 'utf', Buffer.concat([Buffer.from('bad'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from(' end')])));
-    assert.deepEqual(await raw.next(), {
-      jsonrpc: '2.0',
-      id: null,
-      error: { code: RpcCode.ParseError, message: 'parse error', data: { code: 'parse_error' } },
-    });
+    const reply = (await raw.next()) as WireReply;
+    assert.equal(reply.id, 'bad');
+    assert.equal(reply.error?.code, RpcCode.InvalidParams);
+    assert.equal(reply.error?.data?.code, 'invalid_params');
+    assert.deepEqual(reply.error?.data?.issues, [{ path: ['rows', '0', 'content', '0', 'text'], message: 'not valid UTF-8', code: 'invalid_utf8' }]);
+    assert.match(reply.error?.message ?? '', /transcript\.append: the text "bad\uFFFD\(\uFFFD end" at params\.rows\.0\.content\.0\.text is not valid UTF-8/);
     raw.write(appendLine('good', 'utf', 'good €'));
     assert.equal(((await raw.next()) as WireReply).id, 'good');
     assert.deepEqual((await allRows(c, 'utf')).map(text), ['good €']);

@@ -519,19 +519,60 @@ test('dispose rejects pending outgoing requests, is idempotent, and the other si
 });
 
 // issue 11, defect 2: the bytes `c3 28 ff` inside a string were decoded with U+FFFD and stored.
-test('a line that is not valid UTF-8 gets -32700 and reaches no handler; the connection stays usable', async (t) => {
+// issue 30, defect 10: such a request was answered with id null, so its client never learned
+// which of its requests had failed; its own id is now kept.
+const BAD = Buffer.from([0xc3, 0x28, 0xff]);
+const withBad = (head: string, tail: string) => Buffer.concat([Buffer.from(head), BAD, Buffer.from(tail)]);
+
+test('a request with invalid UTF-8 in a param is refused under its own id (-32602 naming it), reaches no handler, and the connection stays usable', async (t) => {
   const srv = await startServer(t);
   const c = await rawConnect(t, srv.sock);
-  const bad = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"method":"echo","params":{"text":"bad'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from(' end"}}\n')]);
-  c.socket.write(bad);
-  assert.deepEqual(await c.reply(), {
-    jsonrpc: '2.0',
-    id: null,
-    error: { code: RpcCode.ParseError, message: 'parse error', data: { code: 'parse_error' } },
-  });
+  c.socket.write(withBad('{"jsonrpc":"2.0","id":1,"method":"gated","params":{"text":"bad', ' end"}}\n'));
+  const r = await c.reply();
+  assert.equal(r.id, 1);
+  assert.equal(r.error?.code, RpcCode.InvalidParams);
+  assert.equal(r.error?.data?.code, 'invalid_params');
+  assert.deepEqual((r.error?.data as { issues?: unknown }).issues, [{ path: ['text'], message: 'not valid UTF-8', code: 'invalid_utf8' }]);
+  assert.match(r.error.message, /^invalid params for gated: the text "bad\uFFFD\(\uFFFD end" at params\.text is not valid UTF-8$/);
   c.send(line(req(2, 'echo', ['fine €'])));
   assert.deepEqual(await c.reply(), { jsonrpc: '2.0', id: 2, result: ['fine €'] });
   assert.equal(srv.started.n, 0);
+});
+
+test('invalid UTF-8 in the method name or a key gets the request\'s id; in the id itself, or in a line that is not JSON, -32700 with id null', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  const parseError = { jsonrpc: '2.0', id: null, error: { code: RpcCode.ParseError, message: 'parse error', data: { code: 'parse_error' } } };
+
+  c.socket.write(withBad('{"jsonrpc":"2.0","id":"m","method":"gat', 'ed"}\n'));
+  const method = await c.reply();
+  assert.equal(method.id, 'm');
+  assert.equal(method.error?.code, RpcCode.InvalidRequest);
+  assert.deepEqual(method.error?.data, { code: 'invalid_request', path: ['method'] });
+
+  c.socket.write(withBad('{"jsonrpc":"2.0","id":7,"method":"gated","params":{"rows":[{"te', 'xt":"x"}]}}\n'));
+  const key = await c.reply();
+  assert.equal(key.id, 7);
+  assert.equal(key.error?.code, RpcCode.InvalidParams);
+  assert.deepEqual((key.error?.data as { issues?: unknown }).issues, [{ path: ['rows', '0', 'te\uFFFD(\uFFFDxt'], message: 'not valid UTF-8', code: 'invalid_utf8' }]);
+  assert.match(key.error.message, /the key "te\uFFFD\(\uFFFDxt" at params\.rows\.0\.te\uFFFD\(\uFFFDxt is not valid UTF-8$/);
+
+  c.socket.write(withBad('{"jsonrpc":"2.0","id":"ab', '","method":"gated"}\n'));
+  assert.deepEqual(await c.reply(), parseError);
+  c.socket.write(withBad('{"jsonrpc":"2.0","id":3,"method":"gated"', '\n'));
+  assert.deepEqual(await c.reply(), parseError, 'the bad bytes where JSON allows no text');
+  assert.equal(srv.started.n, 0);
+});
+
+test('in a batch with invalid UTF-8, each message is answered under its own id and the valid ones run', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  c.socket.write(withBad('[{"jsonrpc":"2.0","id":"ok","method":"echo","params":["fine"]},{"jsonrpc":"2.0","id":"no","method":"echo","params":["b', '"]}]\n'));
+  const replies = await c.batch();
+  assert.deepEqual(replies[0], { jsonrpc: '2.0', id: 'ok', result: ['fine'] });
+  assert.equal(replies[1]?.id, 'no');
+  assert.equal(replies[1]?.error?.code, RpcCode.InvalidParams);
+  assert.deepEqual((replies[1]?.error?.data as { issues?: unknown }).issues, [{ path: ['0'], message: 'not valid UTF-8', code: 'invalid_utf8' }]);
 });
 
 // issue 11, defect 4: a notification was handed to a hook that ignored it, so nothing ran.
