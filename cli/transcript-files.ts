@@ -1,9 +1,10 @@
 // The work of `albedo export` and `albedo import` (cli/verbs/transfer.ts declares the verbs and
 // loads this module when one runs, so other verbs do not load the importers). `export` writes a
 // session as JSON lines of rows `transcript.append` takes back; `import` reads such a file, or
-// another agent's transcript (scripts/import/), checks all of it, and only then appends it. Every
-// row carries a client key, so importing the same file again completes an interrupted import
-// instead of doubling it.
+// another agent's transcript (scripts/import/), checks all of it, and only then appends it; a
+// Claude Code session brings its subagents' files along as child sessions. Every row carries a
+// client key, so importing the same file again completes an interrupted import instead of
+// doubling it.
 import fs from 'node:fs';
 import path from 'node:path';
 import { allRows } from '../protocol/client.ts';
@@ -204,58 +205,116 @@ function checkCallIds(file: string, rows: readonly RowIn[]): void {
   });
 }
 
-async function importText(ctx: VerbContext, file: string, text: string, fileBytes: number, forced: AnyFormat | undefined, dryRun: boolean, bar: ProgressBar | undefined): Promise<Report> {
-  // The whole file is parsed and checked before anything is appended.
-  bar?.update('checking', 0, fileBytes);
-  let rows: RowIn[];
-  let format: AnyFormat;
-  let skipped: Record<string, number> = {};
+/** Rows from one file, parsed and checked, not stored yet. */
+interface Parsed {
+  rows: RowIn[];
+  format: AnyFormat;
+  skipped: Record<string, number>;
+}
+
+/** Parses and checks a whole file: albedo's own rows, or another agent's format (`forced` or detected). */
+function parseText(file: string, text: string, forced: AnyFormat | undefined): Parsed {
+  let parsed: Parsed;
   const own = forced === undefined || forced === OWN_FORMAT ? ownRows(text, forced === OWN_FORMAT) : null;
   if (own !== null) {
-    rows = own;
-    format = OWN_FORMAT;
+    parsed = { rows: own, format: OWN_FORMAT, skipped: {} };
   } else if (forced === OWN_FORMAT) {
     throw new CliError(`${file} holds no rows in albedo's export format`, undefined, 'leave out --format to detect the format');
   } else {
     try {
       const t = importTranscript(text, { path: file, format: forced });
-      rows = t.rows;
-      format = t.format;
-      skipped = t.skipped;
+      parsed = { rows: t.rows, format: t.format, skipped: t.skipped };
     } catch (err) {
       if (err instanceof ImportError) throw new CliError(`${file}: ${err.message}`, undefined, 'nothing was stored; --format forces a format');
       throw err;
     }
   }
-  checkCallIds(file, rows);
+  checkCallIds(file, parsed.rows);
+  return parsed;
+}
+
+/**
+ * Claude Code (2.x) keeps each Task subagent's conversation in its own file beside the session's:
+ * `<session-id>/subagents/agent-<id>.jsonl`. They are found from the main file's path, in name order.
+ */
+function subagentFiles(file: string): string[] {
+  const dir = path.join(path.dirname(file), path.basename(file).replace(/\.jsonl$/i, ''), 'subagents');
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return [];
+    throw new UsageError(`cannot read ${dir}: ${(err as Error).message}`);
+  }
+  return names.filter((n) => /^agent-.+\.jsonl$/i.test(n)).sort().map((n) => path.join(dir, n));
+}
+
+/** A child session's id: the parent's, then the subagent file's name, within the id length. */
+function childSession(parent: string, file: string): string {
+  return `${parent}:${sessionFromPath(file)}`.slice(0, 200);
+}
+
+/** Appends parsed rows to a session (opened first, under `parent` when given); answers how many were new. */
+async function storeRows(ctx: VerbContext, session: string, rows: readonly RowIn[], parent: string | undefined, bar: ProgressBar | undefined): Promise<number> {
+  await ctx.link.call('session.open', { session, ...(parent === undefined ? {} : { parent }) });
+  if (rows.length === 0) return 0;
+  const before = (await ctx.link.call('session.list', {})).sessions.find((s) => s.session === session)?.rows ?? 0;
+  const plan = batches(rows);
+  const total = plan.reduce((sum, b) => sum + b.bytes, 0);
+  let sent = 0;
+  let stored = 0;
+  bar?.update('storing', 0, total, `0/${n(rows.length)} rows`, true);
+  for (const batch of plan) {
+    await ctx.link.call('transcript.append', { session, rows: batch.rows });
+    sent += batch.bytes;
+    stored += batch.rows.length;
+    bar?.update('storing', sent, total, `${n(stored)}/${n(rows.length)} rows`, stored === rows.length);
+  }
+  const after = (await ctx.link.call('session.list', {})).sessions.find((s) => s.session === session)?.rows ?? 0;
+  return after - before;
+}
+
+async function importText(ctx: VerbContext, file: string, text: string, fileBytes: number, forced: AnyFormat | undefined, dryRun: boolean, bar: ProgressBar | undefined): Promise<Report> {
+  // The whole file, and any subagent files beside it, are parsed and checked before anything is appended.
+  bar?.update('checking', 0, fileBytes);
+  const { rows, format, skipped } = parseText(file, text, forced);
+  const session = ctx.session(ctx.maybeSession() ?? sessionFromPath(file));
+  const children = (format === 'claude-code' ? subagentFiles(file) : []).map((sub) => {
+    let subText: string;
+    try {
+      subText = fs.readFileSync(sub, 'utf8');
+    } catch (err) {
+      throw new UsageError(`cannot read ${sub}: ${(err as Error).message}`);
+    }
+    return { file: sub, session: childSession(session, sub), ...parseText(sub, subText, 'claude-code') };
+  });
   bar?.update('checking', fileBytes, fileBytes, `${n(rows.length)} rows`, true);
   const counts = rowCounts(rows);
-  const session = ctx.session(ctx.maybeSession() ?? sessionFromPath(file));
   let added = 0;
-  if (!dryRun && rows.length > 0) {
-    await ctx.link.call('session.open', { session });
-    const before = (await ctx.link.call('session.list', {})).sessions.find((s) => s.session === session)?.rows ?? 0;
-    const plan = batches(rows);
-    const total = plan.reduce((sum, b) => sum + b.bytes, 0);
-    let sent = 0;
-    let stored = 0;
-    bar?.update('storing', 0, total, `0/${n(rows.length)} rows`, true);
-    for (const batch of plan) {
-      await ctx.link.call('transcript.append', { session, rows: batch.rows });
-      sent += batch.bytes;
-      stored += batch.rows.length;
-      bar?.update('storing', sent, total, `${n(stored)}/${n(rows.length)} rows`, stored === rows.length);
-    }
-    const after = (await ctx.link.call('session.list', {})).sessions.find((s) => s.session === session)?.rows ?? 0;
-    added = after - before;
+  const childAdded: number[] = [];
+  if (!dryRun && (rows.length > 0 || children.length > 0)) {
+    added = await storeRows(ctx, session, rows, undefined, bar);
+    for (const c of children) childAdded.push(await storeRows(ctx, c.session, c.rows, session, undefined));
   }
-  const json = { session, format, dry_run: dryRun, ...counts, added, already_stored: dryRun ? 0 : counts.rows - added, skipped };
-  const skips = Object.entries(skipped).map(([why, k]) => `${why} ×${k}`);
+  const subagents = children.map((c, i) => {
+    const k = rowCounts(c.rows);
+    const got = childAdded[i] ?? 0;
+    return { session: c.session, file: c.file, ...k, added: got, already_stored: dryRun ? 0 : k.rows - got, skipped: c.skipped };
+  });
+  const json = { session, format, dry_run: dryRun, ...counts, added, already_stored: dryRun ? 0 : counts.rows - added, skipped, subagents };
+  const skipList = (sk: Record<string, number>) => Object.entries(sk).map(([why, k]) => `${why} ×${k}`).join(', ');
   const lines = [
     `${dryRun ? 'checked' : 'imported'} ${file} (${format}) ${dryRun ? '' : `into ${ctx.out.style.bold(session)}`}`.trimEnd(),
     `  ${n(counts.rows)} rows: ${n(counts.user)} user, ${n(counts.assistant)} assistant, ${n(counts.tool_result)} tool results · ${n(counts.tool_calls)} tool calls · ${n(counts.images)} images`,
   ];
   if (!dryRun) lines.push(`  ${n(added)} new, ${n(counts.rows - added)} already stored`);
-  if (skips.length > 0) lines.push(`  skipped: ${skips.join(', ')}`);
+  if (Object.keys(skipped).length > 0) lines.push(`  skipped: ${skipList(skipped)}`);
+  if (subagents.length > 0) {
+    lines.push(`  ${n(subagents.length)} subagent${subagents.length === 1 ? '' : 's'} ${dryRun ? 'checked' : 'imported'} as child sessions of ${session}:`);
+    for (const c of subagents) {
+      const stored = dryRun ? '' : ` (${n(c.added)} new, ${n(c.already_stored)} already stored)`;
+      lines.push(`    ${dryRun ? path.basename(c.file) : ctx.out.style.bold(c.session)}: ${n(c.rows)} rows${stored}${Object.keys(c.skipped).length > 0 ? ` · skipped: ${skipList(c.skipped)}` : ''}`);
+    }
+  }
   return { json, text: lines.join('\n') };
 }

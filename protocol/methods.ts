@@ -252,6 +252,11 @@ export const methods = lazyTable({
       session: SessionId.optional(),
       /** Folder the agent works in; cross-session grep can filter on it. */
       workspace: z.string().min(1).max(4096).optional(),
+      /**
+       * The session this one belongs to (a subagent's transcript under its main session); it
+       * must exist. Recorded when the session is created, or when it had no parent yet.
+       */
+      parent: SessionId.optional(),
     }),
     result: z.object({ session: z.string(), created: z.boolean() }),
   }),

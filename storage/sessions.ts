@@ -2,7 +2,7 @@
 // Transcript rows, forks and excursions are written by storage/transcript.ts; payload bytes and
 // their garbage collection belong to storage/payloads.ts.
 import { randomUUID } from 'node:crypto';
-import { AlbedoError } from '../protocol/errors.ts';
+import { AlbedoError, rpcError, RpcCode } from '../protocol/errors.ts';
 import { type Db, perDb } from './db.ts';
 import { releasePayloads } from './payloads.ts';
 
@@ -61,6 +61,7 @@ function prepare(db: Db) {
     fillWorkspace: db.prepare<[string, number]>(
       'UPDATE sessions SET workspace = ? WHERE sid = ? AND workspace IS NULL',
     ),
+    fillParent: db.prepare<[number, number]>('UPDATE sessions SET parent_sid = ? WHERE sid = ? AND parent_sid IS NULL'),
     // Correlated subqueries walk the (sid, seq) index once per session: max() is a single
     // probe, count() a scan of that session's index range only.
     list: db.prepare<[], SessionSummary>(
@@ -113,19 +114,25 @@ export function createSession(db: Db, s: NewSession): number | undefined {
 
 /**
  * Opens a session, creating it when absent (a fresh UUID when no id is given). Reopening keeps
- * the stored workspace; a workspace given for a session that had none is recorded.
+ * the stored workspace and parent; a workspace or parent given for a session that had none is
+ * recorded. A parent must exist (unknown_session) and cannot be the session itself.
  */
 export function openSession(
   db: Db,
-  opts: { session?: string; workspace?: string; now?: () => number },
+  opts: { session?: string; workspace?: string; parent?: string; now?: () => number },
 ): { session: string; sid: number; created: boolean } {
   const name = opts.session ?? randomUUID();
   const workspace = opts.workspace ?? null;
-  const sid = createSession(db, { name, workspace, created_at: (opts.now ?? Date.now)() });
-  if (sid !== undefined) return { session: name, sid, created: true };
-  const existing = requireSession(db, name);
-  if (workspace !== null && existing.workspace === null) stmts(db).fillWorkspace.run(workspace, existing.sid);
-  return { session: name, sid: existing.sid, created: false };
+  if (opts.parent === name) throw rpcError(RpcCode.InvalidParams, 'invalid_params', `session "${name}" cannot be its own parent`, { session: name });
+  return db.transaction(() => {
+    const parentSid = opts.parent === undefined ? null : requireSession(db, opts.parent).sid;
+    const sid = createSession(db, { name, workspace, created_at: (opts.now ?? Date.now)(), parent_sid: parentSid });
+    if (sid !== undefined) return { session: name, sid, created: true };
+    const existing = requireSession(db, name);
+    if (workspace !== null && existing.workspace === null) stmts(db).fillWorkspace.run(workspace, existing.sid);
+    if (parentSid !== null && existing.parent_sid === null) stmts(db).fillParent.run(parentSid, existing.sid);
+    return { session: name, sid: existing.sid, created: false };
+  })();
 }
 
 /**

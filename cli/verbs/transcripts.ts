@@ -5,7 +5,7 @@ import { nonNegativeInt, positiveInt, type VerbModule } from '../program.ts';
 export const transcriptVerbs: VerbModule = (program, run) => {
   program
     .command('sessions')
-    .description('list the stored sessions: rows, head seq, parent (for forks), workspace, age')
+    .description('list the stored sessions: rows, head seq, parent (for forks and imported subagents), workspace, age')
     .action(
       run(async ({ link, out }) => {
         const r = await link.call('session.list', {});
@@ -14,7 +14,7 @@ export const transcriptVerbs: VerbModule = (program, run) => {
         const width = Math.max(7, ...r.sessions.map((s) => s.session.length));
         const lines = [st.dim(`${'session'.padEnd(width)}  ${'rows'.padStart(8)}  ${'head'.padStart(9)}  created`)];
         for (const s of r.sessions) {
-          const extra = [s.parent === null ? '' : `fork of ${s.parent}`, s.workspace ?? ''].filter((x) => x !== '').join(' · ');
+          const extra = [s.parent === null ? '' : `child of ${s.parent}`, s.workspace ?? ''].filter((x) => x !== '').join(' · ');
           lines.push(`${st.bold(s.session.padEnd(width))}  ${n(s.rows).padStart(8)}  ${`#${s.head}`.padStart(9)}  ${ago(s.created_at)}${extra === '' ? '' : `  ${st.dim(extra)}`}`);
         }
         return { json: r, text: lines.join('\n') };

@@ -20,7 +20,7 @@ export const transferVerbs: VerbModule = (program, run) => {
 
   program
     .command('import')
-    .description(`store a transcript file as a session: albedo export's rows, or ${FORMATS.join(', ')} (detected from the content)`)
+    .description(`store a transcript file as a session: albedo export's rows, or ${FORMATS.join(', ')} (detected from the content); a Claude Code session's subagent files (<id>/subagents/agent-*.jsonl) come along as child sessions`)
     .argument('<file>', 'the transcript file')
     .option('--format <format>', `force the format (${IMPORT_FORMATS.join(', ')})`)
     .option('--dry-run', 'parse and check the whole file, store nothing')

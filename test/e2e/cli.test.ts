@@ -315,6 +315,37 @@ describe('albedo against a running daemon', () => {
     assert.equal((await client.call('session.list', {})).sessions.some((s) => s.session === 'reused-ids'), false);
   });
 
+  // issue 30, defect 9: a sentence only a subagent's file holds was found in no session.
+  test('importing a Claude Code session brings its subagents\' files as child sessions, says so, and again adds nothing', async () => {
+    const sid = '7c1f0e2a-5b7d-4c1e-9f3a-2d6b8e4a1c90';
+    const dir = tempHome();
+    const main = path.join(dir, `${sid}.jsonl`);
+    fs.copyFileSync(path.join(root, 'test/fixtures/transcripts/claude-code.jsonl'), main);
+    fs.mkdirSync(path.join(dir, sid, 'subagents'), { recursive: true });
+    fs.copyFileSync(path.join(root, 'test/fixtures/transcripts/claude-code-subagent.jsonl'), path.join(dir, sid, 'subagents', 'agent-a51c0de.jsonl'));
+    fs.writeFileSync(path.join(dir, sid, 'subagents', 'notes.txt'), 'not a subagent file');
+    const child = `${sid}:agent-a51c0de`;
+    const sentence = 'applied twice: applyCoupon runs once in cartTotal';
+
+    const checked = await cli(['import', main, '--dry-run']);
+    assert.equal(checked.code, 0, checked.stderr);
+    assert.match(checked.stdout, /\n {2}1 subagent checked as child sessions of 7c1f0e2a-\S+:\n {4}agent-a51c0de\.jsonl: 4 rows\n?$/);
+    assert.equal((await client.call('session.list', {})).sessions.some((x) => x.session === child), false, 'a dry run stores nothing');
+
+    const r = await cli(['import', main]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`\\n {2}1 subagent imported as child sessions of ${sid}:\\n {4}${child}: 4 rows \\(4 new, 0 already stored\\)\\n?$`));
+    const listed = (await client.call('session.list', {})).sessions;
+    assert.equal(listed.find((x) => x.session === child)?.parent, sid);
+    assert.equal(listed.find((x) => x.session === child)?.rows, 4);
+    const found = await client.call('transcript_grep', { pattern: sentence });
+    assert.deepEqual([...new Set(found.matches.map((m) => m.session))], [child]);
+
+    const again = await json<{ added: number; subagents: Array<{ session: string; rows: number; added: number; already_stored: number }> }>(['import', main]);
+    assert.equal(again.added, 0);
+    assert.deepEqual(again.subagents.map((c) => [c.session, c.rows, c.added, c.already_stored]), [[child, 4, 0, 4]]);
+  });
+
   test('slash forms go to the daemon as typed, with --session or ALBEDO_SESSION', async () => {
     const ctx = await cli(['--session', SESSION, '/context']);
     assert.equal(ctx.code, 0, ctx.stderr);

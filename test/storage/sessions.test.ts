@@ -23,6 +23,23 @@ test('a session opened without workspace records the first one given later', (t)
   assert.equal(requireSession(db, 's1').workspace, '/w');
 });
 
+// issue 30, defect 9: an imported subagent's transcript is a child session of its main one.
+test('a session opened with a parent records it; the parent must exist, and a parent set once is kept', (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 'main' });
+  openSession(db, { session: 'other' });
+  assert.equal(openSession(db, { session: 'main:agent-1', parent: 'main' }).created, true);
+  assert.equal(requireSession(db, 'main:agent-1').parent, 'main');
+  openSession(db, { session: 'main:agent-1', parent: 'other' });
+  assert.equal(requireSession(db, 'main:agent-1').parent, 'main', 'a differing parent does not replace the stored one');
+  openSession(db, { session: 'late' });
+  openSession(db, { session: 'late', parent: 'main' });
+  assert.equal(requireSession(db, 'late').parent, 'main', 'a session without a parent gets the first one given');
+  assert.throws(() => openSession(db, { session: 'orphan', parent: 'nobody' }), (e: unknown) => e instanceof AlbedoError && e.code === 'unknown_session');
+  assert.equal(findSession(db, 'orphan'), undefined, 'nothing is created for an unknown parent');
+  assert.throws(() => openSession(db, { session: 'main', parent: 'main' }), /cannot be its own parent/);
+});
+
 test('opening without an id makes a fresh UUID each time', (t) => {
   const db = tempDb(t);
   const a = openSession(db, {});
