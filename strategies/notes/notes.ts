@@ -59,9 +59,13 @@ function view(input: StrategyInput, settings: NotesSettings): LayerView {
   const { state, located, notes } = resolve(input);
   if (state === undefined || state.text === '') return { inputs: [], sections: [], notes };
   const inp = notesInput(state.text);
+  const budget = notesBudget(settings.budgetTokens, input.window);
+  // The budget is what the summarizer is asked for, in its model's tokens; the section is
+  // measured like every other, in estimated tokens, and may pass the budget up to the cap
+  // (plus the header). The source names both units so the two numbers are not compared as one.
   const section: Section = {
     name: 'notes',
-    source: `session notes by ${state.backend ?? 'unknown'} (budget ${notesBudget(settings.budgetTokens, input.window)} tokens), covering history before row #${located.openerSeq}`,
+    source: `session notes by ${state.backend ?? 'unknown'} (budget ${budget} model tokens asked of the summarizer; text capped at ${notesOutputCap(budget)} estimated tokens, bytes/4), covering history before row #${located.openerSeq}`,
     estimated_tokens: inputsTokens([inp]),
   };
   return { inputs: [inp], sections: [section], notes };

@@ -81,7 +81,7 @@ describe('notes over the socket', () => {
     assert.ok(firstText(p).startsWith(`${NOTES_HEADER}\n\nopen: steps 0-`), firstText(p).slice(0, 200));
     const section = p.observation.sections.find((s) => s.name === 'notes');
     assert.ok(section !== undefined && section.estimated_tokens > 0);
-    assert.match(section.source, /by client \(budget 400 tokens\)/);
+    assert.match(section.source, /by client \(budget 400 model tokens asked of the summarizer; text capped at 500 estimated tokens, bytes\/4\)/);
     const ctx = await client.call('context', { session: 'n1', format: 'text' });
     assert.match(ctx.text ?? '', /notes\s+~\s*[\d,]+\s+session notes by client/);
 

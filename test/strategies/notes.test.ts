@@ -106,6 +106,24 @@ describe('notes', () => {
     assert.ok(passed !== undefined && passed.bytes <= 8, `the passed rows are let go: ${JSON.stringify(passed)}`);
   });
 
+  // issue 30, defect 11: /context showed "notes ~2,543 ... (budget 2000 tokens)", two units read as one.
+  test('notes written up to their cap run over the budget in estimated tokens, and the section says in which unit each is counted', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    const summarizer = new RecordingSummarizer();
+    const cap = Math.floor((BUDGET * 5) / 4);
+    // As the extractive backend does: it fills the output cap it is given (bytes/4).
+    summarizer.answer = (req, n) => (req.purpose === 'notes' ? `keep src/feature${n}.ts. `.repeat(200).slice(0, 4 * req.maxOutputTokens).trim() : `summary #${n}`);
+    const out = await prepareRequest(setupFor({ window: 8000, summarizer, layers: [layer] }), argsFor(db, 's', { cache: new KernelCache() }));
+    assert.equal(out.compacted, true);
+    const section = out.observation.sections.find((s) => s.name === 'notes')!;
+    assert.ok(section.estimated_tokens > BUDGET, `the notes (${section.estimated_tokens}) pass the budget of ${BUDGET} in estimated tokens`);
+    const header = Math.ceil(Buffer.byteLength(`${NOTES_HEADER}\n\n`) / 4) + 12;
+    assert.ok(section.estimated_tokens <= cap + header + 1, `but stay within the cap of ${cap} plus the header: ${section.estimated_tokens}`);
+    assert.match(section.source, new RegExp(`budget ${BUDGET} model tokens`), 'the budget is in the model\'s tokens');
+    assert.match(section.source, new RegExp(`capped at ${cap} estimated tokens, bytes/4`), 'the cap, in the unit the section is measured in');
+  });
+
   test('the first compaction writes the notes from exactly what it evicted; later requests start with them, byte for byte', async (t) => {
     const { db, summarizer, setup, cache, out, sid } = await compactedSession(t);
 
@@ -131,7 +149,7 @@ describe('notes', () => {
     assert.match(NOTES_HEADER, /transcript_read/);
     assert.deepEqual(out.observation.sections.map((s) => s.name), ['system', 'notes', 'summary', 'recap', 'tail']);
     const section = out.observation.sections[1]!;
-    assert.match(section.source, /by client \(budget 300 tokens\)/);
+    assert.match(section.source, /by client \(budget 300 model tokens asked of the summarizer; text capped at 375 estimated tokens, bytes\/4\)/);
     assert.equal(notesOf(db, sid).hints.openerSeq, tailStart(out.observation.sections), 'the notes cover history up to the tail');
 
     // A turn without a compaction: the same notes, the same bytes in front.
