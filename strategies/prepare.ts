@@ -274,8 +274,19 @@ function orphanNote(db: Db, sid: number): string[] {
   return n === 0 ? [] : [`${n} tool result(s) in this session answer no open call; they are kept and sent as text`];
 }
 
+/**
+ * Why a request is over the window. Only when the pinned prompt and the verbatim tail alone are
+ * over it is the newest exchange to blame; otherwise the note names the largest of the other
+ * sections (a summary, a frontier of nodes, folds, notes), which is what did not shrink enough.
+ */
 function overWindowNote(p: Projection, input: StrategyInput): string {
-  return `the request (~${calibrated(p.estimate, input.window)} tokens as the provider counts them) is larger than the ${input.window.window ?? 0}-token window: what is left cannot be cut without splitting the newest exchange`;
+  const over = `the request (~${calibrated(p.estimate, input.window)} tokens as the provider counts them) is larger than the ${input.window.window ?? 0}-token window`;
+  const tail = p.sections.find((s) => s.name === 'tail');
+  const largest = p.sections.filter((s) => s !== tail).sort((a, b) => b.estimated_tokens - a.estimated_tokens)[0];
+  if (largest === undefined || overWindow(input.pinnedTokens + (tail?.estimated_tokens ?? 0), input.window)) {
+    return `${over}: what is left cannot be cut without splitting the newest exchange`;
+  }
+  return `${over}: the ${largest.name} section takes ~${largest.estimated_tokens} tokens, the verbatim tail only ~${tail?.estimated_tokens ?? 0}`;
 }
 
 function describe(err: unknown): string {

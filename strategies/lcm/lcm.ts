@@ -2,8 +2,8 @@
 // source rows stay readable through the lcm-memory tools. A request is the frontier of the tree
 // (the nodes without a parent, oldest first), then the verbatim tail after the covered cursor.
 // A compaction writes leaves over what the shared cut module evicts (whole units, or older
-// exchanges of an oversized newest unit), then joins the oldest frontier nodes under parents
-// until the request fits under the trigger. Nothing is written until every summary of the
+// exchanges of an oversized newest unit), then joins frontier nodes under parents, level by
+// level, until the request fits under the trigger. Nothing is written until every summary of the
 // pass came back; the engine commits the pass in its own transaction.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
@@ -18,10 +18,10 @@ import { cacheSlot } from '../harness/kernel-cache.ts';
 import { projectTail, rowMemo, warmTail } from '../harness/row-memo.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from '../harness/summarizer-prompt.ts';
 import { summaryText } from '../harness/summary-text.ts';
-import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
+import { isDue, overWindow, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
 import { tokenCounterSteps } from '../projection.ts';
 import { LcmSettings } from './settings.ts';
-import { condenseGroup, leafChunks, leafChunksSteps, MAX_CONDENSE_ROUNDS, MIN_NODE_TOKENS, nodeCap, nodeHeader, nodeInput, nodeTokens, pointerSummary, shrink } from './tree.ts';
+import { condenseRun, leafChunks, leafChunksSteps, MAX_CONDENSE_ROUNDS, MIN_NODE_TOKENS, nodeCap, nodeHeader, nodeInput, nodeTokens, pointerSummary, shrink } from './tree.ts';
 
 /** The saved tree as a request reads it: the cursor, the frontier, and where the tail starts. */
 interface TreeView {
@@ -212,7 +212,7 @@ function plan(input: StrategyInput, projection: Projection, forced: boolean): Dr
   const frontier = [...c.view.frontier.map(storedItem), ...leaves.map((rows) => draftItem(rows, 'x'.repeat(c.cap * 4), 0, { draft: 0 }))];
   const covered = c.leafRows[c.leafRows.length - 1]?.seq ?? c.coveredSeq;
   const after = build(input, frontier, covered, tailLocated(c), c.tail, []);
-  const nothing = c.leafRows.length === 0 && condenseGroup(c.view.frontier.length) === 0;
+  const nothing = c.leafRows.length === 0 && condenseRun(c.view.frontier.map((n) => n.depth)) === undefined;
   return {
     plan: {
       evict_rows: c.leafRows.length,
@@ -241,7 +241,7 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   // Choosing and chunking read the whole uncovered history: in slices, so a long one stalls nothing.
   const stop = (): void => opts.signal?.throwIfAborted();
   const c = await runStepsSliced(choose(input, opts.forced), stop);
-  if (c.leafRows.length === 0 && condenseGroup(c.view.frontier.length) === 0) return nothingCompacted(NOTHING_TO_COVER);
+  if (c.leafRows.length === 0 && condenseRun(c.view.frontier.map((n) => n.depth)) === undefined) return nothingCompacted(NOTHING_TO_COVER);
 
   const drafts: NodeDraft[] = [];
   let backend: string | null = null;
@@ -270,35 +270,40 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
     frontier.push(item);
   }
 
-  // Condensation: the oldest frontier nodes under one parent, until the request fits under
-  // the trigger with a node's cap to spare (a forced compaction with nothing new to cover
-  // condenses once). Without the spare, a pass left the request just under the trigger and
-  // the next turn compacted again: the eval measured lcm compacting (and missing the prompt
-  // cache) about twice as often as rolling on the same sessions.
+  // Condensation: a run of frontier nodes under one parent, level by level (condenseRun),
+  // until the request fits under the trigger with a node's cap to spare (a forced compaction
+  // with nothing new to cover condenses once). Without the spare, a pass left the request just
+  // under the trigger and the next turn compacted again: the eval measured lcm compacting (and
+  // missing the prompt cache) about twice as often as rolling on the same sessions. Past
+  // MAX_CONDENSE_ROUNDS only a request over the whole window is condensed further, so a long
+  // history met for the first time (a switch to lcm) never goes out over the window while
+  // nodes can still be joined.
   const sizeOf = (items: readonly FrontierItem[]) => input.pinnedTokens + items.reduce((t, n) => t + n.tokens, 0) + c.tailTokens;
+  const overWhole = (items: readonly FrontierItem[]) => overWindow(sizeOf(items) + (input.window.reserved ?? 0), input.window);
   const notes: string[] = [];
   let rounds = 0;
   const wantsRound = () => (drafts.length === 0 && rounds === 0) || isDue(sizeOf(frontier) + c.cap, input.window);
-  while (wantsRound() && condenseGroup(frontier.length) > 0) {
-    if (rounds === MAX_CONDENSE_ROUNDS) {
-      notes.push(`lcm stopped condensing after ${MAX_CONDENSE_ROUNDS} rounds; the frontier still holds ${frontier.length} nodes`);
+  for (let run = condenseRun(frontier.map((n) => n.depth)); run !== undefined && wantsRound(); run = condenseRun(frontier.map((n) => n.depth))) {
+    if (rounds >= MAX_CONDENSE_ROUNDS && !overWhole(frontier)) {
+      const frontierTokens = frontier.reduce((t, n) => t + n.tokens, 0);
+      notes.push(`lcm stopped condensing after ${rounds} rounds with the request within the window but above the trigger: the frontier holds ${frontier.length} nodes (~${frontierTokens} tokens) and the tail ~${c.tailTokens}; the next compaction joins more`);
       break;
     }
-    const children = frontier.slice(0, condenseGroup(frontier.length));
+    const children = frontier.slice(run.start, run.start + run.count);
     const sourceTokens = children.reduce((t, n) => t + n.tokens, 0);
     const first = children[0]!.firstSeq;
     const last = children[children.length - 1]!.lastSeq;
     const depth = Math.max(...children.map((n) => n.depth)) + 1;
     // A newest exchange too large to leave the parent its usual cap under the whole window
     // gets a shorter parent instead, down to the minimum.
-    const others = frontier.slice(children.length).reduce((t, n) => t + n.tokens, 0);
+    const others = sizeOf(frontier) - input.pinnedTokens - c.tailTokens - sourceTokens;
     const left = roomUnderWindow(input.window, input.pinnedTokens + c.tailTokens + others + nodeTokens({ firstSeq: first, lastSeq: last, depth, summary: '' }));
     const limit = left === null ? c.cap : Math.max(MIN_NODE_TOKENS, Math.min(c.cap, left));
     const s = await shrink(sourceTokens, limit, (limit) => ask('one summary that replaces these summaries of consecutive parts of the conversation', childrenText(children), limit), () => pointerSummary(first, last, `its ${children.length} child summaries`));
     backend = s.backend ?? backend;
     const item: FrontierItem = { ref: { draft: drafts.length }, node: undefined, depth, firstSeq: first, lastSeq: last, summary: s.summary, tokens: nodeTokens({ firstSeq: first, lastSeq: last, depth, summary: s.summary }) };
     drafts.push({ depth, firstSeq: first, lastSeq: last, summary: s.summary, estimatedTokens: item.tokens, sourceTokens, pointer: s.pointer, backend: s.backend, children: children.map((n) => n.ref) });
-    frontier.splice(0, children.length, item);
+    frontier.splice(run.start, run.count, item);
     rounds += 1;
   }
   if (drafts.length === 0) return nothingCompacted(NOTHING_TO_COVER);

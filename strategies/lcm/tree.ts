@@ -12,7 +12,10 @@ import type { SummaryResult } from '../summarizer/types.ts';
 export const LEAF_CHUNK_TOKENS = 6000;
 /** How many of the oldest frontier nodes one condensation joins under a new parent. */
 export const CONDENSE_FANOUT = 4;
-/** Condensation rounds one compaction may run before it reports the limit instead. */
+/**
+ * Condensation rounds one compaction runs to bring the request under its trigger; past them it
+ * goes on only while the request is over the whole window, and says that it stopped.
+ */
 export const MAX_CONDENSE_ROUNDS = 16;
 /** The smallest output limit a summary is ever asked for. */
 export const MIN_NODE_TOKENS = 32;
@@ -101,9 +104,33 @@ function* exchanges(items: readonly StoredRow[], tokens: (row: StoredRow) => num
   }, tokens);
 }
 
-/** The frontier positions one condensation joins: the oldest nodes, up to the fan-out. */
-export function condenseGroup(frontierLength: number): number {
-  return frontierLength < 2 ? 0 : Math.min(CONDENSE_FANOUT, frontierLength);
+/** Which consecutive frontier nodes one condensation joins: `count` of them from `start`. */
+export interface CondenseRun {
+  start: number;
+  count: number;
+}
+
+/**
+ * The run of frontier nodes the next condensation joins, or undefined when fewer than two are
+ * left. Joining always the oldest nodes would fold the same parent again and again into a
+ * chain as deep as the rounds; instead the tree grows level by level. Find the smallest depth
+ * `d` for which at least two consecutive nodes are no deeper than `d`, and join the oldest
+ * such run, up to the fan-out. A frontier of leaves thus becomes parents of four leaves before
+ * any parent is joined again, and a parent is joined only with nodes of its own level or
+ * shallower ones. Leaves arrive at the end, so the frontier's depths do not increase from the
+ * oldest node to the newest, and the run found is where the shallowest nodes begin.
+ */
+export function condenseRun(depths: readonly number[]): CondenseRun | undefined {
+  if (depths.length < 2) return undefined;
+  for (const d of [...new Set(depths)].sort((a, b) => a - b)) {
+    let start = 0;
+    for (let i = 0; i <= depths.length; i++) {
+      if (i < depths.length && depths[i]! <= d) continue;
+      if (i - start >= 2) return { start, count: Math.min(CONDENSE_FANOUT, i - start) };
+      start = i + 1;
+    }
+  }
+  return undefined;
 }
 
 export interface Shrunk {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { textTokens } from '../../strategies/estimate.ts';
-import { condenseGroup, leafChunks, nodeCap, nodeHeader, retryCap, shrink } from '../../strategies/lcm/tree.ts';
+import { condenseRun, leafChunks, nodeCap, nodeHeader, retryCap, shrink } from '../../strategies/lcm/tree.ts';
 import type { SummaryResult } from '../../strategies/summarizer/types.ts';
 
 let seq = 0;
@@ -45,11 +45,30 @@ test('the unit in progress is chunked by exchange, so a long turn becomes severa
   assert.equal(leafChunks(rows, ten, undefined, 100).length, 1);
 });
 
-test('condensation joins the oldest nodes, up to four, and needs two', () => {
-  assert.equal(condenseGroup(0), 0);
-  assert.equal(condenseGroup(1), 0);
-  assert.equal(condenseGroup(3), 3);
-  assert.equal(condenseGroup(9), 4);
+test('condensation grows the tree level by level: the oldest run of the shallowest nodes, up to four, and needs two', () => {
+  assert.equal(condenseRun([]), undefined);
+  assert.equal(condenseRun([0]), undefined);
+  assert.deepEqual(condenseRun([0, 0, 0]), { start: 0, count: 3 });
+  assert.deepEqual(condenseRun([0, 0, 0, 0, 0, 0, 0, 0, 0]), { start: 0, count: 4 });
+  // A parent is not joined again while leaves after it can still be joined with each other.
+  assert.deepEqual(condenseRun([1, 0, 0, 0, 0, 0]), { start: 1, count: 4 });
+  assert.deepEqual(condenseRun([2, 1, 1, 1, 0, 0]), { start: 4, count: 2 });
+  // A single node of the shallowest level joins the level above it.
+  assert.deepEqual(condenseRun([1, 1, 0]), { start: 0, count: 3 });
+  assert.deepEqual(condenseRun([2, 1, 0]), { start: 1, count: 2 });
+  assert.deepEqual(condenseRun([3, 3]), { start: 0, count: 2 });
+});
+
+test('condensing a frontier of leaves until one node is left builds a balanced tree, not a chain', () => {
+  let depths = Array.from({ length: 64 }, () => 0);
+  let rounds = 0;
+  for (let run = condenseRun(depths); run !== undefined; run = condenseRun(depths)) {
+    const depth = Math.max(...depths.slice(run.start, run.start + run.count)) + 1;
+    depths = [...depths.slice(0, run.start), depth, ...depths.slice(run.start + run.count)];
+    rounds += 1;
+  }
+  // 64 leaves under fan-out four: 16 + 4 + 1 parents, and a root three levels up.
+  assert.deepEqual({ rounds, depths }, { rounds: 21, depths: [3] });
 });
 
 test('node caps: a quarter of what the window leaves, within [32, 768]; retries at a third, never under 32', () => {

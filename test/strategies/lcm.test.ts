@@ -202,26 +202,68 @@ describe('lcm', () => {
     assert.match(read.text, /request 0: please fix src\/module0\.ts/);
   });
 
-  test('condensation stops at its round limit and says so instead of looping', async (t) => {
+  test('a stored frontier that sixteen rounds cannot fit is condensed level by level until the request fits, not into a chain', async (t) => {
     const db = tempDb(t);
     await sessionWithTurns(db, 's', 70);
     const sid = sidOf(db, 's');
-    // A stored frontier of 60 leaves (one per turn) that no 16 rounds of four-into-one can fit.
+    // A stored frontier of 60 leaves (one per turn), ~36k tokens against an 8k window.
     const drafts = Array.from({ length: 60 }, (_, i) => ({
       depth: 0, firstSeq: i * 4 + 1, lastSeq: i * 4 + 4, summary: `turn ${i} ${'detail '.repeat(120)}`,
       estimatedTokens: 600, sourceTokens: 700, pointer: false, backend: 'client', children: [],
     }));
     writeTreePass(db, sid, { drafts, coveredSeq: 240 });
     const summarizer = new RecordingSummarizer();
-    summarizer.answer = () => 'a parent summary';
+    // Parents of ~400 tokens: fifteen of them, one level up, are still over the window.
+    summarizer.answer = (_req, n) => `parent summary #${n} ${'of the joined parts '.repeat(80)}`;
     const out = await prepareRequest(setupFor({ window: 8000, summarizer, strategy: lcm }), argsFor(db, 's'));
     assert.equal(out.compacted, true);
+    assert.ok(out.observation.estimated_input_tokens <= 8000, `~${out.observation.estimated_input_tokens} tokens`);
     const parents = allNodes(db, sid).filter((n) => n.depth > 0);
-    assert.equal(parents.length, MAX_CONDENSE_ROUNDS);
-    assert.ok(out.observation.notes.some((n) => n.includes(`stopped condensing after ${MAX_CONDENSE_ROUNDS} rounds`)), out.observation.notes.join('; '));
-    // The oldest nodes are joined first: each round's parent starts at the first row.
-    assert.ok(parents.every((p) => p.firstSeq === 1));
-    assert.deepEqual(parents.map((p) => p.depth), Array.from({ length: MAX_CONDENSE_ROUNDS }, (_, i) => i + 1));
+    // Level by level: every leaf is joined into a parent of four before any parent is joined
+    // again (a chain of sixteen rounds reached depth 16).
+    const depthOne = parents.filter((p) => p.depth === 1);
+    assert.equal(depthOne.length, 15);
+    for (const p of depthOne) assert.equal(childNodes(db, p.node).length, 4);
+    assert.ok(Math.max(...parents.map((p) => p.depth)) <= 2, parents.map((p) => p.depth).join(','));
+    // The round limit ended the pass once the request fit the window, and the note says what
+    // is left over the trigger: the frontier, not the newest exchange.
+    const notes = out.observation.notes.join('; ');
+    assert.match(notes, new RegExp(`stopped condensing after ${MAX_CONDENSE_ROUNDS} rounds with the request within the window but above the trigger: the frontier holds \\d+ nodes`));
+    assert.doesNotMatch(notes, /newest exchange/);
+  });
+
+  test('a request over the window because of its frontier says so, not that the newest exchange is too large', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 70);
+    const sid = sidOf(db, 's');
+    const drafts = Array.from({ length: 60 }, (_, i) => ({
+      depth: 0, firstSeq: i * 4 + 1, lastSeq: i * 4 + 4, summary: `turn ${i} ${'detail '.repeat(120)}`,
+      estimatedTokens: 600, sourceTokens: 700, pointer: false, backend: 'client', children: [],
+    }));
+    writeTreePass(db, sid, { drafts, coveredSeq: 240 });
+    // The read-only projection (/context before any prepare) of a frontier far over the window.
+    const o = inspectRequest(setupFor({ window: 8000, strategy: lcm }), argsFor(db, 's'));
+    const tail = o.sections.find((s) => s.name === 'tail')!.estimated_tokens;
+    assert.ok(o.estimated_input_tokens > 8000 && tail < 8000);
+    const note = o.notes.find((n) => n.includes('larger than the 8000-token window'));
+    assert.ok(note !== undefined, o.notes.join('; '));
+    assert.doesNotMatch(note, /newest exchange/);
+    assert.match(note, new RegExp(`the summary section takes ~\\d+ tokens, the verbatim tail only ~${tail}`));
+  });
+
+  test('after a switch to lcm on a long history the first request fits the window (300 units of ~2,400 tokens at 8,000)', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 300, 3150);
+    const summarizer = new RecordingSummarizer();
+    summarizer.answer = (_req, n) => `summary #${n} ${'of the work so far '.repeat(30)}`;
+    const out = await prepareRequest(setupFor({ window: 8000, summarizer, strategy: lcm }), argsFor(db, 's'));
+    assert.equal(out.compacted, true);
+    assert.ok(out.observation.estimated_input_tokens <= 8000, `~${out.observation.estimated_input_tokens} tokens; ${out.observation.notes.join('; ')}`);
+    const sid = sidOf(db, 's');
+    const frontier = frontierNodes(db, sid);
+    // No node reaches the depth of a chain: 150 leaves fit under four levels of fan-out four.
+    assert.ok(Math.max(...allNodes(db, sid).map((n) => n.depth)) <= 4);
+    assert.ok(frontier.length >= 1);
   });
 
   test('a newest unit larger than the window is covered exchange by exchange; its opener stays verbatim', async (t) => {
