@@ -250,7 +250,8 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   const ask = async (what: string, transcript: string, limit: number) => {
     await yieldToEventLoop();
     const prompt = summaryPrompt({ previousSummary: '', transcript, focus: opts.focus, maxOutputTokens: limit, what });
-    const result = await opts.summarizer.summarize({ session: input.session.name, purpose: 'lcm', system: SUMMARIZER_SYSTEM, prompt, maxOutputTokens: limit, signal: opts.signal });
+    // lcm's own retry (shrink) replaces the output cap's: the second call asks for a third.
+    const result = await opts.summarizer.summarize({ session: input.session.name, purpose: 'lcm', system: SUMMARIZER_SYSTEM, prompt, maxOutputTokens: limit, signal: opts.signal, overCap: 'cut' });
     tokensIn += textTokens(SUMMARIZER_SYSTEM) + textTokens(prompt);
     tokensOut += result.outputTokens;
     return result;
@@ -307,6 +308,8 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
     rounds += 1;
   }
   if (drafts.length === 0) return nothingCompacted(NOTHING_TO_COVER);
+  const pointers = drafts.filter((d) => d.pointer).length;
+  if (pointers > 0) notes.push(`${pointers} of ${drafts.length} new nodes are pointers: no summary came out smaller than its source within its limit, even asked again at a third of it; lcm_expand reads their rows`);
 
   const covered = Math.max(c.coveredSeq, c.leafRows[c.leafRows.length - 1]?.seq ?? 0);
   const commit = (): void => {

@@ -6,7 +6,7 @@ import type { StoredRow } from '../../protocol/rows.ts';
 import { runSteps, type Steps } from '../../storage/db.ts';
 import { inputsTokens, textTokens } from '../estimate.ts';
 import { chunkUnits, groupUnitsSteps, ITEMS_PER_STEP, itemsSteps, opensExchange, opensUnit, type Unit } from '../harness/units.ts';
-import type { SummaryResult } from '../summarizer/types.ts';
+import { isOverCap, type SummaryResult } from '../summarizer/types.ts';
 
 /** Estimated tokens of evicted rows one leaf summarizes (a larger unit is a leaf of its own). */
 export const LEAF_CHUNK_TOKENS = 6000;
@@ -142,12 +142,21 @@ export interface Shrunk {
 /**
  * One node's summary under the smaller-than-source rule: ask at `limit`; an answer not smaller
  * than `sourceTokens` is asked again at `retryCap(limit)`; a second failure of the rule stores
- * `pointer` instead. A summarizer error propagates (the compaction then writes nothing).
+ * `pointer` instead. An answer the output cap could not cut to its limit (`over_cap`; lcm asks
+ * with `overCap: 'cut'`, so that cap runs no retry of its own) fails the rule the same way.
+ * Any other summarizer error propagates (the compaction then writes nothing).
  */
 export async function shrink(sourceTokens: number, limit: number, ask: (limit: number) => Promise<SummaryResult>, pointer: () => string): Promise<Shrunk> {
   let backend: string | null = null;
   for (const cap of [limit, retryCap(limit)]) {
-    const result = await ask(cap);
+    let result: SummaryResult;
+    try {
+      result = await ask(cap);
+    } catch (err) {
+      if (!isOverCap(err)) throw err;
+      backend = typeof err.details?.backend === 'string' ? err.details.backend : backend;
+      continue;
+    }
     backend = result.backend;
     if (textTokens(result.text) < sourceTokens) return { summary: result.text, pointer: false, backend };
   }

@@ -3,7 +3,7 @@
 // sentence with a visible marker (or fails). Backends know nothing of this; createSummarizer wraps them.
 import { textTokens } from '../estimate.ts';
 import { startDeadline } from './deadline.ts';
-import { summarizerFailed, type Summarizer, type SummaryRequest, type SummaryResult } from './types.ts';
+import { summarizerFailed, type BackendName, type Summarizer, type SummaryRequest, type SummaryResult } from './types.ts';
 
 /** Appended, on its own line, to a summary that had to be cut. */
 export const TRUNCATION_MARKER = '[summary truncated to fit its output cap]';
@@ -41,6 +41,15 @@ export function cutAtSentence(text: string, cap: number): string | undefined {
   return undefined;
 }
 
+/** An over-cap answer cut at its last sentence that fits (steps 3 and 4 below). */
+function cutOrFail(backend: BackendName, answer: SummaryResult, cap: number): SummaryResult {
+  const cut = cutAtSentence(answer.text, cap);
+  if (cut === undefined) {
+    throw summarizerFailed(backend, 'over_cap', `the answer (~${textTokens(answer.text)} tokens) exceeds the ${cap}-token output cap and no sentence ends early enough to cut it`);
+  }
+  return { ...answer, text: cut };
+}
+
 function isCancelled(req: SummaryRequest): boolean {
   return req.signal?.aborted === true;
 }
@@ -52,7 +61,8 @@ function isCancelled(req: SummaryRequest): boolean {
  * 1. An answer within the cap goes out as it came.
  * 2. An answer over the cap is asked for once more: the cap becomes RETRY_SHARE of the original
  *    and the system text says how long the first answer was. The retry shares the call's
- *    `timeoutMs` with the first attempt, so the whole call stays within one timeout.
+ *    `timeoutMs` with the first attempt, so the whole call stays within one timeout. A request
+ *    with `overCap: 'cut'` skips this step: its caller retries on its own terms.
  * 3. A retry within the original cap goes out. Otherwise the shorter of the two answers is cut
  *    at its last sentence that fits, with TRUNCATION_MARKER on a line of its own; a retry that
  *    failed (other than by the caller cancelling) leaves the first answer to cut.
@@ -71,6 +81,7 @@ export function capOutput(inner: Summarizer, config: { timeoutMs: number }): Sum
         const first = await inner.summarize(req);
         const firstTokens = textTokens(first.text);
         if (firstTokens <= cap) return first;
+        if (req.overCap === 'cut') return cutOrFail(inner.backend, first, cap);
 
         const smaller = Math.max(1, Math.floor(cap * RETRY_SHARE));
         let second: SummaryResult | undefined;
@@ -88,15 +99,7 @@ export function capOutput(inner: Summarizer, config: { timeoutMs: number }): Sum
         if (second !== undefined && textTokens(second.text) <= cap) return { ...second, outputTokens };
 
         const shorter = second !== undefined && textTokens(second.text) < firstTokens ? second : first;
-        const cut = cutAtSentence(shorter.text, cap);
-        if (cut === undefined) {
-          throw summarizerFailed(
-            inner.backend,
-            'over_cap',
-            `the answer (~${textTokens(shorter.text)} tokens) exceeds the ${cap}-token output cap and no sentence ends early enough to cut it`,
-          );
-        }
-        return { ...shorter, text: cut, outputTokens };
+        return cutOrFail(inner.backend, { ...shorter, outputTokens }, cap);
       } finally {
         deadline.dispose();
       }

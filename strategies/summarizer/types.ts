@@ -32,6 +32,12 @@ export interface SummaryRequest {
   maxOutputTokens: number;
   /** Cancels the call; a cancelled call fails with reason 'cancelled' and is never retried. */
   signal?: AbortSignal;
+  /**
+   * What the output cap (output-cap.ts) does with an answer over `maxOutputTokens`: 'retry'
+   * (the default) asks once more at a smaller cap before it cuts; 'cut' cuts at once, or fails
+   * with `over_cap`, for a caller that runs its own retry at a limit of its choosing (lcm).
+   */
+  overCap?: 'retry' | 'cut';
 }
 
 export interface SummaryResult {
@@ -76,4 +82,9 @@ export function summarizerFailed(
   if (extra.attempts !== undefined) details.attempts = extra.attempts;
   if (extra.remoteCode !== undefined) details.remote_code = extra.remoteCode;
   return new AlbedoError('summarizer_failed', `${backend} summarizer: ${message}`, details);
+}
+
+/** Whether an error is the output cap's `over_cap` failure: an answer too long to cut at a sentence. */
+export function isOverCap(err: unknown): err is AlbedoError {
+  return err instanceof AlbedoError && err.code === 'summarizer_failed' && err.details?.reason === 'over_cap';
 }

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { textTokens } from '../../strategies/estimate.ts';
 import { condenseRun, leafChunks, nodeCap, nodeHeader, retryCap, shrink } from '../../strategies/lcm/tree.ts';
-import type { SummaryResult } from '../../strategies/summarizer/types.ts';
+import { summarizerFailed, type SummaryResult } from '../../strategies/summarizer/types.ts';
 
 let seq = 0;
 function row(kind: 'user' | 'assistant' | 'tool_result'): StoredRow {
@@ -105,6 +105,18 @@ test('a summary not smaller than its source is asked again at a third, then repl
   const s = await shrink(100, 300, never.ask, () => 'pointer to rows');
   assert.deepEqual(s, { summary: 'pointer to rows', pointer: true, backend: 'client' });
   assert.deepEqual(never.limits, [300, 100]);
+});
+
+test('an answer the output cap could not cut to its limit fails the rule like an oversized one: a retry at a third, then the pointer', async () => {
+  const limits: number[] = [];
+  const overCap = async (limit: number): Promise<SummaryResult> => {
+    limits.push(limit);
+    throw summarizerFailed('client', 'over_cap', 'no sentence to cut at');
+  };
+  assert.deepEqual(await shrink(100, 300, overCap, () => 'pointer'), { summary: 'pointer', pointer: true, backend: 'client' });
+  assert.deepEqual(limits, [300, 100]);
+  // Any other failure is not a reason for a pointer.
+  await assert.rejects(shrink(100, 300, () => Promise.reject(summarizerFailed('client', 'timeout', 'slow')), () => 'p'), /slow/);
 });
 
 test('a summarizer error is not swallowed', async () => {

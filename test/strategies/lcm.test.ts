@@ -16,6 +16,8 @@ import { MAX_CONDENSE_ROUNDS, nodeCap, nodeInput } from '../../strategies/lcm/tr
 import { inspectRequest, planCompaction, prepareRequest } from '../../strategies/prepare.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
+import { createSummarizer, type ClientCall } from '../../strategies/summarizer/index.ts';
+import { SummarizerConfig } from '../../strategies/summarizer/types.ts';
 import { assistant, tempDb, toolResult, user } from '../storage/factories.ts';
 import { argsFor, assertCallsPaired, RecordingSummarizer, sessionWithTurns, setupFor, turn } from './engine-fixtures.ts';
 
@@ -200,6 +202,33 @@ describe('lcm', () => {
     // The rows themselves are still there to read.
     const read = await readTranscript(db, { session: 's', from_seq: leaf.firstSeq, to_seq: leaf.lastSeq, offset: 0, limit: 100 });
     assert.match(read.text, /request 0: please fix src\/module0\.ts/);
+  });
+
+  test('"If a summary exceeds the size of its source, lcm retries with a smaller output limit and then stores a short source pointer": also through the output cap every backend is held to', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 40);
+    // The summarizer stack the daemon builds, over a client that always answers far over any
+    // limit, in one run-on line that no sentence boundary can cut.
+    const asked: number[] = [];
+    const clientCall: ClientCall = async (params) => {
+      asked.push(params.max_output_tokens);
+      return { text: 'padding '.repeat(20_000) };
+    };
+    const summarizer = createSummarizer(SummarizerConfig.parse({}), { clientCall });
+    const out = await prepareRequest(setupFor({ window: 8000, summarizer, strategy: lcm }), argsFor(db, 's', { force: true }));
+    assert.equal(out.compacted, true, out.reason ?? '');
+    const sid = sidOf(db, 's');
+    const nodes = allNodes(db, sid);
+    assert.ok(nodes.length > 0, 'a pointer node was stored');
+    for (const n of nodes.filter((x) => x.depth === 0)) {
+      assert.equal(n.pointer, true);
+      assert.match(n.summary, new RegExp(`rows #${n.firstSeq}-#${n.lastSeq} are read back with lcm_expand`));
+    }
+    // Per leaf: the limit, then max(32, limit / 3), and nothing in between.
+    const cap = nodeCap(8000, 0);
+    assert.deepEqual(asked.slice(0, 2), [asked[0], Math.max(32, Math.floor(asked[0]! / 3))]);
+    assert.ok(asked[0]! <= cap);
+    assert.match(out.observation.notes.join('; '), /pointer/);
   });
 
   test('a stored frontier that sixteen rounds cannot fit is condensed level by level until the request fits, not into a chain', async (t) => {

@@ -8,7 +8,7 @@ import { textTokens } from '../../../strategies/estimate.ts';
 import { createSummarizer } from '../../../strategies/summarizer/index.ts';
 import { cutAtSentence, TRUNCATION_MARKER } from '../../../strategies/summarizer/output-cap.ts';
 import type { ClientCall, ClientSummarizeParams } from '../../../strategies/summarizer/client.ts';
-import { SummarizerConfig, type SummaryRequest } from '../../../strategies/summarizer/types.ts';
+import { isOverCap, SummarizerConfig, type SummaryRequest } from '../../../strategies/summarizer/types.ts';
 
 const CAP = 40;
 const request: SummaryRequest = {
@@ -70,6 +70,19 @@ test('an answer with no sentence to cut at fails as over_cap instead of being ke
   assert.ok(err instanceof AlbedoError);
   assert.equal(err.details?.reason, 'over_cap');
   assert.equal(err.details?.backend, 'client');
+});
+
+test("a request with overCap 'cut' gets no retry from the cap: an answer over it is cut at once, or fails as over_cap", async () => {
+  const seen: ClientSummarizeParams[] = [];
+  const cut = await client([sentences(20)], seen).summarize({ ...request, overCap: 'cut' });
+  assert.equal(seen.length, 1);
+  assert.ok(textTokens(cut.text) <= CAP && cut.text.endsWith(`\n${TRUNCATION_MARKER}`));
+  const err = await client(['x'.repeat(CAP * 8)], seen).summarize({ ...request, overCap: 'cut' }).then(
+    () => assert.fail('expected a failure'),
+    (e: unknown) => e,
+  );
+  assert.ok(isOverCap(err));
+  assert.equal(seen.length, 2, 'one call for each request');
 });
 
 test('a retry that fails leaves the first answer to cut', async () => {
