@@ -305,6 +305,11 @@ interface Pace {
   baseline: number | undefined;
   /** Why that last attempt gained nothing; null after a compaction. */
   reason: string | null;
+  /**
+   * The last preparation went out at or past the trigger, counted with what the layers added,
+   * without an attempt to compact: the next one at the trigger compacts (see `decide`).
+   */
+  waited: boolean;
 }
 const PACE = cacheSlot<Pace>('prepare.pace');
 const PACE_SAMPLES = 8;
@@ -335,8 +340,19 @@ function deferral(pace: Pace, p: Projection, input: StrategyInput): string | nul
   const turn = typicalTurn(pace);
   const grown = p.estimate - pace.baseline;
   if (grown > 0 && grown >= turn) return null;
-  return `automatic compaction waits: the request grew ~${Math.max(0, grown)} tokens since the last compaction, less than a typical turn (~${turn})`;
+  return `automatic compaction waits one turn: the request grew ~${Math.max(0, grown)} tokens since the last compaction, less than a typical turn (~${turn}); the next request at the trigger compacts`;
 }
+
+/**
+ * Why a request that reaches the trigger only with the layers' part (the notes) is not
+ * compacted on this turn: the strategy's trigger counts its own request alone.
+ */
+function layersHold(setup: EngineSetup, p: Projection, sent: Projection, input: StrategyInput): string {
+  const names = setup.layers.map((l) => l.name).join(', ');
+  return `automatic compaction waits one turn: the request reaches the trigger only with ${names} (~${sent.estimate - p.estimate} tokens), which the ${setup.strategy?.name ?? 'strategy'} trigger does not count (its own request is ~${calibrated(p.estimate, input.window)} tokens); the next request at the trigger compacts`;
+}
+
+const OVERDUE = 'compaction ran because the previous request had also gone out at the trigger (counted with what the layers add)';
 
 /** The call ids of the tool results a request carries verbatim. */
 function carriedResults(inputs: readonly PlainInput[]): string[] {
@@ -377,16 +393,24 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   const decide = (f: Frame) => {
     const first = project(setup, f.input);
     const latched = autoFailures(args.db, sid) >= LATCH_LIMIT;
-    const pace = args.cache.getOrSet(PACE, (): Pace => ({ lastEstimate: undefined, growths: [], baseline: lastCompaction(args.db, sid)?.tokens_after, reason: null }));
-    const waits = !args.force && first.due && !latched ? deferral(pace, first, f.input) : null;
-    const attempt = strategy !== null && (args.force || (first.due && !latched && waits === null));
-    if (attempt) return { first, pace, sent: undefined };
-    observePace(pace, first.estimate, false);
-    const failure = first.due && latched ? `automatic compaction is paused after ${LATCH_LIMIT} consecutive failures; run /compact to retry` : waits === null ? null : pace.reason;
-    const notes = waits === null ? [] : [waits];
+    const pace = args.cache.getOrSet(PACE, (): Pace => ({ lastEstimate: undefined, growths: [], baseline: lastCompaction(args.db, sid)?.tokens_after, reason: null, waited: false }));
+    // Waiting is bounded: a deferral (too little growth since the last compaction, or a request
+    // at the trigger only with the layers' part) holds one turn. The next request that still
+    // reaches the trigger, counted as it goes out, compacts.
     const sent = layered(setup, f.input, first);
+    const atTrigger = isDue(sent.estimate, f.input.window);
+    const overdue = atTrigger && pace.waited && !latched;
+    const deferred = args.force || latched || overdue ? null : first.due ? deferral(pace, first, f.input) : null;
+    const held = args.force || latched || overdue || first.due || !atTrigger ? null : layersHold(setup, first, sent, f.input);
+    const waits = deferred ?? held;
+    const attempt = strategy !== null && (args.force || overdue || (first.due && !latched && waits === null));
+    pace.waited = !attempt && atTrigger;
+    if (attempt) return { first, pace, sent: undefined, overdue: overdue && !args.force };
+    observePace(pace, first.estimate, false);
+    const failure = first.due && latched ? `automatic compaction is paused after ${LATCH_LIMIT} consecutive failures; run /compact to retry` : deferred === null ? null : pace.reason;
+    const notes = waits === null ? [] : [waits];
     const prepared: Prepared = { system: f.system, tools: f.tools, inputs: sent.inputs, compacted: false, reason: null, observation: observe(setup, f, sent, { compacted: false, failure, db: args.db, notes }), extensionContext: f.context, instructions: f.instructions };
-    return { first, pace, sent: prepared };
+    return { first, pace, sent: prepared, overdue: false };
   };
   // The usual request has nothing to warm: the frame, the warm check and the decision then share
   // one stretch. Otherwise the warm-up yields, and the decision is a stretch of its own after it.
@@ -404,7 +428,7 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   if (decided.sent !== undefined) return decided.sent;
   // An attempt is only decided with a strategy.
   if (strategy === null) throw new Error('a compaction was attempted without a strategy');
-  const { first, pace } = decided;
+  const { first, pace, overdue } = decided;
 
   if (args.force) setAutoFailures(args.db, sid, 0);
   const started = now();
@@ -488,7 +512,7 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     inputs: sent.inputs,
     compacted: outcome.compacted,
     reason,
-    observation: observe(setup, out, sent, { compacted: outcome.compacted, failure: reason, db: args.db, notes: [...(outcome.notes ?? []), ...layers.notes] }),
+    observation: observe(setup, out, sent, { compacted: outcome.compacted, failure: reason, db: args.db, notes: [...(overdue ? [OVERDUE] : []), ...(outcome.notes ?? []), ...layers.notes] }),
     extensionContext: out.context,
     instructions: out.instructions,
   };

@@ -12,6 +12,7 @@ import { loadRollingState } from '../../storage/rolling-state.ts';
 import { readTranscript } from '../../storage/transcript-read.ts';
 import { lcm } from '../../strategies/lcm/lcm.ts';
 import { lcmMemory } from '../../strategies/lcm/memory.ts';
+import { notesLayer } from '../../strategies/notes/notes.ts';
 import { MAX_CONDENSE_ROUNDS, nodeCap, nodeInput } from '../../strategies/lcm/tree.ts';
 import { inspectRequest, planCompaction, prepareRequest } from '../../strategies/prepare.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
@@ -160,6 +161,32 @@ describe('lcm', () => {
       assert.deepEqual(again.inputs, reread.inputs, `turn ${i}: the next request, seeded view against a fresh read`);
     }
     assert.ok(compactions >= 3 && condensed >= 1, `${compactions} compactions, ${condensed} condensing`);
+  });
+
+  test('"At the trigger, it summarizes complete older conversation units": a request at the trigger waits at most one turn, and says why', async (t) => {
+    const db = tempDb(t);
+    const summarizer = new RecordingSummarizer();
+    // Notes near their cap at this window (~900 tokens): they carry the request past the
+    // trigger while lcm's own part is still under it.
+    summarizer.answer = (req, n) => (req.purpose === 'notes' ? `- open: ${'keep src/module.ts exact; '.repeat(140)}` : `summary #${n}`);
+    const setup = setupFor({ window: 8000, summarizer, strategy: lcm, layers: [notesLayer({ budgetTokens: 2000 })] });
+    const cache = new KernelCache();
+    openSession(db, { session: 's' });
+    const trigger = (8000 * 80) / 100;
+    let waited = 0;
+    let previousWaited = false;
+    for (let i = 0; i < 120; i++) {
+      await appendRows(db, 's', turn(i));
+      const o = (await prepareRequest(setup, argsFor(db, 's', { cache }))).observation;
+      const sitting = !o.compacted && o.calibrated_input_tokens >= trigger;
+      assert.ok(!(sitting && previousWaited), `turn ${i}: ~${o.calibrated_input_tokens} tokens at the trigger a second turn without compacting`);
+      if (sitting) {
+        waited += 1;
+        assert.match(o.notes.join('; '), /automatic compaction waits one turn: /, `turn ${i}`);
+      }
+      previousWaited = sitting;
+    }
+    assert.ok(waited > 0, 'some request reached the trigger only with the notes');
   });
 
   test('a failed summary advances nothing: cursor, nodes and links as before', async (t) => {
