@@ -159,3 +159,87 @@ describe('lcm over the socket', () => {
     assert.ok(lcmCalls.every((c) => !c.prompt.includes('rolling: steps')), 'lcm reads rows, never the rolling summary');
   });
 });
+
+// Issue 30, items 3-5, as the acceptance run drove them: an 8,000-token window, the default
+// extensions (the notes layer on), a client summarizer, no usage reports.
+describe('lcm at an 8,000-token window over the socket (issue 30)', () => {
+  let d: DaemonHandle;
+  /** What the client answers; set per test. */
+  let answer: (params: { purpose: string; max_output_tokens: number }) => string = () => 'a summary.';
+  const asked: Array<{ purpose: string; max_output_tokens: number }> = [];
+  let client: AlbedoClient;
+
+  before(async () => {
+    const home = tempHome();
+    fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify({ lcm: { contextWindowTokens: 8000 }, extensions: { enable: ['lcm'] } }));
+    d = await startDaemon({ home });
+    client = await d.connect({
+      summarize: async (params) => {
+        asked.push(params);
+        return { text: answer(params) };
+      },
+    });
+  });
+  after(async () => {
+    await d.stop();
+  });
+
+  const prepare = (session: string, force = false) => client.call('prepare', { session, model: 'claude-sonnet-4-5', instructions: INSTRUCTIONS, tools: TOOLS, force });
+  /** One unit of about `tokens` estimated tokens, in four tool results under the output cap. */
+  const unit = (i: number, tokens: number): Rows => [
+    { kind: 'user', key: `u${i}`, content: [{ type: 'text', text: `step ${i}: go on` }] },
+    ...[0, 1, 2, 3].flatMap((k): Rows => [
+      { kind: 'assistant', key: `a${i}-${k}`, content: [{ type: 'tool_call', id: `c${i}-${k}`, name: 'read_file', arguments: { path: `src/f${k}.ts` } }] },
+      { kind: 'tool_result', key: `r${i}-${k}`, call_id: `c${i}-${k}`, content: [{ type: 'text', text: `file ${k} of step ${i}: ${'word '.repeat(Math.floor((tokens * 4) / 20))}` }] },
+    ]),
+  ];
+
+  test('a switch to lcm on 300 units of ~2,400 tokens goes out within the window, as a balanced tree', async () => {
+    answer = (p) => `${p.purpose}: ${'what happened in these steps. '.repeat(20)}`;
+    const session = 'switched';
+    await client.call('session.open', { session });
+    for (let i = 0; i < 300; i += 50) await client.call('transcript.append', { session, rows: Array.from({ length: 50 }, (_, k) => unit(i + k, 2400)).flat() });
+    const p = await prepare(session);
+    assert.equal(p.compacted, true);
+    assert.ok(p.observation.estimated_input_tokens <= 8000, `~${p.observation.estimated_input_tokens} tokens; ${p.observation.notes.join('; ')}`);
+    const list = await client.call('lcm_list', { session, limit: 500 });
+    assert.ok(Math.max(...list.nodes.map((n) => n.depth)) <= 4, `no chain: ${list.total} nodes, depths ${list.nodes.map((n) => n.depth).join(",")}; ~${p.observation.estimated_input_tokens} tokens`);
+  });
+
+  test('a request the notes carry to the trigger waits one turn and says so; the next compacts', async () => {
+    answer = (p) => (p.purpose === 'notes' ? `- keep: ${'src/module.ts is exact; '.repeat(140)}` : 'a short summary.');
+    const session = 'trigger';
+    await client.call('session.open', { session });
+    let previousSat = false;
+    let sat = 0;
+    for (let i = 0; i < 80; i++) {
+      await client.call('transcript.append', { session, rows: unit(i, 340) });
+      const o = (await prepare(session)).observation;
+      const sitting = !o.compacted && o.estimated_input_tokens * 100 >= 8000 * 80;
+      assert.ok(!(sitting && previousSat), `turn ${i}: ~${o.estimated_input_tokens} at the trigger a second turn`);
+      if (sitting) {
+        sat += 1;
+        assert.match(o.notes.join('; '), /automatic compaction waits one turn: /);
+      }
+      previousSat = sitting;
+    }
+    assert.ok(sat > 0, 'the notes held some request at the trigger');
+  });
+
+  test('a summarizer that always answers oversized: the retry asks for a third, and a pointer node is stored', async () => {
+    answer = (p) => (p.purpose === 'lcm' ? 'far too long '.repeat(5000) : 'notes.');
+    const session = 'oversized';
+    await client.call('session.open', { session });
+    await client.call('transcript.append', { session, rows: Array.from({ length: 12 }, (_, i) => unit(i, 300)).flat() });
+    const from = asked.length;
+    const p = await prepare(session, true);
+    assert.equal(p.compacted, true, p.observation.failure ?? '');
+    const limits = asked.slice(from).filter((a) => a.purpose === 'lcm').map((a) => a.max_output_tokens);
+    assert.deepEqual(limits.slice(0, 2), [limits[0], Math.max(32, Math.floor(limits[0]! / 3))]);
+    const list = await client.call('lcm_list', { session });
+    assert.ok(list.total > 0);
+    const node = await client.call('lcm_describe', { session, node: list.nodes[0]!.node });
+    assert.match(node.summary, /lcm_expand/);
+    assert.match(node.summary, new RegExp(`rows #${node.first_seq}-#${node.last_seq}`));
+  });
+});
