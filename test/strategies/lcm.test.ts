@@ -44,6 +44,19 @@ function bulkySession(t: TestContext) {
   return { db, summarizer, setup, cache };
 }
 
+/** 70 turns in `s` whose first 60 are covered by a stored frontier of 60 leaves (one per turn), ~36k tokens against an 8k window. */
+async function frontierOfSixty(t: TestContext) {
+  const db = tempDb(t);
+  await sessionWithTurns(db, 's', 70);
+  const sid = sidOf(db, 's');
+  const drafts = Array.from({ length: 60 }, (_, i) => ({
+    depth: 0, firstSeq: i * 4 + 1, lastSeq: i * 4 + 4, summary: `turn ${i} ${'detail '.repeat(120)}`,
+    estimatedTokens: 600, sourceTokens: 700, pointer: false, backend: 'client', children: [],
+  }));
+  writeTreePass(db, sid, { drafts, coveredSeq: 240 });
+  return { db, sid };
+}
+
 describe('lcm', () => {
   test('below the trigger: no summarizer call, no tree, history verbatim', async (t) => {
     const db = tempDb(t);
@@ -259,15 +272,7 @@ describe('lcm', () => {
   });
 
   test('a stored frontier that sixteen rounds cannot fit is condensed level by level until the request fits, not into a chain', async (t) => {
-    const db = tempDb(t);
-    await sessionWithTurns(db, 's', 70);
-    const sid = sidOf(db, 's');
-    // A stored frontier of 60 leaves (one per turn), ~36k tokens against an 8k window.
-    const drafts = Array.from({ length: 60 }, (_, i) => ({
-      depth: 0, firstSeq: i * 4 + 1, lastSeq: i * 4 + 4, summary: `turn ${i} ${'detail '.repeat(120)}`,
-      estimatedTokens: 600, sourceTokens: 700, pointer: false, backend: 'client', children: [],
-    }));
-    writeTreePass(db, sid, { drafts, coveredSeq: 240 });
+    const { db, sid } = await frontierOfSixty(t);
     const summarizer = new RecordingSummarizer();
     // Parents of ~400 tokens: fifteen of them, one level up, are still over the window.
     summarizer.answer = (_req, n) => `parent summary #${n} ${'of the joined parts '.repeat(80)}`;
@@ -289,14 +294,7 @@ describe('lcm', () => {
   });
 
   test('a request over the window because of its frontier says so, not that the newest exchange is too large', async (t) => {
-    const db = tempDb(t);
-    await sessionWithTurns(db, 's', 70);
-    const sid = sidOf(db, 's');
-    const drafts = Array.from({ length: 60 }, (_, i) => ({
-      depth: 0, firstSeq: i * 4 + 1, lastSeq: i * 4 + 4, summary: `turn ${i} ${'detail '.repeat(120)}`,
-      estimatedTokens: 600, sourceTokens: 700, pointer: false, backend: 'client', children: [],
-    }));
-    writeTreePass(db, sid, { drafts, coveredSeq: 240 });
+    const { db } = await frontierOfSixty(t);
     // The read-only projection (/context before any prepare) of a frontier far over the window.
     const o = inspectRequest(setupFor({ window: 8000, strategy: lcm }), argsFor(db, 's'));
     const tail = o.sections.find((s) => s.name === 'tail')!.estimated_tokens;
