@@ -23,10 +23,11 @@ const ROWS = cacheSlot<Cached>('history-rows');
 const PASSED = cacheSlot<Cached | undefined>('history-rows.passed');
 const OPENER = cacheSlot<{ seq: number; head: number; rewrites: number; row: StoredRow | undefined }>('history-rows.opener');
 
-function read(input: StrategyInput, from: number, to: number): StoredRow[] {
+/** Rows with seq `from`..`to` (inclusive, image fits applied through the head), read in one stretch. Not cached. */
+export function readRows(input: StrategyInput, from: number, to: number): StoredRow[] {
   const rows: StoredRow[] = [];
   if (from > to) return rows;
-  for (const page of foldSources(input.db, input.session.name, from, to, { boundary: to })) rows.push(...page);
+  for (const page of foldSources(input.db, input.session.name, from, to, { boundary: input.head })) rows.push(...page);
   return rows;
 }
 
@@ -58,7 +59,7 @@ export function historyRows(input: StrategyInput, from: number): readonly Stored
   const cached = input.cache.get(ROWS);
   if (cached !== undefined && cached.from <= start && cached.rewrites === rewrites && cached.head <= input.head) {
     if (cached.from === start && cached.head === input.head) return cached.rows;
-    const added = read(input, cached.head + 1, input.head);
+    const added = readRows(input, cached.head + 1, input.head);
     if (!added.some((r) => r.row_class === 'image_fit')) {
       // A start that moved forward (a compaction's new cut) takes a slice of what is cached.
       const kept = cached.from === start ? cached.rows : cached.rows.slice(firstAtOrAfter(cached.rows, start));
@@ -70,7 +71,7 @@ export function historyRows(input: StrategyInput, from: number): readonly Stored
       return rows;
     }
   }
-  const rows = read(input, start, input.head);
+  const rows = readRows(input, start, input.head);
   input.cache.set(PASSED, undefined);
   input.cache.set(ROWS, { from: start, head: input.head, rewrites, rows });
   return rows;
@@ -136,6 +137,21 @@ export async function rowsThroughHead(input: StrategyInput, from: number): Promi
 }
 
 /**
+ * The cached rows that end at this preparation's head, the longest run of them (those a
+ * compaction just passed included), or undefined when nothing cached ends there. Shared:
+ * callers must not modify the array.
+ */
+export function cachedThroughHead(input: StrategyInput): readonly StoredRow[] | undefined {
+  const rewrites = sessionRewrites(input.db, input.session.sid);
+  let best: Cached | undefined;
+  for (const cached of [input.cache.get(ROWS), input.cache.get(PASSED)]) {
+    if (cached === undefined || cached.head !== input.head || cached.rewrites !== rewrites) continue;
+    if (best === undefined || cached.from < best.from) best = cached;
+  }
+  return best?.rows;
+}
+
+/**
  * Lets go of the rows a compaction passed: the engine calls it once the layers have compacted,
  * so a large eviction is not held until the next request moves the head.
  */
@@ -166,7 +182,7 @@ export function tailRows(input: StrategyInput, located: LocatedCut): readonly St
   const rewrites = sessionRewrites(input.db, input.session.sid);
   let cached = input.cache.get(OPENER);
   if (cached === undefined || cached.seq !== located.openerSeq || cached.rewrites !== rewrites || cached.head !== input.head) {
-    cached = { seq: located.openerSeq, head: input.head, rewrites, row: read(input, located.openerSeq, located.openerSeq)[0] };
+    cached = { seq: located.openerSeq, head: input.head, rewrites, row: readRows(input, located.openerSeq, located.openerSeq)[0] };
     input.cache.set(OPENER, cached);
   }
   return cached.row === undefined ? rows : [cached.row, ...rows];
