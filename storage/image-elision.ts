@@ -68,14 +68,6 @@ function prepare(db: Db) {
     fitRows: db.prepare<[number], { seq: number; body: string }>(
       `SELECT seq, ${bodySql()} AS body FROM transcript INDEXED BY transcript_class WHERE sid = ? AND row_class = 'image_fit' AND ${OPENS_UNIT} ORDER BY seq`,
     ),
-    // The session's answered calls from the head down to its first row, newest answer first.
-    // tool_calls is ordered by the call's row (migration 17), so this walks the answers' index;
-    // the index holds the table's key, call_id with it, and only sid is read from the table.
-    answersDown: db.prepare<[number, number, number], { call_id: string; result_seq: number }>(
-      `SELECT call_id, result_seq FROM tool_calls INDEXED BY tool_calls_result
-        WHERE result_seq <= ? AND result_seq >= ? AND sid = ? ORDER BY result_seq DESC`,
-    ),
-    firstSeq: db.prepare<[number], number | null>('SELECT min(seq) FROM transcript WHERE sid = ?').pluck(),
   };
 }
 
@@ -88,27 +80,6 @@ const stmts = perDb(prepare);
  */
 export function scheduleElision(db: Db, sid: number, belowSeq: number): void {
   stmts(db).schedule.run(sid, belowSeq);
-}
-
-/**
- * The seq below which a request carries none of the session's tool results verbatim: the
- * oldest result row that answers one of `callIds` (the tool results the request holds), taking
- * for an id used twice its newest answer at or below `head`; `head + 1` when it holds none.
- */
-export function firstCarriedResult(db: Db, sid: number, head: number, callIds: Iterable<string>): number {
-  const st = stmts(db);
-  const wanted = new Set(callIds);
-  let first = head + 1;
-  if (wanted.size === 0) return first;
-  // One walk down from the head: an id's first answer met is its newest. The request's results
-  // are recent, so the walk ends near the head once every id is met; an id with no answer
-  // (none stored) makes it read the session's answers to the start, still one indexed pass.
-  for (const a of st.answersDown.iterate(head, st.firstSeq.get(sid) ?? head + 1, sid)) {
-    if (!wanted.delete(a.call_id)) continue;
-    first = a.result_seq;
-    if (wanted.size === 0) break;
-  }
-  return first;
 }
 
 /** Sessions with an elision job waiting (after a crash, or scheduled and not yet run). */

@@ -6,13 +6,14 @@ import type { Upstream } from '../protocol/methods.ts';
 import type { ImageCounts, Observation, OutPart, PlainInput, Section, ToolSpec } from '../protocol/prepared.ts';
 import { type Db, readTogether, yieldToEventLoop } from '../storage/db.ts';
 import { autoFailures, lastCompaction, logCompaction, setAutoFailures, type PromptParts } from '../storage/engine-log.ts';
-import { elisionStats, firstCarriedResult, scheduleElision } from '../storage/image-elision.ts';
+import { elisionStats, scheduleElision } from '../storage/image-elision.ts';
 import { tokenRatio } from '../storage/token-ratios.ts';
 import { orphanResults } from '../storage/transcript.ts';
 import { sessionRewrites } from '../storage/user-rows.ts';
 import type { ModelEntry } from './catalog/models.ts';
 import type { CompactOptions, CompactOutcome, DryRun, FoldPlugin, Layer, LayerView, Projection, Strategy, StrategyInput } from './contract.ts';
 import { imageTokens, inputsTokens, pinnedTokens, textTokens } from './estimate.ts';
+import { firstCarriedSeq } from './harness/carried.ts';
 import { forgetPassedRows, historyRows } from './harness/history-rows.ts';
 import { projectTail } from './harness/row-memo.ts';
 import { cacheSlot, type KernelCache } from './harness/kernel-cache.ts';
@@ -354,13 +355,6 @@ function layersHold(setup: EngineSetup, p: Projection, sent: Projection, input: 
 
 const OVERDUE = 'compaction ran because the previous request had also gone out at the trigger (counted with what the layers add)';
 
-/** The call ids of the tool results a request carries verbatim. */
-function carriedResults(inputs: readonly PlainInput[]): string[] {
-  const ids: string[] = [];
-  for (const i of inputs) for (const p of i.content) if (p.type === 'tool_result') ids.push(p.call_id);
-  return ids;
-}
-
 /** A summarizer that counts the estimated tokens of every request it forwards and every answer. */
 function meteredSummarizer(inner: Summarizer): Summarizer & { tokensIn: number; tokensOut: number } {
   const m = {
@@ -464,9 +458,10 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
       outcome.commit?.();
       if (f.context !== setup.extensionContext || f.instructions !== args.instructions) out = frame(setup, args, currentPrompt(setup, args));
       second = project(setup, out.input);
-      // Tool-output images the new request no longer carries are elided before it goes out;
-      // the job is recorded here so that it is durable exactly when the compaction is.
-      scheduleElision(args.db, sid, firstCarriedResult(args.db, sid, out.input.head, carriedResults(second.inputs)));
+      // Tool-output images below the oldest row the new request carries verbatim are elided
+      // before it goes out; the job is recorded here so that it is durable exactly when the
+      // compaction is.
+      scheduleElision(args.db, sid, firstCarriedSeq(out.input, second.inputs));
     }
     // Only what happened goes into the log: a success, or a real failure. "Nothing worth
     // evicting" is an observation, so /context keeps showing the last compaction that did.

@@ -287,3 +287,72 @@ test('a SIGKILL between the compaction and its elision loses nothing; the next s
     db.close();
   }
 });
+
+/** Every image part a prepared request names, inside tool results too. */
+function requestImageHashes(p: Prepared): string[] {
+  return p.inputs.flatMap((i) => i.content.flatMap((c) => (c.type === 'tool_result' ? c.content : [c]))).flatMap((c) => (c.type === 'image' ? [c.hash] : []));
+}
+
+describe('the verbatim tail keeps its images, whatever its results answer', () => {
+  let d: DaemonHandle;
+  let client: AlbedoClient;
+  let db: Database.Database;
+
+  before(async () => {
+    const home = tempHome();
+    // A tail of 5% holds only the newest unit, so the rows under test open the tail.
+    fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify({ rolling: { contextWindowTokens: 6000, tailPercent: 5 } }));
+    d = await start({ home });
+    client = await d.connect({ summarize: () => Promise.resolve({ text: 'checked the older views' }) });
+    db = new Database(path.join(home, 'albedo.db'), { readonly: true });
+  });
+  after(() => db.close());
+
+  /** Older history, then `newest` as the last unit; a forced prepare compacts it. */
+  async function compactWithNewest(session: string, newest: Rows): Promise<Prepared> {
+    await client.call('session.open', { session });
+    for (let i = 0; i < 8; i++) await client.call('transcript.append', { session, rows: await turn(500 + i) });
+    await client.call('transcript.append', { session, rows: newest });
+    const p = await client.call('prepare', { session, model: MODEL, instructions: 'You fix web pages.', force: true });
+    assert.equal(p.compacted, true, p.observation.failure ?? '');
+    return p;
+  }
+
+  /** "A prepared request must never name a payload that is gone" (issue 30). */
+  async function assertEveryImageServed(p: Prepared): Promise<void> {
+    const hashes = requestImageHashes(p);
+    assert.ok(hashes.length > 0, 'the request carries the tail image');
+    for (const hash of hashes) assert.equal((await client.call('payload.get', { hash })).hash, hash, `payload ${hash.slice(0, 8)} is still served`);
+    assertNoDanglingRefs(db);
+  }
+
+  test('an orphan result (no matching call) at the start of the tail keeps its image', async () => {
+    const session = 'orphan-tail';
+    const p = await compactWithNewest(session, [
+      { kind: 'user', key: 'u-last', content: [{ type: 'text', text: 'a stray result came back' }] },
+      { kind: 'tool_result', key: 'r-ghost', call_id: 'ghost', content: [{ type: 'text', text: 'late screenshot' }, { type: 'image', media_type: 'image/png', data: (await screenshot(900)).toString('base64') }] },
+    ]);
+    const orphan = storedImages(db, session).find((x) => x.kind === 'tool_result' && x.callId === null);
+    assert.ok(orphan !== undefined, 'the result was stored as an orphan');
+    assert.equal(orphan.elided, false, 'the orphan in the tail is not elided');
+    assert.ok(requestImageHashes(p).includes(orphan.hash), 'the request shows its image');
+    assert.ok(p.observation.images.elided > 0, 'the older screenshots were elided');
+    await assertEveryImageServed(p);
+  });
+
+  test('a call id reused inside the newest unit keeps the first answer\'s image', async () => {
+    const session = 'reused-id';
+    const p = await compactWithNewest(session, [
+      { kind: 'user', key: 'u-last', content: [{ type: 'text', text: 'take a screenshot, then list the files' }] },
+      { kind: 'assistant', key: 'a-shot', content: [{ type: 'tool_call', id: 'call_0', name: 'screenshot', arguments: { url: '/app' } }] },
+      { kind: 'tool_result', key: 'r-shot', call_id: 'call_0', content: [{ type: 'text', text: 'the page' }, { type: 'image', media_type: 'image/png', data: (await screenshot(901)).toString('base64') }] },
+      { kind: 'assistant', key: 'a-ls', content: [{ type: 'tool_call', id: 'call_0', name: 'ls', arguments: { path: '.' } }] },
+      { kind: 'tool_result', key: 'r-ls', call_id: 'call_0', content: [{ type: 'text', text: 'index.html app.ts' }] },
+    ]);
+    const shot = storedImages(db, session).filter((x) => x.callId === 'call_0');
+    assert.equal(shot.length, 1);
+    assert.equal(shot[0]!.elided, false, 'the first answer of call_0 is in the tail and keeps its image');
+    assert.ok(p.observation.images.elided > 0, 'the older screenshots were elided');
+    await assertEveryImageServed(p);
+  });
+});

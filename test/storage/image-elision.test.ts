@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { createHash } from 'node:crypto';
 import { openDb, type Db } from '../../storage/db.ts';
 import { getPayload, putPayload } from '../../storage/payloads.ts';
-import { elideBatch, elisionStats, firstCarriedResult, pendingElisions, scheduleElision } from '../../storage/image-elision.ts';
+import { elideBatch, elisionStats, pendingElisions, scheduleElision } from '../../storage/image-elision.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendNotice, appendRows } from '../../storage/transcript.ts';
 import { readTranscript } from '../../storage/transcript-read.ts';
@@ -132,21 +132,6 @@ test('a job cut short by a crash is finished after reopening; scheduling a handl
   } finally {
     next.close();
   }
-});
-
-test('firstCarriedResult: the oldest result the request holds, by the newest answer of a reused id', async (t) => {
-  const { db } = tempDbWithPath(t);
-  openSession(db, { session: 's' });
-  const a = await appendRows(db, 's', [user('go'), assistant('x', ['c1']), toolResult('c1', 'one'), assistant('y', ['c2']), toolResult('c2', 'two')]);
-  // The id c1 comes back once its first call was answered.
-  const b = await appendRows(db, 's', [assistant('z', ['c1']), toolResult('c1', 'three')]);
-  const sid = sidOf(db, 's');
-  const head = b.seqs[1]!;
-  assert.equal(firstCarriedResult(db, sid, head, ['c2']), a.seqs[4]);
-  assert.equal(firstCarriedResult(db, sid, head, ['c1']), b.seqs[1], 'a reused id means its newest answer');
-  assert.equal(firstCarriedResult(db, sid, head, ['c1', 'c2']), a.seqs[4]);
-  assert.equal(firstCarriedResult(db, sid, head, []), head + 1, 'no results carried: everything below the head');
-  assert.equal(firstCarriedResult(db, sid, a.seqs[4]!, ['c1']), a.seqs[2], 'answers after the head do not count');
 });
 
 test('a fitted copy goes with the last row that read its original; while one still does, it stays', async (t) => {
