@@ -62,7 +62,7 @@ function cached(): boolean {
 }
 
 /** A cross-process lock (mkdir is atomic) so that two test processes do not install at once. */
-async function withLock<T>(fn: () => T): Promise<T> {
+async function withLock<T>(fn: () => Promise<T>): Promise<T> {
   fs.mkdirSync(agentsDir, { recursive: true });
   const lock = path.join(agentsDir, '.install-lock');
   const deadline = Date.now() + 15 * 60_000;
@@ -80,7 +80,7 @@ async function withLock<T>(fn: () => T): Promise<T> {
     }
   }
   try {
-    return fn();
+    return await fn();
   } finally {
     fs.rmSync(lock, { recursive: true, force: true });
   }
@@ -92,7 +92,7 @@ async function withLock<T>(fn: () => T): Promise<T> {
  */
 export async function ensureAgents(opts: { log?: (line: string) => void } = {}): Promise<EnsureAgentsResult> {
   if (cached()) return { ...binaries(), installed: false, installMs: 0 };
-  return withLock(() => {
+  return withLock(async () => {
     if (cached()) return { ...binaries(), installed: false, installMs: 0 };
     const manifest = {
       name: 'albedo-test-agents',
@@ -105,17 +105,17 @@ export async function ensureAgents(opts: { log?: (line: string) => void } = {}):
     };
     fs.writeFileSync(path.join(agentsDir, 'package.json'), JSON.stringify(manifest, null, 2) + '\n');
     const start = Date.now();
-    const res = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--no-save', '--loglevel=warn'], {
+    // Asynchronous, so a test process keeps serving its other tests meanwhile.
+    const res = await run('npm', ['install', '--no-audit', '--no-fund', '--no-save', '--loglevel=warn'], {
       cwd: agentsDir,
-      encoding: 'utf8',
-      timeout: 10 * 60_000,
-      maxBuffer: 64 * 1024 * 1024,
+      env: { ...(process.env as Record<string, string>) },
+      timeoutMs: 10 * 60_000,
     });
     const installMs = Date.now() - start;
     for (const line of `${res.stdout}${res.stderr}`.split('\n')) if (line) opts.log?.(line);
-    if (res.status !== 0 || !cached()) {
+    if (res.code !== 0 || !cached()) {
       throw new Error(
-        `npm install in ${agentsDir} failed (status ${res.status}, ${res.error?.message ?? 'no spawn error'}):\n${res.stderr.slice(-4000)}`,
+        `npm install in ${agentsDir} failed (exit ${res.code}${res.timedOut ? ', timed out' : ''}):\n${res.stderr.slice(-4000)}`,
       );
     }
     return { ...binaries(), installed: true, installMs };
