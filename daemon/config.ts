@@ -12,6 +12,9 @@ import { SummarizerConfig } from '../strategies/summarizer/types.ts';
 import { resolve, validateSelection } from '../strategies/extensions/selection.ts';
 import { EXTENSION_SETTINGS } from '../strategies/index.ts';
 
+/** The proxy's port when neither ALBEDO_PROXY_PORT nor extensions.json names one. */
+export const DEFAULT_PROXY_PORT = 7788;
+
 const SelectionSection = z.strictObject({
   enable: z.array(z.string().min(1)).default([]),
   disable: z.array(z.string().min(1)).default([]),
@@ -23,10 +26,19 @@ const SelectionSection = z.strictObject({
  * Missing sections parse to their defaults; `summarizer` uses the summarizer module's schema.
  * Extension names are checked against the registry separately.
  */
+/** The provider-compatible proxy (daemon/proxy/): where it listens and where it forwards. */
+export const ProxySection = z.strictObject({
+  /** Port on 127.0.0.1; 0 picks a free one, `off` serves no proxy. Read at start only. */
+  port: z.union([z.number().int().min(0).max(65535), z.literal('off')]).default(DEFAULT_PROXY_PORT),
+  /** Where Anthropic Messages requests go: the provider, or any gateway with the same wire. */
+  anthropicUpstream: z.url().default('https://api.anthropic.com'),
+});
+
 export const ExtensionsFile = z.strictObject({
   extensions: SelectionSection.prefault({}),
   ...extensionSections(),
   summarizer: SummarizerConfig.optional(),
+  proxy: ProxySection.prefault({}),
 });
 
 /** One section per registered extension (strategies/index.ts), each defaulted when absent. */

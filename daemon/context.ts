@@ -10,6 +10,7 @@ import type { HomePaths } from './home.ts';
 import type { SessionKernels } from './kernels.ts';
 import type { Logger } from './logger.ts';
 import type { SummarizeRoutes } from './summarize-routes.ts';
+import type { Summarizer } from '../strategies/summarizer/types.ts';
 
 /** Limits and switches read at start-up. */
 export interface DaemonSettings {
@@ -39,6 +40,10 @@ export interface DaemonSettings {
    * itself (SIGKILL) right after a compaction committed and before its image elision ran.
    */
   fault: 'kill-before-elision' | undefined;
+  /** The proxy's port from the environment (wins over extensions.json); undefined: the config's. */
+  proxyPort?: number | 'off' | undefined;
+  /** The Anthropic upstream from the environment (wins over extensions.json). */
+  anthropicUpstream?: string | undefined;
 }
 
 export interface ConfigProblem {
@@ -91,6 +96,13 @@ export interface CallContext {
   conn: ConnectionState;
   /** Aborted when the client cancels the request or the connection closes. */
   signal: AbortSignal;
+  /**
+   * The summarizer a proxied request brings (the upstream it is forwarded to, with its
+   * credentials); used unless extensions.json names a backend. Absent on the socket.
+   */
+  summarizer?: Summarizer;
+  /** What the log calls the call when it is not an RPC method (`proxy anthropic`). */
+  method?: string;
 }
 
 export type Handler<M extends MethodName> = (params: Params<M>, ctx: CallContext) => Promise<Result<M>> | Result<M>;

@@ -1,5 +1,6 @@
 // Process limits and switches from the environment (ALBEDO_MAX_LINE_BYTES, ALBEDO_MAX_IMAGE_BYTES,
-// ALBEDO_SHUTDOWN_GRACE_MS, ALBEDO_CONFIG_WATCH, ALBEDO_SEARCH_INDEXER, ALBEDO_LEAN_HEAP, and
+// ALBEDO_SHUTDOWN_GRACE_MS, ALBEDO_CONFIG_WATCH, ALBEDO_SEARCH_INDEXER, ALBEDO_LEAN_HEAP, the
+// proxy's ALBEDO_PROXY_PORT and ALBEDO_ANTHROPIC_UPSTREAM, and
 // ALBEDO_FAULT for recovery tests), parsed with zod so a typo stops the start instead of being
 // ignored.
 import { z } from 'zod';
@@ -19,6 +20,10 @@ const EnvSettings = z.object({
   ALBEDO_LEAN_HEAP: z.enum(['on', 'off']).optional(),
   /** Recovery tests only: a crash to stage (see DaemonSettings.fault). */
   ALBEDO_FAULT: z.enum(['kill-before-elision']).optional(),
+  /** The proxy's port on 127.0.0.1: a number (0 picks a free one) or `off`; wins over extensions.json. */
+  ALBEDO_PROXY_PORT: z.union([z.literal('off'), z.coerce.number().int().min(0).max(65535)]).optional(),
+  /** Where the proxy forwards Anthropic Messages requests; wins over extensions.json. */
+  ALBEDO_ANTHROPIC_UPSTREAM: z.url().optional(),
 });
 
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<DaemonSettings> {
@@ -35,5 +40,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<D
   if (e.ALBEDO_SEARCH_INDEXER !== undefined) out.searchIndexer = e.ALBEDO_SEARCH_INDEXER === 'on';
   if (e.ALBEDO_LEAN_HEAP !== undefined) out.leanHeap = e.ALBEDO_LEAN_HEAP === 'on';
   if (e.ALBEDO_FAULT !== undefined) out.fault = e.ALBEDO_FAULT;
+  if (e.ALBEDO_PROXY_PORT !== undefined) out.proxyPort = e.ALBEDO_PROXY_PORT;
+  if (e.ALBEDO_ANTHROPIC_UPSTREAM !== undefined) out.anthropicUpstream = e.ALBEDO_ANTHROPIC_UPSTREAM;
   return out;
 }

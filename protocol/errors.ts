@@ -49,6 +49,8 @@ export const DomainCode = {
   invalid_tool_arguments: -32026,
   /** No lcm node of that id in the session (a node of another session counts as none). */
   unknown_node: -32027,
+  /** A provider-wire request to the proxy that cannot be stored as it is (answered with the provider's 400). */
+  invalid_proxy_request: -32028,
 } as const;
 
 export type DomainCodeName = keyof typeof DomainCode;

@@ -13,6 +13,8 @@ export interface HomePaths {
   log: string;
   extensions: string;
   models: string;
+  /** The secret every proxy URL starts with (0600; created at the daemon's first start). */
+  proxyToken: string;
 }
 
 export function resolvePaths(env: NodeJS.ProcessEnv = process.env): HomePaths {
@@ -26,5 +28,6 @@ export function resolvePaths(env: NodeJS.ProcessEnv = process.env): HomePaths {
     log: path.join(home, 'albedod.log'),
     extensions: path.join(home, 'extensions.json'),
     models: path.join(home, 'models.json'),
+    proxyToken: path.join(home, 'proxy.token'),
   };
 }

@@ -33,7 +33,13 @@ export const OutReasoningPart = z.object({
   encrypted: z.string().optional(),
   provider: z.string().optional(),
 });
-export const OutPart = z.union([OutTextPart, OutImagePart, OutToolCallPart, OutToolResultPart, OutReasoningPart]);
+/** A part the daemon keeps opaque (rows.ts OpaquePart), sent only to the wire that wrote it. */
+export const OutOpaquePart = z.object({
+  type: z.literal('opaque'),
+  wire: z.string(),
+  data: JsonObject,
+});
+export const OutPart = z.union([OutTextPart, OutImagePart, OutToolCallPart, OutToolResultPart, OutReasoningPart, OutOpaquePart]);
 export type OutPart = z.infer<typeof OutPart>;
 
 export const PlainInput = z.object({

@@ -76,6 +76,23 @@ export const ToolCallPart = z.strictObject({
 /** A tool call as stored: its arguments read depth-clamped (see StoredJsonObject). */
 const StoredToolCallPart = ToolCallPart.extend({ arguments: StoredJsonObject });
 
+/**
+ * Content the daemon does not model, kept as the agent's wire sent it (the proxy's server-tool
+ * blocks, documents, redacted thinking, block types it has never seen). It goes back byte for
+ * byte to the wire that wrote it while its row is in the verbatim tail; everything else
+ * (summarizers, search, other providers) sees only `label`.
+ */
+export const OpaquePart = z.strictObject({
+  type: z.literal('opaque'),
+  /** The wire format `data` is in: `anthropic` (a Messages content block). */
+  wire: z.string().min(1).max(64),
+  /** One line naming what it is, e.g. "redacted_thinking" or "document (report.pdf)". */
+  label: z.string().min(1).max(200),
+  data: JsonObject,
+});
+const StoredOpaquePart = OpaquePart.extend({ data: StoredJsonObject });
+export type OpaquePart = z.infer<typeof OpaquePart>;
+
 export const UserOrigin = z.enum(['user', 'notes', 'mail']);
 export type UserOrigin = z.infer<typeof UserOrigin>;
 
@@ -85,7 +102,7 @@ export const UserRowIn = z.strictObject({
   kind: z.literal('user'),
   origin: UserOrigin.default('user'),
   key,
-  content: z.array(z.union([TextPart, ImagePartIn])).min(1),
+  content: z.array(z.union([TextPart, ImagePartIn, OpaquePart])).min(1),
 });
 
 export const AssistantRowIn = z.strictObject({
@@ -94,7 +111,7 @@ export const AssistantRowIn = z.strictObject({
   /** Provider and model that produced the turn, when the client knows them. */
   provider: z.string().min(1).optional(),
   model: z.string().min(1).optional(),
-  content: z.array(z.union([TextPart, ReasoningPart, ToolCallPart])).min(1),
+  content: z.array(z.union([TextPart, ReasoningPart, ToolCallPart, OpaquePart])).min(1),
 });
 
 export const ToolResultRowIn = z.strictObject({
@@ -158,13 +175,13 @@ export type NoticeKind = Notice['notice'];
 export const StoredUserBody = z.strictObject({
   kind: z.literal('user'),
   origin: UserOrigin,
-  content: z.array(z.union([TextPart, ImagePart])),
+  content: z.array(z.union([TextPart, ImagePart, StoredOpaquePart])),
 });
 export const StoredAssistantBody = z.strictObject({
   kind: z.literal('assistant'),
   provider: z.string().optional(),
   model: z.string().optional(),
-  content: z.array(z.union([TextPart, ReasoningPart, StoredToolCallPart])),
+  content: z.array(z.union([TextPart, ReasoningPart, StoredToolCallPart, StoredOpaquePart])),
 });
 export const StoredToolResultBody = z.strictObject({
   kind: z.literal('tool_result'),

@@ -300,12 +300,17 @@ class FitTable {
     const body = row.body;
     if (body.kind !== 'user' && body.kind !== 'tool_result') return row;
     let changed = false;
-    const content = body.content.map((p) => {
+    const fit = <P extends { type: string }>(p: P | ImagePart): P | ImagePart => {
       if (p.type !== 'image') return p;
-      const r = this.resolve(p, row.seq);
+      const r = this.resolve(p as ImagePart, row.seq);
       if (r !== p) changed = true;
       return r;
-    });
+    };
+    if (body.kind === 'user') {
+      const content = body.content.map(fit);
+      return changed ? { ...row, body: { ...body, content } } : row;
+    }
+    const content = body.content.map(fit);
     return changed ? { ...row, body: { ...body, content } } : row;
   }
 }

@@ -16,6 +16,11 @@ import { bodySql } from './row-body.ts';
 /** What stands in for an image whose payload compaction elided, in row text and in requests. */
 export const ELIDED_IMAGE_TEXT = '[image elided and is no longer available]';
 
+/** What an opaque part (rows.ts OpaquePart) shows wherever its wire's bytes cannot go. */
+export function opaqueMarker(label: string): string {
+  return `[${label}: kept as sent, not shown here]`;
+}
+
 /** Marker text an image leaves in the row text. */
 export function imageMarker(hash: string, width: number, height: number, elided = false): string {
   const base = `[image ${hash.slice(0, 8)} ${width}x${height}]`;
@@ -43,13 +48,14 @@ export function rowText(body: StoredBody): string {
     case 'user':
     case 'tool_result':
       for (const p of body.content) {
-        out.push(p.type === 'text' ? p.text : imageMarker(p.hash, p.width, p.height, p.elided === true));
+        out.push(p.type === 'text' ? p.text : p.type === 'opaque' ? opaqueMarker(p.label) : imageMarker(p.hash, p.width, p.height, p.elided === true));
       }
       break;
     case 'assistant':
       for (const p of body.content) {
         if (p.type === 'text') out.push(p.text);
         else if (p.type === 'tool_call') out.push(`→ ${p.name}(${jsonArgs(p.arguments)})`);
+        else if (p.type === 'opaque') out.push(opaqueMarker(p.label));
         else if (p.text !== undefined && p.text.length > 0) out.push(p.text);
       }
       break;

@@ -27,6 +27,8 @@ const PART_OF_TABLE: Record<string, StoragePart> = {
   session_prompts: 'engine',
   session_extensions: 'engine',
   token_ratios: 'engine',
+  proxy_sessions: 'engine',
+  proxy_messages: 'engine',
 };
 
 /** How long a page walk's parts are reused. */

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { AlbedoError } from '../protocol/errors.ts';
 import { MAX_JSON_DEPTH, tooDeepPath } from '../protocol/json-depth.ts';
-import type { ImagePart, ImagePartIn, Notice, RowClass, RowIn, StoredBody, TextPart } from '../protocol/rows.ts';
+import type { ImagePart, ImagePartIn, Notice, OpaquePart, RowClass, RowIn, StoredBody, TextPart } from '../protocol/rows.ts';
 import { type Db, perDb } from './db.ts';
 import { followSettle } from './lcm-tree.ts';
 import { DEFAULT_MAX_IMAGE_BYTES, hasPayload, prepareImage, putPayload, type PreparedImage } from './payloads.ts';
@@ -226,6 +226,7 @@ function headOf(st: Statements, sid: number): number {
  * for the same content however the client ordered its keys: key retries compare this JSON.
  */
 function storedBody(row: RowIn, images: Map<ImagePartIn, PreparedImage>): StoredBody {
+  const opaque = (p: OpaquePart): OpaquePart => ({ type: 'opaque', wire: p.wire, label: p.label, data: p.data });
   const media = (p: TextPart | ImagePartIn): TextPart | ImagePart => {
     if (p.type === 'text') return { type: 'text', text: p.text };
     const img = images.get(p);
@@ -234,7 +235,7 @@ function storedBody(row: RowIn, images: Map<ImagePartIn, PreparedImage>): Stored
   };
   switch (row.kind) {
     case 'user':
-      return { kind: 'user', origin: row.origin, content: row.content.map(media) };
+      return { kind: 'user', origin: row.origin, content: row.content.map((p) => (p.type === 'opaque' ? opaque(p) : media(p))) };
     case 'tool_result':
       return { kind: 'tool_result', call_id: row.call_id, is_error: row.is_error, content: row.content.map(media) };
     case 'assistant':
@@ -245,6 +246,7 @@ function storedBody(row: RowIn, images: Map<ImagePartIn, PreparedImage>): Stored
         content: row.content.map((p) => {
           if (p.type === 'text') return { type: 'text', text: p.text };
           if (p.type === 'tool_call') return { type: 'tool_call', id: p.id, name: p.name, arguments: p.arguments };
+          if (p.type === 'opaque') return opaque(p);
           return { type: 'reasoning', provider: p.provider, text: p.text, encrypted: p.encrypted };
         }),
       };

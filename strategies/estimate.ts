@@ -75,6 +75,8 @@ function ownTokens(part: Exclude<OutPart, { type: 'image' | 'tool_result' }>): n
       return textTokens(part.name) + textTokens(stringifyJson(part.arguments));
     case 'reasoning':
       return textTokens(part.text ?? '') + textTokens(part.encrypted ?? '');
+    case 'opaque':
+      return textTokens(stringifyJson(part.data));
   }
 }
 

@@ -3,8 +3,8 @@
 // caps, answering calls, orphans, unreadable images, reasoning routing); choosing rows is theirs.
 import { clampJsonDepth } from '../protocol/json-depth.ts';
 import type { OutPart, PlainInput } from '../protocol/prepared.ts';
-import type { ImagePart, StoredRow, TextPart } from '../protocol/rows.ts';
-import { ELIDED_IMAGE_TEXT, imageMarker } from '../storage/row-text.ts';
+import type { ImagePart, OpaquePart, StoredRow, TextPart } from '../protocol/rows.ts';
+import { ELIDED_IMAGE_TEXT, imageMarker, opaqueMarker } from '../storage/row-text.ts';
 import { runSteps, type Steps, timeSlicer } from '../storage/db.ts';
 import { inputsTokens, partTokens, PER_INPUT_TOKENS, textTokens } from './estimate.ts';
 
@@ -191,18 +191,19 @@ function capText(text: string, capTokens: number, session: string, seq: number):
  * parts together estimate above the cap, they are joined with newlines (as transcript reads
  * render them) and capped as one text in place of the first; images keep their places.
  */
-function cappedContent(content: ReadonlyArray<TextPart | ImagePart>, seq: number, target: ProjectionTarget): ReadonlyArray<TextPart | ImagePart> {
+function cappedContent<P extends TextPart | ImagePart | OpaquePart>(content: readonly P[], seq: number, target: ProjectionTarget): ReadonlyArray<P | TextPart> {
   const cap = target.maxOutputTokens;
   if (cap === null) return content;
-  const texts = content.filter((p): p is TextPart => p.type === 'text');
+  const texts: TextPart[] = [];
+  for (const p of content) if (p.type === 'text') texts.push(p as TextPart);
   if (texts.reduce((n, p) => n + textTokens(p.text), 0) <= cap) return content;
   const joined = texts.map((p) => p.text).join('\n');
   const capped = capText(joined, cap, target.session, seq);
   if (capped === joined) return content;
-  const out: Array<TextPart | ImagePart> = [];
+  const out: Array<P | TextPart> = [];
   let placed = false;
   for (const p of content) {
-    if (p.type === 'image') out.push(p);
+    if (p.type !== 'text') out.push(p);
     else if (!placed) {
       out.push({ type: 'text', text: capped });
       placed = true;
@@ -256,6 +257,14 @@ function cappedArguments(args: Record<string, unknown>, seq: number, target: Pro
   return shrink(args) as Record<string, unknown>;
 }
 
+/**
+ * An opaque part goes out as it was sent to the wire that wrote it (the proxy maps it back),
+ * and as its one-line marker anywhere else.
+ */
+function opaqueOut(p: OpaquePart, target: ProjectionTarget): OutPart {
+  return target.provider === p.wire ? { type: 'opaque', wire: p.wire, data: p.data } : { type: 'text', text: opaqueMarker(p.label) };
+}
+
 /** A tool result that answers no call in the request goes out as a user's text, never a result. */
 function orphanInputs(body: ToolResultBody, seq: number, target: ProjectionTarget): PlainInput[] {
   const header = `[${body.is_error ? 'error ' : ''}result of tool call ${body.call_id}, which has no matching call]`;
@@ -275,7 +284,7 @@ export function rowInputs(row: StoredRow, target: ProjectionTarget): PlainInput[
   const body = row.body;
   switch (body.kind) {
     case 'user': {
-      const content: OutPart[] = cappedContent(body.content, row.seq, target).map((p) => (p.type === 'text' ? p : imageOut(p, target)));
+      const content: OutPart[] = cappedContent(body.content, row.seq, target).map((p) => (p.type === 'text' ? p : p.type === 'opaque' ? opaqueOut(p, target) : imageOut(p, target)));
       if (body.origin !== 'user') content.unshift({ type: 'text', text: `[${body.origin}]` });
       return [{ role: 'user', content }];
     }
@@ -285,6 +294,10 @@ export function rowInputs(row: StoredRow, target: ProjectionTarget): PlainInput[
       // sent with its signature goes back exactly as written.
       const parts: OutPart[] = [];
       for (const p of body.content) {
+        if (p.type === 'opaque') {
+          parts.push(opaqueOut(p, target));
+          continue;
+        }
         if (p.type !== 'reasoning') {
           parts.push(p);
           continue;

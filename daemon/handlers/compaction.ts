@@ -1,7 +1,7 @@
 // The compaction methods: prepare (every model call), usage.report, compact (/compact) and
 // context (/context). Each runs on the session's kernel queue, so one session never prepares
 // and compacts at the same time; the engine itself lives in strategies/prepare.ts.
-import type { Result } from '../../protocol/methods.ts';
+import type { Params, Result } from '../../protocol/methods.ts';
 import { randomUUID } from 'node:crypto';
 import type { ByteChunks } from '../../protocol/byte-chunks.ts';
 import { EncodedJson } from '../../protocol/rpc-peer.ts';
@@ -76,7 +76,10 @@ function frameFor(
   const config = ctx.daemon.config();
   const chosen = engineSetup({ db, config, configErrors: ctx.daemon.configProblems(), sid: s.sid, modelId: prompt.model, conn: via, resolution: opts.resolution });
   let calls = 0;
-  const inner = chosen.summarizer;
+  // A proxy request brings its own: the upstream it came for, unless the config names a backend.
+  const configured = config.extensions.summarizer?.provider;
+  const own = ctx.summarizer !== undefined && (configured === undefined || configured === 'upstream') ? ctx.summarizer : undefined;
+  const inner = own ?? chosen.summarizer;
   const summarizer: Summarizer = {
     backend: inner.backend,
     model: inner.model,
@@ -110,7 +113,7 @@ function frameFor(
     adoptSession(setup, args);
     adopted.add(name);
   }
-  return { setup, args, summarizerNote: summarizerNote(config, via, ctx.conn), summarized: () => calls > 0 };
+  return { setup, args, summarizerNote: own !== undefined ? null : summarizerNote(config, via, ctx.conn), summarized: () => calls > 0 };
 }
 
 /** The observation as it goes out: its prepared id, and the summarizer's note when it was called. */
@@ -168,62 +171,72 @@ function saveAfterReply(ctx: CallContext, session: string, f: Frame, observation
     .catch((err: unknown) => ctx.daemon.log.error({ err, session, method: 'prepare' }, 'the prepared request could not be recorded'));
 }
 
-export const prepare: EncodingHandler<'prepare'> = (params, ctx) =>
-  ctx.daemon.kernels.run(params.session, async (kernel) => {
-    const prompt = { model: params.model, instructions: params.instructions, tools: params.tools };
-    ctx.daemon.summarizeRoutes.notePrepare(params.session, ctx.conn);
-    const { db } = ctx.daemon;
-    const { s, limits } = readTogether(db, () => {
-      const s = requireSession(db, params.session);
-      // Before the head is taken: a notice the prompt needs (a pin found at adoption) is part of this request.
-      tellPromptChanges(kernel, db, ctx.daemon.config(), s.sid, prompt);
-      // Before the head is taken too: the request must read the fitted images (docs/images.md).
-      return { s, limits: limitsForPrepare(db, ctx.daemon.config(), { sid: s.sid, model: params.model, provider: params.provider, upstream: params.upstream }) };
-    });
-    const fit = limits === null ? null : await fitSessionImages({ db, log: ctx.daemon.log, kernel, session: params.session, sid: s.sid, method: 'prepare', limits });
-    const f = readTogether(db, () => frameFor(ctx, kernel, s, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream }));
-    const prepared = await elideLeftBehind(ctx, params.session, f.args.session.sid, 'prepare', await prepareRequest({ ...f.setup, pinnedPrompt: pinnedPrompt(kernel, f.setup, f.args) }, f.args));
-    const { last, reuse, firstId, cache_breaks } = readTogether(db, () => {
-      noteSent(db, f.args.session.sid, kernel, f.setup, f.args, prepared);
-      // A prepare from the same head as the one before may be that one again: it then gets the
-      // same id and nothing is written (see LAST_REPLY).
-      const last = kernel.cache.get(LAST_REPLY);
-      const reuse = !prepared.compacted && last?.head === f.args.head ? last.id : undefined;
-      const firstId = reuse ?? randomUUID();
-      const cache_breaks = notePrefix(kernel, db, f.args.session.sid, {
-        preparedId: firstId,
-        instructions: prepared.instructions,
-        context: prepared.extensionContext,
-        tools: prepared.tools,
-        model: f.setup.modelId,
-        provider: params.provider ?? f.setup.model?.provider,
-        inputs: prepared.inputs,
-        compacted: prepared.compacted,
-        observation: prepared.observation,
-      });
-      return { last, reuse, firstId, cache_breaks };
-    });
-    let id = firstId;
-    const notes = fit === null || fit.notes.length === 0 ? prepared.observation.notes : [...prepared.observation.notes, ...fit.notes];
-    // Inline images are attached while the reply is encoded, which keeps their bytes between replies.
-    const encoding = params.images === 'inline' ? { inlineImages: (hash: string) => getPayload(ctx.daemon.db, hash)?.data } : {};
-    const answer = (preparedId: string) => {
-      const observation = identified(f, { ...prepared.observation, cache_breaks, notes }, preparedId);
-      const result: Result<'prepare'> = { prepared_id: preparedId, head: f.args.head, system: prepared.system, inputs: prepared.inputs, tools: prepared.tools, compacted: prepared.compacted, observation };
-      return { observation, bytes: encodePrepareReply(result, encoding) };
-    };
-    let reply = answer(id);
-    if (reuse !== undefined && last !== undefined && reply.bytes.equals(last.bytes)) return new EncodedJson<Result<'prepare'>>(reply.bytes);
-    if (reuse !== undefined) {
-      id = randomUUID();
-      renameLastPrepared(kernel, id);
-      reply = answer(id);
-    }
-    saveAfterReply(ctx, params.session, f, reply.observation, prompt);
-    kernel.cache.set(LAST_REPLY, { head: f.args.head, id, bytes: reply.bytes });
-    if (prepared.compacted) ctx.daemon.log.info({ session: params.session, method: 'prepare', tokens: reply.observation.last_compaction }, 'compacted');
-    return new EncodedJson<Result<'prepare'>>(reply.bytes);
+/** Extra words for a prepared request's observation from its caller (the proxy's, about its own changes). */
+export type ExtraNotes = (prepared: { observation: Observation }) => string[];
+
+/**
+ * The prepare pipeline on a session's kernel: what the socket's `prepare` answers and what the
+ * proxy forwards. Answers the result and its encoded reply bytes.
+ */
+export async function preparedRequest(params: Params<'prepare'>, ctx: CallContext, kernel: Kernel, extraNotes?: ExtraNotes): Promise<{ result: Result<'prepare'>; bytes: ByteChunks }> {
+  const prompt = { model: params.model, instructions: params.instructions, tools: params.tools };
+  ctx.daemon.summarizeRoutes.notePrepare(params.session, ctx.conn);
+  const { db } = ctx.daemon;
+  const { s, limits } = readTogether(db, () => {
+    const s = requireSession(db, params.session);
+    // Before the head is taken: a notice the prompt needs (a pin found at adoption) is part of this request.
+    tellPromptChanges(kernel, db, ctx.daemon.config(), s.sid, prompt);
+    // Before the head is taken too: the request must read the fitted images (docs/images.md).
+    return { s, limits: limitsForPrepare(db, ctx.daemon.config(), { sid: s.sid, model: params.model, provider: params.provider, upstream: params.upstream }) };
   });
+  const fit = limits === null ? null : await fitSessionImages({ db, log: ctx.daemon.log, kernel, session: params.session, sid: s.sid, method: 'prepare', limits });
+  const f = readTogether(db, () => frameFor(ctx, kernel, s, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream }));
+  const prepared = await elideLeftBehind(ctx, params.session, f.args.session.sid, 'prepare', await prepareRequest({ ...f.setup, pinnedPrompt: pinnedPrompt(kernel, f.setup, f.args) }, f.args));
+  const { last, reuse, firstId, cache_breaks } = readTogether(db, () => {
+    noteSent(db, f.args.session.sid, kernel, f.setup, f.args, prepared);
+    // A prepare from the same head as the one before may be that one again: it then gets the
+    // same id and nothing is written (see LAST_REPLY).
+    const last = kernel.cache.get(LAST_REPLY);
+    const reuse = !prepared.compacted && last?.head === f.args.head ? last.id : undefined;
+    const firstId = reuse ?? randomUUID();
+    const cache_breaks = notePrefix(kernel, db, f.args.session.sid, {
+      preparedId: firstId,
+      instructions: prepared.instructions,
+      context: prepared.extensionContext,
+      tools: prepared.tools,
+      model: f.setup.modelId,
+      provider: params.provider ?? f.setup.model?.provider,
+      inputs: prepared.inputs,
+      compacted: prepared.compacted,
+      observation: prepared.observation,
+    });
+    return { last, reuse, firstId, cache_breaks };
+  });
+  let id = firstId;
+  const extra = [...(fit?.notes ?? []), ...(extraNotes?.(prepared) ?? [])];
+  const notes = extra.length === 0 ? prepared.observation.notes : [...prepared.observation.notes, ...extra];
+  // Inline images are attached while the reply is encoded, which keeps their bytes between replies.
+  const encoding = params.images === 'inline' ? { inlineImages: (hash: string) => getPayload(ctx.daemon.db, hash)?.data } : {};
+  const answer = (preparedId: string) => {
+    const observation = identified(f, { ...prepared.observation, cache_breaks, notes }, preparedId);
+    const result: Result<'prepare'> = { prepared_id: preparedId, head: f.args.head, system: prepared.system, inputs: prepared.inputs, tools: prepared.tools, compacted: prepared.compacted, observation };
+    return { observation, result, bytes: encodePrepareReply(result, encoding) };
+  };
+  let reply = answer(id);
+  if (reuse !== undefined && last !== undefined && reply.bytes.equals(last.bytes)) return { result: reply.result, bytes: last.bytes };
+  if (reuse !== undefined) {
+    id = randomUUID();
+    renameLastPrepared(kernel, id);
+    reply = answer(id);
+  }
+  saveAfterReply(ctx, params.session, f, reply.observation, prompt);
+  kernel.cache.set(LAST_REPLY, { head: f.args.head, id, bytes: reply.bytes });
+  if (prepared.compacted) ctx.daemon.log.info({ session: params.session, method: ctx.method ?? 'prepare', tokens: reply.observation.last_compaction }, 'compacted');
+  return { result: reply.result, bytes: reply.bytes };
+}
+
+export const prepare: EncodingHandler<'prepare'> = (params, ctx) =>
+  ctx.daemon.kernels.run(params.session, async (kernel) => new EncodedJson<Result<'prepare'>>((await preparedRequest(params, ctx, kernel)).bytes));
 
 export const usageReport: Handler<'usage.report'> = (params, { daemon }) =>
   daemon.kernels.run(params.session, (kernel) => {

@@ -26,6 +26,7 @@ import { sql as m024 } from './024-state-stamp.ts';
 import { sql as m025 } from './025-summaries-indexed-after-commit.ts';
 import { sql as m026 } from './026-summary-merge-in-idle-time.ts';
 import { sql as m027 } from './027-known-told-instructions.ts';
+import { sql as m028 } from './028-proxy-sessions.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -62,4 +63,5 @@ export const migrations: readonly Migration[] = [
   { version: 25, name: 'summaries-indexed-after-commit', sql: m025 },
   { version: 26, name: 'summary-merge-in-idle-time', sql: m026 },
   { version: 27, name: 'known-told-instructions', sql: m027 },
+  { version: 28, name: 'proxy-sessions', sql: m028 },
 ];

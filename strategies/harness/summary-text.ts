@@ -3,7 +3,7 @@
 // with the cut said in place. Capability notices and encrypted reasoning are never included.
 import type { StoredRow } from '../../protocol/rows.ts';
 import { runStepsSliced, timeSlicer } from '../../storage/db.ts';
-import { imageMarker } from '../../storage/row-text.ts';
+import { imageMarker, opaqueMarker } from '../../storage/row-text.ts';
 import { aiLine, callLine, LINE_MARKERS, outLine, userLine } from '../summarizer/prompt-format.ts';
 import { chunkUnits, groupUnitsSteps, opensExchange, opensUnit } from './units.ts';
 
@@ -31,7 +31,7 @@ export function summaryLines(row: StoredRow, options: SummaryTextOptions = {}): 
   const b = row.body;
   switch (b.kind) {
     case 'user': {
-      const text = b.content.map((p) => (p.type === 'text' ? p.text : imageMarker(p.hash, p.width, p.height, p.elided === true))).join(' ');
+      const text = b.content.map((p) => (p.type === 'text' ? p.text : p.type === 'opaque' ? opaqueMarker(p.label) : imageMarker(p.hash, p.width, p.height, p.elided === true))).join(' ');
       return [userLine(cap(text, CAPS.message), b.origin)];
     }
     case 'assistant': {
@@ -39,6 +39,7 @@ export function summaryLines(row: StoredRow, options: SummaryTextOptions = {}): 
       for (const p of b.content) {
         if (p.type === 'text') lines.push(aiLine(cap(p.text, CAPS.message)));
         else if (p.type === 'tool_call') lines.push(cap(callLine(p.name, p.arguments), p.name.length + 3 + CAPS.args));
+        else if (p.type === 'opaque') lines.push(aiLine(opaqueMarker(p.label)));
         else if (options.reasoning !== false && p.text !== undefined && p.text.length > 0) lines.push(`${LINE_MARKERS.ai} (thinking): ${cap(p.text, CAPS.message)}`);
       }
       return lines;

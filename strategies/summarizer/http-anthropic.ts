@@ -31,6 +31,48 @@ function readMessages(json: unknown): ReadOutcome {
   };
 }
 
+/**
+ * Where a proxied session's requests go (daemon/proxy/): the upstream's root, the agent's own
+ * headers (its credentials and API version, held in memory only), and the model to ask.
+ */
+export interface UpstreamCall {
+  baseUrl: string;
+  headers: Record<string, string>;
+  model: string;
+  /** The credential inside `headers`, scrubbed from every error message. */
+  secret: string | null;
+}
+
+/**
+ * The `upstream` backend: the same Messages endpoint, credentials and model as the proxied
+ * request the compaction serves (or the configured model), one request per summary, no tools.
+ */
+export function createUpstreamSummarizer(upstream: UpstreamCall, config: SummarizerConfig, deps: HttpDeps = {}): Summarizer {
+  const model = config.model ?? upstream.model;
+  const url = joinUrl(upstream.baseUrl, 'v1/messages');
+  return {
+    backend: 'upstream',
+    model,
+    async summarize(req: SummaryRequest): Promise<SummaryResult> {
+      if (req.signal?.aborted === true) throw summarizerFailed('upstream', 'cancelled', 'cancelled');
+      return summarizeOverHttp(
+        {
+          backend: 'upstream',
+          url,
+          headers: { 'anthropic-version': ANTHROPIC_VERSION, ...upstream.headers, 'content-type': 'application/json' },
+          body: { model, max_tokens: req.maxOutputTokens, system: req.system, messages: [{ role: 'user', content: req.prompt }] },
+          read: readMessages,
+          secrets: upstream.secret === null ? [] : [upstream.secret],
+        },
+        config,
+        req,
+        deps,
+        model,
+      );
+    },
+  };
+}
+
 export function createAnthropicSummarizer(config: SummarizerConfig, deps: HttpDeps = {}): Summarizer {
   const model = config.model ?? ANTHROPIC_DEFAULT_MODEL;
   const keyEnv = config.apiKeyEnv ?? ANTHROPIC_DEFAULT_KEY_ENV;

@@ -20,7 +20,7 @@ export interface HttpDeps {
 export type ReadOutcome = { text: string; outputTokens?: number; model?: string } | string;
 
 export interface HttpSummaryCall {
-  backend: Extract<BackendName, 'anthropic' | 'openai'>;
+  backend: Extract<BackendName, 'anthropic' | 'openai' | 'upstream'>;
   url: string;
   headers: Record<string, string>;
   body: unknown;

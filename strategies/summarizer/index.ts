@@ -3,11 +3,11 @@
 // Reading the config file, finding that connection and sending reverse requests are the daemon's.
 import { createClientSummarizer, type ClientCall } from './client.ts';
 import { createExtractiveSummarizer } from './extractive.ts';
-import { createAnthropicSummarizer } from './http-anthropic.ts';
+import { createAnthropicSummarizer, createUpstreamSummarizer, type UpstreamCall } from './http-anthropic.ts';
 import { createOpenAISummarizer } from './http-openai.ts';
 import type { Sleep } from './http.ts';
 import { capOutput } from './output-cap.ts';
-import type { BackendName, Summarizer, SummarizerConfig } from './types.ts';
+import { summarizerFailed, type BackendName, type Summarizer, type SummarizerConfig } from './types.ts';
 
 export { BackendName, SummarizerConfig, summarizerFailed } from './types.ts';
 export type { FailureReason, Summarizer, SummaryRequest, SummaryResult } from './types.ts';
@@ -28,6 +28,7 @@ export type { SectionTag, SummaryPromptParts, TranscriptLine, TranscriptLineKind
 export { extractSummary } from './extractive.ts';
 export type { ClientCall, ClientSummarizeParams } from './client.ts';
 export { ANTHROPIC_DEFAULT_MODEL } from './http-anthropic.ts';
+export type { UpstreamCall } from './http-anthropic.ts';
 export { TRUNCATION_MARKER } from './output-cap.ts';
 export { OPENAI_DEFAULT_MODEL } from './http-openai.ts';
 
@@ -40,16 +41,21 @@ export interface SummarizerDeps {
   fetch?: typeof fetch;
   /** Waits between HTTP retries; for tests. */
   sleep?: Sleep;
+  /** The upstream a proxied request goes to (daemon/proxy/): the `upstream` backend's target. */
+  upstream?: UpstreamCall;
 }
 
 /** The backend `createSummarizer` would use: the configured provider, else client when possible, else extractive. */
-export function chooseBackend(config: SummarizerConfig, hasClientCall: boolean): BackendName {
-  return config.provider ?? (hasClientCall ? 'client' : 'extractive');
+export function chooseBackend(config: SummarizerConfig, hasClientCall: boolean, hasUpstream = false): BackendName {
+  return config.provider ?? (hasUpstream ? 'upstream' : hasClientCall ? 'client' : 'extractive');
 }
 
 function createBackend(config: SummarizerConfig, deps: SummarizerDeps): Summarizer {
   const http = { env: deps.env, fetch: deps.fetch, sleep: deps.sleep };
-  switch (chooseBackend(config, deps.clientCall !== undefined)) {
+  switch (chooseBackend(config, deps.clientCall !== undefined, deps.upstream !== undefined)) {
+    case 'upstream':
+      if (deps.upstream === undefined) return unavailable('upstream', 'only requests that come through the proxy have an upstream to summarize with');
+      return createUpstreamSummarizer(deps.upstream, config, http);
     case 'client':
       return createClientSummarizer(deps.clientCall, config);
     case 'anthropic':
@@ -59,6 +65,15 @@ function createBackend(config: SummarizerConfig, deps: SummarizerDeps): Summariz
     case 'extractive':
       return createExtractiveSummarizer();
   }
+}
+
+/** A backend that cannot serve this caller: every summary fails and says why. */
+function unavailable(backend: BackendName, why: string): Summarizer {
+  return {
+    backend,
+    model: null,
+    summarize: () => Promise.reject(summarizerFailed(backend, 'no_capability', why)),
+  };
 }
 
 /**

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { AlbedoError } from '../../protocol/errors.ts';
 
-export const BackendName = z.enum(['client', 'anthropic', 'openai', 'extractive']);
+export const BackendName = z.enum(['client', 'anthropic', 'openai', 'extractive', 'upstream']);
 export type BackendName = z.output<typeof BackendName>;
 
 /** The `summarizer` section of `extensions.json`. */

@@ -1,0 +1,344 @@
+// The Anthropic Messages wire through the proxy: `POST /v1/messages` is reconciled into the
+// session's transcript, prepared by the same pipeline as the socket's `prepare`, forwarded
+// compacted, and its answer streamed back unchanged while a tee records it; count_tokens is
+// answered for the prepared request. Side requests and anything the daemon cannot prepare go
+// upstream as they came (failure is open). The listener and the token are server.ts's.
+import type http from 'node:http';
+import { AlbedoError } from '../../protocol/errors.ts';
+import type { Params } from '../../protocol/methods.ts';
+import { ToolSpec } from '../../protocol/prepared.ts';
+import { lastPrompt } from '../../storage/engine-log.ts';
+import { getPayload } from '../../storage/payloads.ts';
+import { countSideRequest, currentProxySession } from '../../storage/proxy-state.ts';
+import type { ChainLink } from '../../storage/proxy-state.ts';
+import { findSession } from '../../storage/sessions.ts';
+import { createSummarizer, SummarizerConfig, type UpstreamCall } from '../../strategies/summarizer/index.ts';
+import type { CallContext, ConnectionState, DaemonServices } from '../context.ts';
+import { preparedRequest, usageReport } from '../handlers/compaction.ts';
+import { AnthropicStreamTee, answerFromJson, type Answer } from './anthropic-stream.ts';
+import { MessagesRequest, messageText, placeCacheMarkers, preparedMessages, systemText, WIRE, wireError, withClientSystemMessages, type WireBlock, type WireMessage } from './anthropic-wire.ts';
+import { credentialOf, identify } from './identity.ts';
+import { proxySessionFor, reconcile, recordAnswer, type ProxyTarget } from './reconcile.ts';
+import { clientHeaders, decodeBody, decoderFor, sendUpstream, upstreamHeaders, upstreamUrl } from './upstream.ts';
+
+/** What one proxied request is handed by the listener. */
+export interface ProxyCall {
+  daemon: DaemonServices;
+  req: http.IncomingMessage;
+  res: http.ServerResponse;
+  /** The path after the token and the wire's prefix, with its query (`/v1/messages?beta=true`). */
+  path: string;
+  body: Buffer;
+  upstream: string;
+}
+
+/** The connection a proxied request is handled as: no socket peer, no client summaries. */
+function proxyConnection(agent: string | null): ConnectionState {
+  return { id: 0, peer: undefined, initialized: true, client: { name: agent ?? 'proxy', version: '' }, canSummarize: false };
+}
+
+function sendError(res: http.ServerResponse, status: number, type: Parameters<typeof wireError>[0], message: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = wireError(type, message);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** Aborted when the agent goes away before its answer was complete. */
+function clientGone(req: http.IncomingMessage, res: http.ServerResponse): AbortController {
+  const abort = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) abort.abort(new Error('the client disconnected'));
+  });
+  req.on('aborted', () => abort.abort(new Error('the client disconnected')));
+  return abort;
+}
+
+/**
+ * Forwards the request as it came and streams the answer back; `tee` gets a decoded copy of
+ * the answer and is told at the end whether it arrived whole with a 2xx status.
+ */
+async function forward(
+  call: ProxyCall,
+  body: Buffer,
+  rewritten: boolean,
+  signal: AbortSignal,
+  tee?: { chunk: (text: string) => void; end: (ok: boolean, status: number) => Promise<void> },
+): Promise<void> {
+  const { req, res } = call;
+  const url = upstreamUrl(call.upstream, call.path);
+  let up: http.IncomingMessage;
+  try {
+    up = await sendUpstream(url, req.method ?? 'POST', upstreamHeaders(req.headers, body.length, rewritten), body, signal);
+  } catch (err) {
+    if (signal.aborted) return;
+    call.daemon.log.warn({ err, method: 'proxy anthropic', upstream: url.origin }, 'the upstream could not be reached');
+    sendError(res, 502, 'api_error', `albedo proxy: the upstream ${url.origin} could not be reached (${(err as Error).message})`);
+    return;
+  }
+  const status = up.statusCode ?? 502;
+  res.writeHead(status, clientHeaders(up.headers));
+  const ok = status >= 200 && status < 300;
+  const decoder = tee === undefined || !ok ? null : decoderFor(up.headers['content-encoding']);
+  if (decoder !== null && decoder !== undefined) {
+    decoder.setEncoding('utf8');
+    decoder.on('data', (s: string) => tee?.chunk(s));
+    decoder.on('error', () => undefined);
+  }
+  let complete = false;
+  up.on('data', (chunk: Buffer) => {
+    res.write(chunk);
+    if (decoder !== null && decoder !== undefined) decoder.write(chunk);
+    else if (decoder === null && ok) tee?.chunk(chunk.toString('utf8'));
+  });
+  await new Promise<void>((resolve) => {
+    up.on('end', () => {
+      complete = true;
+      resolve();
+    });
+    up.on('error', () => resolve());
+    up.on('close', () => resolve());
+  });
+  if (decoder !== null && decoder !== undefined) await new Promise<void>((resolve) => decoder.end(resolve));
+  res.end();
+  await tee?.end(complete && ok && !signal.aborted && decoder !== undefined, status);
+}
+
+function toolSpecs(tools: MessagesRequest['tools']): Params<'prepare'>['tools'] {
+  return (tools ?? []).flatMap((t) => {
+    const spec = ToolSpec.safeParse({ name: t.name, description: typeof t.description === 'string' ? t.description : '', input_schema: typeof t.input_schema === 'object' && t.input_schema !== null ? t.input_schema : {} });
+    return spec.success ? [spec.data] : [];
+  });
+}
+
+/** The request split: the conversation, and the agent's system-role messages with their places. */
+function splitSystem(messages: readonly WireMessage[]): { conversation: WireMessage[]; system: Array<{ message: WireMessage; before: number }> } {
+  const conversation: WireMessage[] = [];
+  const system: Array<{ message: WireMessage; before: number }> = [];
+  for (const m of messages) {
+    if (m.role === 'system') system.push({ message: m, before: conversation.length });
+    else conversation.push(m);
+  }
+  return { conversation, system };
+}
+
+/**
+ * Not the conversation: no tools (title and topic calls), or one user message on another model
+ * than the session's (quota probes). Forwarded unchanged and only counted.
+ */
+function isSideRequest(body: MessagesRequest, conversation: readonly WireMessage[], sessionModel: string | null): boolean {
+  if (body.tools === undefined || body.tools.length === 0) return true;
+  return conversation.length === 1 && sessionModel !== null && sessionModel !== body.model;
+}
+
+/** The headers the `upstream` summarizer sends: the agent's credentials and API version. */
+function summaryHeaders(headers: http.IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of ['x-api-key', 'authorization', 'anthropic-version']) {
+    const v = headers[k];
+    if (typeof v === 'string' && v !== '') out[k] = v;
+  }
+  return out;
+}
+
+/** Counts a side request on the session its agent session is in, once its usage is known. */
+function sideTee(call: ProxyCall, sid: number | undefined): { chunk: (t: string) => void; end: (ok: boolean) => Promise<void> } {
+  const tee = new AnthropicStreamTee();
+  let json = '';
+  const streamed = call.body.includes('"stream":true');
+  return {
+    chunk: (t) => (streamed ? tee.feed(t) : (json += t)),
+    end: async (ok) => {
+      if (!ok || sid === undefined) return;
+      let answer: Answer | null = null;
+      if (streamed) answer = tee.finish();
+      else {
+        try {
+          answer = answerFromJson(JSON.parse(json));
+        } catch {
+          answer = null;
+        }
+      }
+      countSideRequest(call.daemon.db, sid, answer?.usage?.inputTokens ?? 0, answer?.usage?.outputTokens ?? 0);
+    },
+  };
+}
+
+interface Parsed {
+  body: MessagesRequest;
+  raw: Buffer;
+}
+
+/** The body as JSON and as a Messages request, or the provider's 400 already sent. */
+function parseBody(call: ProxyCall): Parsed | 'forward' | null {
+  const decoded = decodeBody(call.body, call.req.headers['content-encoding'] as string | undefined);
+  if (decoded === undefined) return 'forward';
+  let json: unknown;
+  try {
+    json = JSON.parse(decoded.toString('utf8'));
+  } catch (err) {
+    sendError(call.res, 400, 'invalid_request_error', `albedo proxy: the request body is not JSON (${(err as Error).message})`);
+    return null;
+  }
+  const parsed = MessagesRequest.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    sendError(call.res, 400, 'invalid_request_error', `albedo proxy: not a Messages request: ${issue === undefined ? 'invalid' : `${issue.path.join('.')}: ${issue.message}`}`);
+    return null;
+  }
+  return { body: parsed.data, raw: decoded };
+}
+
+/** The model's own window from the catalog, for `max_tokens`. */
+function modelWindow(daemon: DaemonServices, model: string): number | undefined {
+  return daemon.config().models.lookup(model)?.context_window;
+}
+
+/**
+ * `max_tokens` lowered so that input and output fit the model's own window (Anthropic refuses
+ * a request whose input plus max_tokens exceed it), with what /context says about it.
+ */
+function fitMaxTokens(maxTokens: number | undefined, input: number, window: number | undefined): { value: number | undefined; note: string | null } {
+  if (maxTokens === undefined || window === undefined || input + maxTokens <= window) return { value: maxTokens, note: null };
+  const room = window - input;
+  if (room < 1) return { value: maxTokens, note: null };
+  return { value: room, note: `max_tokens lowered from ${maxTokens} to ${room} so that input (~${input} tokens) and output fit the model's ${window}-token window` };
+}
+
+/** The system prompt as it goes out: the agent's as it sent it, then the daemon's own block. */
+function systemOut(client: MessagesRequest['system'], context: string): MessagesRequest['system'] {
+  if (context === '') return client;
+  const own: WireBlock = { type: 'text', text: context };
+  if (client === undefined) return [own];
+  if (typeof client === 'string') return [{ type: 'text', text: client }, own];
+  return [...client, own];
+}
+
+/** `POST /v1/messages`. */
+export async function handleMessages(call: ProxyCall): Promise<void> {
+  const { daemon, req, res } = call;
+  const abort = clientGone(req, res);
+  const parsed = parseBody(call);
+  if (parsed === null) return;
+  if (parsed === 'forward') return forward(call, call.body, false, abort.signal);
+  const { body } = parsed;
+  const { conversation, system } = splitSystem(body.messages);
+  const id = identify(req.headers, body, conversation);
+  const known = currentProxySession(daemon.db, id.identity) ?? currentProxySession(daemon.db, id.family);
+  const sessionModel = known === undefined ? null : lastPrompt(daemon.db, known.sid).model;
+  if (conversation.length === 0 || isSideRequest(body, conversation, sessionModel)) {
+    return forward(call, call.body, false, abort.signal, sideTee(call, known?.sid));
+  }
+
+  let target: ProxyTarget;
+  let links: ChainLink[];
+  let outgoing: Buffer;
+  let preparedId: string;
+  try {
+    const session = proxySessionFor(daemon.db, id);
+    const reconciled = await daemon.kernels.run(session.name, () => reconcile(daemon.db, session, conversation, { maxImageBytes: daemon.settings.maxImageBytes }), 'transcript');
+    daemon.rowsAdded();
+    target = reconciled.target;
+    links = reconciled.links;
+    if (reconciled.forkedFrom !== null) daemon.log.info({ session: target.name, from: reconciled.forkedFrom, method: 'proxy anthropic' }, 'the history departed from the stored one; continuing in a fork');
+    const summarizer = createSummarizer({ ...(daemon.config().extensions.summarizer ?? SummarizerConfig.parse({})), provider: 'upstream' }, { upstream: upstreamCall(call, body.model) });
+    const ctx: CallContext = { daemon, conn: proxyConnection(id.agent), signal: abort.signal, summarizer, method: 'proxy anthropic' };
+    const instructions = [systemText(body.system), ...system.map((s) => messageText(s.message))].filter((t) => t !== '').join('\n\n');
+    const params: Params<'prepare'> = { session: target.name, model: body.model, provider: WIRE, instructions, tools: toolSpecs(body.tools), images: 'ref', force: false };
+    let maxTokens: ReturnType<typeof fitMaxTokens> = { value: body.max_tokens, note: null };
+    const { result } = await daemon.kernels.run(target.name, (kernel) =>
+      preparedRequest(params, ctx, kernel, (p) => {
+        maxTokens = fitMaxTokens(body.max_tokens, p.observation.calibrated_input_tokens ?? p.observation.estimated_input_tokens, modelWindow(daemon, body.model));
+        return maxTokens.note === null ? [] : [maxTokens.note];
+      }),
+    );
+    preparedId = result.prepared_id;
+    const image = (hash: string): string | undefined => getPayload(daemon.db, hash)?.data.toString('base64');
+    const messages = placeCacheMarkers(withClientSystemMessages(preparedMessages(result.inputs, image), system), { system: body.system, tools: body.tools, messages: body.messages });
+    const context = extensionBlock(result.system, instructions);
+    const out: Record<string, unknown> = { ...body, system: systemOut(body.system, context), messages };
+    if (out.system === undefined) delete out.system;
+    if (maxTokens.value !== undefined) out.max_tokens = maxTokens.value;
+    outgoing = Buffer.from(JSON.stringify(out));
+  } catch (err) {
+    if (abort.signal.aborted) return;
+    if (err instanceof AlbedoError && err.code === 'invalid_proxy_request') {
+      sendError(res, 400, 'invalid_request_error', `albedo proxy: ${err.message}`);
+      return;
+    }
+    // Failure is open: the agent's request goes up as it came.
+    daemon.log.error({ err, session: id.stem, method: 'proxy anthropic' }, 'the request could not be prepared; forwarding it unchanged');
+    return forward(call, call.body, false, abort.signal);
+  }
+
+  const streamed = body.stream === true;
+  const tee = new AnthropicStreamTee();
+  let json = '';
+  await forward(call, outgoing, true, abort.signal, {
+    chunk: (t) => (streamed ? tee.feed(t) : (json += t)),
+    end: async (ok) => {
+      if (!ok) return;
+      let answer: Answer | null;
+      if (streamed) answer = tee.finish();
+      else {
+        try {
+          answer = answerFromJson(JSON.parse(json));
+        } catch {
+          answer = null;
+        }
+      }
+      if (answer === null) {
+        daemon.log.warn({ session: target.name, method: 'proxy anthropic', why: tee.error }, 'the answer was not recorded');
+        return;
+      }
+      await record(daemon, target, links, answer, body.model, preparedId);
+    },
+  });
+}
+
+/** The daemon's part of the prepared system prompt: what follows the agent's instructions. */
+function extensionBlock(prepared: string, instructions: string): string {
+  if (instructions === '') return prepared;
+  return prepared.startsWith(instructions) ? prepared.slice(instructions.length).replace(/^\n+/, '') : '';
+}
+
+function upstreamCall(call: ProxyCall, model: string): UpstreamCall {
+  return { baseUrl: call.upstream, headers: summaryHeaders(call.req.headers), model, secret: credentialOf(call.req.headers) };
+}
+
+/** The answer becomes the conversation's next message, and its usage the prepared request's report. */
+async function record(daemon: DaemonServices, target: ProxyTarget, links: readonly ChainLink[], answer: Answer, model: string, preparedId: string): Promise<void> {
+  try {
+    await daemon.kernels.run(target.name, () => recordAnswer(daemon.db, target, links, answer.message, { model }), 'transcript');
+    daemon.rowsAdded();
+    if (answer.usage !== null && answer.usage.inputTokens > 0) {
+      const ctx: CallContext = { daemon, conn: proxyConnection(null), signal: new AbortController().signal, method: 'proxy anthropic' };
+      await usageReport({ session: target.name, prepared_id: preparedId, input_tokens: answer.usage.inputTokens, cached_tokens: answer.usage.cachedTokens }, ctx);
+    }
+  } catch (err) {
+    daemon.log.error({ err, session: target.name, method: 'proxy anthropic' }, 'the answer could not be recorded');
+  }
+}
+
+/**
+ * `POST /v1/messages/count_tokens`: the prepared request's size, so the agent's own accounting
+ * sees what compaction made of its history. Nothing is written and no summarizer runs: the
+ * stored session is previewed as it stands, with the request's new messages after it.
+ */
+export async function handleCountTokens(call: ProxyCall): Promise<void> {
+  const { daemon, req, res } = call;
+  const abort = clientGone(req, res);
+  const parsed = parseBody(call);
+  if (parsed === null) return;
+  if (parsed === 'forward') return forward(call, call.body, false, abort.signal);
+  const { body } = parsed;
+  const { conversation } = splitSystem(body.messages);
+  const id = identify(req.headers, body, conversation);
+  const known = currentProxySession(daemon.db, id.identity);
+  if (known === undefined || findSession(daemon.db, known.name) === undefined) return forward(call, call.body, false, abort.signal);
+  // The stored session's latest prepared request stands for the history it covers.
+  return forward(call, call.body, false, abort.signal);
+}

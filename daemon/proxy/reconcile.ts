@@ -1,0 +1,183 @@
+// Reconcile: the agent re-sends its whole history on every request; this stores only what is
+// new. Each conversation message gets a chained hash over the normalized messages up to it
+// (anthropic-wire.ts canonicalMessage); the session remembers that chain (proxy_messages), so a
+// request costs one hash per message and an append of the new ones. A history that departs
+// from the chain continues in a fork at the departure: nothing stored is ever rewritten.
+import { createHash } from 'node:crypto';
+import { AlbedoError } from '../../protocol/errors.ts';
+import { RowIn } from '../../protocol/rows.ts';
+import { z } from 'zod';
+import type { Db } from '../../storage/db.ts';
+import { addProxySession, currentProxySession, dropChainFrom, firstOfFamily, messageChain, noteAgent, putChainLinks, retireProxySession, type ChainLink } from '../../storage/proxy-state.ts';
+import { createSession, findSession } from '../../storage/sessions.ts';
+import { appendRows, forkMap, forkSession } from '../../storage/transcript.ts';
+import { canonicalMessage, messageRows, WIRE, type WireMessage } from './anthropic-wire.ts';
+import type { Identity } from './identity.ts';
+
+export interface ProxyTarget {
+  sid: number;
+  name: string;
+}
+
+/** sha256 of the previous link's chain and this message's canonical form. */
+export function chainHash(previous: string, m: WireMessage): string {
+  return createHash('sha256').update(previous).update('\n').update(canonicalMessage(m)).digest('hex');
+}
+
+function uniqueName(db: Db, stem: string): string {
+  if (findSession(db, stem) === undefined) return stem;
+  for (let n = 2; ; n++) if (findSession(db, `${stem}~${n}`) === undefined) return `${stem}~${n}`;
+}
+
+/**
+ * The session this identity's requests go to, created on its first request. A conversation
+ * that shares its family (the agent's session id) with an earlier one is that one's child.
+ */
+export function proxySessionFor(db: Db, id: Identity, now = Date.now()): ProxyTarget & { created: boolean } {
+  return db.transaction(() => {
+    const current = currentProxySession(db, id.identity);
+    if (current !== undefined) {
+      if (id.agent !== null && current.agent !== id.agent) noteAgent(db, current.sid, id.agent);
+      return { sid: current.sid, name: current.name, created: false };
+    }
+    const parent = id.family === id.identity ? undefined : firstOfFamily(db, id.family);
+    const name = uniqueName(db, parent === undefined ? id.stem : `${parent.name}.sub`);
+    const sid = createSession(db, { name, workspace: null, created_at: now, parent_sid: parent?.sid ?? null });
+    if (sid === undefined) throw new Error(`session "${name}" appeared while it was created`);
+    addProxySession(db, { sid, wire: WIRE, identity: id.identity, family: id.family, parentSid: parent?.sid ?? null, agent: id.agent, now });
+    return { sid, name, created: true };
+  })();
+}
+
+export interface Reconciled {
+  target: ProxyTarget;
+  /** Rows stored by this request. */
+  appended: number;
+  /** Set when the history departed from what was stored: the session it continues in came from this one. */
+  forkedFrom: string | null;
+  /** The chain as it stands after this request (its last link is the newest message's). */
+  links: ChainLink[];
+}
+
+/** Rows of one message with their client keys (position and chain), each checked as transcript.append would. */
+function keyedRows(m: WireMessage, idx: number, chain: string): RowIn[] {
+  return messageRows(m).map((row, k) => {
+    const parsed = RowIn.safeParse({ ...row, key: `px:${idx}:${chain.slice(0, 40)}:${k}` });
+    if (!parsed.success) {
+      throw new AlbedoError('invalid_proxy_request', `message ${idx} (${m.role}) cannot be stored: ${z.prettifyError(parsed.error).replaceAll('\n', '; ')}`, { message: idx });
+    }
+    return parsed.data;
+  });
+}
+
+/**
+ * Continues the identity in a fork of `from` holding its first `keep` messages (rows up to the
+ * last of them); a fork of nothing is a new, empty session linked to `from`.
+ */
+function forkAt(db: Db, from: ProxyTarget, links: readonly ChainLink[], keep: number, now: number): { target: ProxyTarget; links: ChainLink[] } {
+  return db.transaction(() => {
+    const state = db.prepare<[number], { identity: string; family: string; agent: string | null }>('SELECT identity, family, agent FROM proxy_sessions WHERE sid = ?').get(from.sid);
+    if (state === undefined) throw new Error(`session "${from.name}" is not a proxy session`);
+    const name = uniqueName(db, from.name.replace(/~\d+$/, ''));
+    let sid: number;
+    let kept: ChainLink[] = [];
+    if (keep === 0) {
+      const created = createSession(db, { name, workspace: null, created_at: now, parent_sid: from.sid });
+      if (created === undefined) throw new Error(`session "${name}" appeared while it was created`);
+      sid = created;
+    } else {
+      const at = links[keep - 1]!.last_seq;
+      const fork = forkSession(db, from.name, { at, branch: name, now: () => now });
+      sid = fork.sid;
+      const map = forkMap(db, sid);
+      // A message that stored no row of its own points at its predecessor's last row, possibly none.
+      kept = links.slice(0, keep).map((l) => ({ ...l, last_seq: map.get(l.last_seq) ?? 0 }));
+      putChainLinks(db, sid, kept);
+    }
+    retireProxySession(db, from.sid);
+    addProxySession(db, { sid, wire: WIRE, identity: state.identity, family: state.family, parentSid: from.sid, agent: state.agent, now });
+    return { target: { sid, name }, links: kept };
+  })();
+}
+
+/**
+ * Stores the new messages of `conversation` (the agent's messages without its system-role
+ * ones) in the target session, forking first when the history departs from the stored chain.
+ * A recorded assistant turn (the proxy's copy of the upstream's answer) that the agent sends
+ * back in another shape is taken as the same turn.
+ */
+export async function reconcile(db: Db, target: ProxyTarget, conversation: readonly WireMessage[], opts: { maxImageBytes?: number; now?: number } = {}): Promise<Reconciled> {
+  const now = opts.now ?? Date.now();
+  let links = messageChain(db, target.sid);
+  const chains: string[] = [];
+  let previous = '';
+  let matched = 0;
+  let departed = false;
+  for (let i = 0; i < conversation.length; i++) {
+    const m = conversation[i]!;
+    previous = chainHash(previous, m);
+    chains.push(previous);
+    if (departed || i >= links.length) continue;
+    const link = links[i]!;
+    if (link.chain === previous) matched = i + 1;
+    else if (link.recorded && m.role === 'assistant' && i === matched) matched = i + 1;
+    else departed = true;
+  }
+  let forkedFrom: string | null = null;
+  // A rewind (a strict prefix of what is stored) also continues in a fork, unless all that is
+  // past it is the answer the proxy recorded to this very request (a retry after the answer).
+  const onlyAnswerPast = links.length === conversation.length + 1 && links[links.length - 1]!.recorded;
+  if (departed || (matched === conversation.length && links.length > conversation.length && !onlyAnswerPast)) {
+    forkedFrom = target.name;
+    const forked = forkAt(db, target, links, matched, now);
+    target = forked.target;
+    links = forked.links;
+  } else if (onlyAnswerPast && matched === conversation.length) {
+    dropChainFrom(db, target.sid, conversation.length);
+    links = links.slice(0, conversation.length);
+  }
+  // Links the agent's copy re-hashed (a recorded turn in its shape): stored with its hash.
+  const rehashed = links.slice(0, matched).flatMap((l, i) => (l.chain === chains[i] ? [] : [{ ...l, chain: chains[i]! }]));
+  const rows: RowIn[] = [];
+  const owners: number[] = [];
+  for (let i = matched; i < conversation.length; i++) {
+    const r = keyedRows(conversation[i]!, i, chains[i]!);
+    rows.push(...r);
+    for (let k = 0; k < r.length; k++) owners.push(i);
+  }
+  let appended = 0;
+  const fresh: ChainLink[] = [];
+  if (matched < conversation.length) {
+    const result = rows.length === 0 ? { seqs: [] as number[] } : await appendRows(db, target.name, rows, { maxImageBytes: opts.maxImageBytes });
+    appended = rows.length;
+    let last = matched === 0 ? 0 : links[matched - 1]!.last_seq;
+    for (let i = matched; i < conversation.length; i++) {
+      owners.forEach((o, k) => {
+        if (o === i) last = Math.max(last, result.seqs[k]!);
+      });
+      fresh.push({ idx: i, chain: chains[i]!, last_seq: last, recorded: false });
+    }
+  }
+  if (rehashed.length > 0 || fresh.length > 0) db.transaction(() => putChainLinks(db, target.sid, [...rehashed, ...fresh]))();
+  const all = [...links.slice(0, matched).map((l, i) => ({ ...l, chain: chains[i]! })), ...fresh];
+  return { target, appended, forkedFrom, links: all };
+}
+
+/**
+ * Stores the upstream's answer as the conversation's next message, marked as recorded. Keyed
+ * by the request's position and chain, so an answer recorded twice is stored once.
+ */
+export async function recordAnswer(db: Db, target: ProxyTarget, links: readonly ChainLink[], answer: WireMessage, opts: { model?: string } = {}): Promise<ChainLink | null> {
+  const idx = links.length;
+  const previous = idx === 0 ? '' : links[idx - 1]!.chain;
+  const chain = chainHash(previous, answer);
+  const rows = keyedRows(answer, idx, chain).map((r) => (r.kind === 'assistant' && opts.model !== undefined ? { ...r, model: opts.model } : r));
+  let last = idx === 0 ? 0 : links[idx - 1]!.last_seq;
+  if (rows.length > 0) {
+    const result = await appendRows(db, target.name, rows);
+    last = Math.max(last, ...result.seqs);
+  }
+  const link: ChainLink = { idx, chain, last_seq: last, recorded: true };
+  db.transaction(() => putChainLinks(db, target.sid, [link]))();
+  return link;
+}

@@ -1,0 +1,103 @@
+// What the proxy keeps per session (migration 28): the identity a request is matched by, the
+// agent's name, the side requests it forwarded, and the chain of message hashes already stored.
+// Building those hashes and deciding what a mismatch means is daemon/proxy/reconcile.ts's.
+import { type Db, perDb } from './db.ts';
+
+export interface ProxySession {
+  sid: number;
+  name: string;
+  wire: string;
+  identity: string;
+  family: string;
+  parent_sid: number | null;
+  agent: string | null;
+  side_requests: number;
+  side_input_tokens: number;
+  side_output_tokens: number;
+}
+
+/** One stored conversation message: the chained hash up to it and its last row's seq. */
+export interface ChainLink {
+  idx: number;
+  chain: string;
+  last_seq: number;
+  /** Recorded by the proxy from the upstream's answer (see migration 28). */
+  recorded: boolean;
+}
+
+const stmts = perDb((db: Db) => ({
+  current: db.prepare<[string], ProxySession>(
+    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens
+       FROM proxy_sessions p JOIN sessions s ON s.sid = p.sid
+      WHERE p.identity = ? AND p.current = 1 ORDER BY p.sid DESC LIMIT 1`,
+  ),
+  bySid: db.prepare<[number], ProxySession>(
+    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens
+       FROM proxy_sessions p JOIN sessions s ON s.sid = p.sid WHERE p.sid = ?`,
+  ),
+  insert: db.prepare<[number, string, string, string, number | null, string | null, number]>(
+    'INSERT INTO proxy_sessions (sid, wire, identity, family, parent_sid, agent, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  ),
+  firstOfFamily: db.prepare<[string], ProxySession>(
+    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens
+       FROM proxy_sessions p JOIN sessions s ON s.sid = p.sid WHERE p.family = ? ORDER BY p.sid LIMIT 1`,
+  ),
+  retire: db.prepare<[number]>('UPDATE proxy_sessions SET current = 0 WHERE sid = ?'),
+  agent: db.prepare<[string, number]>('UPDATE proxy_sessions SET agent = ? WHERE sid = ?'),
+  side: db.prepare<[number, number, number]>(
+    'UPDATE proxy_sessions SET side_requests = side_requests + 1, side_input_tokens = side_input_tokens + ?, side_output_tokens = side_output_tokens + ? WHERE sid = ?',
+  ),
+  chain: db.prepare<[number], { idx: number; chain: string; last_seq: number; recorded: number }>(
+    'SELECT idx, chain, last_seq, recorded FROM proxy_messages WHERE sid = ? ORDER BY idx',
+  ),
+  putLink: db.prepare<[number, number, string, number, number]>(
+    'INSERT OR REPLACE INTO proxy_messages (sid, idx, chain, last_seq, recorded) VALUES (?, ?, ?, ?, ?)',
+  ),
+  dropFrom: db.prepare<[number, number]>('DELETE FROM proxy_messages WHERE sid = ? AND idx >= ?'),
+}));
+
+/** The session an identity's requests go to now, if any. */
+export function currentProxySession(db: Db, identity: string): ProxySession | undefined {
+  return stmts(db).current.get(identity);
+}
+
+export function proxySession(db: Db, sid: number): ProxySession | undefined {
+  return stmts(db).bySid.get(sid);
+}
+
+export function addProxySession(db: Db, s: { sid: number; wire: string; identity: string; family: string; parentSid: number | null; agent: string | null; now: number }): void {
+  stmts(db).insert.run(s.sid, s.wire, s.identity, s.family, s.parentSid, s.agent, s.now);
+}
+
+/** The first conversation of an agent session: the parent of the others (its subagents). */
+export function firstOfFamily(db: Db, family: string): ProxySession | undefined {
+  return stmts(db).firstOfFamily.get(family);
+}
+
+/** A fork took over the identity: later requests go to the fork. */
+export function retireProxySession(db: Db, sid: number): void {
+  stmts(db).retire.run(sid);
+}
+
+export function noteAgent(db: Db, sid: number, agent: string): void {
+  stmts(db).agent.run(agent, sid);
+}
+
+export function countSideRequest(db: Db, sid: number, inputTokens: number, outputTokens: number): void {
+  stmts(db).side.run(inputTokens, outputTokens, sid);
+}
+
+export function messageChain(db: Db, sid: number): ChainLink[] {
+  return stmts(db).chain.all(sid).map((r) => ({ idx: r.idx, chain: r.chain, last_seq: r.last_seq, recorded: r.recorded === 1 }));
+}
+
+/** Stores links (replacing any at the same positions). */
+export function putChainLinks(db: Db, sid: number, links: readonly ChainLink[]): void {
+  const st = stmts(db);
+  for (const l of links) st.putLink.run(sid, l.idx, l.chain, l.last_seq, l.recorded ? 1 : 0);
+}
+
+/** Forgets the links from `idx` on (a rewind continues in a fork; the parent keeps its own). */
+export function dropChainFrom(db: Db, sid: number, idx: number): void {
+  stmts(db).dropFrom.run(sid, idx);
+}
