@@ -77,6 +77,14 @@ export interface DaemonServices {
   reloadConfig(): Promise<void>;
   /** Rows were added to some session: the background indexer picks them up (daemon/idle-work.ts). */
   rowsAdded(): void;
+  /** Whether the provider-compatible proxy listens, where, and why not. */
+  proxyStatus(): {
+    listening: boolean;
+    port: number | null;
+    error: string | null;
+    anthropic_base_url: string | null;
+    openai_base_url: string | null;
+  };
   /** Starts an orderly shutdown after the current response is written. */
   requestShutdown(reason: string): void;
 }
@@ -101,6 +109,8 @@ export interface CallContext {
    * credentials); used unless extensions.json names a backend. Absent on the socket.
    */
   summarizer?: Summarizer;
+  /** The agent's own system prompt on a proxied request (PrepareArgs.clientPrompt). */
+  clientPrompt?: string;
   /** What the log calls the call when it is not an RPC method (`proxy anthropic`). */
   method?: string;
 }

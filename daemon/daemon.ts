@@ -25,6 +25,7 @@ import { resumeElisions } from './image-elision.ts';
 import { SessionKernels } from './kernels.ts';
 import type { Logger } from './logger.ts';
 import { SummarizeRoutes } from './summarize-routes.ts';
+import { ProxyServer, proxyToken, type ProxyStatus } from './proxy/server.ts';
 
 export const DEFAULT_SETTINGS: DaemonSettings = {
   maxLineBytes: DEFAULT_MAX_LINE_BYTES,
@@ -70,6 +71,8 @@ export class Daemon implements DaemonServices {
   /** The capability notices the last configuration change is appending (see reloadConfig). */
   private telling: Promise<void> = Promise.resolve();
   readonly search: SearchWorker;
+  /** The provider-compatible HTTP front (daemon/proxy/). */
+  private readonly proxy: ProxyServer;
   /** Called once the daemon has stopped on its own (daemon.shutdown). */
   onStopped: (() => void) | undefined;
 
@@ -105,6 +108,17 @@ export class Daemon implements DaemonServices {
     });
     this.configStore.load();
     this.collectPayloads();
+    const proxy = this.configStore.current.extensions.proxy;
+    this.proxy = new ProxyServer(this, {
+      port: settings.proxyPort ?? proxy.port,
+      token: proxyToken(paths.proxyToken),
+      anthropicUpstream: settings.anthropicUpstream ?? proxy.anthropicUpstream,
+      maxBodyBytes: settings.maxLineBytes,
+    });
+  }
+
+  proxyStatus(): ProxyStatus {
+    return this.proxy.status;
   }
 
   /**
@@ -136,6 +150,8 @@ export class Daemon implements DaemonServices {
       throw err;
     }
     daemon.state = 'running';
+    // The proxy beside the socket: a port that cannot be had is reported, never fatal.
+    await daemon.proxy.start();
     for (const socket of daemon.early.splice(0)) {
       socket.off('error', ignoreWhileHeld);
       if (!socket.destroyed) daemon.accept(socket);
@@ -218,6 +234,7 @@ export class Daemon implements DaemonServices {
     this.log.info({ reason }, 'albedod stopping');
     this.idle.stop();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const proxyClosed = this.proxy.close();
     const drained = Promise.all([...this.connections].map((c) => c.peer?.whenIdle() ?? Promise.resolve())).then(() => this.kernels.idle());
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<'timeout'>((resolve) => {
@@ -231,6 +248,8 @@ export class Daemon implements DaemonServices {
     for (const c of this.connections) c.peer?.dispose('daemon shutting down', { answerWith: cutOff });
     await this.kernels.idle();
     await closed;
+    await proxyClosed;
+    await this.kernels.idle();
     await this.configStore.close();
     await this.search.close();
     try {

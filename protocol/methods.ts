@@ -374,6 +374,16 @@ export const methods = lazyTable({
       }),
       /** The database's size on disk and how it divides (storage/storage-size.ts). */
       storage: StorageSize,
+      /** The provider-compatible HTTP proxy: whether it listens, and the base URLs agents are given. */
+      proxy: z.object({
+        listening: z.boolean(),
+        port: z.number().int().nullable(),
+        /** Why it is not listening (turned off, or the port is taken). */
+        error: z.string().nullable(),
+        /** `ANTHROPIC_BASE_URL` for agents (carries the secret token). */
+        anthropic_base_url: z.string().nullable(),
+        openai_base_url: z.string().nullable(),
+      }),
     }),
   }),
   'daemon.shutdown': () => ({ params: Empty.default({}), result: Ok }),

@@ -35,7 +35,7 @@ async function main(): Promise<void> {
   );
   const daemon = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'daemon/main.ts')], {
     cwd: root,
-    env: { ...process.env, ALBEDO_HOME: home, CI: '1' },
+    env: { ...process.env, ALBEDO_HOME: home, CI: '1', ALBEDO_PROXY_PORT: process.env.ALBEDO_PROXY_PORT ?? '0' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {

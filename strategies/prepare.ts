@@ -57,6 +57,11 @@ export interface PrepareArgs {
   session: { sid: number; name: string };
   head: number;
   instructions: string;
+  /**
+   * A system prompt the client sends on its own and the daemon never composes (a proxied
+   * agent's `system` and system-role messages): counted in the pinned cost, never pinned.
+   */
+  clientPrompt?: string | undefined;
   tools: ToolSpec[];
   /** Compact now whether or not the projection is due (`/compact`, `prepare {force}`). */
   force: boolean;
@@ -131,7 +136,8 @@ function frame(setup: EngineSetup, args: PrepareArgs, prompt = setup.pinnedPromp
   const { instructions, context } = prompt;
   const system = composeSystem(instructions, context);
   const tools = requestTools(args.tools, setup.extensionTools);
-  const pinned = pinnedTokens(system, tools);
+  const own = args.clientPrompt === undefined || args.clientPrompt === '' ? 0 : textTokens(args.clientPrompt);
+  const pinned = pinnedTokens(system, tools) + own;
   const window = resolveWindow(setup.settings, setup.model, tokenRatio(args.db, args.session.sid, setup.modelId));
   const input: StrategyInput = {
     db: args.db,
@@ -148,7 +154,7 @@ function frame(setup: EngineSetup, args: PrepareArgs, prompt = setup.pinnedPromp
   window.reserved = setup.layers.reduce((n, layer) => n + (layer.reserve?.(input) ?? 0), 0);
   const systemSection: Section = {
     name: 'system',
-    source: `instructions${instructions === args.instructions ? '' : ' from before the last restart'} (~${textTokens(instructions)} tokens)${context === '' ? '' : context === setup.extensionContext ? ' + extension context' : ' + the extension context from before the last reload'} + ${tools.length} tool schema(s)`,
+    source: `instructions${instructions === args.instructions ? '' : ' from before the last restart'} (~${textTokens(instructions)} tokens)${context === '' ? '' : context === setup.extensionContext ? ' + extension context' : ' + the extension context from before the last reload'} + ${tools.length} tool schema(s)${own === 0 ? '' : ` + the agent's own system prompt (~${own} tokens)`}`,
     estimated_tokens: pinned,
   };
   return { input, system, tools, systemSection, problems: validateWindow(window, pinned), instructions, context };

@@ -195,7 +195,7 @@ function cappedContent<P extends TextPart | ImagePart | OpaquePart>(content: rea
   const cap = target.maxOutputTokens;
   if (cap === null) return content;
   const texts: TextPart[] = [];
-  for (const p of content) if (p.type === 'text') texts.push(p as TextPart);
+  for (const p of content) if (p.type === 'text') texts.push(p);
   if (texts.reduce((n, p) => n + textTokens(p.text), 0) <= cap) return content;
   const joined = texts.map((p) => p.text).join('\n');
   const capped = capText(joined, cap, target.session, seq);

@@ -98,6 +98,7 @@ function frameFor(
     session: { sid: s.sid, name: s.name },
     head,
     instructions: prompt.instructions,
+    clientPrompt: ctx.clientPrompt,
     tools: prompt.tools,
     force: opts.force,
     focus: opts.focus,

@@ -50,6 +50,7 @@ export const daemonStatus: Handler<'daemon.status'> = async (params, { daemon })
       partial_line_budget_bytes: held.partialLineBudgetBytes,
     },
     storage,
+    proxy: daemon.proxyStatus(),
   };
 };
 

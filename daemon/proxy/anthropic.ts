@@ -174,7 +174,7 @@ interface Parsed {
 
 /** The body as JSON and as a Messages request, or the provider's 400 already sent. */
 function parseBody(call: ProxyCall): Parsed | 'forward' | null {
-  const decoded = decodeBody(call.body, call.req.headers['content-encoding'] as string | undefined);
+  const decoded = decodeBody(call.body, call.req.headers['content-encoding']);
   if (decoded === undefined) return 'forward';
   let json: unknown;
   try {
@@ -245,9 +245,10 @@ export async function handleMessages(call: ProxyCall): Promise<void> {
     links = reconciled.links;
     if (reconciled.forkedFrom !== null) daemon.log.info({ session: target.name, from: reconciled.forkedFrom, method: 'proxy anthropic' }, 'the history departed from the stored one; continuing in a fork');
     const summarizer = createSummarizer({ ...(daemon.config().extensions.summarizer ?? SummarizerConfig.parse({})), provider: 'upstream' }, { upstream: upstreamCall(call, body.model) });
-    const ctx: CallContext = { daemon, conn: proxyConnection(id.agent), signal: abort.signal, summarizer, method: 'proxy anthropic' };
-    const instructions = [systemText(body.system), ...system.map((s) => messageText(s.message))].filter((t) => t !== '').join('\n\n');
-    const params: Params<'prepare'> = { session: target.name, model: body.model, provider: WIRE, instructions, tools: toolSpecs(body.tools), images: 'ref', force: false };
+    // The agent owns its prompt: it goes out as sent and is only counted (PrepareArgs.clientPrompt).
+    const clientPrompt = [systemText(body.system), ...system.map((s) => messageText(s.message))].filter((t) => t !== '').join('\n\n');
+    const ctx: CallContext = { daemon, conn: proxyConnection(id.agent), signal: abort.signal, summarizer, clientPrompt, method: 'proxy anthropic' };
+    const params: Params<'prepare'> = { session: target.name, model: body.model, provider: WIRE, instructions: '', tools: toolSpecs(body.tools), images: 'ref', force: false };
     let maxTokens: ReturnType<typeof fitMaxTokens> = { value: body.max_tokens, note: null };
     const { result } = await daemon.kernels.run(target.name, (kernel) =>
       preparedRequest(params, ctx, kernel, (p) => {
@@ -258,7 +259,8 @@ export async function handleMessages(call: ProxyCall): Promise<void> {
     preparedId = result.prepared_id;
     const image = (hash: string): string | undefined => getPayload(daemon.db, hash)?.data.toString('base64');
     const messages = placeCacheMarkers(withClientSystemMessages(preparedMessages(result.inputs, image), system), { system: body.system, tools: body.tools, messages: body.messages });
-    const context = extensionBlock(result.system, instructions);
+    // With no instructions of the daemon's, `system` is the daemon's own block (extension context).
+    const context = result.system;
     const out: Record<string, unknown> = { ...body, system: systemOut(body.system, context), messages };
     if (out.system === undefined) delete out.system;
     if (maxTokens.value !== undefined) out.max_tokens = maxTokens.value;
@@ -299,12 +301,6 @@ export async function handleMessages(call: ProxyCall): Promise<void> {
   });
 }
 
-/** The daemon's part of the prepared system prompt: what follows the agent's instructions. */
-function extensionBlock(prepared: string, instructions: string): string {
-  if (instructions === '') return prepared;
-  return prepared.startsWith(instructions) ? prepared.slice(instructions.length).replace(/^\n+/, '') : '';
-}
-
 function upstreamCall(call: ProxyCall, model: string): UpstreamCall {
   return { baseUrl: call.upstream, headers: summaryHeaders(call.req.headers), model, secret: credentialOf(call.req.headers) };
 }
@@ -340,5 +336,11 @@ export async function handleCountTokens(call: ProxyCall): Promise<void> {
   const known = currentProxySession(daemon.db, id.identity);
   if (known === undefined || findSession(daemon.db, known.name) === undefined) return forward(call, call.body, false, abort.signal);
   // The stored session's latest prepared request stands for the history it covers.
+  return forward(call, call.body, false, abort.signal);
+}
+
+/** Any other path of the wire (`/v1/models`, ...): forwarded as it came, nothing recorded. */
+export function handlePassThrough(call: ProxyCall): Promise<void> {
+  const abort = clientGone(call.req, call.res);
   return forward(call, call.body, false, abort.signal);
 }

@@ -85,7 +85,7 @@ export async function benchStartup(tmp: string, corpus: Corpus, opts: { quick: b
 
   // albedo status against a running daemon, alternating with the Node floor.
   const home = privateHome(path.join(tmp, 'startup-status'));
-  const env = { ...process.env, ALBEDO_HOME: home, NO_COLOR: '1' };
+  const env = { ...process.env, ALBEDO_HOME: home, NO_COLOR: '1', ALBEDO_PROXY_PORT: '0' };
   await firstAnswer(home); // creates the database, so the timed runs meet a ready home
   const daemon = spawn(process.execPath, [path.join(root, 'bin/albedod.js')], { env, stdio: 'ignore' });
   const daemonExit = new Promise<void>((resolve) => daemon.once('exit', () => resolve()));

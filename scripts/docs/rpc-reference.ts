@@ -100,7 +100,7 @@ export async function exampleDaemon(): Promise<{ socket: string; stop(): Promise
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'albedo-rpc-'));
   fs.chmodSync(home, 0o700);
   fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify(EXAMPLE_CONFIG));
-  const env: NodeJS.ProcessEnv = { ...process.env, ALBEDO_HOME: home, ALBEDO_CONFIG_WATCH: 'off' };
+  const env: NodeJS.ProcessEnv = { ...process.env, ALBEDO_HOME: home, ALBEDO_CONFIG_WATCH: 'off', ALBEDO_PROXY_PORT: '0' };
   delete env.ALBEDO_SOCKET;
   const proc: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'daemon/main.ts')], {
     cwd: root,

@@ -31,7 +31,7 @@ export async function startReplayDaemon(opts: { window: number; tmp?: string; ho
   const entry = opts.built === true ? [path.join(root, 'bin/albedod.js')] : ['--import', 'tsx', opts.entry ?? path.join(root, 'daemon/main.ts')];
   const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...entry], {
     cwd: root,
-    env: { ...process.env, ALBEDO_HOME: home, ALBEDO_LOG_LEVEL: 'warn', ...opts.env },
+    env: { ...process.env, ALBEDO_HOME: home, ALBEDO_LOG_LEVEL: 'warn', ALBEDO_PROXY_PORT: '0', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

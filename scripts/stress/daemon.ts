@@ -51,7 +51,7 @@ export async function startDaemon(home: string, opts: { env?: Record<string, str
   const probe = opts.probe === true ? ['--import', path.join(root, 'scripts/stress/gc-probe.ts')] : [];
   const proc = spawn(process.execPath, ['--import', 'tsx', ...probe, path.join(root, 'daemon/main.ts')], {
     cwd: root,
-    env: { ...process.env, ALBEDO_HOME: home, ALBEDO_LOG_LEVEL: 'warn', ...opts.env },
+    env: { ...process.env, ALBEDO_HOME: home, ALBEDO_LOG_LEVEL: 'warn', ALBEDO_PROXY_PORT: '0', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

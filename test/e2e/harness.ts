@@ -116,7 +116,7 @@ export async function loggedLine(d: DaemonHandle, text: string): Promise<string>
 export function spawnDaemon(home: string, env: Record<string, string> = {}) {
   const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'daemon/main.ts')], {
     cwd: root,
-    env: { ...process.env, ALBEDO_HOME: home, ALBEDO_LOG_LEVEL: 'debug', ...env },
+    env: { ...process.env, ALBEDO_HOME: home, ALBEDO_LOG_LEVEL: 'debug', ALBEDO_PROXY_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

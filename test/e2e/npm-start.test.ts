@@ -57,7 +57,7 @@ async function npmStart() {
   const npm = spawn('npm', ['start', '--silent'], {
     cwd: root,
     detached: true,
-    env: { ...process.env, ALBEDO_HOME: home, ALBEDO_LOG_LEVEL: 'info' },
+    env: { ...process.env, ALBEDO_HOME: home, ALBEDO_LOG_LEVEL: 'info', ALBEDO_PROXY_PORT: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   groups.push(npm.pid!);

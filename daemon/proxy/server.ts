@@ -1,0 +1,176 @@
+// The proxy's listener: HTTP on 127.0.0.1 only, every path behind the home's secret token
+// (`/<token>/anthropic/...`, or the `x-albedo-token` header), routed to a wire's handler. A
+// port that cannot be had is reported, never fatal: the daemon serves its socket all the same.
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { DaemonServices } from '../context.ts';
+import { handleCountTokens, handleMessages, handlePassThrough, type ProxyCall } from './anthropic.ts';
+import { wireError } from './anthropic-wire.ts';
+
+/** What `daemon.status` and `albedo env` say of the proxy. */
+export interface ProxyStatus {
+  listening: boolean;
+  port: number | null;
+  /** Why it is not listening (`off`, or the listen error). */
+  error: string | null;
+  anthropic_base_url: string | null;
+  openai_base_url: string | null;
+}
+
+/** The home's proxy token, created (0600) at the first start. */
+export function proxyToken(file: string): string {
+  try {
+    const t = fs.readFileSync(file, 'utf8').trim();
+    if (t.length >= 32) return t;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const token = randomBytes(24).toString('base64url');
+  fs.writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  fs.chmodSync(file, 0o600);
+  return token;
+}
+
+function sameToken(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** A refused request is logged at most once a minute. */
+const REFUSAL_LOG_MS = 60_000;
+
+export interface ProxyOptions {
+  port: number | 'off';
+  token: string;
+  anthropicUpstream: string;
+  /** Largest request body read, in bytes. */
+  maxBodyBytes: number;
+}
+
+export class ProxyServer {
+  private server: http.Server | undefined;
+  private lastRefusalLog = 0;
+  private refusedSince = 0;
+  status: ProxyStatus = { listening: false, port: null, error: 'not started', anthropic_base_url: null, openai_base_url: null };
+
+  constructor(
+    private readonly daemon: DaemonServices,
+    private readonly opts: ProxyOptions,
+  ) {}
+
+  /** Listens; a taken port or any listen error is logged once and kept in `status`. */
+  async start(): Promise<void> {
+    const wanted = this.opts.port;
+    if (wanted === 'off') {
+      this.status = { ...this.status, error: 'off (ALBEDO_PROXY_PORT or proxy.port in extensions.json)' };
+      return;
+    }
+    const server = http.createServer((req, res) => void this.serve(req, res));
+    server.keepAliveTimeout = 65_000;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(wanted, '127.0.0.1', () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      const why = e.code === 'EADDRINUSE' ? `port ${wanted} on 127.0.0.1 is taken by another program (set ALBEDO_PROXY_PORT)` : `listen failed: ${e.message}`;
+      this.daemon.log.error({ err, port: wanted }, `the proxy is not listening: ${why}`);
+      this.status = { ...this.status, error: why };
+      return;
+    }
+    this.server = server;
+    const port = (server.address() as AddressInfo).port;
+    const base = `http://127.0.0.1:${port}/${this.opts.token}`;
+    this.status = { listening: true, port, error: null, anthropic_base_url: `${base}/anthropic`, openai_base_url: `${base}/openai/v1` };
+    this.daemon.log.info({ port }, 'proxy listening on 127.0.0.1');
+  }
+
+  async close(): Promise<void> {
+    const server = this.server;
+    if (server === undefined) return;
+    this.server = undefined;
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  }
+
+  /** The path after the token, or null when the request does not carry the token. */
+  private admitted(req: http.IncomingMessage): string | null {
+    const url = req.url ?? '/';
+    const header = req.headers['x-albedo-token'];
+    if (typeof header === 'string' && sameToken(header, this.opts.token)) return url;
+    const m = /^\/([^/?]+)(\/.*)?$/.exec(url);
+    if (m !== null && sameToken(m[1]!, this.opts.token)) return m[2] ?? '/';
+    return null;
+  }
+
+  private refuse(req: http.IncomingMessage, res: http.ServerResponse): void {
+    this.refusedSince++;
+    const now = Date.now();
+    if (now - this.lastRefusalLog >= REFUSAL_LOG_MS) {
+      this.daemon.log.warn({ method: 'proxy', refused: this.refusedSince, remote: req.socket.remoteAddress }, 'proxy requests without the token were refused (404)');
+      this.lastRefusalLog = now;
+      this.refusedSince = 0;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' });
+    res.end('not found\n');
+  }
+
+  private async serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const path = this.admitted(req);
+    if (path === null) return this.refuse(req, res);
+    try {
+      const anthropic = /^\/anthropic(\/.*)$/.exec(path);
+      if (anthropic === null) {
+        const body = wireError('not_found_error', `albedo proxy: no wire at ${path.split('?')[0] ?? ''} (served: /anthropic)`);
+        res.writeHead(404, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+        res.end(body);
+        return;
+      }
+      const rest = anthropic[1]!;
+      const body = await readBody(req, this.opts.maxBodyBytes);
+      if (body === null) {
+        const msg = wireError('invalid_request_error', `albedo proxy: the request body is larger than ${this.opts.maxBodyBytes} bytes`);
+        res.writeHead(413, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(msg), connection: 'close' });
+        res.end(msg);
+        return;
+      }
+      const call: ProxyCall = { daemon: this.daemon, req, res, path: rest, body, upstream: this.opts.anthropicUpstream };
+      const route = rest.split('?')[0];
+      if (req.method === 'POST' && route === '/v1/messages') await handleMessages(call);
+      else if (req.method === 'POST' && route === '/v1/messages/count_tokens') await handleCountTokens(call);
+      else await handlePassThrough(call);
+    } catch (err) {
+      this.daemon.log.error({ err, method: 'proxy' }, 'the proxy failed a request');
+      if (!res.headersSent) {
+        const body = wireError('api_error', 'albedo proxy: internal error (see albedod.log)');
+        res.writeHead(500, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+        res.end(body);
+      } else res.destroy();
+    }
+  }
+}
+
+/** The whole body, or null past `max` bytes. */
+function readBody(req: http.IncomingMessage, max: number): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let n = 0;
+    let over = false;
+    req.on('data', (c: Buffer) => {
+      n += c.length;
+      if (n > max) over = true;
+      else chunks.push(c);
+    });
+    req.on('end', () => resolve(over ? null : Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
