@@ -25,6 +25,7 @@ export const daemonVerbs: VerbModule = (program, run) => {
           `${st.bold('albedod')} ${s.version} · pid ${s.pid} · up ${n(Math.round(s.uptime_ms / 1000))} s`,
           `home ${s.home} · socket ${link.socket}`,
           `${n(s.sessions)} sessions · ${n(s.loaded_kernels)} loaded · ${n(s.connections)} connections`,
+          s.proxy.listening ? `proxy http://127.0.0.1:${s.proxy.port ?? '?'} (albedo env prints the base URLs)` : `proxy not listening: ${s.proxy.error ?? 'unknown reason'}`,
           `database ${bytes(db.file_bytes)} (+ ${bytes(db.wal_bytes)} WAL, ${bytes(db.free_bytes)} free) · ${n(s.payloads.count)} image payloads · ${bytes(s.payloads.bytes)}`,
         ];
         if (db.parts !== null) {

@@ -5,7 +5,8 @@ import { compactionVerbs } from './compaction.ts';
 import { daemonVerbs } from './daemon.ts';
 import { frameVerbs } from './frames.ts';
 import { lcmVerbs } from './lcm.ts';
+import { proxyVerbs } from './proxy.ts';
 import { transferVerbs } from './transfer.ts';
 import { transcriptVerbs } from './transcripts.ts';
 
-export const verbModules: readonly VerbModule[] = [daemonVerbs, transcriptVerbs, compactionVerbs, lcmVerbs, frameVerbs, transferVerbs];
+export const verbModules: readonly VerbModule[] = [daemonVerbs, transcriptVerbs, compactionVerbs, lcmVerbs, frameVerbs, transferVerbs, proxyVerbs];

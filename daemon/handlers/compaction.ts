@@ -5,7 +5,7 @@ import type { Params, Result } from '../../protocol/methods.ts';
 import { randomUUID } from 'node:crypto';
 import type { ByteChunks } from '../../protocol/byte-chunks.ts';
 import { EncodedJson } from '../../protocol/rpc-peer.ts';
-import type { Observation } from '../../protocol/prepared.ts';
+import type { Observation, PlainInput } from '../../protocol/prepared.ts';
 import { headSeq } from '../../storage/conversation.ts';
 import { lastPrompt, latestPrepared, reportUsage, savePrepared } from '../../storage/engine-log.ts';
 import { readTogether, yieldToEventLoop } from '../../storage/db.ts';
@@ -14,7 +14,7 @@ import { requireSession, type SessionRecord } from '../../storage/sessions.ts';
 import { learnTokenRatio } from '../../storage/token-ratios.ts';
 import type { Resolution } from '../../strategies/extensions/selection.ts';
 import type { Summarizer } from '../../strategies/summarizer/types.ts';
-import { adoptSession, inspectRequest, planCompaction, prepareRequest, previewRequest, warmRequest, type EngineSetup, type PrepareArgs } from '../../strategies/prepare.ts';
+import { adoptSession, composeSystem, inspectRequest, planCompaction, prepareRequest, previewRequest, warmRequest, type EngineSetup, type PrepareArgs } from '../../strategies/prepare.ts';
 import type { CallContext, EncodingHandler, Handler } from '../context.ts';
 import { renderObservation } from '../context-text.ts';
 import { noteSent, pinnedPrompt, tellPromptChanges } from '../capabilities.ts';
@@ -297,6 +297,19 @@ export const context: Handler<'context'> = (params, ctx) =>
     }
     return { observation, text: params.format === 'text' ? renderObservation(observation) : null };
   });
+
+/**
+ * The request the session's stored history makes now, read-only: no compaction, no summarizer,
+ * nothing written (the proxy's count_tokens). Its system, history inputs and observation.
+ */
+export async function previewPrepared(params: Params<'prepare'>, ctx: CallContext, kernel: Kernel): Promise<{ system: string; inputs: PlainInput[]; observation: Observation }> {
+  const { db } = ctx.daemon;
+  const s = requireSession(db, params.session);
+  const f = frameFor(ctx, kernel, s, { model: params.model, instructions: params.instructions, tools: params.tools }, { method: ctx.method ?? 'preview', force: false, focus: undefined, provider: params.provider, readOnly: true });
+  await warmRequest(f.setup, f.args);
+  const { inputs, observation } = previewRequest(f.setup, f.args);
+  return { system: composeSystem(f.args.instructions, f.setup.extensionContext), inputs, observation };
+}
 
 /**
  * The frames the session's next request would show, for the last model it prepared for (or the

@@ -9,16 +9,16 @@ import type { Params } from '../../protocol/methods.ts';
 import { ToolSpec } from '../../protocol/prepared.ts';
 import { lastPrompt } from '../../storage/engine-log.ts';
 import { getPayload } from '../../storage/payloads.ts';
-import { countSideRequest, currentProxySession } from '../../storage/proxy-state.ts';
+import { countSideRequest, currentProxySession, messageChain } from '../../storage/proxy-state.ts';
 import type { ChainLink } from '../../storage/proxy-state.ts';
-import { findSession } from '../../storage/sessions.ts';
+import { textTokens } from '../../strategies/estimate.ts';
 import { createSummarizer, SummarizerConfig, type UpstreamCall } from '../../strategies/summarizer/index.ts';
 import type { CallContext, ConnectionState, DaemonServices } from '../context.ts';
-import { preparedRequest, usageReport } from '../handlers/compaction.ts';
+import { preparedRequest, previewPrepared, usageReport } from '../handlers/compaction.ts';
 import { AnthropicStreamTee, answerFromJson, type Answer } from './anthropic-stream.ts';
 import { MessagesRequest, messageText, placeCacheMarkers, preparedMessages, systemText, WIRE, wireError, withClientSystemMessages, type WireBlock, type WireMessage } from './anthropic-wire.ts';
 import { credentialOf, identify } from './identity.ts';
-import { proxySessionFor, reconcile, recordAnswer, type ProxyTarget } from './reconcile.ts';
+import { matchChain, proxySessionFor, reconcile, recordAnswer, type ProxyTarget } from './reconcile.ts';
 import { clientHeaders, decodeBody, decoderFor, sendUpstream, upstreamHeaders, upstreamUrl } from './upstream.ts';
 
 /** What one proxied request is handed by the listener. */
@@ -208,13 +208,18 @@ function fitMaxTokens(maxTokens: number | undefined, input: number, window: numb
   return { value: room, note: `max_tokens lowered from ${maxTokens} to ${room} so that input (~${input} tokens) and output fit the model's ${window}-token window` };
 }
 
-/** The system prompt as it goes out: the agent's as it sent it, then the daemon's own block. */
-function systemOut(client: MessagesRequest['system'], context: string): MessagesRequest['system'] {
-  if (context === '') return client;
+/** The `system` field as it goes out: the agent's as it sent it, then the daemon's own block. */
+function systemField(client: MessagesRequest['system'], context: string): { system?: MessagesRequest['system'] } {
+  if (context === '') return client === undefined ? {} : { system: client };
   const own: WireBlock = { type: 'text', text: context };
-  if (client === undefined) return [own];
-  if (typeof client === 'string') return [{ type: 'text', text: client }, own];
-  return [...client, own];
+  if (client === undefined) return { system: [own] };
+  if (typeof client === 'string') return { system: [{ type: 'text', text: client }, own] };
+  return { system: [...client, own] };
+}
+
+/** The agent's own prompt as text: its `system` and its system-role messages. */
+function promptText(body: MessagesRequest, system: ReadonlyArray<{ message: WireMessage }>): string {
+  return [systemText(body.system), ...system.map((s) => messageText(s.message))].filter((t) => t !== '').join('\n\n');
 }
 
 /** `POST /v1/messages`. */
@@ -246,7 +251,7 @@ export async function handleMessages(call: ProxyCall): Promise<void> {
     if (reconciled.forkedFrom !== null) daemon.log.info({ session: target.name, from: reconciled.forkedFrom, method: 'proxy anthropic' }, 'the history departed from the stored one; continuing in a fork');
     const summarizer = createSummarizer({ ...(daemon.config().extensions.summarizer ?? SummarizerConfig.parse({})), provider: 'upstream' }, { upstream: upstreamCall(call, body.model) });
     // The agent owns its prompt: it goes out as sent and is only counted (PrepareArgs.clientPrompt).
-    const clientPrompt = [systemText(body.system), ...system.map((s) => messageText(s.message))].filter((t) => t !== '').join('\n\n');
+    const clientPrompt = promptText(body, system);
     const ctx: CallContext = { daemon, conn: proxyConnection(id.agent), signal: abort.signal, summarizer, clientPrompt, method: 'proxy anthropic' };
     const params: Params<'prepare'> = { session: target.name, model: body.model, provider: WIRE, instructions: '', tools: toolSpecs(body.tools), images: 'ref', force: false };
     let maxTokens: ReturnType<typeof fitMaxTokens> = { value: body.max_tokens, note: null };
@@ -261,8 +266,7 @@ export async function handleMessages(call: ProxyCall): Promise<void> {
     const messages = placeCacheMarkers(withClientSystemMessages(preparedMessages(result.inputs, image), system), { system: body.system, tools: body.tools, messages: body.messages });
     // With no instructions of the daemon's, `system` is the daemon's own block (extension context).
     const context = result.system;
-    const out: Record<string, unknown> = { ...body, system: systemOut(body.system, context), messages };
-    if (out.system === undefined) delete out.system;
+    const out: Record<string, unknown> = { ...body, ...systemField(body.system, context), messages };
     if (maxTokens.value !== undefined) out.max_tokens = maxTokens.value;
     outgoing = Buffer.from(JSON.stringify(out));
   } catch (err) {
@@ -322,7 +326,10 @@ async function record(daemon: DaemonServices, target: ProxyTarget, links: readon
 /**
  * `POST /v1/messages/count_tokens`: the prepared request's size, so the agent's own accounting
  * sees what compaction made of its history. Nothing is written and no summarizer runs: the
- * stored session is previewed as it stands, with the request's new messages after it.
+ * stored history is previewed as it stands and the request's messages past it are added as
+ * they came. The upstream counts that body; one without count_tokens gets the calibrated
+ * estimate. A request for a session the proxy has not seen, or whose history departs from the
+ * stored one, goes up as it came.
  */
 export async function handleCountTokens(call: ProxyCall): Promise<void> {
   const { daemon, req, res } = call;
@@ -331,12 +338,52 @@ export async function handleCountTokens(call: ProxyCall): Promise<void> {
   if (parsed === null) return;
   if (parsed === 'forward') return forward(call, call.body, false, abort.signal);
   const { body } = parsed;
-  const { conversation } = splitSystem(body.messages);
+  const { conversation, system } = splitSystem(body.messages);
   const id = identify(req.headers, body, conversation);
   const known = currentProxySession(daemon.db, id.identity);
-  if (known === undefined || findSession(daemon.db, known.name) === undefined) return forward(call, call.body, false, abort.signal);
-  // The stored session's latest prepared request stands for the history it covers.
-  return forward(call, call.body, false, abort.signal);
+  if (known === undefined) return forward(call, call.body, false, abort.signal);
+  let outgoing: Buffer;
+  let estimate: number;
+  try {
+    const { matched, departed } = matchChain(messageChain(daemon.db, known.sid), conversation);
+    if (departed || matched === 0) return forward(call, call.body, false, abort.signal);
+    const clientPrompt = promptText(body, system);
+    const ctx: CallContext = { daemon, conn: proxyConnection(id.agent), signal: abort.signal, clientPrompt, method: 'proxy anthropic count_tokens' };
+    const params: Params<'prepare'> = { session: known.name, model: body.model, provider: WIRE, instructions: '', tools: toolSpecs(body.tools), images: 'ref', force: false };
+    const preview = await daemon.kernels.run(known.name, (kernel) => previewPrepared(params, ctx, kernel));
+    const fresh = conversation.slice(matched);
+    const image = (hash: string): string | undefined => getPayload(daemon.db, hash)?.data.toString('base64');
+    const messages = withClientSystemMessages([...preparedMessages(preview.inputs, image), ...fresh], system);
+    outgoing = Buffer.from(JSON.stringify({ ...body, ...systemField(body.system, preview.system), messages }));
+    const ratio = preview.observation.token_ratio;
+    estimate = (preview.observation.calibrated_input_tokens ?? preview.observation.estimated_input_tokens) + Math.ceil(textTokens(JSON.stringify(fresh)) * ratio);
+  } catch (err) {
+    if (abort.signal.aborted) return;
+    daemon.log.error({ err, session: known.name, method: 'proxy anthropic count_tokens' }, 'count_tokens could not be prepared; forwarding it unchanged');
+    return forward(call, call.body, false, abort.signal);
+  }
+  await countUpstream(call, outgoing, estimate, abort.signal);
+}
+
+/** Forwards a count_tokens body; a 404 or 405 (an upstream without the endpoint) is answered with `estimate`. */
+async function countUpstream(call: ProxyCall, body: Buffer, estimate: number, signal: AbortSignal): Promise<void> {
+  const { req, res } = call;
+  const url = upstreamUrl(call.upstream, call.path);
+  try {
+    const up = await sendUpstream(url, 'POST', upstreamHeaders(req.headers, body.length, true), body, signal);
+    if (up.statusCode !== 404 && up.statusCode !== 405) {
+      res.writeHead(up.statusCode ?? 502, clientHeaders(up.headers));
+      up.pipe(res);
+      return;
+    }
+    up.resume();
+  } catch (err) {
+    if (signal.aborted) return;
+    call.daemon.log.warn({ err, method: 'proxy anthropic count_tokens', upstream: url.origin }, 'count_tokens: the upstream could not be reached; answering with the estimate');
+  }
+  const answer = JSON.stringify({ input_tokens: estimate });
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(answer) });
+  res.end(answer);
 }
 
 /** Any other path of the wire (`/v1/models`, ...): forwarded as it came, nothing recorded. */

@@ -101,14 +101,10 @@ function forkAt(db: Db, from: ProxyTarget, links: readonly ChainLink[], keep: nu
 }
 
 /**
- * Stores the new messages of `conversation` (the agent's messages without its system-role
- * ones) in the target session, forking first when the history departs from the stored chain.
- * A recorded assistant turn (the proxy's copy of the upstream's answer) that the agent sends
- * back in another shape is taken as the same turn.
+ * How far `conversation` agrees with the stored chain: the chained hash of each of its
+ * messages, how many of them are stored already, and whether it departs from what is stored.
  */
-export async function reconcile(db: Db, target: ProxyTarget, conversation: readonly WireMessage[], opts: { maxImageBytes?: number; now?: number } = {}): Promise<Reconciled> {
-  const now = opts.now ?? Date.now();
-  let links = messageChain(db, target.sid);
+export function matchChain(links: readonly ChainLink[], conversation: readonly WireMessage[]): { chains: string[]; matched: number; departed: boolean } {
   const chains: string[] = [];
   let previous = '';
   let matched = 0;
@@ -123,6 +119,19 @@ export async function reconcile(db: Db, target: ProxyTarget, conversation: reado
     else if (link.recorded && m.role === 'assistant' && i === matched) matched = i + 1;
     else departed = true;
   }
+  return { chains, matched, departed };
+}
+
+/**
+ * Stores the new messages of `conversation` (the agent's messages without its system-role
+ * ones) in the target session, forking first when the history departs from the stored chain.
+ * A recorded assistant turn (the proxy's copy of the upstream's answer) that the agent sends
+ * back in another shape is taken as the same turn.
+ */
+export async function reconcile(db: Db, target: ProxyTarget, conversation: readonly WireMessage[], opts: { maxImageBytes?: number; now?: number } = {}): Promise<Reconciled> {
+  const now = opts.now ?? Date.now();
+  let links = messageChain(db, target.sid);
+  const { chains, matched, departed } = matchChain(links, conversation);
   let forkedFrom: string | null = null;
   // A rewind (a strict prefix of what is stored) also continues in a fork, unless all that is
   // past it is the answer the proxy recorded to this very request (a retry after the answer).
