@@ -96,6 +96,8 @@ const SessionSummary = z.object({
   parent: z.string().nullable(),
   workspace: z.string().nullable(),
   created_at: z.number().int(),
+  /** For a session the proxy keeps: the agent as its user-agent names it (`claude-cli/2.1.332`). */
+  agent: z.string().nullable().default(null),
 });
 
 const GrepMatch = z.object({

@@ -34,6 +34,8 @@ export interface SessionSummary {
   parent: string | null;
   workspace: string | null;
   created_at: number;
+  /** The agent of a proxy session (migration 28); null otherwise. */
+  agent: string | null;
 }
 
 export interface NewSession {
@@ -68,8 +70,8 @@ function prepare(db: Db) {
       `SELECT s.name AS session,
               coalesce((SELECT max(t.seq) FROM transcript t WHERE t.sid = s.sid), 0) AS head,
               (SELECT count(*) FROM transcript t WHERE t.sid = s.sid) AS "rows",
-              p.name AS parent, s.workspace, s.created_at
-         FROM sessions s LEFT JOIN sessions p ON p.sid = s.parent_sid
+              p.name AS parent, s.workspace, s.created_at, x.agent
+         FROM sessions s LEFT JOIN sessions p ON p.sid = s.parent_sid LEFT JOIN proxy_sessions x ON x.sid = s.sid
         ORDER BY s.sid`,
     ),
     delete: db.prepare<[string]>('DELETE FROM sessions WHERE name = ?'),

@@ -14,7 +14,7 @@ export const transcriptVerbs: VerbModule = (program, run) => {
         const width = Math.max(7, ...r.sessions.map((s) => s.session.length));
         const lines = [st.dim(`${'session'.padEnd(width)}  ${'rows'.padStart(8)}  ${'head'.padStart(9)}  created`)];
         for (const s of r.sessions) {
-          const extra = [s.parent === null ? '' : `child of ${s.parent}`, s.workspace ?? ''].filter((x) => x !== '').join(' · ');
+          const extra = [s.parent === null ? '' : `child of ${s.parent}`, s.workspace ?? '', s.agent === null ? '' : `via proxy: ${s.agent}`].filter((x) => x !== '').join(' · ');
           lines.push(`${st.bold(s.session.padEnd(width))}  ${n(s.rows).padStart(8)}  ${`#${s.head}`.padStart(9)}  ${ago(s.created_at)}${extra === '' ? '' : `  ${st.dim(extra)}`}`);
         }
         return { json: r, text: lines.join('\n') };

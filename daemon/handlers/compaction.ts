@@ -8,7 +8,8 @@ import { EncodedJson } from '../../protocol/rpc-peer.ts';
 import type { Observation, PlainInput } from '../../protocol/prepared.ts';
 import { headSeq } from '../../storage/conversation.ts';
 import { lastPrompt, latestPrepared, reportUsage, savePrepared } from '../../storage/engine-log.ts';
-import { readTogether, yieldToEventLoop } from '../../storage/db.ts';
+import { type Db, readTogether, yieldToEventLoop } from '../../storage/db.ts';
+import { proxySession } from '../../storage/proxy-state.ts';
 import { getPayload } from '../../storage/payloads.ts';
 import { requireSession, type SessionRecord } from '../../storage/sessions.ts';
 import { learnTokenRatio } from '../../storage/token-ratios.ts';
@@ -280,6 +281,14 @@ export const compact: Handler<'compact'> = (params, ctx) =>
     return { compacted: prepared.compacted, strategy: f.setup.strategy?.name ?? null, reason: prepared.reason, plan: null, observation };
   });
 
+/** What /context says of a session the proxy keeps: its agent and the side requests it forwarded. */
+function proxyNote(db: Db, sid: number): string | null {
+  const p = proxySession(db, sid);
+  if (p === undefined) return null;
+  const side = p.side_requests === 0 ? 'no side requests yet' : `${p.side_requests} side request(s) forwarded as they came and not recorded (~${p.side_input_tokens} input and ${p.side_output_tokens} output tokens as the upstream counted them)`;
+  return `proxy session (${p.wire}) of ${p.agent ?? 'an agent that sent no user-agent'}: ${side}`;
+}
+
 export const context: Handler<'context'> = (params, ctx) =>
   ctx.daemon.kernels.run(params.session, async (kernel) => {
     const { db } = ctx.daemon;
@@ -295,6 +304,8 @@ export const context: Handler<'context'> = (params, ctx) =>
       await warmRequest(f.setup, f.args);
       observation = inspectRequest(f.setup, f.args);
     }
+    const proxied = proxyNote(db, s.sid);
+    if (proxied !== null) observation = { ...observation, notes: [...observation.notes, proxied] };
     return { observation, text: params.format === 'text' ? renderObservation(observation) : null };
   });
 
