@@ -9,6 +9,7 @@ export interface ProxySession {
   wire: string;
   identity: string;
   family: string;
+  namespace: string;
   parent_sid: number | null;
   agent: string | null;
   side_requests: number;
@@ -27,19 +28,23 @@ export interface ChainLink {
 
 const stmts = perDb((db: Db) => ({
   current: db.prepare<[string], ProxySession>(
-    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens
+    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.namespace, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens
        FROM proxy_sessions p JOIN sessions s ON s.sid = p.sid
       WHERE p.identity = ? AND p.current = 1 ORDER BY p.sid DESC LIMIT 1`,
   ),
   bySid: db.prepare<[number], ProxySession>(
-    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens
+    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.namespace, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens
        FROM proxy_sessions p JOIN sessions s ON s.sid = p.sid WHERE p.sid = ?`,
   ),
-  insert: db.prepare<[number, string, string, string, number | null, string | null, number]>(
-    'INSERT INTO proxy_sessions (sid, wire, identity, family, parent_sid, agent, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  insert: db.prepare<[number, string, string, string, string, number | null, string | null, number]>(
+    'INSERT INTO proxy_sessions (sid, wire, identity, family, namespace, parent_sid, agent, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  ),
+  latestOfNamespace: db.prepare<[string], ProxySession>(
+    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.namespace, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens
+       FROM proxy_sessions p JOIN sessions s ON s.sid = p.sid WHERE p.namespace = ? AND p.current = 1 ORDER BY p.sid DESC LIMIT 1`,
   ),
   firstOfFamily: db.prepare<[string], ProxySession>(
-    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens
+    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.namespace, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens
        FROM proxy_sessions p JOIN sessions s ON s.sid = p.sid WHERE p.family = ? ORDER BY p.sid LIMIT 1`,
   ),
   retire: db.prepare<[number]>('UPDATE proxy_sessions SET current = 0 WHERE sid = ?'),
@@ -65,8 +70,13 @@ export function proxySession(db: Db, sid: number): ProxySession | undefined {
   return stmts(db).bySid.get(sid);
 }
 
-export function addProxySession(db: Db, s: { sid: number; wire: string; identity: string; family: string; parentSid: number | null; agent: string | null; now: number }): void {
-  stmts(db).insert.run(s.sid, s.wire, s.identity, s.family, s.parentSid, s.agent, s.now);
+export function addProxySession(db: Db, s: { sid: number; wire: string; identity: string; family: string; namespace: string; parentSid: number | null; agent: string | null; now: number }): void {
+  stmts(db).insert.run(s.sid, s.wire, s.identity, s.family, s.namespace, s.parentSid, s.agent, s.now);
+}
+
+/** The newest current session of a namespace. */
+export function latestOfNamespace(db: Db, namespace: string): ProxySession | undefined {
+  return stmts(db).latestOfNamespace.get(namespace);
 }
 
 /** The first conversation of an agent session: the parent of the others (its subagents). */

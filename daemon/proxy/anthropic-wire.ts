@@ -231,12 +231,18 @@ function stripMarkers(m: WireMessage): WireMessage {
   return { ...m, content: m.content.map((b) => unmarked(b) as WireBlock) };
 }
 
-/** The last block of a message that can carry a marker (thinking blocks cannot). */
+/**
+ * Blocks the proxy may put a marker on: the ones it models. Thinking blocks cannot carry one,
+ * and an opaque block goes back exactly as the agent sent it.
+ */
+const MARKABLE = new Set(['text', 'image', 'tool_use', 'tool_result']);
+
+/** The last block of a message that can carry the proxy's marker. */
 function markable(m: WireMessage): WireBlock | undefined {
   if (typeof m.content === 'string') return undefined;
   for (let i = m.content.length - 1; i >= 0; i--) {
     const b = m.content[i]!;
-    if (b.type !== 'thinking' && b.type !== 'redacted_thinking') return b;
+    if (MARKABLE.has(b.type)) return b;
   }
   return undefined;
 }

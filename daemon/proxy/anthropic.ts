@@ -9,7 +9,7 @@ import type { Params } from '../../protocol/methods.ts';
 import { ToolSpec } from '../../protocol/prepared.ts';
 import { lastPrompt } from '../../storage/engine-log.ts';
 import { getPayload } from '../../storage/payloads.ts';
-import { countSideRequest, currentProxySession, firstOfFamily, messageChain } from '../../storage/proxy-state.ts';
+import { countSideRequest, currentProxySession, firstOfFamily, latestOfNamespace, messageChain } from '../../storage/proxy-state.ts';
 import type { ChainLink } from '../../storage/proxy-state.ts';
 import { textTokens } from '../../strategies/estimate.ts';
 import { createSummarizer, SummarizerConfig, type UpstreamCall } from '../../strategies/summarizer/index.ts';
@@ -232,8 +232,9 @@ export async function handleMessages(call: ProxyCall): Promise<void> {
   const { body } = parsed;
   const { conversation, system } = splitSystem(body.messages);
   const id = identify(req.headers, body, conversation);
-  // A side request opens with its own message: it belongs to the agent session's first conversation.
-  const known = currentProxySession(daemon.db, id.identity) ?? firstOfFamily(daemon.db, id.family);
+  // A side request opens with its own message: it belongs to the agent session's first
+  // conversation, or without a session id to the namespace's latest session.
+  const known = currentProxySession(daemon.db, id.identity) ?? firstOfFamily(daemon.db, id.family) ?? latestOfNamespace(daemon.db, id.namespace);
   const sessionModel = known === undefined ? null : lastPrompt(daemon.db, known.sid).model;
   if (conversation.length === 0 || isSideRequest(body, conversation, sessionModel)) {
     return forward(call, call.body, false, abort.signal, sideTee(call, known?.sid));

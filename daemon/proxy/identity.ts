@@ -11,6 +11,8 @@ export interface Identity {
   identity: string;
   /** sha256 over namespace and the agent's session id: all conversations of one agent session. */
   family: string;
+  /** sha256 of the namespace alone. */
+  namespace: string;
   /** A readable stem for the session's name (`claude-73765bef`); made unique by the caller. */
   stem: string;
   /** The agent as its user-agent names it. */
@@ -78,8 +80,8 @@ export function identify(headers: IncomingHttpHeaders, body: MessagesRequest, co
   const stem = agentStem(agent);
   if (sessionId !== null) {
     const family = sha('family', namespace, sessionId);
-    return { identity: sha('conversation', family, opening), family, stem: `${stem}-${sessionId.replace(/[^A-Za-z0-9]/g, '').slice(0, 8)}`, agent, credential };
+    return { identity: sha('conversation', family, opening), family, namespace: sha('namespace', namespace), stem: `${stem}-${sessionId.replace(/[^A-Za-z0-9]/g, '').slice(0, 8)}`, agent, credential };
   }
   const fingerprint = sha('fingerprint', namespace, systemText(body.system), opening);
-  return { identity: fingerprint, family: fingerprint, stem: `${stem}-${fingerprint.slice(0, 12)}`, agent, credential };
+  return { identity: fingerprint, family: fingerprint, namespace: sha('namespace', namespace), stem: `${stem}-${fingerprint.slice(0, 12)}`, agent, credential };
 }

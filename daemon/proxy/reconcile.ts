@@ -8,7 +8,7 @@ import { AlbedoError } from '../../protocol/errors.ts';
 import { RowIn } from '../../protocol/rows.ts';
 import { z } from 'zod';
 import type { Db } from '../../storage/db.ts';
-import { addProxySession, currentProxySession, dropChainFrom, firstOfFamily, messageChain, noteAgent, putChainLinks, retireProxySession, type ChainLink } from '../../storage/proxy-state.ts';
+import { addProxySession, currentProxySession, proxySession, dropChainFrom, firstOfFamily, messageChain, noteAgent, putChainLinks, retireProxySession, type ChainLink } from '../../storage/proxy-state.ts';
 import { createSession, findSession } from '../../storage/sessions.ts';
 import { appendRows, forkMap, forkSession } from '../../storage/transcript.ts';
 import { canonicalMessage, messageRows, WIRE, type WireMessage } from './anthropic-wire.ts';
@@ -24,9 +24,10 @@ export function chainHash(previous: string, m: WireMessage): string {
   return createHash('sha256').update(previous).update('\n').update(canonicalMessage(m)).digest('hex');
 }
 
+/** `stem`, or `stem@2`, `stem@3`, ... for the first name no session has. */
 function uniqueName(db: Db, stem: string): string {
   if (findSession(db, stem) === undefined) return stem;
-  for (let n = 2; ; n++) if (findSession(db, `${stem}~${n}`) === undefined) return `${stem}~${n}`;
+  for (let n = 2; ; n++) if (findSession(db, `${stem}@${n}`) === undefined) return `${stem}@${n}`;
 }
 
 /**
@@ -44,7 +45,7 @@ export function proxySessionFor(db: Db, id: Identity, now = Date.now()): ProxyTa
     const name = uniqueName(db, parent === undefined ? id.stem : `${parent.name}.sub`);
     const sid = createSession(db, { name, workspace: null, created_at: now, parent_sid: parent?.sid ?? null });
     if (sid === undefined) throw new Error(`session "${name}" appeared while it was created`);
-    addProxySession(db, { sid, wire: WIRE, identity: id.identity, family: id.family, parentSid: parent?.sid ?? null, agent: id.agent, now });
+    addProxySession(db, { sid, wire: WIRE, identity: id.identity, family: id.family, namespace: id.namespace, parentSid: parent?.sid ?? null, agent: id.agent, now });
     return { sid, name, created: true };
   })();
 }
@@ -76,9 +77,9 @@ function keyedRows(m: WireMessage, idx: number, chain: string): RowIn[] {
  */
 function forkAt(db: Db, from: ProxyTarget, links: readonly ChainLink[], keep: number, now: number): { target: ProxyTarget; links: ChainLink[] } {
   return db.transaction(() => {
-    const state = db.prepare<[number], { identity: string; family: string; agent: string | null }>('SELECT identity, family, agent FROM proxy_sessions WHERE sid = ?').get(from.sid);
+    const state = proxySession(db, from.sid);
     if (state === undefined) throw new Error(`session "${from.name}" is not a proxy session`);
-    const name = uniqueName(db, from.name.replace(/~\d+$/, ''));
+    const name = uniqueName(db, from.name.replace(/@\d+$/, ''));
     let sid: number;
     let kept: ChainLink[] = [];
     if (keep === 0) {
@@ -95,7 +96,7 @@ function forkAt(db: Db, from: ProxyTarget, links: readonly ChainLink[], keep: nu
       putChainLinks(db, sid, kept);
     }
     retireProxySession(db, from.sid);
-    addProxySession(db, { sid, wire: WIRE, identity: state.identity, family: state.family, parentSid: from.sid, agent: state.agent, now });
+    addProxySession(db, { sid, wire: WIRE, identity: state.identity, family: state.family, namespace: state.namespace, parentSid: from.sid, agent: state.agent, now });
     return { target: { sid, name }, links: kept };
   })();
 }

@@ -13,6 +13,9 @@ CREATE TABLE proxy_sessions (
   -- sha256 of (namespace, the agent's session id): the conversations of one agent session (its
   -- Task subagents among them) share it; the first of them is the others' parent.
   family TEXT NOT NULL,
+  -- sha256 of the namespace alone (the account, or the credential's hash): an agent that names
+  -- no session id has its side requests counted on its namespace's latest session.
+  namespace TEXT NOT NULL,
   -- The session this conversation came from (a Task subagent's parent), or null.
   parent_sid INTEGER REFERENCES sessions(sid) ON DELETE SET NULL,
   -- The agent as its user-agent header names it, e.g. "claude-cli/2.1.332".
@@ -27,6 +30,7 @@ CREATE TABLE proxy_sessions (
 ) STRICT;
 CREATE INDEX proxy_sessions_identity ON proxy_sessions(identity) WHERE current = 1;
 CREATE INDEX proxy_sessions_family ON proxy_sessions(family, sid);
+CREATE INDEX proxy_sessions_namespace ON proxy_sessions(namespace, sid) WHERE current = 1;
 
 -- One row per conversation message stored, in the agent's order: the chained hash of the
 -- normalized messages up to it, and the newest seq it stored (its last row).
