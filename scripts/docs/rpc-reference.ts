@@ -190,11 +190,14 @@ function standIns(v: unknown, cut: boolean, key = ''): unknown {
   if (typeof v === 'number') {
     if (key === 'pid') return 4242;
     if (key === 'uptime_ms') return 5310;
+    if (key === 'port') return 7788;
     if (/(^|_)at$/.test(key) && v > 1e12) return 1767225600000;
     if (/duration_ms$/.test(key)) return 12;
   }
   if (typeof v === 'string') {
     if (key === 'home') return '/home/me/.albedo';
+    // The proxy's base URLs carry the temp home's port and secret token.
+    if (/_base_url$/.test(key)) return v.replace(/^http:\/\/127\.0\.0\.1:\d+\/[^/]+\//, 'http://127.0.0.1:7788/<token>/');
     if (/^[0-9a-f]{8}-[0-9a-f]{4}-/.test(v)) return 'b3f1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d';
   }
   return v;
