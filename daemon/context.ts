@@ -36,10 +36,11 @@ export interface DaemonSettings {
    */
   leanHeap: boolean;
   /**
-   * A crash to stage, for tests of recovery only: `kill-before-elision` makes the daemon kill
+   * A failure to stage, for tests only: `proxy-prepare-fails` makes every proxied prepare throw
+   * as an internal error would (the request must then go upstream unchanged). Or a crash to stage: `kill-before-elision` makes the daemon kill
    * itself (SIGKILL) right after a compaction committed and before its image elision ran.
    */
-  fault: 'kill-before-elision' | undefined;
+  fault: 'kill-before-elision' | 'proxy-prepare-fails' | undefined;
   /** The proxy's port from the environment (wins over extensions.json); undefined: the config's. */
   proxyPort?: number | 'off' | undefined;
   /** The Anthropic upstream from the environment (wins over extensions.json). */

@@ -245,6 +245,7 @@ export async function handleMessages(call: ProxyCall): Promise<void> {
   let outgoing: Buffer;
   let preparedId: string;
   try {
+    if (daemon.settings.fault === 'proxy-prepare-fails') throw new Error('staged fault: the proxied prepare fails');
     const session = proxySessionFor(daemon.db, id);
     const reconciled = await daemon.kernels.run(session.name, () => reconcile(daemon.db, session, conversation, { maxImageBytes: daemon.settings.maxImageBytes }), 'transcript');
     daemon.rowsAdded();

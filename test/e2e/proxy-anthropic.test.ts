@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { AlbedoClient } from '../../protocol/client.ts';
@@ -27,12 +28,12 @@ interface Proxy {
   base: string;
 }
 
-async function proxyWith(script: (req: ScriptRequest) => Answer | Promise<Answer>, extensions?: unknown): Promise<Proxy> {
+async function proxyWith(script: (req: ScriptRequest) => Answer | Promise<Answer>, extensions?: unknown, env: Record<string, string> = {}): Promise<Proxy> {
   const up = await startScriptedUpstream({ script });
   upstreams.push(up);
   const home = tempHome();
   if (extensions !== undefined) fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify(extensions));
-  const daemon = await start({ home, env: { ALBEDO_ANTHROPIC_UPSTREAM: up.baseUrl } });
+  const daemon = await start({ home, env: { ALBEDO_ANTHROPIC_UPSTREAM: up.baseUrl, ...env } });
   const client = await daemon.connect();
   const status = await client.call('daemon.status', {});
   assert.equal(status.proxy.listening, true, status.proxy.error ?? '');
@@ -270,6 +271,59 @@ test('without the token the proxy answers 404; the token as a header works; a ba
   assert.equal((JSON.parse(bad.text) as { error: { type: string } }).error.type, 'invalid_request_error');
   assert.equal(p.up.requests.length, 1, 'neither the refused nor the bad request reached the upstream');
   assert.equal((fs.statSync(path.join(p.daemon.home, 'proxy.token')).mode & 0o777).toString(8), '600');
+});
+
+test('failure is open: a request the daemon cannot prepare goes upstream exactly as the agent sent it', async () => {
+  const p = await proxyWith(() => answer.text('answered anyway'), undefined, { ALBEDO_FAULT: 'proxy-prepare-fails' });
+  const body = request([{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral' } }] }]);
+  const r = await post(`${p.base}/v1/messages`, body);
+  assert.equal(answerText(r), 'answered anyway');
+  assert.deepEqual(p.up.messages({ conversation: true })[0]!.body, body, 'the original body, unchanged');
+  assert.match(fs.readFileSync(path.join(p.daemon.home, 'albedod.log'), 'utf8'), /could not be prepared; forwarding it unchanged/);
+});
+
+test('a gzip answer reaches the agent as the upstream encoded it while the tee reads a decoded copy; zstd is not asked for', async () => {
+  const sse = [
+    ['message_start', { message: { id: 'msg_1', type: 'message', role: 'assistant', content: [], usage: { input_tokens: 50, output_tokens: 1 } } }],
+    ['content_block_start', { index: 0, content_block: { type: 'text', text: '' } }],
+    ['content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'compressed hello' } }],
+    ['content_block_stop', { index: 0 }],
+    ['message_delta', { delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 3 } }],
+    ['message_stop', {}],
+  ].map(([e, d]) => `event: ${e as string}\ndata: ${JSON.stringify({ type: e, ...(d as object) })}\n\n`).join('');
+  const seen: string[] = [];
+  const gz = http.createServer((req, res) => {
+    seen.push(String(req.headers['accept-encoding']));
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' });
+      res.end(zlib.gzipSync(sse));
+    });
+  });
+  await new Promise<void>((resolve) => gz.listen(0, '127.0.0.1', resolve));
+  try {
+    const daemon = await start({ env: { ALBEDO_ANTHROPIC_UPSTREAM: `http://127.0.0.1:${(gz.address() as net.AddressInfo).port}` } });
+    const client = await daemon.connect();
+    const base = (await client.call('daemon.status', {})).proxy.anthropic_base_url!;
+    const raw = await new Promise<{ encoding: string | undefined; body: Buffer }>((resolve, reject) => {
+      const req = http.request(`${base}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'k', 'accept-encoding': 'gzip, deflate, br, zstd' } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ encoding: res.headers['content-encoding'], body: Buffer.concat(chunks) }));
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify(request([{ role: 'user', content: 'hi' }])));
+    });
+    assert.equal(raw.encoding, 'gzip');
+    assert.equal(zlib.gunzipSync(raw.body).toString('utf8'), sse, 'the agent gets the upstream bytes');
+    assert.deepEqual(seen, ['gzip, br']);
+    const session = await onlySession(client);
+    const rows = await rowsOf(client, session);
+    assert.deepEqual(rows.map((r) => r.kind), ['user', 'assistant']);
+    assert.match(rows[1]!.text, /compressed hello/);
+  } finally {
+    gz.close();
+  }
 });
 
 test('a taken port leaves the daemon serving its socket, and daemon.status says why the proxy is not listening', async () => {
