@@ -17,7 +17,7 @@ import type { CallContext, ConnectionState, DaemonServices } from '../context.ts
 import { preparedRequest, previewPrepared, usageReport } from '../handlers/compaction.ts';
 import { AnthropicStreamTee, answerFromJson, type Answer } from './anthropic-stream.ts';
 import { MessagesRequest, messageText, placeCacheMarkers, preparedMessages, systemText, WIRE, wireError, withClientSystemMessages, type WireBlock, type WireMessage } from './anthropic-wire.ts';
-import { credentialOf, identify } from './identity.ts';
+import { credentialOf, identify, type Identity } from './identity.ts';
 import { matchChain, proxySessionFor, reconcile, recordAnswer, type ProxyTarget } from './reconcile.ts';
 import { clientHeaders, decodeBody, decoderFor, sendUpstream, upstreamHeaders, upstreamUrl } from './upstream.ts';
 
@@ -144,24 +144,45 @@ function summaryHeaders(headers: http.IncomingHttpHeaders): Record<string, strin
   return out;
 }
 
+/** Reads the answer from a decoded copy: an event stream through the tee, or one JSON body. */
+class AnswerReader {
+  private readonly tee = new AnthropicStreamTee();
+  private json = '';
+  private why: string | null = null;
+
+  constructor(private readonly streamed: boolean) {}
+
+  chunk(text: string): void {
+    if (this.streamed) this.tee.feed(text);
+    else this.json += text;
+  }
+
+  /** The answer, or null (and `error` says why) for one that must not be recorded. */
+  finish(): Answer | null {
+    if (this.streamed) return this.tee.finish();
+    try {
+      const a = answerFromJson(JSON.parse(this.json));
+      if (a === null) this.why = 'the body is not a Messages result';
+      return a;
+    } catch (err) {
+      this.why = `the body is not JSON (${(err as Error).message})`;
+      return null;
+    }
+  }
+
+  get error(): string | null {
+    return this.streamed ? this.tee.error : this.why;
+  }
+}
+
 /** Counts a side request on the session its agent session is in, once its usage is known. */
-function sideTee(call: ProxyCall, sid: number | undefined): { chunk: (t: string) => void; end: (ok: boolean) => Promise<void> } {
-  const tee = new AnthropicStreamTee();
-  let json = '';
-  const streamed = call.body.includes('"stream":true');
+function sideTee(call: ProxyCall, streamed: boolean, sid: number | undefined): { chunk: (t: string) => void; end: (ok: boolean) => Promise<void> } {
+  const reader = new AnswerReader(streamed);
   return {
-    chunk: (t) => (streamed ? tee.feed(t) : (json += t)),
+    chunk: (t) => reader.chunk(t),
     end: async (ok) => {
       if (!ok || sid === undefined) return;
-      let answer: Answer | null = null;
-      if (streamed) answer = tee.finish();
-      else {
-        try {
-          answer = answerFromJson(JSON.parse(json));
-        } catch {
-          answer = null;
-        }
-      }
+      const answer = reader.finish();
       countSideRequest(call.daemon.db, sid, answer?.usage?.inputTokens ?? 0, answer?.usage?.outputTokens ?? 0);
     },
   };
@@ -222,22 +243,44 @@ function promptText(body: MessagesRequest, system: ReadonlyArray<{ message: Wire
   return [systemText(body.system), ...system.map((s) => messageText(s.message))].filter((t) => t !== '').join('\n\n');
 }
 
+/** A request as both endpoints read it, once its body parsed. */
+interface Opened {
+  abort: AbortController;
+  body: MessagesRequest;
+  conversation: WireMessage[];
+  system: Array<{ message: WireMessage; before: number }>;
+  id: Identity;
+}
+
+/**
+ * Reads the request: its body, its conversation and the agent's system messages, its identity.
+ * Null once it is dealt with: a body that does not parse was answered with the provider's 400,
+ * and one in an encoding the proxy cannot read was forwarded as it came.
+ */
+async function openRequest(call: ProxyCall): Promise<Opened | null> {
+  const abort = clientGone(call.req, call.res);
+  const parsed = parseBody(call);
+  if (parsed === null) return null;
+  if (parsed === 'forward') {
+    await forward(call, call.body, false, abort.signal);
+    return null;
+  }
+  const { conversation, system } = splitSystem(parsed.body.messages);
+  return { abort, body: parsed.body, conversation, system, id: identify(call.req.headers, parsed.body, conversation) };
+}
+
 /** `POST /v1/messages`. */
 export async function handleMessages(call: ProxyCall): Promise<void> {
-  const { daemon, req, res } = call;
-  const abort = clientGone(req, res);
-  const parsed = parseBody(call);
-  if (parsed === null) return;
-  if (parsed === 'forward') return forward(call, call.body, false, abort.signal);
-  const { body } = parsed;
-  const { conversation, system } = splitSystem(body.messages);
-  const id = identify(req.headers, body, conversation);
+  const { daemon, res } = call;
+  const opened = await openRequest(call);
+  if (opened === null) return;
+  const { abort, body, conversation, system, id } = opened;
   // A side request opens with its own message: it belongs to the agent session's first
   // conversation, or without a session id to the namespace's latest session.
   const known = currentProxySession(daemon.db, id.identity) ?? firstOfFamily(daemon.db, id.family) ?? latestOfNamespace(daemon.db, id.namespace);
   const sessionModel = known === undefined ? null : lastPrompt(daemon.db, known.sid).model;
   if (conversation.length === 0 || isSideRequest(body, conversation, sessionModel)) {
-    return forward(call, call.body, false, abort.signal, sideTee(call, known?.sid));
+    return forward(call, call.body, false, abort.signal, sideTee(call, body.stream === true, known?.sid));
   }
 
   let target: ProxyTarget;
@@ -283,24 +326,14 @@ export async function handleMessages(call: ProxyCall): Promise<void> {
     return forward(call, call.body, false, abort.signal);
   }
 
-  const streamed = body.stream === true;
-  const tee = new AnthropicStreamTee();
-  let json = '';
+  const reader = new AnswerReader(body.stream === true);
   await forward(call, outgoing, true, abort.signal, {
-    chunk: (t) => (streamed ? tee.feed(t) : (json += t)),
+    chunk: (t) => reader.chunk(t),
     end: async (ok) => {
       if (!ok) return;
-      let answer: Answer | null;
-      if (streamed) answer = tee.finish();
-      else {
-        try {
-          answer = answerFromJson(JSON.parse(json));
-        } catch {
-          answer = null;
-        }
-      }
+      const answer = reader.finish();
       if (answer === null) {
-        daemon.log.warn({ session: target.name, method: 'proxy anthropic', why: tee.error }, 'the answer was not recorded');
+        daemon.log.warn({ session: target.name, method: 'proxy anthropic', why: reader.error }, 'the answer was not recorded');
         return;
       }
       await record(daemon, target, links, answer, body.model, preparedId);
@@ -335,14 +368,10 @@ async function record(daemon: DaemonServices, target: ProxyTarget, links: readon
  * stored one, goes up as it came.
  */
 export async function handleCountTokens(call: ProxyCall): Promise<void> {
-  const { daemon, req, res } = call;
-  const abort = clientGone(req, res);
-  const parsed = parseBody(call);
-  if (parsed === null) return;
-  if (parsed === 'forward') return forward(call, call.body, false, abort.signal);
-  const { body } = parsed;
-  const { conversation, system } = splitSystem(body.messages);
-  const id = identify(req.headers, body, conversation);
+  const { daemon } = call;
+  const opened = await openRequest(call);
+  if (opened === null) return;
+  const { abort, body, conversation, system, id } = opened;
   const known = currentProxySession(daemon.db, id.identity);
   if (known === undefined) return forward(call, call.body, false, abort.signal);
   let outgoing: Buffer;
