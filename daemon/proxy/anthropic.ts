@@ -313,7 +313,12 @@ export async function handleMessages(call: ProxyCall): Promise<void> {
     // With no instructions of the daemon's, `system` is the daemon's own block (extension context).
     const context = result.system;
     const out: Record<string, unknown> = { ...body, ...systemField(body.system, context), messages };
-    if (maxTokens.value !== undefined) out.max_tokens = maxTokens.value;
+    if (maxTokens.value !== undefined && maxTokens.value !== body.max_tokens) {
+      out.max_tokens = maxTokens.value;
+      // A thinking budget must stay below max_tokens.
+      const thinking = out.thinking as { type?: unknown; budget_tokens?: unknown } | undefined;
+      if (typeof thinking?.budget_tokens === 'number' && thinking.budget_tokens >= maxTokens.value) out.thinking = { ...thinking, budget_tokens: Math.max(1024, maxTokens.value - 1) };
+    }
     outgoing = Buffer.from(JSON.stringify(out));
   } catch (err) {
     if (abort.signal.aborted) return;

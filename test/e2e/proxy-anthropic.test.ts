@@ -251,9 +251,10 @@ test('count_tokens is answered for the compacted request, writes nothing and run
 test('max_tokens is lowered when input and output would not fit the model window, and /context says so', async () => {
   const p = await proxyWith(() => answer.text('short'));
   // claude-sonnet-4-5 has a 200,000-token window in the catalog.
-  await post(`${p.base}/v1/messages`, request([{ role: 'user', content: 'y'.repeat(40_000) }], { max_tokens: 195_000 }));
+  await post(`${p.base}/v1/messages`, request([{ role: 'user', content: 'y'.repeat(40_000) }], { max_tokens: 195_000, thinking: { type: 'enabled', budget_tokens: 194_000 } }));
   const sent = p.up.messages({ conversation: true })[0]!.body;
   assert.ok(sent.max_tokens !== undefined && sent.max_tokens < 195_000 && sent.max_tokens > 180_000, String(sent.max_tokens));
+  assert.deepEqual(sent.thinking, { type: 'enabled', budget_tokens: sent.max_tokens - 1 }, 'the thinking budget stays below max_tokens');
   const ctx = await p.client.call('context', { session: await onlySession(p.client) });
   assert.ok(ctx.observation.notes.some((n) => /max_tokens lowered from 195000/.test(n)), ctx.observation.notes.join('\n'));
 });
