@@ -32,20 +32,22 @@ const OTHER = { glyph: '?', colour: 'red' as StyleName };
 
 /**
  * The engine reports the pinned prompt as one `system` section whose source reads
- * "instructions (~N tokens) … + K tool schema(s)". Splitting it here shows what the tools cost;
- * when the source does not read that way the section stays whole.
+ * "instructions (~N tokens) … + K tool schema(s)" (for a proxied agent, "the agent's own system
+ * prompt (~N tokens) …"). Splitting it here shows what the tools cost; when the source does not
+ * read that way the section stays whole.
  */
 function splitSystem(s: Section): Section[] {
-  const m = /^instructions \(~(\d+) tokens\)(.*?)(?: \+ (\d+) tool schema\(s\))?$/.exec(s.source);
+  const m = /^(instructions|the agent's own system prompt) \(~(\d+) tokens\)(.*?)(?: \+ (\d+) tool schema\(s\))?$/.exec(s.source);
   if (m === null) return [s];
-  const instructions = Math.min(Number(m[1]), s.estimated_tokens);
-  const extension = (m[2] ?? '').includes('extension context');
-  const tools = Number(m[3] ?? 0);
-  if (tools === 0 && !extension) return [{ ...s, source: 'instructions' }];
+  const label = m[1] === 'instructions' ? 'instructions' : "the agent's own prompt";
+  const instructions = Math.min(Number(m[2]), s.estimated_tokens);
+  const extension = (m[3] ?? '').includes('extension context');
+  const tools = Number(m[4] ?? 0);
+  if (tools === 0 && !extension) return [{ ...s, source: label }];
   const rest = s.estimated_tokens - instructions;
   const what = [tools > 0 ? `${tools} tool schema(s)` : '', extension ? 'extension context' : ''].filter((x) => x !== '').join(' + ');
   return [
-    { name: 'system', source: 'instructions', estimated_tokens: instructions },
+    { name: 'system', source: label, estimated_tokens: instructions },
     { name: 'tools', source: what, estimated_tokens: rest },
   ];
 }

@@ -154,7 +154,8 @@ function frame(setup: EngineSetup, args: PrepareArgs, prompt = setup.pinnedPromp
   window.reserved = setup.layers.reduce((n, layer) => n + (layer.reserve?.(input) ?? 0), 0);
   const systemSection: Section = {
     name: 'system',
-    source: `instructions${instructions === args.instructions ? '' : ' from before the last restart'} (~${textTokens(instructions)} tokens)${context === '' ? '' : context === setup.extensionContext ? ' + extension context' : ' + the extension context from before the last reload'} + ${tools.length} tool schema(s)${own === 0 ? '' : ` + the agent's own system prompt (~${own} tokens)`}`,
+    // A proxied agent's own prompt stands where the instructions would (the daemon composes none).
+    source: `${own > 0 && instructions === '' ? `the agent's own system prompt (~${own} tokens)` : `instructions${instructions === args.instructions ? '' : ' from before the last restart'} (~${textTokens(instructions) + own} tokens)`}${context === '' ? '' : context === setup.extensionContext ? ' + extension context' : ' + the extension context from before the last reload'} + ${tools.length} tool schema(s)`,
     estimated_tokens: pinned,
   };
   return { input, system, tools, systemSection, problems: validateWindow(window, pinned), instructions, context };

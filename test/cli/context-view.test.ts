@@ -55,6 +55,13 @@ function observation(over: Partial<Observation> = {}): Observation {
   });
 }
 
+test("a proxied agent's own system prompt is its own row, apart from the tools and the extension context", () => {
+  const o = observation({ sections: [{ name: 'system', source: "the agent's own system prompt (~4232 tokens) + extension context + 12 tool schema(s)", estimated_tokens: 10_000 }] });
+  const text = renderContext(o, plain);
+  assert.match(text, /^ {2}system +~5,502 .*the agent's own prompt$/m);
+  assert.match(text, /^ {2}tools +~7,499 .*12 tool schema\(s\) \+ extension context$/m);
+});
+
 test('over the trigger: calibrated tokens per section, a negative free row, the failure, the latch and config errors', () => {
   const text = renderContext(observation(), plain);
   // 60 cells for 10k tokens: system 1000×1.3 -> 8 cells, tools 8, summary 8, tail 31; nothing free.
