@@ -1,4 +1,4 @@
-// What the proxy keeps per session (migration 28): the identity a request is matched by, the
+// What the proxy keeps per session (migrations 28 and 29): the identity a request is matched by, the
 // agent's name, the side requests it forwarded, and the chain of message hashes already stored.
 // Building those hashes and deciding what a mismatch means is daemon/proxy/reconcile.ts's.
 import { type Db, perDb } from './db.ts';
@@ -15,6 +15,11 @@ export interface ProxySession {
   side_requests: number;
   side_input_tokens: number;
   side_output_tokens: number;
+  /** Conversation requests forwarded as they came because a proxy cannot compact them (migration 29). */
+  passed_through: number;
+  passed_through_reason: string | null;
+  /** The agent's own compactions (Codex's `/responses/compact`) routed through the proxy. */
+  client_compactions: number;
 }
 
 /** One stored conversation message: the chained hash up to it and its last row's seq. */
@@ -28,23 +33,23 @@ export interface ChainLink {
 
 const stmts = perDb((db: Db) => ({
   current: db.prepare<[string], ProxySession>(
-    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.namespace, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens
+    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.namespace, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens, p.passed_through, p.passed_through_reason, p.client_compactions
        FROM proxy_sessions p JOIN sessions s ON s.sid = p.sid
       WHERE p.identity = ? AND p.current = 1 ORDER BY p.sid DESC LIMIT 1`,
   ),
   bySid: db.prepare<[number], ProxySession>(
-    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.namespace, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens
+    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.namespace, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens, p.passed_through, p.passed_through_reason, p.client_compactions
        FROM proxy_sessions p JOIN sessions s ON s.sid = p.sid WHERE p.sid = ?`,
   ),
   insert: db.prepare<[number, string, string, string, string, number | null, string | null, number]>(
     'INSERT INTO proxy_sessions (sid, wire, identity, family, namespace, parent_sid, agent, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   ),
   latestOfNamespace: db.prepare<[string], ProxySession>(
-    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.namespace, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens
+    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.namespace, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens, p.passed_through, p.passed_through_reason, p.client_compactions
        FROM proxy_sessions p JOIN sessions s ON s.sid = p.sid WHERE p.namespace = ? AND p.current = 1 ORDER BY p.sid DESC LIMIT 1`,
   ),
   firstOfFamily: db.prepare<[string], ProxySession>(
-    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.namespace, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens
+    `SELECT p.sid, s.name, p.wire, p.identity, p.family, p.namespace, p.parent_sid, p.agent, p.side_requests, p.side_input_tokens, p.side_output_tokens, p.passed_through, p.passed_through_reason, p.client_compactions
        FROM proxy_sessions p JOIN sessions s ON s.sid = p.sid WHERE p.family = ? ORDER BY p.sid LIMIT 1`,
   ),
   retire: db.prepare<[number]>('UPDATE proxy_sessions SET current = 0 WHERE sid = ?'),
@@ -52,6 +57,8 @@ const stmts = perDb((db: Db) => ({
   side: db.prepare<[number, number, number]>(
     'UPDATE proxy_sessions SET side_requests = side_requests + 1, side_input_tokens = side_input_tokens + ?, side_output_tokens = side_output_tokens + ? WHERE sid = ?',
   ),
+  passedThrough: db.prepare<[string, number]>('UPDATE proxy_sessions SET passed_through = passed_through + 1, passed_through_reason = ? WHERE sid = ?'),
+  clientCompaction: db.prepare<[number]>('UPDATE proxy_sessions SET client_compactions = client_compactions + 1 WHERE sid = ?'),
   chain: db.prepare<[number], { idx: number; chain: string; last_seq: number; recorded: number }>(
     'SELECT idx, chain, last_seq, recorded FROM proxy_messages WHERE sid = ? ORDER BY idx',
   ),
@@ -95,6 +102,16 @@ export function noteAgent(db: Db, sid: number, agent: string): void {
 
 export function countSideRequest(db: Db, sid: number, inputTokens: number, outputTokens: number): void {
   stmts(db).side.run(inputTokens, outputTokens, sid);
+}
+
+/** A conversation request went up as it came (the reason is /context's). */
+export function notePassedThrough(db: Db, sid: number, reason: string): void {
+  stmts(db).passedThrough.run(reason, sid);
+}
+
+/** The agent ran its own compaction through the proxy. */
+export function noteClientCompaction(db: Db, sid: number): void {
+  stmts(db).clientCompaction.run(sid);
 }
 
 export function messageChain(db: Db, sid: number): ChainLink[] {

@@ -286,7 +286,9 @@ function proxyNote(db: Db, sid: number): string | null {
   const p = proxySession(db, sid);
   if (p === undefined) return null;
   const side = p.side_requests === 0 ? 'no side requests yet' : `${p.side_requests} side request(s) forwarded as they came and not recorded (~${p.side_input_tokens} input and ${p.side_output_tokens} output tokens as the upstream counted them)`;
-  return `proxy session (${p.wire}) of ${p.agent ?? 'an agent that sent no user-agent'}: ${side}`;
+  const passed = p.passed_through === 0 ? '' : `; ${p.passed_through} request(s) forwarded uncompacted (${p.passed_through_reason ?? 'no reason kept'})`;
+  const own = p.client_compactions === 0 ? '' : `; the agent ran its own compaction ${p.client_compactions} time(s)`;
+  return `proxy session (${p.wire}) of ${p.agent ?? 'an agent that sent no user-agent'}: ${side}${passed}${own}`;
 }
 
 export const context: Handler<'context'> = (params, ctx) =>

@@ -4,17 +4,10 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { z } from 'zod';
 import type { WireBlock, WireMessage } from './anthropic-wire.ts';
+import type { AnswerUsage } from './wire.ts';
 
-/** What the upstream reported for the request and the answer, in its own token counts. */
-export interface AnswerUsage {
-  /** input_tokens + cache_read_input_tokens + cache_creation_input_tokens. */
-  inputTokens: number;
-  /** cache_read_input_tokens. */
-  cachedTokens: number;
-  outputTokens: number;
-}
-
-export interface Answer {
+/** One Messages answer: its assistant message and usage (input counts every cache part, cached = read). */
+export interface MessagesAnswer {
   message: WireMessage;
   usage: AnswerUsage | null;
   stopReason: string | null;
@@ -47,7 +40,7 @@ function usageOf(start: Usage | undefined, end: Usage | undefined): AnswerUsage 
 }
 
 /** A non-streamed answer's body. Null when it is not a Messages result. */
-export function answerFromJson(body: unknown): Answer | null {
+export function answerFromJson(body: unknown): MessagesAnswer | null {
   const m = Message.safeParse(body);
   if (!m.success) return null;
   return { message: { role: 'assistant', content: m.data.content }, usage: usageOf(m.data.usage, undefined), stopReason: m.data.stop_reason ?? null };
@@ -148,7 +141,7 @@ export class AnthropicStreamTee {
     }
   }
 
-  finish(): Answer | null {
+  finish(): MessagesAnswer | null {
     if (this.failed !== null) return null;
     if (!this.stopped) {
       this.failed = 'the stream ended before message_stop';

@@ -1,6 +1,6 @@
 // Reconcile: the agent re-sends its whole history on every request; this stores only what is
 // new. Each conversation message gets a chained hash over the normalized messages up to it
-// (anthropic-wire.ts canonicalMessage); the session remembers that chain (proxy_messages), so a
+// (its wire's MessageCodec.canonical); the session remembers that chain (proxy_messages), so a
 // request costs one hash per message and an append of the new ones. A history that departs
 // from the chain continues in a fork at the departure: nothing stored is ever rewritten.
 import { createHash } from 'node:crypto';
@@ -11,17 +11,17 @@ import type { Db } from '../../storage/db.ts';
 import { addProxySession, currentProxySession, proxySession, dropChainFrom, firstOfFamily, messageChain, noteAgent, putChainLinks, retireProxySession, type ChainLink } from '../../storage/proxy-state.ts';
 import { createSession, findSession } from '../../storage/sessions.ts';
 import { appendRows, forkMap, forkSession } from '../../storage/transcript.ts';
-import { canonicalMessage, messageRows, WIRE, type WireMessage } from './anthropic-wire.ts';
 import type { Identity } from './identity.ts';
+import type { MessageCodec } from './wire.ts';
 
 export interface ProxyTarget {
   sid: number;
   name: string;
 }
 
-/** sha256 of the previous link's chain and this message's canonical form. */
-export function chainHash(previous: string, m: WireMessage): string {
-  return createHash('sha256').update(previous).update('\n').update(canonicalMessage(m)).digest('hex');
+/** sha256 of the previous link's chain and a message's canonical form. */
+export function chainHash(previous: string, canonical: string): string {
+  return createHash('sha256').update(previous).update('\n').update(canonical).digest('hex');
 }
 
 /** `stem`, or `stem@2`, `stem@3`, ... for the first name no session has. */
@@ -34,7 +34,7 @@ function uniqueName(db: Db, stem: string): string {
  * The session this identity's requests go to, created on its first request. A conversation
  * that shares its family (the agent's session id) with an earlier one is that one's child.
  */
-export function proxySessionFor(db: Db, id: Identity, now = Date.now()): ProxyTarget & { created: boolean } {
+export function proxySessionFor(db: Db, wire: string, id: Identity, now = Date.now()): ProxyTarget & { created: boolean } {
   return db.transaction(() => {
     const current = currentProxySession(db, id.identity);
     if (current !== undefined) {
@@ -45,7 +45,7 @@ export function proxySessionFor(db: Db, id: Identity, now = Date.now()): ProxyTa
     const name = uniqueName(db, parent === undefined ? id.stem : `${parent.name}.sub`);
     const sid = createSession(db, { name, workspace: null, created_at: now, parent_sid: parent?.sid ?? null });
     if (sid === undefined) throw new Error(`session "${name}" appeared while it was created`);
-    addProxySession(db, { sid, wire: WIRE, identity: id.identity, family: id.family, namespace: id.namespace, parentSid: parent?.sid ?? null, agent: id.agent, now });
+    addProxySession(db, { sid, wire, identity: id.identity, family: id.family, namespace: id.namespace, parentSid: parent?.sid ?? null, agent: id.agent, now });
     return { sid, name, created: true };
   })();
 }
@@ -61,11 +61,11 @@ export interface Reconciled {
 }
 
 /** Rows of one message with their client keys (position and chain), each checked as transcript.append would. */
-function keyedRows(m: WireMessage, idx: number, chain: string): RowIn[] {
-  return messageRows(m).map((row, k) => {
+function keyedRows<M>(codec: MessageCodec<M>, m: M, idx: number, chain: string): RowIn[] {
+  return codec.rows(m).map((row, k) => {
     const parsed = RowIn.safeParse({ ...row, key: `px:${idx}:${chain.slice(0, 40)}:${k}` });
     if (!parsed.success) {
-      throw new AlbedoError('invalid_proxy_request', `message ${idx} (${m.role}) cannot be stored: ${z.prettifyError(parsed.error).replaceAll('\n', '; ')}`, { message: idx });
+      throw new AlbedoError('invalid_proxy_request', `message ${idx} (${codec.label(m)}) cannot be stored: ${z.prettifyError(parsed.error).replaceAll('\n', '; ')}`, { message: idx });
     }
     return parsed.data;
   });
@@ -96,7 +96,7 @@ function forkAt(db: Db, from: ProxyTarget, links: readonly ChainLink[], keep: nu
       putChainLinks(db, sid, kept);
     }
     retireProxySession(db, from.sid);
-    addProxySession(db, { sid, wire: WIRE, identity: state.identity, family: state.family, namespace: state.namespace, parentSid: from.sid, agent: state.agent, now });
+    addProxySession(db, { sid, wire: state.wire, identity: state.identity, family: state.family, namespace: state.namespace, parentSid: from.sid, agent: state.agent, now });
     return { target: { sid, name }, links: kept };
   })();
 }
@@ -105,19 +105,19 @@ function forkAt(db: Db, from: ProxyTarget, links: readonly ChainLink[], keep: nu
  * How far `conversation` agrees with the stored chain: the chained hash of each of its
  * messages, how many of them are stored already, and whether it departs from what is stored.
  */
-export function matchChain(links: readonly ChainLink[], conversation: readonly WireMessage[]): { chains: string[]; matched: number; departed: boolean } {
+export function matchChain<M>(codec: MessageCodec<M>, links: readonly ChainLink[], conversation: readonly M[]): { chains: string[]; matched: number; departed: boolean } {
   const chains: string[] = [];
   let previous = '';
   let matched = 0;
   let departed = false;
   for (let i = 0; i < conversation.length; i++) {
     const m = conversation[i]!;
-    previous = chainHash(previous, m);
+    previous = chainHash(previous, codec.canonical(m));
     chains.push(previous);
     if (departed || i >= links.length) continue;
     const link = links[i]!;
     if (link.chain === previous) matched = i + 1;
-    else if (link.recorded && m.role === 'assistant' && i === matched) matched = i + 1;
+    else if (link.recorded && codec.isAnswer(m) && i === matched) matched = i + 1;
     else departed = true;
   }
   return { chains, matched, departed };
@@ -129,14 +129,14 @@ export function matchChain(links: readonly ChainLink[], conversation: readonly W
  * A recorded assistant turn (the proxy's copy of the upstream's answer) that the agent sends
  * back in another shape is taken as the same turn.
  */
-export async function reconcile(db: Db, target: ProxyTarget, conversation: readonly WireMessage[], opts: { maxImageBytes?: number; now?: number } = {}): Promise<Reconciled> {
+export async function reconcile<M>(db: Db, codec: MessageCodec<M>, target: ProxyTarget, conversation: readonly M[], opts: { maxImageBytes?: number; now?: number } = {}): Promise<Reconciled> {
   const now = opts.now ?? Date.now();
   let links = messageChain(db, target.sid);
-  const { chains, matched, departed } = matchChain(links, conversation);
+  const { chains, matched, departed } = matchChain(codec, links, conversation);
   let forkedFrom: string | null = null;
   // A rewind (a strict prefix of what is stored) also continues in a fork, unless all that is
   // past it is the answer the proxy recorded to this very request (a retry after the answer).
-  const onlyAnswerPast = links.length === conversation.length + 1 && links[links.length - 1]!.recorded;
+  const onlyAnswerPast = links.length > conversation.length && links.slice(conversation.length).every((l) => l.recorded);
   if (departed || (matched === conversation.length && links.length > conversation.length && !onlyAnswerPast)) {
     forkedFrom = target.name;
     const forked = forkAt(db, target, links, matched, now);
@@ -151,7 +151,7 @@ export async function reconcile(db: Db, target: ProxyTarget, conversation: reado
   const rows: RowIn[] = [];
   const owners: number[] = [];
   for (let i = matched; i < conversation.length; i++) {
-    const r = keyedRows(conversation[i]!, i, chains[i]!);
+    const r = keyedRows(codec, conversation[i]!, i, chains[i]!);
     rows.push(...r);
     for (let k = 0; k < r.length; k++) owners.push(i);
   }
@@ -174,20 +174,30 @@ export async function reconcile(db: Db, target: ProxyTarget, conversation: reado
 }
 
 /**
- * Stores the upstream's answer as the conversation's next message, marked as recorded. Keyed
- * by the request's position and chain, so an answer recorded twice is stored once.
+ * Stores the upstream's answer as the conversation's next messages (one on Messages and Chat
+ * Completions, one per output item on Responses), marked as recorded. Keyed by position and
+ * chain, so an answer recorded twice is stored once.
  */
-export async function recordAnswer(db: Db, target: ProxyTarget, links: readonly ChainLink[], answer: WireMessage, opts: { model?: string } = {}): Promise<ChainLink | null> {
-  const idx = links.length;
-  const previous = idx === 0 ? '' : links[idx - 1]!.chain;
-  const chain = chainHash(previous, answer);
-  const rows = keyedRows(answer, idx, chain).map((r) => (r.kind === 'assistant' && opts.model !== undefined ? { ...r, model: opts.model } : r));
-  let last = idx === 0 ? 0 : links[idx - 1]!.last_seq;
-  if (rows.length > 0) {
-    const result = await appendRows(db, target.name, rows);
-    last = Math.max(last, ...result.seqs);
-  }
-  const link: ChainLink = { idx, chain, last_seq: last, recorded: true };
-  db.transaction(() => putChainLinks(db, target.sid, [link]))();
-  return link;
+export async function recordAnswer<M>(db: Db, codec: MessageCodec<M>, target: ProxyTarget, links: readonly ChainLink[], answer: readonly M[], opts: { model?: string } = {}): Promise<ChainLink[]> {
+  const rows: RowIn[] = [];
+  const owners: number[] = [];
+  const chains: string[] = [];
+  let previous = links.length === 0 ? '' : links[links.length - 1]!.chain;
+  answer.forEach((m, k) => {
+    previous = chainHash(previous, codec.canonical(m));
+    chains.push(previous);
+    const r = keyedRows(codec, m, links.length + k, previous).map((row) => (row.kind === 'assistant' && opts.model !== undefined ? { ...row, model: opts.model } : row));
+    rows.push(...r);
+    for (let j = 0; j < r.length; j++) owners.push(k);
+  });
+  const seqs = rows.length === 0 ? [] : (await appendRows(db, target.name, rows)).seqs;
+  let last = links.length === 0 ? 0 : links[links.length - 1]!.last_seq;
+  const fresh = chains.map((chain, k) => {
+    owners.forEach((o, j) => {
+      if (o === k) last = Math.max(last, seqs[j]!);
+    });
+    return { idx: links.length + k, chain, last_seq: last, recorded: true };
+  });
+  if (fresh.length > 0) db.transaction(() => putChainLinks(db, target.sid, fresh))();
+  return fresh;
 }

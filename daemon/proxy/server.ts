@@ -6,7 +6,8 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DaemonServices } from '../context.ts';
-import { handleCountTokens, handleMessages, handlePassThrough, type ProxyCall } from './anthropic.ts';
+import { anthropicWire, handleCountTokens } from './anthropic.ts';
+import { handleConversation, handlePassThrough, type ProxyCall } from './conversation.ts';
 import { wireError } from './anthropic-wire.ts';
 
 /** What `daemon.status` and `albedo env` say of the proxy. */
@@ -145,9 +146,9 @@ export class ProxyServer {
       }
       const call: ProxyCall = { daemon: this.daemon, req, res, path: rest, body, upstream: this.opts.anthropicUpstream };
       const route = rest.split('?')[0];
-      if (req.method === 'POST' && route === '/v1/messages') await handleMessages(call);
+      if (req.method === 'POST' && route === '/v1/messages') await handleConversation(call, anthropicWire);
       else if (req.method === 'POST' && route === '/v1/messages/count_tokens') await handleCountTokens(call);
-      else await handlePassThrough(call);
+      else await handlePassThrough(call, anthropicWire);
     } catch (err) {
       this.daemon.log.error({ err, method: 'proxy' }, 'the proxy failed a request');
       if (!res.headersSent) {

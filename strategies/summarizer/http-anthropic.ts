@@ -16,7 +16,7 @@ const MessagesResponse = z.object({
   usage: z.object({ output_tokens: z.number().int().nonnegative().optional() }).loose().optional(),
 });
 
-function readMessages(json: unknown): ReadOutcome {
+export function readMessages(json: unknown): ReadOutcome {
   const parsed = MessagesResponse.safeParse(json);
   if (!parsed.success) return 'response is not a Messages API result (no content array)';
   const texts = parsed.data.content.filter((b) => b.type === 'text' && typeof b.text === 'string');
@@ -28,48 +28,6 @@ function readMessages(json: unknown): ReadOutcome {
     text: texts.map((b) => b.text).join(''),
     outputTokens: parsed.data.usage?.output_tokens,
     model: parsed.data.model,
-  };
-}
-
-/**
- * Where a proxied session's requests go (daemon/proxy/): the upstream's root, the agent's own
- * headers (its credentials and API version, held in memory only), and the model to ask.
- */
-export interface UpstreamCall {
-  baseUrl: string;
-  headers: Record<string, string>;
-  model: string;
-  /** The credential inside `headers`, scrubbed from every error message. */
-  secret: string | null;
-}
-
-/**
- * The `upstream` backend: the same Messages endpoint, credentials and model as the proxied
- * request the compaction serves (or the configured model), one request per summary, no tools.
- */
-export function createUpstreamSummarizer(upstream: UpstreamCall, config: SummarizerConfig, deps: HttpDeps = {}): Summarizer {
-  const model = config.model ?? upstream.model;
-  const url = joinUrl(upstream.baseUrl, 'v1/messages');
-  return {
-    backend: 'upstream',
-    model,
-    async summarize(req: SummaryRequest): Promise<SummaryResult> {
-      if (req.signal?.aborted === true) throw summarizerFailed('upstream', 'cancelled', 'cancelled');
-      return summarizeOverHttp(
-        {
-          backend: 'upstream',
-          url,
-          headers: { 'anthropic-version': ANTHROPIC_VERSION, ...upstream.headers, 'content-type': 'application/json' },
-          body: { model, max_tokens: req.maxOutputTokens, system: req.system, messages: [{ role: 'user', content: req.prompt }] },
-          read: readMessages,
-          secrets: upstream.secret === null ? [] : [upstream.secret],
-        },
-        config,
-        req,
-        deps,
-        model,
-      );
-    },
   };
 }
 

@@ -21,7 +21,7 @@ const ChatResponse = z.object({
   usage: z.object({ completion_tokens: z.number().int().nonnegative().optional() }).loose().nullable().optional(),
 });
 
-function readChat(json: unknown): ReadOutcome {
+export function readChat(json: unknown): ReadOutcome {
   const parsed = ChatResponse.safeParse(json);
   if (!parsed.success) return 'response is not a chat completion (no choices[].message)';
   const first = parsed.data.choices[0];

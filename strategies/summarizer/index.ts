@@ -3,9 +3,10 @@
 // Reading the config file, finding that connection and sending reverse requests are the daemon's.
 import { createClientSummarizer, type ClientCall } from './client.ts';
 import { createExtractiveSummarizer } from './extractive.ts';
-import { createAnthropicSummarizer, createUpstreamSummarizer, type UpstreamCall } from './http-anthropic.ts';
+import { createAnthropicSummarizer } from './http-anthropic.ts';
 import { createOpenAISummarizer } from './http-openai.ts';
 import type { Sleep } from './http.ts';
+import { createUpstreamSummarizer, type UpstreamCall } from './upstream.ts';
 import { capOutput } from './output-cap.ts';
 import { summarizerFailed, type BackendName, type Summarizer, type SummarizerConfig } from './types.ts';
 
@@ -28,7 +29,7 @@ export type { SectionTag, SummaryPromptParts, TranscriptLine, TranscriptLineKind
 export { extractSummary } from './extractive.ts';
 export type { ClientCall, ClientSummarizeParams } from './client.ts';
 export { ANTHROPIC_DEFAULT_MODEL } from './http-anthropic.ts';
-export type { UpstreamCall } from './http-anthropic.ts';
+export type { UpstreamCall } from './upstream.ts';
 export { TRUNCATION_MARKER } from './output-cap.ts';
 export { OPENAI_DEFAULT_MODEL } from './http-openai.ts';
 

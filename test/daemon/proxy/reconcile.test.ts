@@ -4,12 +4,20 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { WireMessage } from '../../../daemon/proxy/anthropic-wire.ts';
-import { identify } from '../../../daemon/proxy/identity.ts';
+import { anthropicWire } from '../../../daemon/proxy/anthropic.ts';
+import { identify, type Identity } from '../../../daemon/proxy/identity.ts';
 import { proxySessionFor, reconcile, recordAnswer } from '../../../daemon/proxy/reconcile.ts';
 import type { Db } from '../../../storage/db.ts';
 import { currentProxySession } from '../../../storage/proxy-state.ts';
 import { findSession } from '../../../storage/sessions.ts';
 import { rowsOf, tempDb } from '../../storage/factories.ts';
+
+/** The identity the Anthropic wire reads off these headers and this body. */
+function idOf(headers: Record<string, string>, body: unknown): Identity {
+  const r = anthropicWire.read(body, headers, 'http://upstream.invalid');
+  if ('error' in r) throw new Error(r.error);
+  return identify({ headers, ...r.identity });
+}
 
 const u = (text: string): WireMessage => ({ role: 'user', content: text });
 const call = (id: string, command: string): WireMessage => ({ role: 'assistant', content: [{ type: 'tool_use', id, name: 'Bash', input: { command } }] });
@@ -18,21 +26,21 @@ const result = (id: string, text: string): WireMessage => ({ role: 'user', conte
 function setup(t: TestContext, first = 'fix the bug'): { db: Db; session: { sid: number; name: string }; identity: string } {
   const db = tempDb(t);
   const body = { model: 'claude-sonnet-4-5', messages: [u(first)], system: 'You are pi.' };
-  const id = identify({ 'x-api-key': 'sk-test', 'user-agent': 'pi/0.73.1' }, body, body.messages);
-  const s = proxySessionFor(db, id);
+  const id = idOf({ 'x-api-key': 'sk-test', 'user-agent': 'pi/0.73.1' }, body);
+  const s = proxySessionFor(db, 'anthropic', id);
   return { db, session: { sid: s.sid, name: s.name }, identity: id.identity };
 }
 
 test('the same history sent again stores nothing; one more message stores only its rows', async (t) => {
   const { db, session } = setup(t);
   const history = [u('fix the bug'), call('c1', 'ls'), result('c1', 'a.ts')];
-  const first = await reconcile(db, session, history);
+  const first = await reconcile(db, anthropicWire, session, history);
   assert.equal(first.appended, 3);
-  const again = await reconcile(db, session, history);
+  const again = await reconcile(db, anthropicWire, session, history);
   assert.equal(again.appended, 0, 'a retried request stores nothing twice');
   // The agent moved its cache marker and switched the string form for a block: the same messages.
   const reshaped = [{ role: 'user' as const, content: [{ type: 'text', text: 'fix the bug', cache_control: { type: 'ephemeral' } }] }, history[1]!, history[2]!];
-  const next = await reconcile(db, session, [...reshaped, call('c2', 'cat a.ts')]);
+  const next = await reconcile(db, anthropicWire, session, [...reshaped, call('c2', 'cat a.ts')]);
   assert.equal(next.appended, 1);
   assert.equal(next.forkedFrom, null);
   assert.equal(rowsOf(db, session.name).length, 4);
@@ -40,9 +48,9 @@ test('the same history sent again stores nothing; one more message stores only i
 
 test('an earlier prompt edited by the client forks at the edit; the stored session keeps every row', async (t) => {
   const { db, session, identity } = setup(t);
-  await reconcile(db, session, [u('fix the bug'), call('c1', 'ls'), result('c1', 'a.ts'), call('c2', 'cat a.ts'), result('c2', 'x = 1'), u('now the tests')]);
+  await reconcile(db, anthropicWire, session, [u('fix the bug'), call('c1', 'ls'), result('c1', 'a.ts'), call('c2', 'cat a.ts'), result('c2', 'x = 1'), u('now the tests')]);
   const before = rowsOf(db, session.name).map((r) => r.text);
-  const edited = await reconcile(db, session, [u('fix the bug'), call('c1', 'ls'), result('c1', 'a.ts'), u('only list it')]);
+  const edited = await reconcile(db, anthropicWire, session, [u('fix the bug'), call('c1', 'ls'), result('c1', 'a.ts'), u('only list it')]);
   assert.equal(edited.forkedFrom, session.name);
   assert.notEqual(edited.target.name, session.name);
   assert.deepEqual(rowsOf(db, session.name).map((r) => r.text), before, 'nothing stored is rewritten');
@@ -51,17 +59,17 @@ test('an earlier prompt edited by the client forks at the edit; the stored sessi
   assert.equal(findSession(db, edited.target.name)?.parent, session.name);
   assert.equal(currentProxySession(db, identity)?.name, edited.target.name, 'the next request goes to the fork');
   // And it continues there without forking again.
-  const more = await reconcile(db, edited.target, [u('fix the bug'), call('c1', 'ls'), result('c1', 'a.ts'), u('only list it'), call('c3', 'ls -la')]);
+  const more = await reconcile(db, anthropicWire, edited.target, [u('fix the bug'), call('c1', 'ls'), result('c1', 'a.ts'), u('only list it'), call('c3', 'ls -la')]);
   assert.equal(more.forkedFrom, null);
   assert.equal(more.appended, 1);
 });
 
 test('a recorded answer the agent sends back in another shape is the same turn, not a fork', async (t) => {
   const { db, session } = setup(t);
-  const r = await reconcile(db, session, [u('fix the bug')]);
+  const r = await reconcile(db, anthropicWire, session, [u('fix the bug')]);
   // The tee built the turn with an empty text block first; the agent drops it when it echoes.
-  await recordAnswer(db, session, r.links, { role: 'assistant', content: [{ type: 'text', text: '' }, { type: 'tool_use', id: 'c1', name: 'Bash', input: { command: 'ls' } }] });
-  const next = await reconcile(db, session, [u('fix the bug'), call('c1', 'ls'), result('c1', 'a.ts')]);
+  await recordAnswer(db, anthropicWire, session, r.links, [{ role: 'assistant', content: [{ type: 'text', text: '' }, { type: 'tool_use', id: 'c1', name: 'Bash', input: { command: 'ls' } }] }]);
+  const next = await reconcile(db, anthropicWire, session, [u('fix the bug'), call('c1', 'ls'), result('c1', 'a.ts')]);
   assert.equal(next.forkedFrom, null);
   assert.equal(next.appended, 1);
   assert.deepEqual(rowsOf(db, session.name).map((r) => r.kind), ['user', 'assistant', 'tool_result']);
@@ -69,8 +77,8 @@ test('a recorded answer the agent sends back in another shape is the same turn, 
 
 test('a rewind (a strict prefix of the stored history) continues in a fork at its end', async (t) => {
   const { db, session } = setup(t);
-  await reconcile(db, session, [u('fix the bug'), call('c1', 'ls'), result('c1', 'a.ts'), u('and the docs')]);
-  const back = await reconcile(db, session, [u('fix the bug'), call('c1', 'ls'), result('c1', 'a.ts')]);
+  await reconcile(db, anthropicWire, session, [u('fix the bug'), call('c1', 'ls'), result('c1', 'a.ts'), u('and the docs')]);
+  const back = await reconcile(db, anthropicWire, session, [u('fix the bug'), call('c1', 'ls'), result('c1', 'a.ts')]);
   assert.equal(back.forkedFrom, session.name);
   assert.equal(rowsOf(db, back.target.name).length, 3);
   assert.equal(rowsOf(db, session.name).length, 4);
@@ -78,9 +86,9 @@ test('a rewind (a strict prefix of the stored history) continues in a fork at it
 
 test('a retry after the answer was recorded is not a rewind', async (t) => {
   const { db, session } = setup(t);
-  const r = await reconcile(db, session, [u('fix the bug')]);
-  await recordAnswer(db, session, r.links, { role: 'assistant', content: [{ type: 'text', text: 'on it' }] });
-  const retry = await reconcile(db, session, [u('fix the bug')]);
+  const r = await reconcile(db, anthropicWire, session, [u('fix the bug')]);
+  await recordAnswer(db, anthropicWire, session, r.links, [{ role: 'assistant', content: [{ type: 'text', text: 'on it' }] }]);
+  const retry = await reconcile(db, anthropicWire, session, [u('fix the bug')]);
   assert.equal(retry.forkedFrom, null);
   assert.equal(retry.appended, 0);
 });
@@ -90,12 +98,12 @@ test('a conversation with another opening under the same agent session id is a c
   const headers = { 'x-api-key': 'sk-test', 'x-claude-code-session-id': '73765bef-eced', 'user-agent': 'claude-cli/2.1.332 (external, sdk-cli)' };
   const main = { model: 'claude-opus-5-5', messages: [u('fix the bug')], system: 'main prompt', tools: [{ name: 'Task' }] };
   const sub = { model: 'claude-opus-5-5', messages: [u('search the repo for X')], system: 'subagent prompt', tools: [{ name: 'Grep' }] };
-  const a = proxySessionFor(db, identify(headers, main, main.messages));
-  const b = proxySessionFor(db, identify(headers, sub, sub.messages));
+  const a = proxySessionFor(db, 'anthropic', idOf(headers, main));
+  const b = proxySessionFor(db, 'anthropic', idOf(headers, sub));
   assert.equal(a.name, 'claude-73765bef');
   assert.notEqual(b.sid, a.sid);
   assert.equal(findSession(db, b.name)?.parent, a.name);
   // Another credential without an account is another namespace: never the same session.
-  const other = proxySessionFor(db, identify({ ...headers, 'x-api-key': 'sk-other' }, main, main.messages));
+  const other = proxySessionFor(db, 'anthropic', idOf({ ...headers, 'x-api-key': 'sk-other' }, main));
   assert.notEqual(other.sid, a.sid);
 });
