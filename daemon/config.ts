@@ -32,6 +32,12 @@ export const ProxySection = z.strictObject({
   port: z.union([z.number().int().min(0).max(65535), z.literal('off')]).default(DEFAULT_PROXY_PORT),
   /** Where Anthropic Messages requests go: the provider, or any gateway with the same wire. */
   anthropicUpstream: z.url().default('https://api.anthropic.com'),
+  /**
+   * Where OpenAI Responses and Chat Completions requests go, up to the path the agent adds
+   * (`/responses`, `/chat/completions`): the platform API, ChatGPT's Codex backend
+   * (`https://chatgpt.com/backend-api/codex`), or any compatible server.
+   */
+  openaiUpstream: z.url().default('https://api.openai.com/v1'),
 });
 
 export const ExtensionsFile = z.strictObject({

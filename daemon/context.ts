@@ -45,6 +45,8 @@ export interface DaemonSettings {
   proxyPort?: number | 'off' | undefined;
   /** The Anthropic upstream from the environment (wins over extensions.json). */
   anthropicUpstream?: string | undefined;
+  /** The OpenAI upstream (Responses and Chat Completions) from the environment. */
+  openaiUpstream?: string | undefined;
 }
 
 export interface ConfigProblem {

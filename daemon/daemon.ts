@@ -113,6 +113,7 @@ export class Daemon implements DaemonServices {
       port: settings.proxyPort ?? proxy.port,
       token: proxyToken(paths.proxyToken),
       anthropicUpstream: settings.anthropicUpstream ?? proxy.anthropicUpstream,
+      openaiUpstream: settings.openaiUpstream ?? proxy.openaiUpstream,
       maxBodyBytes: settings.maxLineBytes,
     });
   }

@@ -24,6 +24,8 @@ const EnvSettings = z.object({
   ALBEDO_PROXY_PORT: z.union([z.literal('off'), z.coerce.number().int().min(0).max(65535)]).optional(),
   /** Where the proxy forwards Anthropic Messages requests; wins over extensions.json. */
   ALBEDO_ANTHROPIC_UPSTREAM: z.url().optional(),
+  /** Where the proxy forwards OpenAI Responses and Chat Completions requests; wins over extensions.json. */
+  ALBEDO_OPENAI_UPSTREAM: z.url().optional(),
 });
 
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<DaemonSettings> {
@@ -42,5 +44,6 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<D
   if (e.ALBEDO_FAULT !== undefined) out.fault = e.ALBEDO_FAULT;
   if (e.ALBEDO_PROXY_PORT !== undefined) out.proxyPort = e.ALBEDO_PROXY_PORT;
   if (e.ALBEDO_ANTHROPIC_UPSTREAM !== undefined) out.anthropicUpstream = e.ALBEDO_ANTHROPIC_UPSTREAM;
+  if (e.ALBEDO_OPENAI_UPSTREAM !== undefined) out.openaiUpstream = e.ALBEDO_OPENAI_UPSTREAM;
   return out;
 }

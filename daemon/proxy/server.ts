@@ -1,14 +1,16 @@
 // The proxy's listener: HTTP on 127.0.0.1 only, every path behind the home's secret token
-// (`/<token>/anthropic/...`, or the `x-albedo-token` header), routed to a wire's handler. A
-// port that cannot be had is reported, never fatal: the daemon serves its socket all the same.
+// (`/<token>/anthropic/...`, `/<token>/openai/v1/...`, or the `x-albedo-token` header), routed
+// to a wire's handler. A port that cannot be had is reported, never fatal: the daemon serves its
+// socket all the same.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DaemonServices } from '../context.ts';
 import { anthropicWire, handleCountTokens } from './anthropic.ts';
-import { handleConversation, handlePassThrough, type ProxyCall } from './conversation.ts';
-import { wireError } from './anthropic-wire.ts';
+import { handleConversation, handlePassThrough, sendError, type ProxyCall } from './conversation.ts';
+import { openaiError } from './openai-shared.ts';
+import type { ProxyErrorKind } from './wire.ts';
 
 /** What `daemon.status` and `albedo env` say of the proxy. */
 export interface ProxyStatus {
@@ -47,6 +49,7 @@ export interface ProxyOptions {
   port: number | 'off';
   token: string;
   anthropicUpstream: string;
+  openaiUpstream: string;
   /** Largest request body read, in bytes. */
   maxBodyBytes: number;
 }
@@ -125,40 +128,73 @@ export class ProxyServer {
     res.end('not found\n');
   }
 
+  /** The wire family a path belongs to, with the path past its prefix. */
+  private familyOf(path: string): { family: Family; rest: string } | null {
+    for (const family of FAMILIES) {
+      const m = family.prefix.exec(path);
+      if (m !== null) return { family, rest: m[1]! };
+    }
+    return null;
+  }
+
   private async serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const path = this.admitted(req);
     if (path === null) return this.refuse(req, res);
+    const found = this.familyOf(path);
+    const errorBody = found?.family.errorBody ?? anthropicWire.errorBody;
     try {
-      const anthropic = /^\/anthropic(\/.*)$/.exec(path);
-      if (anthropic === null) {
-        const body = wireError('not_found_error', `albedo proxy: no wire at ${path.split('?')[0] ?? ''} (served: /anthropic)`);
-        res.writeHead(404, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-        res.end(body);
+      if (found === null) {
+        sendError(res, errorBody, 'not_found', `albedo proxy: no wire at ${path.split('?')[0] ?? ''} (served: /anthropic, /openai/v1)`);
         return;
       }
-      const rest = anthropic[1]!;
       const body = await readBody(req, this.opts.maxBodyBytes);
       if (body === null) {
-        const msg = wireError('invalid_request_error', `albedo proxy: the request body is larger than ${this.opts.maxBodyBytes} bytes`);
+        const msg = errorBody('invalid_request', `albedo proxy: the request body is larger than ${this.opts.maxBodyBytes} bytes`);
         res.writeHead(413, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(msg), connection: 'close' });
         res.end(msg);
         return;
       }
-      const call: ProxyCall = { daemon: this.daemon, req, res, path: rest, body, upstream: this.opts.anthropicUpstream };
-      const route = rest.split('?')[0];
-      if (req.method === 'POST' && route === '/v1/messages') await handleConversation(call, anthropicWire);
-      else if (req.method === 'POST' && route === '/v1/messages/count_tokens') await handleCountTokens(call);
-      else await handlePassThrough(call, anthropicWire);
+      const { family, rest } = found;
+      const call: ProxyCall = { daemon: this.daemon, req, res, path: rest, body, upstream: family.upstream(this.opts) };
+      const route = req.method === 'POST' ? family.routes[rest.split('?')[0] ?? ''] : undefined;
+      await (route === undefined ? handlePassThrough(call, { name: family.name, errorBody }) : route(call));
     } catch (err) {
       this.daemon.log.error({ err, method: 'proxy' }, 'the proxy failed a request');
-      if (!res.headersSent) {
-        const body = wireError('api_error', 'albedo proxy: internal error (see albedod.log)');
-        res.writeHead(500, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-        res.end(body);
-      } else res.destroy();
+      sendError(res, errorBody, 'api', 'albedo proxy: internal error (see albedod.log)', 500);
     }
   }
 }
+
+/** The wires under one path prefix and one upstream: a POST to a route is handled, any other request passes through. */
+interface Family {
+  name: string;
+  /** Matches the path after the token; its group is the path the upstream gets. */
+  prefix: RegExp;
+  upstream: (opts: ProxyOptions) => string;
+  errorBody: (kind: ProxyErrorKind, message: string) => string;
+  routes: Readonly<Record<string, (call: ProxyCall) => Promise<void>>>;
+}
+
+const FAMILIES: readonly Family[] = [
+  {
+    name: 'anthropic',
+    prefix: /^\/anthropic(\/.*)$/,
+    upstream: (o) => o.anthropicUpstream,
+    errorBody: anthropicWire.errorBody,
+    routes: {
+      '/v1/messages': (call) => handleConversation(call, anthropicWire),
+      '/v1/messages/count_tokens': handleCountTokens,
+    },
+  },
+  {
+    // The agent's base URL ends in /openai/v1; the upstream's includes its own version path.
+    name: 'openai',
+    prefix: /^\/openai(?:\/v1)?(\/.*)$/,
+    upstream: (o) => o.openaiUpstream,
+    errorBody: openaiError,
+    routes: {},
+  },
+];
 
 /** The whole body, or null past `max` bytes. */
 function readBody(req: http.IncomingMessage, max: number): Promise<Buffer | null> {
