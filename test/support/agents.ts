@@ -1,5 +1,5 @@
-// Installs the pinned real agent CLIs (Claude Code, pi) into the git-ignored `.agents/` folder at
-// the repo root and runs them non-interactively against a given Anthropic base URL, each in a
+// Installs the pinned real agent CLIs (Claude Code, pi, Codex) into the git-ignored `.agents/`
+// folder at the repo root and runs them non-interactively against a given base URL, each in a
 // scratch HOME. What answers them (a scripted upstream, the proxy) is the caller's.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -16,6 +16,7 @@ export const agentsDir = path.join(root, '.agents');
 export const pinnedAgents = {
   '@anthropic-ai/claude-code': '2.1.332',
   '@mariozechner/pi-coding-agent': '0.73.1',
+  '@openai/codex': '0.171.0',
 } as const;
 
 export interface AgentBinaries {
@@ -23,6 +24,8 @@ export interface AgentBinaries {
   claude: string;
   /** pi's `dist/cli.js`, runnable as an executable (it has a node shebang). */
   pi: string;
+  /** Codex's `bin/codex.js` launcher (it runs the native binary its platform package ships). */
+  codex: string;
 }
 
 export interface EnsureAgentsResult extends AgentBinaries {
@@ -47,6 +50,7 @@ function binaries(): AgentBinaries {
   return {
     claude: path.join(agentsDir, 'node_modules', '@anthropic-ai', 'claude-code', 'bin', 'claude.exe'),
     pi: path.join(agentsDir, 'node_modules', '@mariozechner', 'pi-coding-agent', 'dist', 'cli.js'),
+    codex: path.join(agentsDir, 'node_modules', '@openai', 'codex', 'bin', 'codex.js'),
   };
 }
 
@@ -56,7 +60,7 @@ function cached(): boolean {
     if (installedVersion(name) !== version) return false;
   }
   const bins = binaries();
-  if (!fs.existsSync(bins.pi)) return false;
+  if (!fs.existsSync(bins.pi) || !fs.existsSync(bins.codex)) return false;
   const probe = spawnSync(bins.claude, ['--version'], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, DISABLE_TELEMETRY: '1' } });
   return probe.status === 0 && probe.stdout.includes(pinnedAgents['@anthropic-ai/claude-code']);
 }
@@ -230,12 +234,14 @@ export interface RunPiOptions {
   contextWindow?: number;
   /** The model's maxTokens (default 8192). */
   maxTokens?: number;
+  /** The provider's wire (default anthropic-messages). */
+  api?: 'anthropic-messages' | 'openai-completions' | 'openai-responses';
   env?: Record<string, string>;
   /** Default 5 minutes. */
   timeoutMs?: number;
 }
 
-/** `pi --provider up --model M -p PROMPT` with an `up` provider of api anthropic-messages. */
+/** `pi --provider up --model M -p PROMPT` with an `up` provider of api `opts.api`. */
 export async function runPi(opts: RunPiOptions): Promise<AgentRun> {
   const { pi } = await ensureAgents();
   const agentDir = path.join(opts.home, '.pi', 'agent');
@@ -244,7 +250,7 @@ export async function runPi(opts: RunPiOptions): Promise<AgentRun> {
     providers: {
       up: {
         baseUrl: opts.baseUrl,
-        api: 'anthropic-messages',
+        api: opts.api ?? 'anthropic-messages',
         apiKey: opts.apiKey,
         models: [{ id: opts.model, contextWindow: opts.contextWindow ?? 200_000, maxTokens: opts.maxTokens ?? 8192 }],
       },
@@ -256,5 +262,50 @@ export async function runPi(opts: RunPiOptions): Promise<AgentRun> {
     cwd: opts.cwd,
     timeoutMs: opts.timeoutMs ?? 5 * 60_000,
     env: { ...baseEnv(opts.home), PI_OFFLINE: '1', PI_SKIP_VERSION_CHECK: '1', PI_TELEMETRY: '0', ...opts.env },
+  });
+}
+
+export interface RunCodexOptions {
+  /** The provider's `base_url` in config.toml, ending in /v1 (a path prefix is kept). */
+  baseUrl: string;
+  apiKey: string;
+  /** A scratch HOME; `$HOME/.codex/config.toml` is written there. */
+  home: string;
+  cwd: string;
+  prompt: string;
+  /** Default gpt-5.5. */
+  model?: string;
+  /** Extra `-c key=value` overrides, after the config file. */
+  overrides?: string[];
+  env?: Record<string, string>;
+  /** Default 5 minutes. */
+  timeoutMs?: number;
+}
+
+/**
+ * `codex exec --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox PROMPT` with a
+ * `model_providers.up` entry of `wire_api = "responses"` pointing at baseUrl.
+ */
+export async function runCodex(opts: RunCodexOptions): Promise<AgentRun> {
+  const { codex } = await ensureAgents();
+  const codexHome = path.join(opts.home, '.codex');
+  fs.mkdirSync(codexHome, { recursive: true });
+  const model = opts.model ?? 'gpt-5.5';
+  const toml = [
+    `model = ${JSON.stringify(model)}`,
+    'model_provider = "up"',
+    '[model_providers.up]',
+    'name = "up"',
+    `base_url = ${JSON.stringify(opts.baseUrl)}`,
+    'wire_api = "responses"',
+    'env_key = "OPENAI_API_KEY"',
+    '',
+  ].join('\n');
+  fs.writeFileSync(path.join(codexHome, 'config.toml'), toml);
+  const args = [codex, 'exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', ...(opts.overrides ?? []).flatMap((o) => ['-c', o]), opts.prompt];
+  return run(process.execPath, args, {
+    cwd: opts.cwd,
+    timeoutMs: opts.timeoutMs ?? 5 * 60_000,
+    env: { ...baseEnv(opts.home), CODEX_HOME: codexHome, OPENAI_API_KEY: opts.apiKey, ...opts.env },
   });
 }
