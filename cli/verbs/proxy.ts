@@ -1,6 +1,7 @@
 // Verbs for agents that speak their provider's HTTP API: `env` prints where the daemon's proxy
-// is (base URLs carrying the home's secret token), `run` starts an agent with them in its
-// environment only, never on a command line another local user could read.
+// is (base URLs carrying the home's secret token; for Codex a model provider whose header
+// carries it), `run` starts an agent with them in its environment only, never on a command
+// line another local user could read.
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import { CliError, EXIT_USAGE, UsageError } from '../io.ts';
@@ -32,6 +33,56 @@ function exportsFor(agent: Agent | undefined, urls: ProxyUrls): Record<string, s
   return AGENTS[agent] === 'anthropic' ? anthropic : openai;
 }
 
+/** The variable Codex reads the proxy's token from (its `env_http_headers` sends it as `x-albedo-token`). */
+const TOKEN_ENV = 'ALBEDO_PROXY_TOKEN';
+/** The name of the model provider albedo adds to Codex's configuration. */
+const CODEX_PROVIDER = 'albedo';
+
+/** Codex's view of the proxy: the OpenAI base URL without the token, and the token for a header. */
+interface CodexTarget {
+  base_url: string;
+  token: string;
+  /** An API key in OPENAI_API_KEY; else Codex's own sign-in (ChatGPT) is used. */
+  auth: 'api-key' | 'chatgpt';
+}
+
+function codexTarget(urls: ProxyUrls, env: NodeJS.ProcessEnv): CodexTarget {
+  const u = new URL(urls.openai_base_url);
+  const [, token, ...rest] = u.pathname.split('/');
+  if (token === undefined || token === '') throw new CliError(`the proxy's OpenAI base URL has no token: ${urls.openai_base_url}`);
+  u.pathname = `/${rest.join('/')}`;
+  return { base_url: u.toString().replace(/\/$/, ''), token, auth: env.OPENAI_API_KEY !== undefined && env.OPENAI_API_KEY !== '' ? 'api-key' : 'chatgpt' };
+}
+
+/** The `model_providers` entry, as `key = TOML value` pairs (config.toml lines, or `-c` overrides). */
+function codexProvider(t: CodexTarget): Array<[string, string]> {
+  return [
+    ['name', JSON.stringify(CODEX_PROVIDER)],
+    ['base_url', JSON.stringify(t.base_url)],
+    ['wire_api', '"responses"'],
+    // An API key is read from the environment; a ChatGPT sign-in is Codex's own login.
+    t.auth === 'api-key' ? ['env_key', '"OPENAI_API_KEY"'] : ['requires_openai_auth', 'true'],
+    ['env_http_headers', `{ "x-albedo-token" = ${JSON.stringify(TOKEN_ENV)} }`],
+  ];
+}
+
+/** What `albedo env codex` prints: the token's export, then the config.toml entry as comments (so `eval` is safe). */
+function codexText(t: CodexTarget, raw: boolean): string {
+  const toml = [`model_provider = ${JSON.stringify(CODEX_PROVIDER)}`, '', `[model_providers.${CODEX_PROVIDER}]`, ...codexProvider(t).map(([k, v]) => `${k} = ${v}`)];
+  if (raw) return toml.join('\n');
+  return [
+    `export ${TOKEN_ENV}=${t.token}`,
+    `# add to ~/.codex/config.toml (or run: albedo run codex [ARGS...], which changes no file);`,
+    `# ${t.auth === 'api-key' ? 'OPENAI_API_KEY is set: the key goes upstream' : 'no OPENAI_API_KEY: Codex signs in as it does now (ChatGPT); see docs/proxy.md for the upstream'}`,
+    ...toml.map((l) => (l === '' ? '#' : `#   ${l}`)),
+  ].join('\n');
+}
+
+/** `-c` overrides that make Codex use the proxy for this run only. */
+function codexOverrides(t: CodexTarget): string[] {
+  return [`model_provider=${JSON.stringify(CODEX_PROVIDER)}`, ...codexProvider(t).map(([k, v]) => `model_providers.${CODEX_PROVIDER}.${k}=${v}`)].flatMap((o) => ['-c', o]);
+}
+
 export const proxyVerbs: VerbModule = (program, run) => {
   const urls = async (link: DaemonLink): Promise<ProxyUrls> => {
     const { proxy } = await link.call('daemon.status', { storage_parts: false });
@@ -43,12 +94,18 @@ export const proxyVerbs: VerbModule = (program, run) => {
 
   program
     .command('env')
-    .description("print the exports that point an agent at the daemon's proxy (claude, pi: ANTHROPIC_BASE_URL; codex, openai: OPENAI_BASE_URL)")
+    .description("print what points an agent at the daemon's proxy (claude, pi: ANTHROPIC_BASE_URL; openai: OPENAI_BASE_URL; codex: a model provider for ~/.codex/config.toml and the token it sends)")
     .argument('[agent]', `one of ${Object.keys(AGENTS).join(', ')}; all of them when omitted`)
+    .option('--toml', "codex only: print just the config.toml entry, uncommented (the token stays in $ALBEDO_PROXY_TOKEN)")
     .action(
-      run(async ({ link }, name?: string) => {
+      run(async ({ link, io }, name: string | undefined, opts: { toml?: boolean }) => {
         const agent = agentOf(name);
+        if (opts.toml === true && agent !== 'codex') throw new UsageError('--toml is for `albedo env codex`');
         const u = await urls(link);
+        if (agent === 'codex') {
+          const t = codexTarget(u, io.env);
+          return { json: { ...u, codex: { ...t, token_env: TOKEN_ENV, provider: CODEX_PROVIDER, config_toml: codexText(t, true) } }, text: codexText(t, opts.toml === true) };
+        }
         const text = Object.entries(exportsFor(agent, u))
           .map(([k, v]) => `export ${k}=${v}`)
           .join('\n');
@@ -64,14 +121,22 @@ export const proxyVerbs: VerbModule = (program, run) => {
     .option('--bin <path>', 'the agent program (default: the agent\'s name, from PATH)')
     .allowUnknownOption()
     .action(
-      run(async ({ link }, name: string, args: string[], opts: { bin?: string }) => {
+      run(async ({ link, io }, name: string, args: string[], opts: { bin?: string }) => {
         const agent = agentOf(name);
         if (agent === undefined) throw new UsageError('name the agent to run');
-        const env = { ...process.env, ...exportsFor(agent, await urls(link)) };
+        const u = await urls(link);
+        let env: NodeJS.ProcessEnv = { ...io.env, ...exportsFor(agent, u) };
+        let argv = args;
+        if (agent === 'codex') {
+          // Codex takes its provider from config.toml; overrides for this run leave the file as it is.
+          const t = codexTarget(u, io.env);
+          env = { ...io.env, [TOKEN_ENV]: t.token };
+          argv = [...codexOverrides(t), ...args];
+        }
         await link.close();
         const bin = opts.bin ?? agent;
         return await new Promise<number>((resolve, reject) => {
-          const child = spawn(bin, args, { stdio: 'inherit', env });
+          const child = spawn(bin, argv, { stdio: 'inherit', env });
           // The terminal's signals reach the agent (same process group); albedo only waits.
           const ignore = (): void => undefined;
           process.on('SIGINT', ignore);
