@@ -38,6 +38,11 @@ export const ProxySection = z.strictObject({
    * (`https://chatgpt.com/backend-api/codex`), or any compatible server.
    */
   openaiUpstream: z.url().default('https://api.openai.com/v1'),
+  /**
+   * The memory tools the proxy adds to the agent's tools and runs itself: `on` (all the
+   * session's enabled ones), `off`, or a list of tool names. Read with every request.
+   */
+  memoryTools: z.union([z.enum(['on', 'off']), z.array(z.string().min(1).max(200)).max(100)]).default('on'),
 });
 
 export const ExtensionsFile = z.strictObject({

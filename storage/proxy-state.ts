@@ -1,5 +1,6 @@
 // What the proxy keeps per session (migrations 28 and 29): the identity a request is matched by, the
-// agent's name, the side requests it forwarded, and the chain of message hashes already stored.
+// agent's name, the side requests it forwarded, the memory-tool calls it ran, and the chain of
+// message hashes already stored.
 // Building those hashes and deciding what a mismatch means is daemon/proxy/reconcile.ts's.
 import { type Db, perDb } from './db.ts';
 
@@ -20,6 +21,19 @@ export interface ProxySession {
   passed_through_reason: string | null;
   /** The agent's own compactions (Codex's `/responses/compact`) routed through the proxy. */
   client_compactions: number;
+}
+
+/** One memory-tool call the proxy ran inside a turn (migration 29). */
+export interface MemoryCallRow {
+  turn: number;
+  round: number;
+  name: string;
+  /** The arguments as JSON text. */
+  arguments: string;
+  is_error: number;
+  input_tokens: number;
+  output_tokens: number;
+  created_at: number;
 }
 
 /** One stored conversation message: the chained hash up to it and its last row's seq. */
@@ -59,6 +73,16 @@ const stmts = perDb((db: Db) => ({
   ),
   passedThrough: db.prepare<[string, number]>('UPDATE proxy_sessions SET passed_through = passed_through + 1, passed_through_reason = ? WHERE sid = ?'),
   clientCompaction: db.prepare<[number]>('UPDATE proxy_sessions SET client_compactions = client_compactions + 1 WHERE sid = ?'),
+  memoryCall: db.prepare<[number, number, number, string, string, number, number, number, number]>(
+    'INSERT INTO proxy_memory_calls (sid, turn, round, name, arguments, is_error, input_tokens, output_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  ),
+  recentMemoryCalls: db.prepare<[number, number], MemoryCallRow>(
+    'SELECT turn, round, name, arguments, is_error, input_tokens, output_tokens, created_at FROM proxy_memory_calls WHERE sid = ? ORDER BY id DESC LIMIT ?',
+  ),
+  lastTurnCalls: db.prepare<[number, number], MemoryCallRow>(
+    `SELECT turn, round, name, arguments, is_error, input_tokens, output_tokens, created_at FROM proxy_memory_calls
+      WHERE sid = ? AND turn = (SELECT max(turn) FROM proxy_memory_calls WHERE sid = ?) ORDER BY id`,
+  ),
   chain: db.prepare<[number], { idx: number; chain: string; last_seq: number; recorded: number }>(
     'SELECT idx, chain, last_seq, recorded FROM proxy_messages WHERE sid = ? ORDER BY idx',
   ),
@@ -112,6 +136,20 @@ export function notePassedThrough(db: Db, sid: number, reason: string): void {
 /** The agent ran its own compaction through the proxy. */
 export function noteClientCompaction(db: Db, sid: number): void {
   stmts(db).clientCompaction.run(sid);
+}
+
+export function noteMemoryCall(db: Db, sid: number, c: { turn: number; round: number; name: string; arguments: unknown; isError: boolean; inputTokens: number; outputTokens: number; now: number }): void {
+  stmts(db).memoryCall.run(sid, c.turn, c.round, c.name, JSON.stringify(c.arguments), c.isError ? 1 : 0, c.inputTokens, c.outputTokens, c.now);
+}
+
+/** The newest memory-tool calls, newest first. */
+export function recentMemoryCalls(db: Db, sid: number, limit: number): MemoryCallRow[] {
+  return stmts(db).recentMemoryCalls.all(sid, limit);
+}
+
+/** The calls of the session's last turn that had any, in order. */
+export function lastTurnMemoryCalls(db: Db, sid: number): MemoryCallRow[] {
+  return stmts(db).lastTurnCalls.all(sid, sid);
 }
 
 export function messageChain(db: Db, sid: number): ChainLink[] {

@@ -8,6 +8,7 @@ import { currentProxySession, messageChain } from '../../storage/proxy-state.ts'
 import { textTokens } from '../../strategies/estimate.ts';
 import type { CallContext } from '../context.ts';
 import { previewPrepared } from '../handlers/compaction.ts';
+import { messagesSplicer } from './anthropic-splice.ts';
 import { AnthropicStreamTee, answerFromJson } from './anthropic-stream.ts';
 import { canonicalMessage, MessagesRequest, messageRows, messageText, placeCacheMarkers, preparedMessages, systemText, WIRE, wireError, withClientSystemMessages, type WireBlock, type WireMessage } from './anthropic-wire.ts';
 import { forward, imageBytes, openRequest, proxyConnection, type ProxyCall } from './conversation.ts';
@@ -174,6 +175,15 @@ export const anthropicWire: Wire<WireMessage, MessagesRead> = {
   reader: (streamed) => new MessagesAnswerReader(streamed),
   errorBody: (kind, message) => wireError(ERROR_TYPES[kind], message),
   summaryCall: (headers, upstream, model) => ({ wire: 'anthropic', baseUrl: upstream, headers: summaryHeaders(headers), model, secret: credentialOf(headers) }),
+  memoryTools: {
+    addTools(body, tools, last) {
+      const own = Array.isArray(body.tools) ? (body.tools as unknown[]) : [];
+      const out: Record<string, unknown> = { ...body, tools: [...own, ...tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.input_schema }))] };
+      if (last) out.tool_choice = { type: 'none' };
+      return out;
+    },
+    splicer: messagesSplicer,
+  },
 };
 
 

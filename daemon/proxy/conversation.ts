@@ -6,6 +6,7 @@
 import type http from 'node:http';
 import { AlbedoError } from '../../protocol/errors.ts';
 import type { Params } from '../../protocol/methods.ts';
+import type { ToolSpec } from '../../protocol/prepared.ts';
 import { lastPrompt } from '../../storage/engine-log.ts';
 import { getPayload } from '../../storage/payloads.ts';
 import { countSideRequest, currentProxySession, firstOfFamily, latestOfNamespace, notePassedThrough } from '../../storage/proxy-state.ts';
@@ -16,7 +17,8 @@ import { preparedRequest, usageReport } from '../handlers/compaction.ts';
 import { identify, type Identity } from './identity.ts';
 import { proxySessionFor, reconcile, recordAnswer, type ProxyTarget } from './reconcile.ts';
 import { clientHeaders, decodeBody, decoderFor, sendUpstream, upstreamHeaders, upstreamUrl } from './upstream.ts';
-import type { Answer, ClientFilter, ImageBytes, ProxyErrorKind, Wire, WireRequest } from './wire.ts';
+import { proxyMemoryTools, runTurn } from './memory-tools.ts';
+import type { Answer, AnswerUsage, ClientFilter, ImageBytes, ProxyErrorKind, Wire, WireRequest } from './wire.ts';
 
 /** What one proxied request is handed by the listener. */
 export interface ProxyCall {
@@ -220,8 +222,10 @@ export async function handleConversation<M, R extends WireRequest<M>>(call: Prox
 
   let target: ProxyTarget;
   let links: ChainLink[];
-  let outgoing: Buffer;
-  let preparedId: string;
+  let first: { body: Buffer; preparedId: string };
+  let memory: ToolSpec[] = [];
+  let prepare: (last: boolean) => Promise<{ body: Buffer; preparedId: string }>;
+  let ctx: CallContext;
   try {
     if (daemon.settings.fault === 'proxy-prepare-fails') throw new Error('staged fault: the proxied prepare fails');
     const session = proxySessionFor(daemon.db, wire.name, id);
@@ -232,18 +236,26 @@ export async function handleConversation<M, R extends WireRequest<M>>(call: Prox
     if (reconciled.forkedFrom !== null) daemon.log.info({ session: target.name, from: reconciled.forkedFrom, method }, 'the history departed from the stored one; continuing in a fork');
     const summarizer = createSummarizer({ ...(daemon.config().extensions.summarizer ?? SummarizerConfig.parse({})), provider: 'upstream' }, { upstream: wire.summaryCall(call.req.headers, call.upstream, request.model) });
     // The agent owns its prompt: it goes out as sent and is only counted (PrepareArgs.clientPrompt).
-    const ctx: CallContext = { daemon, conn: proxyConnection(id.agent), signal: abort.signal, summarizer, clientPrompt: request.prompt, method };
+    ctx = { daemon, conn: proxyConnection(id.agent), signal: abort.signal, summarizer, clientPrompt: request.prompt, method };
     const params: Params<'prepare'> = { session: target.name, model: request.model, provider: wire.provider(call.upstream), instructions: '', tools: request.tools, images: 'ref', force: false };
-    let maxTokens: ReturnType<typeof fitMaxTokens> = { value: request.maxTokens, note: null };
-    const { result } = await daemon.kernels.run(target.name, (kernel) =>
-      preparedRequest(params, ctx, kernel, (p) => {
-        maxTokens = fitMaxTokens(request.maxTokens, p.observation.calibrated_input_tokens ?? p.observation.estimated_input_tokens, modelWindow(daemon, request.model));
-        return maxTokens.note === null ? [] : [maxTokens.note];
-      }),
-    );
-    preparedId = result.prepared_id;
-    // With no instructions of the daemon's, `system` is the daemon's own block (extension context).
-    outgoing = Buffer.from(JSON.stringify(request.outgoing({ inputs: result.inputs, system: result.system }, imageBytes(daemon), maxTokens.value)));
+    const name = target.name;
+    const callCtx = ctx;
+    // Once for the agent's request, and again before each follow-up of a memory-tool turn.
+    prepare = async (last) => {
+      let maxTokens: ReturnType<typeof fitMaxTokens> = { value: request.maxTokens, note: null };
+      const { result } = await daemon.kernels.run(name, (kernel) =>
+        preparedRequest(params, callCtx, kernel, (p) => {
+          maxTokens = fitMaxTokens(request.maxTokens, p.observation.calibrated_input_tokens ?? p.observation.estimated_input_tokens, modelWindow(daemon, request.model));
+          return maxTokens.note === null ? [] : [maxTokens.note];
+        }),
+      );
+      if (!last && memory.length === 0 && wire.memoryTools !== undefined) memory = proxyMemoryTools(result.tools, request.tools, daemon.config().extensions.proxy.memoryTools);
+      // With no instructions of the daemon's, `system` is the daemon's own block (extension context).
+      const out = request.outgoing({ inputs: result.inputs, system: result.system }, imageBytes(daemon), maxTokens.value);
+      const body = memory.length === 0 || wire.memoryTools === undefined ? out : wire.memoryTools.addTools(out, memory, last);
+      return { body: Buffer.from(JSON.stringify(body)), preparedId: result.prepared_id };
+    };
+    first = await prepare(false);
   } catch (err) {
     if (abort.signal.aborted) return;
     if (err instanceof AlbedoError && err.code === 'invalid_proxy_request') {
@@ -255,6 +267,18 @@ export async function handleConversation<M, R extends WireRequest<M>>(call: Prox
     return forward(call, wire, call.body, false, abort.signal);
   }
 
+  if (memory.length > 0) {
+    const reportUsage = (preparedId: string, usage: AnswerUsage): Promise<void> => reportOn(daemon, method, target.name, preparedId, usage);
+    try {
+      await runTurn({ call, wire, request, target, links, ctx, tools: new Set(memory.map((t) => t.name)), first, prepareAgain: prepare, reportUsage, signal: abort.signal });
+    } catch (err) {
+      if (abort.signal.aborted) return;
+      daemon.log.error({ err, session: target.name, method }, 'the memory-tool turn failed');
+      sendError(res, wire.errorBody, 'api', 'albedo proxy: the memory-tool turn failed (see albedod.log)', 500);
+    }
+    return;
+  }
+  const preparedId = first.preparedId;
   const reader = wire.reader(request.stream);
   const tee: Tee = {
     chunk: (t) => reader.chunk(t),
@@ -268,7 +292,13 @@ export async function handleConversation<M, R extends WireRequest<M>>(call: Prox
       await record(daemon, wire, target, links, answer, request.model, preparedId);
     },
   };
-  await forward(call, wire, outgoing, true, abort.signal, tee, request.clientFilter());
+  await forward(call, wire, first.body, true, abort.signal, tee, request.clientFilter());
+}
+
+/** A round's usage, reported on the prepared request it answered, as usage.report does. */
+async function reportOn(daemon: DaemonServices, method: string, session: string, preparedId: string, usage: AnswerUsage): Promise<void> {
+  const ctx: CallContext = { daemon, conn: proxyConnection(null), signal: new AbortController().signal, method };
+  await usageReport({ session, prepared_id: preparedId, input_tokens: usage.inputTokens, cached_tokens: usage.cachedTokens }, ctx);
 }
 
 /** The answer becomes the conversation's next messages, and its usage the prepared request's report. */
@@ -277,10 +307,7 @@ async function record<M, R extends WireRequest<M>>(daemon: DaemonServices, wire:
   try {
     await daemon.kernels.run(target.name, () => recordAnswer(daemon.db, wire, target, links, answer.messages, { model }), 'transcript');
     daemon.rowsAdded();
-    if (answer.usage !== null && answer.usage.inputTokens > 0) {
-      const ctx: CallContext = { daemon, conn: proxyConnection(null), signal: new AbortController().signal, method };
-      await usageReport({ session: target.name, prepared_id: preparedId, input_tokens: answer.usage.inputTokens, cached_tokens: answer.usage.cachedTokens }, ctx);
-    }
+    if (answer.usage !== null && answer.usage.inputTokens > 0) await reportOn(daemon, method, target.name, preparedId, answer.usage);
   } catch (err) {
     daemon.log.error({ err, session: target.name, method }, 'the answer could not be recorded');
   }

@@ -201,3 +201,35 @@ export async function recordAnswer<M>(db: Db, codec: MessageCodec<M>, target: Pr
   if (fresh.length > 0) db.transaction(() => putChainLinks(db, target.sid, fresh))();
   return fresh;
 }
+
+/**
+ * Stores one round of a turn the proxy ran its own tools in: the round's answer and the tool
+ * results, keyed by the turn's place, the round and their content (a retried turn whose round
+ * came out the same stores nothing twice). Answers the newest seq.
+ */
+export async function appendRound(db: Db, target: ProxyTarget, turn: number, round: number, rows: readonly RowIn[]): Promise<number> {
+  const keyed = rows.map((row, k) => {
+    const digest = createHash('sha256').update(JSON.stringify(row)).digest('hex').slice(0, 32);
+    const parsed = RowIn.safeParse({ ...row, key: `pxt:${turn}:${round}:${digest}:${k}` });
+    if (!parsed.success) throw new AlbedoError('invalid_proxy_request', `round ${round} of the turn cannot be stored: ${z.prettifyError(parsed.error).replaceAll('\n', '; ')}`, { round });
+    return parsed.data;
+  });
+  if (keyed.length === 0) return 0;
+  const { seqs } = await appendRows(db, target.name, keyed);
+  return Math.max(...seqs);
+}
+
+/**
+ * Links the message(s) the client saw of such a turn to the rows its rounds stored: the client
+ * sends them back with its next request, where they match these links (recorded), so the
+ * spliced message is never a divergence, while upstream keeps getting the stored rounds.
+ */
+export function linkTurn<M>(db: Db, codec: MessageCodec<M>, target: ProxyTarget, links: readonly ChainLink[], visible: readonly M[], lastSeq: number): ChainLink[] {
+  let previous = links.length === 0 ? '' : links[links.length - 1]!.chain;
+  const fresh = visible.map((m, k) => {
+    previous = chainHash(previous, codec.canonical(m));
+    return { idx: links.length + k, chain: previous, last_seq: lastSeq, recorded: true };
+  });
+  if (fresh.length > 0) db.transaction(() => putChainLinks(db, target.sid, fresh))();
+  return fresh;
+}

@@ -85,6 +85,43 @@ export interface WireRequest<M> {
   clientFilter(): ClientFilter | null;
 }
 
+/** One call of a tool the proxy runs itself (a memory tool). */
+export interface MemoryCall {
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+/** What one round of a turn was, once its answer arrived whole. */
+export interface RoundOutcome<M> {
+  /** The round's answer as the upstream sent it: what is stored, and what later requests carry upstream. */
+  messages: M[];
+  usage: AnswerUsage | null;
+  /** Its calls of the proxy's tools, held back from the client. */
+  memoryCalls: MemoryCall[];
+  /** Whether it also called the client's own tools: the turn then ends with this round. */
+  clientCalls: boolean;
+}
+
+/**
+ * Reads a turn whose memory-tool calls the proxy answers itself, round by round, and writes
+ * the one message the client sees: the rounds' blocks spliced together, the proxy's tool calls
+ * left out, indexes consecutive, one start and one end (memory-tools.ts drives it).
+ */
+export interface TurnSplicer<M> {
+  /** Decoded upstream text of the current round; answers what the client gets now ('' while held). */
+  chunk(text: string): string;
+  /** The current round's answer is complete: what it was, or null (and `error`) when it cannot be read. */
+  endRound(): RoundOutcome<M> | null;
+  /** Another round follows; its text comes through `chunk` next. */
+  nextRound(): void;
+  /** The turn is over: what closes the client's message (for a body not streamed, the whole body), and that message. */
+  finish(): { text: string; visible: M[] };
+  /** A follow-up failed after the client's stream began: the wire's error event that ends it. */
+  fail(message: string): string;
+  readonly error: string | null;
+}
+
 export type ProxyErrorKind = 'invalid_request' | 'api' | 'not_found' | 'overloaded';
 
 export interface Wire<M, R extends WireRequest<M> = WireRequest<M>> extends MessageCodec<M> {
@@ -99,4 +136,12 @@ export interface Wire<M, R extends WireRequest<M> = WireRequest<M>> extends Mess
   readonly errorBody: (kind: ProxyErrorKind, message: string) => string;
   /** The `upstream` summarizer's target: same endpoint and credentials as the request. */
   summaryCall(headers: IncomingHttpHeaders, upstream: string, model: string): UpstreamCall;
+  /**
+   * The proxy's own tools on a wire that can run them (memory-tools.ts): the outgoing body
+   * with them added (and with `last`, tool use switched off), and the turn's splicer.
+   */
+  readonly memoryTools?: {
+    addTools(body: Record<string, unknown>, tools: readonly ToolSpec[], last: boolean): Record<string, unknown>;
+    splicer(streamed: boolean, isMemoryTool: (name: string) => boolean): TurnSplicer<M>;
+  };
 }

@@ -27,7 +27,7 @@ import { sql as m025 } from './025-summaries-indexed-after-commit.ts';
 import { sql as m026 } from './026-summary-merge-in-idle-time.ts';
 import { sql as m027 } from './027-known-told-instructions.ts';
 import { sql as m028 } from './028-proxy-sessions.ts';
-import { sql as m029 } from './029-proxy-pass-through.ts';
+import { sql as m029 } from './029-proxy-accounting.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -65,5 +65,5 @@ export const migrations: readonly Migration[] = [
   { version: 26, name: 'summary-merge-in-idle-time', sql: m026 },
   { version: 27, name: 'known-told-instructions', sql: m027 },
   { version: 28, name: 'proxy-sessions', sql: m028 },
-  { version: 29, name: 'proxy-pass-through', sql: m029 },
+  { version: 29, name: 'proxy-accounting', sql: m029 },
 ];

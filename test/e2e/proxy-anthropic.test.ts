@@ -283,7 +283,7 @@ test('failure is open: a request the daemon cannot prepare goes upstream exactly
   assert.match(fs.readFileSync(path.join(p.daemon.home, 'albedod.log'), 'utf8'), /could not be prepared; forwarding it unchanged/);
 });
 
-test('a gzip answer reaches the agent as the upstream encoded it while the tee reads a decoded copy; zstd is not asked for', async () => {
+test('with memory tools off, a gzip answer reaches the agent as the upstream encoded it while the tee reads a decoded copy; zstd is not asked for', async () => {
   const sse = [
     ['message_start', { message: { id: 'msg_1', type: 'message', role: 'assistant', content: [], usage: { input_tokens: 50, output_tokens: 1 } } }],
     ['content_block_start', { index: 0, content_block: { type: 'text', text: '' } }],
@@ -303,7 +303,11 @@ test('a gzip answer reaches the agent as the upstream encoded it while the tee r
   });
   await new Promise<void>((resolve) => gz.listen(0, '127.0.0.1', resolve));
   try {
-    const daemon = await start({ env: { ALBEDO_ANTHROPIC_UPSTREAM: `http://127.0.0.1:${(gz.address() as net.AddressInfo).port}` } });
+    // With memory tools on, the proxy reads and rewrites the stream (a turn may need splicing);
+    // off, the upstream's bytes pass through as they came.
+    const home = tempHome();
+    fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify({ proxy: { memoryTools: 'off' } }));
+    const daemon = await start({ home, env: { ALBEDO_ANTHROPIC_UPSTREAM: `http://127.0.0.1:${(gz.address() as net.AddressInfo).port}` } });
     const client = await daemon.connect();
     const base = (await client.call('daemon.status', {})).proxy.anthropic_base_url!;
     const raw = await new Promise<{ encoding: string | undefined; body: Buffer }>((resolve, reject) => {
@@ -357,9 +361,13 @@ test('the requests Claude Code and pi sent are accepted, reconciled and forwarde
     const sent = p.up.messages({ conversation: true });
     assert.equal(sent.length, recorded.length);
     sent.forEach((s, i) => {
-      const { messages: _m, system: _s, max_tokens: _x, ...rest } = recorded[i]!.body;
-      const { messages: _m2, system: _s2, max_tokens: _x2, ...forwarded } = s.body;
+      const { messages: _m, system: _s, max_tokens: _x, tools: clientTools, ...rest } = recorded[i]!.body;
+      const { messages: _m2, system: _s2, max_tokens: _x2, tools, ...forwarded } = s.body;
       assert.deepEqual(forwarded, rest, `${file} #${i}: fields other than the history pass through`);
+      // The agent's tools go first, as sent; the proxy's memory tools follow them.
+      const own = clientTools as unknown[];
+      assert.deepEqual((tools as unknown[]).slice(0, own.length), own, `${file} #${i}: the agent's tools pass through`);
+      assert.ok((tools as Array<{ name: string }>).slice(own.length).some((t) => t.name === 'transcript_grep'), 'the proxy adds its memory tools');
       // The agent's system blocks lead, as sent.
       const sys = recorded[i]!.body.system;
       if (Array.isArray(sys)) assert.deepEqual((s.body.system as unknown[]).slice(0, sys.length), sys);
