@@ -9,7 +9,7 @@ import type { Observation, PlainInput } from '../../protocol/prepared.ts';
 import { headSeq } from '../../storage/conversation.ts';
 import { lastPrompt, latestPrepared, reportUsage, savePrepared } from '../../storage/engine-log.ts';
 import { type Db, readTogether, yieldToEventLoop } from '../../storage/db.ts';
-import { proxySession } from '../../storage/proxy-state.ts';
+import { lastTurnMemoryCalls, proxySession, recentMemoryCalls } from '../../storage/proxy-state.ts';
 import { getPayload } from '../../storage/payloads.ts';
 import { requireSession, type SessionRecord } from '../../storage/sessions.ts';
 import { learnTokenRatio } from '../../storage/token-ratios.ts';
@@ -291,6 +291,35 @@ function proxyNote(db: Db, sid: number): string | null {
   return `proxy session (${p.wire}) of ${p.agent ?? 'an agent that sent no user-agent'}: ${side}${passed}${own}`;
 }
 
+/** A memory-tool call's arguments in a few words: its pattern or query, else its JSON. */
+function callGist(name: string, args: string): string {
+  let v: unknown;
+  try {
+    v = JSON.parse(args);
+  } catch {
+    v = args;
+  }
+  const o = typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : {};
+  const key = ['pattern', 'query', 'node_id', 'id'].find((k) => o[k] !== undefined);
+  const gist = key === undefined ? args : JSON.stringify(o[key]);
+  return `${name}(${gist.length > 60 ? `${gist.slice(0, 57)}...` : gist})`;
+}
+
+/** What /context says of the memory tools the proxy ran: the last turn's rounds and cost, and the newest calls. */
+function memoryToolNotes(db: Db, sid: number): string[] {
+  const turn = lastTurnMemoryCalls(db, sid);
+  if (turn.length === 0) return [];
+  const rounds = new Map(turn.map((c) => [c.round, c]));
+  const input = [...rounds.values()].reduce((n, c) => n + c.input_tokens, 0);
+  const output = [...rounds.values()].reduce((n, c) => n + c.output_tokens, 0);
+  const failed = turn.filter((c) => c.is_error === 1).length;
+  const recent = recentMemoryCalls(db, sid, 5).map((c) => callGist(c.name, c.arguments));
+  return [
+    `memory tools run by the proxy in the last turn that used them: ${rounds.size} round(s), ${turn.length} call(s)${failed === 0 ? '' : ` (${failed} answered with an error)`}, ~${input} input and ${output} output tokens upstream for those rounds`,
+    `last memory-tool calls, newest first: ${recent.join(', ')}`,
+  ];
+}
+
 export const context: Handler<'context'> = (params, ctx) =>
   ctx.daemon.kernels.run(params.session, async (kernel) => {
     const { db } = ctx.daemon;
@@ -307,7 +336,7 @@ export const context: Handler<'context'> = (params, ctx) =>
       observation = inspectRequest(f.setup, f.args);
     }
     const proxied = proxyNote(db, s.sid);
-    if (proxied !== null) observation = { ...observation, notes: [...observation.notes, proxied] };
+    if (proxied !== null) observation = { ...observation, notes: [...observation.notes, proxied, ...memoryToolNotes(db, s.sid)] };
     return { observation, text: params.format === 'text' ? renderObservation(observation) : null };
   });
 
