@@ -43,12 +43,14 @@ interface Run {
   sc: FileReadScenario;
   up: ScriptedUpstream;
   stdout: string;
+  /** The agent's HOME (its own session files are under it). */
+  home: string;
   client: Awaited<ReturnType<Awaited<ReturnType<typeof start>>['connect']>>;
 }
 
 async function throughProxy(agent: 'claude' | 'pi', opts: { overloadAt?: number } = {}): Promise<Run> {
   const dir = fs.mkdtempSync(path.join(scratch, `${agent}-`));
-  const sc = fileReadScenario({ dir: path.join(dir, 'work'), toolName: agent === 'claude' ? 'Bash' : 'bash' });
+  const sc = fileReadScenario({ dir: path.join(dir, 'work'), toolName: agent === 'claude' ? 'Bash' : 'bash', recall: true });
   let overloaded = false;
   const up = await startScriptedUpstream({
     script: (req) => {
@@ -70,13 +72,18 @@ async function throughProxy(agent: 'claude' | 'pi', opts: { overloadAt?: number 
   const r = agent === 'claude' ? await runClaude(common) : await runPi({ ...common, model: 'claude-sonnet-4-5' });
   assert.equal(r.code, 0, `${agent} exited ${r.code}: ${r.stderr.slice(-2000)}`);
   if (opts.overloadAt !== undefined) assert.ok(overloaded, 'the 529 was sent');
-  return { sc, up, stdout: r.stdout, client };
+  return { sc, up, stdout: r.stdout, client, home: common.home };
 }
 
 async function checkRun(agent: string, run: Run): Promise<void> {
   const { sc, up, client } = run;
   assert.ok(run.stdout.includes(sc.finalText), `${agent} printed the final answer`);
+  // The proxy ran the model's transcript_grep for the first file, long evicted, and the model quoted it.
+  assert.ok(run.stdout.includes(sc.recalledText), `${agent} printed what the memory tool found: ${run.stdout.slice(-500)}`);
+  assert.ok(!run.stdout.includes('transcript_grep'), `${agent} never saw the memory tool`);
   const conv = up.messages({ conversation: true }).filter((r) => r.status === 200);
+  const recallRequests = conv.filter((r) => r.rawBody.includes('"name":"transcript_grep","input"'));
+  assert.ok(recallRequests.length >= 1, 'the follow-up with the grep result went upstream');
   assert.ok(conv.length >= 31, `${conv.length} conversation requests`);
   for (const r of conv) {
     const tokens = Math.ceil(Buffer.byteLength(r.rawBody) / 4);
@@ -85,7 +92,8 @@ async function checkRun(agent: string, run: Run): Promise<void> {
   }
   // The first file's content (its lines, not a summary's mention of its marker) is gone by the end.
   const first = sc.files[0]!;
-  const last = conv[conv.length - 1]!;
+  // The last request before the recall: the grep's own result quotes the first file again.
+  const last = conv[conv.length - 1 - recallRequests.length]!;
   assert.ok(conv[1]!.rawBody.includes(`${first.marker} line 010`), 'the first file was read into the request');
   assert.ok(!last.rawBody.includes(`${first.marker} line 010`), 'the first file has left the request by the last step');
   // The summaries went to the same upstream with the agent's own key.
@@ -97,7 +105,8 @@ async function checkRun(agent: string, run: Run): Promise<void> {
   assert.equal(sessions.length, 1, JSON.stringify(sessions));
   const session = sessions[0]!.session;
   for (const f of sc.files) {
-    const hits = await client.call('transcript_grep', { session, pattern: `${f.marker} line 001` });
+    // A line deep in the file: the recall's grep call, its result and the final answer quote line 001.
+    const hits = await client.call('transcript_grep', { session, pattern: `${f.marker} line 050` });
     assert.equal(hits.total, 1, `${f.marker} is stored once`);
   }
   // /context shows what the upstream measured for the last request.
@@ -106,9 +115,29 @@ async function checkRun(agent: string, run: Run): Promise<void> {
   assert.ok((ctx.observation.last_compaction?.backend ?? '') === 'upstream', JSON.stringify(ctx.observation.last_compaction));
 }
 
+/** Every tool name Claude Code's own session files (JSONL under ~/.claude/projects) show it calling. */
+function claudeToolCalls(home: string): string[] {
+  const root = path.join(home, '.claude', 'projects');
+  const names: string[] = [];
+  const files = fs.existsSync(root) ? (fs.readdirSync(root, { recursive: true }) as string[]).filter((f) => f.endsWith('.jsonl')) : [];
+  assert.ok(files.length > 0, `Claude Code wrote its session under ${root}`);
+  for (const f of files) {
+    for (const line of fs.readFileSync(path.join(root, f), 'utf8').split('\n')) {
+      if (line.trim() === '') continue;
+      const entry = JSON.parse(line) as { message?: { content?: unknown } };
+      const content = entry.message?.content;
+      if (!Array.isArray(content)) continue;
+      for (const b of content as Array<{ type?: unknown; name?: unknown }>) if (b.type === 'tool_use' && typeof b.name === 'string') names.push(b.name);
+    }
+  }
+  return names;
+}
+
 test('Claude Code runs through the proxy on a session that outgrows the window, across a 529 it retries', { timeout: 10 * 60_000 }, async () => {
   const run = await throughProxy('claude', { overloadAt: 6 });
   await checkRun('claude', run);
+  const called = new Set(claudeToolCalls(run.home));
+  assert.deepEqual([...called], ['Bash'], 'its own session file shows only calls of its own tools');
   assert.ok(run.up.messages({ conversation: true }).some((r) => r.status === 529));
 });
 

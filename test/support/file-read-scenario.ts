@@ -23,6 +23,11 @@ export interface FileReadScenarioOptions {
   bytes?: number;
   /** The agent's shell tool: `Bash` for Claude Code, `bash` for pi. */
   toolName: string;
+  /**
+   * After the last file, the model calls the proxy's `transcript_grep` for the first file's
+   * marker (long gone from the request by then) and ends by quoting what it found.
+   */
+  recall?: boolean;
 }
 
 export interface ScenarioFile {
@@ -36,6 +41,8 @@ export interface FileReadScenario {
   files: readonly ScenarioFile[];
   /** The exact text of the final answer (carries a random token, so stdout can be checked). */
   finalText: string;
+  /** With `recall`: what the final answer adds once the grep found the first file's line. */
+  recalledText: string;
   /** A prompt for the agent that fits the script (the script does not depend on it). */
   prompt: string;
   /** The upstream script: stateless, decided from each request's messages alone. */
@@ -95,6 +102,7 @@ export function fileReadScenario(opts: FileReadScenarioOptions): FileReadScenari
     files.push({ path: file, marker });
   }
   const finalText = `All ${count} files read. FINAL-${randomBytes(6).toString('hex')}`;
+  const recalledText = `The first file said: ${files[0]?.marker ?? ''} line 001`;
   const prompt =
     `Read the ${count} files ${dir}/file-01.txt to file-${String(count).padStart(2, '0')}.txt one at a time ` +
     `with the shell tool (cat), then say that you are done.`;
@@ -147,6 +155,15 @@ export function fileReadScenario(opts: FileReadScenarioOptions): FileReadScenari
     return `<analysis>Files are read one by one.</analysis>\n<summary>${said}</summary>`;
   };
 
+  /** The grep for the first file's marker, or, once its result is in, the final answer quoting it. */
+  const recall = (body: MessagesBody): Answer => {
+    const blocks = (body.messages ?? []).flatMap(blocksOf);
+    const greps = new Set(blocks.filter((b) => b.type === 'tool_use' && b.name === 'transcript_grep').map((b) => b.id));
+    const found = blocks.some((b) => b.type === 'tool_result' && greps.has(b.tool_use_id) && toolResultText(b).includes(recalledText.slice('The first file said: '.length)));
+    if (found) return answer.text(`${finalText} ${recalledText}`);
+    return answer.tool('transcript_grep', { pattern: `${files[0]?.marker ?? ''} line 001` }, 'Checking the first file once more.');
+  };
+
   const script = (req: ScriptRequest): Answer => {
     const body = req.body;
     if (!req.conversation) {
@@ -156,11 +173,11 @@ export function fileReadScenario(opts: FileReadScenarioOptions): FileReadScenari
     if (isInstructionTurn(body)) return answer.text(summary(body));
     const read = readIn(body);
     const next = files.findIndex((_, i) => !read.has(i));
-    if (next < 0) return answer.text(finalText);
+    if (next < 0) return opts.recall === true ? recall(body) : answer.text(finalText);
     const file = files[next];
     if (file === undefined) return answer.text(finalText);
     return answer.tool(opts.toolName, { command: `cat ${file.path}` }, `Reading ${path.basename(file.path)}.`);
   };
 
-  return { files, finalText, prompt, script, readIn, markersInToolResults };
+  return { files, finalText, recalledText, prompt, script, readIn, markersInToolResults };
 }
