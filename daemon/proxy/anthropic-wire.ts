@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { OutPart, PlainInput } from '../../protocol/prepared.ts';
 import type { ImagePartIn, RowIn, TextPart } from '../../protocol/rows.ts';
 import { OpaquePart } from '../../protocol/rows.ts';
+import { canonicalJson } from './client-prompt.ts';
 
 export const WIRE = 'anthropic';
 
@@ -194,17 +195,6 @@ export function preparedMessages(inputs: readonly PlainInput[], image: ImageByte
   return out;
 }
 
-/**
- * The client's own system-role messages put back: one that opened the history stays first;
- * any other goes right after the first message (Claude Code sends its environment there).
- */
-export function withClientSystemMessages(messages: WireMessage[], system: ReadonlyArray<{ message: WireMessage; before: number }>): WireMessage[] {
-  if (system.length === 0) return messages;
-  const head = system.filter((s) => s.before === 0).map((s) => s.message);
-  const after = system.filter((s) => s.before > 0).map((s) => s.message);
-  return [...head, ...messages.slice(0, 1), ...after, ...messages.slice(1)];
-}
-
 // ---------------------------------------------------------------------------------------------
 // Cache markers
 
@@ -288,17 +278,6 @@ export function placeCacheMarkers(
  */
 export function canonicalMessage(m: WireMessage): string {
   return canonicalJson({ role: m.role, content: blocksOf(m.content) });
-}
-
-export function canonicalJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
-  if (isRecord(v)) {
-    const keys = Object.keys(v)
-      .filter((k) => k !== 'cache_control' && v[k] !== undefined)
-      .sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(v) ?? 'null';
 }
 
 /** The provider's error body, for answers the proxy itself gives. */

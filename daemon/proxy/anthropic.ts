@@ -10,7 +10,8 @@ import type { CallContext } from '../context.ts';
 import { previewPrepared } from '../handlers/compaction.ts';
 import { messagesSplicer } from './anthropic-splice.ts';
 import { AnthropicStreamTee, answerFromJson } from './anthropic-stream.ts';
-import { canonicalMessage, MessagesRequest, messageRows, messageText, placeCacheMarkers, preparedMessages, systemText, WIRE, wireError, withClientSystemMessages, type WireBlock, type WireMessage } from './anthropic-wire.ts';
+import { canonicalMessage, MessagesRequest, messageRows, messageText, placeCacheMarkers, preparedMessages, systemText, WIRE, wireError, type WireBlock, type WireMessage } from './anthropic-wire.ts';
+import { placeClientPrompt, splitClientPrompt, type PlacedPrompt } from './client-prompt.ts';
 import { forward, imageBytes, openRequest, proxyConnection, type ProxyCall } from './conversation.ts';
 import { credentialOf, header } from './identity.ts';
 import { matchChain } from './reconcile.ts';
@@ -24,18 +25,7 @@ function toolSpecs(tools: MessagesRequest['tools']): ToolSpec[] {
   });
 }
 
-type SystemMessages = Array<{ message: WireMessage; before: number }>;
-
-/** The request split: the conversation, and the agent's system-role messages with their places. */
-function splitSystem(messages: readonly WireMessage[]): { conversation: WireMessage[]; system: SystemMessages } {
-  const conversation: WireMessage[] = [];
-  const system: SystemMessages = [];
-  for (const m of messages) {
-    if (m.role === 'system') system.push({ message: m, before: conversation.length });
-    else conversation.push(m);
-  }
-  return { conversation, system };
-}
+type SystemMessages = Array<PlacedPrompt<WireMessage>>;
 
 /** Claude Code's `metadata.user_id`: a JSON string with device, account and session ids. */
 function userIdFields(body: MessagesRequest): { account?: string; device?: string; session?: string } {
@@ -133,7 +123,7 @@ function readMessages(json: unknown): MessagesRead | { error: string } {
     return { error: `not a Messages request: ${issue === undefined ? 'invalid' : `${issue.path.join('.')}: ${issue.message}`}` };
   }
   const body = parsed.data;
-  const { conversation, system } = splitSystem(body.messages);
+  const { conversation, prompt: system } = splitClientPrompt(body.messages, (m) => m.role === 'system');
   const fields = userIdFields(body);
   const first = conversation.find((m) => m.role === 'user');
   return {
@@ -148,7 +138,7 @@ function readMessages(json: unknown): MessagesRead | { error: string } {
     uncompactable: null,
     identity: { account: fields.account ?? fields.device, sessionId: fields.session, prompt: systemText(body.system), opening: first === undefined ? '' : canonicalMessage(first) },
     outgoing(prepared, image, maxTokens) {
-      const messages = placeCacheMarkers(withClientSystemMessages(preparedMessages(prepared.inputs, image), system), { system: body.system, tools: body.tools, messages: body.messages });
+      const messages = placeCacheMarkers(placeClientPrompt(preparedMessages(prepared.inputs, image), system), { system: body.system, tools: body.tools, messages: body.messages });
       const out: Record<string, unknown> = { ...body, ...systemField(body.system, prepared.system), messages };
       withMaxTokens(out, body, maxTokens);
       return out;
@@ -212,7 +202,7 @@ export async function handleCountTokens(call: ProxyCall): Promise<void> {
     const params: Params<'prepare'> = { session: known.name, model: body.model, provider: WIRE, instructions: '', tools: request.tools, images: 'ref', force: false };
     const preview = await daemon.kernels.run(known.name, (kernel) => previewPrepared(params, ctx, kernel));
     const fresh = conversation.slice(matched);
-    const messages = withClientSystemMessages([...preparedMessages(preview.inputs, imageBytes(daemon)), ...fresh], system);
+    const messages = placeClientPrompt([...preparedMessages(preview.inputs, imageBytes(daemon)), ...fresh], system);
     outgoing = Buffer.from(JSON.stringify({ ...body, ...systemField(body.system, preview.system), messages }));
     const ratio = preview.observation.token_ratio;
     estimate = (preview.observation.calibrated_input_tokens ?? preview.observation.estimated_input_tokens) + Math.ceil(textTokens(JSON.stringify(fresh)) * ratio);

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { DaemonServices } from '../context.ts';
 import { anthropicWire, handleCountTokens } from './anthropic.ts';
 import { handleConversation, handlePassThrough, sendError, type ProxyCall } from './conversation.ts';
+import { chatWire } from './openai-chat.ts';
 import { openaiError } from './openai-shared.ts';
 import type { ProxyErrorKind } from './wire.ts';
 
@@ -192,7 +193,9 @@ const FAMILIES: readonly Family[] = [
     prefix: /^\/openai(?:\/v1)?(\/.*)$/,
     upstream: (o) => o.openaiUpstream,
     errorBody: openaiError,
-    routes: {},
+    routes: {
+      '/chat/completions': (call) => handleConversation(call, chatWire),
+    },
   },
 ];
 

@@ -2,7 +2,8 @@
 // normalized form hashes are taken over, and the proxy's cache markers.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { canonicalMessage, messageRows, placeCacheMarkers, preparedMessages, withClientSystemMessages, type WireMessage } from '../../../daemon/proxy/anthropic-wire.ts';
+import { canonicalMessage, messageRows, placeCacheMarkers, preparedMessages, type WireMessage } from '../../../daemon/proxy/anthropic-wire.ts';
+import { placeClientPrompt } from '../../../daemon/proxy/client-prompt.ts';
 import type { PlainInput } from '../../../protocol/prepared.ts';
 
 const noImages = (): undefined => undefined;
@@ -70,8 +71,8 @@ test('prepared inputs map back with tool results inside user messages, roles mer
 test("the agent's system-role message goes back after the first message", () => {
   const sys: WireMessage = { role: 'system', content: '# Environment' };
   const msgs: WireMessage[] = [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }];
-  assert.deepEqual(withClientSystemMessages(msgs, [{ message: sys, before: 1 }]).map((m) => m.role), ['user', 'system', 'assistant']);
-  assert.deepEqual(withClientSystemMessages(msgs, [{ message: sys, before: 0 }]).map((m) => m.role), ['system', 'user', 'assistant']);
+  assert.deepEqual(placeClientPrompt(msgs, [{ message: sys, before: 1 }]).map((m) => m.role), ['user', 'system', 'assistant']);
+  assert.deepEqual(placeClientPrompt(msgs, [{ message: sys, before: 0 }]).map((m) => m.role), ['system', 'user', 'assistant']);
 });
 
 test("cache markers: the client's in messages are replaced by the proxy's, the system's are kept, 4 at most, no 1h after a 5m", () => {
