@@ -10,6 +10,7 @@ import type { DaemonServices } from '../context.ts';
 import { anthropicWire, handleCountTokens } from './anthropic.ts';
 import { handleConversation, handlePassThrough, sendError, type ProxyCall } from './conversation.ts';
 import { chatWire } from './openai-chat.ts';
+import { handleResponsesCompact, responsesWire } from './openai-responses.ts';
 import { openaiError } from './openai-shared.ts';
 import type { ProxyErrorKind } from './wire.ts';
 
@@ -195,6 +196,8 @@ const FAMILIES: readonly Family[] = [
     errorBody: openaiError,
     routes: {
       '/chat/completions': (call) => handleConversation(call, chatWire),
+      '/responses': (call) => handleConversation(call, responsesWire(call.upstream)),
+      '/responses/compact': handleResponsesCompact,
     },
   },
 ];

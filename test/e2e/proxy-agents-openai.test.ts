@@ -53,7 +53,7 @@ async function throughProxy(agent: 'pi' | 'codex'): Promise<Run> {
   return { sc, up, stdout: r.stdout, client };
 }
 
-async function checkRun(agent: string, wire: OpenAIWire, run: Run): Promise<void> {
+async function checkRun(agent: string, wire: OpenAIWire, run: Run, diagnostic: (s: string) => void): Promise<void> {
   const { sc, up, client } = run;
   assert.ok(run.stdout.includes(sc.finalText), `${agent} printed the final answer: ${run.stdout.slice(-400)}`);
   const conv = up.of(wire, { conversation: true }).filter((r) => r.status === 200);
@@ -78,10 +78,20 @@ async function checkRun(agent: string, wire: OpenAIWire, run: Run): Promise<void
     assert.equal(hits.total, 1, `${f.marker} is stored once`);
   }
   const ctx = await client.call('context', { session });
+  const largest = Math.max(...conv.map((r) => Math.ceil(Buffer.byteLength(r.rawBody) / 4)));
+  diagnostic(`${agent}: ${conv.length} conversation requests, the largest ~${largest} tokens (bytes/4) against ${WINDOW}; ${summaries.length} summaries upstream`);
   assert.ok(ctx.observation.provider_input_tokens !== null && ctx.observation.provider_input_tokens > 0, 'the usage reached /context');
   assert.equal(ctx.observation.last_compaction?.backend, 'upstream');
 }
 
-test('pi with an openai-completions provider runs through the proxy on a session that outgrows the window', { timeout: 10 * 60_000 }, async () => {
-  await checkRun('pi', 'chat', await throughProxy('pi'));
+test('pi with an openai-completions provider runs through the proxy on a session that outgrows the window', { timeout: 10 * 60_000 }, async (t) => {
+  await checkRun('pi', 'chat', await throughProxy('pi'), (s) => t.diagnostic(s));
+});
+
+test('Codex with a responses provider runs through the proxy on a session that outgrows the window', { timeout: 10 * 60_000 }, async (t) => {
+  const run = await throughProxy('codex');
+  await checkRun('codex', 'responses', run, (s) => t.diagnostic(s));
+  // Codex sends the answer's items back: the chain matched them, so the session never forked.
+  const turns = run.up.of('responses', { conversation: true });
+  assert.equal(turns[0]!.headers['x-albedo-token'], undefined);
 });
