@@ -181,7 +181,9 @@ export async function startOpenAIUpstream(opts: { script: OpenAIScript; chunkSiz
       } catch {
         // recorded as it came
       }
-      const wire: OpenAIWire | null = path === '/chat/completions' ? 'chat' : path === '/responses' ? 'responses' : null;
+      // `/responses/compact` (Codex's own compaction) answers a response body, never a stream.
+      const wire: OpenAIWire | null = path === '/chat/completions' ? 'chat' : path === '/responses' || path === '/responses/compact' ? 'responses' : null;
+      if (path === '/responses/compact') body = { ...body, stream: false };
       const record: OpenAIRequest = { seq: requests.length, url, path, headers, rawBody: raw, body, wire, conversation: Array.isArray(body.tools) && body.tools.length > 0 };
       requests.push(record);
       if (wire === null) {
