@@ -172,7 +172,7 @@ export const anthropicWire: Wire<WireMessage, MessagesRead> = {
       if (last) out.tool_choice = { type: 'none' };
       return out;
     },
-    splicer: messagesSplicer,
+    splicer: (request, isMemoryTool) => messagesSplicer(request.stream, isMemoryTool),
   },
 };
 

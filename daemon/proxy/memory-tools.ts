@@ -111,7 +111,7 @@ export async function runTurn<M, R extends WireRequest<M>>(t: Turn<M, R>): Promi
   const { call, wire, request, target, ctx, signal } = t;
   const { daemon, res } = call;
   const method = `proxy ${wire.name}`;
-  const splicer = wire.memoryTools!.splicer(request.stream, (name) => t.tools.has(name));
+  const splicer = wire.memoryTools!.splicer(request, (name) => t.tools.has(name));
   const turnIdx = t.links.length;
   let round = 0;
   let next = t.first;

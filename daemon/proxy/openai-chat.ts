@@ -7,7 +7,8 @@ import { ToolSpec as ToolSpecSchema } from '../../protocol/prepared.ts';
 import { placeClientPrompt, splitClientPrompt } from './client-prompt.ts';
 import { header } from './identity.ts';
 import { ChatAnswerReader, UsageChunkFilter } from './openai-chat-stream.ts';
-import { canonicalChatMessage, CHAT_WIRE, ChatRequest, chatRows, chatText, isPromptRole, preparedChatMessages, type ChatMessage } from './openai-chat-wire.ts';
+import { chatSplicer } from './openai-chat-splice.ts';
+import { canonicalChatMessage, CHAT_WIRE, ChatRequest, chatRows, chatText, chatTool, isPromptRole, preparedChatMessages, type ChatMessage } from './openai-chat-wire.ts';
 import { openaiAccount, openaiError, openaiSummaryCall } from './openai-shared.ts';
 import type { Wire, WireRequest } from './wire.ts';
 
@@ -20,7 +21,13 @@ function toolSpecs(tools: ChatRequest['tools']): ToolSpec[] {
   });
 }
 
-function readChat(json: unknown, headers: Parameters<Wire<ChatMessage>['read']>[1]): WireRequest<ChatMessage> | { error: string } {
+/** A Chat Completions body as the proxy reads it. */
+interface ChatRead extends WireRequest<ChatMessage> {
+  /** The agent asked for the usage chunk itself. */
+  wantsUsage: boolean;
+}
+
+function readChat(json: unknown, headers: Parameters<Wire<ChatMessage>['read']>[1]): ChatRead | { error: string } {
   const parsed = ChatRequest.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -51,11 +58,12 @@ function readChat(json: unknown, headers: Parameters<Wire<ChatMessage>['read']>[
       return out;
     },
     clientFilter: () => (addsUsage ? new UsageChunkFilter() : null),
+    wantsUsage: stream && !addsUsage,
   };
 }
 
 /** OpenAI Chat Completions (`POST /openai/v1/chat/completions`). */
-export const chatWire: Wire<ChatMessage> = {
+export const chatWire: Wire<ChatMessage, ChatRead> = {
   name: CHAT_WIRE,
   provider: () => CHAT_WIRE,
   canonical: canonicalChatMessage,
@@ -66,4 +74,13 @@ export const chatWire: Wire<ChatMessage> = {
   reader: (streamed) => new ChatAnswerReader(streamed),
   errorBody: openaiError,
   summaryCall: (headers, upstream, model) => openaiSummaryCall('openai-chat', headers, upstream, model),
+  memoryTools: {
+    addTools(body, tools, last) {
+      const own = Array.isArray(body.tools) ? (body.tools as unknown[]) : [];
+      const out: Record<string, unknown> = { ...body, tools: [...own, ...tools.map(chatTool)] };
+      if (last) out.tool_choice = 'none';
+      return out;
+    },
+    splicer: (request, isMemoryTool) => chatSplicer(request.stream, request.wantsUsage, isMemoryTool),
+  },
 };

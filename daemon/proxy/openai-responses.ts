@@ -9,6 +9,7 @@ import { placeClientPrompt, splitClientPrompt } from './client-prompt.ts';
 import { forward, openRequest, type ProxyCall } from './conversation.ts';
 import { header } from './identity.ts';
 import { openaiAccount, openaiError, openaiSummaryCall } from './openai-shared.ts';
+import { responsesSplicer } from './openai-responses-splice.ts';
 import { ResponsesAnswerReader, responseAnswer } from './openai-responses-stream.ts';
 import { canonicalItem, inputItems, isPromptItem, itemRows, itemText, preparedItems, RESPONSES_WIRE, ResponsesRequest, responsesProvider, type Item } from './openai-responses-wire.ts';
 import { appendRound, proxySessionFor, reconcile } from './reconcile.ts';
@@ -72,6 +73,15 @@ export function responsesWire(upstream: string): Wire<Item> {
       reader: (streamed) => new ResponsesAnswerReader(streamed),
       errorBody: openaiError,
       summaryCall: (headers, up, model) => openaiSummaryCall('openai-responses', headers, up, model),
+      memoryTools: {
+        addTools(body, tools, last) {
+          const own = Array.isArray(body.tools) ? (body.tools as unknown[]) : [];
+          const out: Record<string, unknown> = { ...body, tools: [...own, ...tools.map((t) => ({ type: 'function', name: t.name, description: t.description, parameters: t.input_schema, strict: false }))] };
+          if (last) out.tool_choice = 'none';
+          return out;
+        },
+        splicer: (request, isMemoryTool) => responsesSplicer(request.stream, isMemoryTool),
+      },
     };
     wires.set(upstream, wire);
   }

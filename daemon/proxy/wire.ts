@@ -142,6 +142,6 @@ export interface Wire<M, R extends WireRequest<M> = WireRequest<M>> extends Mess
    */
   readonly memoryTools?: {
     addTools(body: Record<string, unknown>, tools: readonly ToolSpec[], last: boolean): Record<string, unknown>;
-    splicer(streamed: boolean, isMemoryTool: (name: string) => boolean): TurnSplicer<M>;
+    splicer(request: R, isMemoryTool: (name: string) => boolean): TurnSplicer<M>;
   };
 }

@@ -197,9 +197,12 @@ test('the requests Codex sent are accepted, reconciled and forwarded with every 
   const sent = up.of('responses', { conversation: true });
   assert.equal(sent.length, recorded.length);
   sent.forEach((s, i) => {
-    const { input: _i, ...rest } = recorded[i]!.body;
-    const { input: _o, ...forwarded } = s.body;
+    const { input: _i, tools: own, ...rest } = recorded[i]!.body;
+    const { input: _o, tools, ...forwarded } = s.body;
     assert.deepEqual(forwarded, rest, `#${i}: fields other than the history pass through`);
+    const mine = own as unknown[];
+    assert.deepEqual((tools as unknown[]).slice(0, mine.length), mine, "Codex's tools pass through, the proxy's memory tools after them");
+    assert.ok((tools as Array<{ name?: string }>).slice(mine.length).some((t) => t.name === 'transcript_grep'));
     const devs = inputOf(recorded[i]!.body).filter((it) => it.role === 'developer');
     assert.deepEqual(inputOf(s.body).slice(0, devs.length), devs, "Codex's developer messages lead, as sent");
   });
