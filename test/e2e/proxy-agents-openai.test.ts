@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { AlbedoClient } from '../../protocol/client.ts';
 import { ensureAgents, runCodex, runPi } from '../support/agents.ts';
-import { openaiFileRead, type OpenAIFileRead } from '../support/openai-file-read.ts';
+import { historyOf, openaiFileRead, type OpenAIFileRead } from '../support/openai-file-read.ts';
 import { startOpenAIUpstream, type OpenAIUpstream, type OpenAIWire } from '../support/openai-upstream.ts';
 import { startEach, tempHome } from './harness.ts';
 
@@ -56,7 +56,10 @@ async function throughProxy(agent: 'pi' | 'codex'): Promise<Run> {
 async function checkRun(agent: string, wire: OpenAIWire, run: Run, diagnostic: (s: string) => void): Promise<void> {
   const { sc, up, client } = run;
   assert.ok(run.stdout.includes(sc.finalText), `${agent} printed the final answer: ${run.stdout.slice(-400)}`);
+  // The proxy ran the model's transcript_grep for the first file, long evicted, and the model quoted it.
+  assert.ok(run.stdout.includes(sc.recalledText), `${agent} printed what the memory tool found`);
   const conv = up.of(wire, { conversation: true }).filter((r) => r.status === 200);
+  const recall = conv.filter((r) => [...historyOf(r).calls.values()].some((args) => args.includes('"pattern"')));
   assert.ok(conv.length >= 31, `${conv.length} conversation requests`);
   for (const r of conv) {
     const tokens = Math.ceil(Buffer.byteLength(r.rawBody) / 4);
@@ -65,7 +68,9 @@ async function checkRun(agent: string, wire: OpenAIWire, run: Run, diagnostic: (
   }
   const first = sc.files[0]!;
   assert.ok(conv[1]!.rawBody.includes(`${first.marker} line 010`), 'the first file was read into the request');
-  assert.ok(!conv[conv.length - 1]!.rawBody.includes(`${first.marker} line 010`), 'the first file has left the request by the last step');
+  // The last request before the recall (the grep's own output quotes the first file again).
+  assert.ok(recall.length >= 1, 'the follow-up with the grep output went upstream');
+  assert.ok(!conv[conv.length - 1 - recall.length]!.rawBody.includes(`${first.marker} line 010`), 'the first file has left the request by the last step');
   // The summaries went to the same upstream, in the agent's wire, with the agent's own key.
   const summaries = up.of(wire, { conversation: false }).filter((r) => /<transcript>|<previous-summary>/.test(r.rawBody));
   assert.ok(summaries.length > 0, 'the upstream wrote the summaries');

@@ -10,6 +10,8 @@ import { openaiAnswer, type OpenAIAnswer, type OpenAIRequest, type OpenAIScript,
 export interface OpenAIFileRead {
   files: ReadonlyArray<{ path: string; marker: string }>;
   finalText: string;
+  /** What the final answer adds once the proxy's transcript_grep found the first file's line. */
+  recalledText: string;
   prompt: string;
   script: OpenAIScript;
   /** Every call id of the request without its output, and every output without its call. */
@@ -61,6 +63,7 @@ export function openaiFileRead(opts: { dir: string; toolName: string; argKey: st
     return { path: file, marker };
   });
   const finalText = `All ${count} files read. FINAL-${randomBytes(6).toString('hex')}`;
+  const recalledText = `The first file said: ${files[0]!.marker} line 001`;
   const prompt = `Read the ${count} files ${dir}/file-01.txt to file-${String(count).padStart(2, '0')}.txt one at a time with the shell tool (cat), then say that you are done.`;
 
   const script = (req: OpenAIRequest): OpenAIAnswer => {
@@ -75,7 +78,12 @@ export function openaiFileRead(opts: { dir: string; toolName: string; argKey: st
       if (h.text.includes(f.marker)) read.add(i);
     });
     const next = files.findIndex((_, i) => !read.has(i));
-    if (next < 0) return openaiAnswer.text(finalText);
+    if (next < 0) {
+      // Last, the model asks the proxy's memory tool for the first file, long gone from the request.
+      const grepIds = new Set([...h.calls].filter(([, args]) => args.includes('"pattern"')).map(([id]) => id));
+      const found = [...h.outputs].some(([id, text]) => grepIds.has(id) && text.includes(`${files[0]!.marker} line 001`));
+      return found ? openaiAnswer.text(`${finalText} ${recalledText}`) : openaiAnswer.call('transcript_grep', { pattern: `${files[0]!.marker} line 001` });
+    }
     return openaiAnswer.call(opts.toolName, { [opts.argKey]: `cat ${files[next]!.path}` });
   };
 
@@ -84,5 +92,5 @@ export function openaiFileRead(opts: { dir: string; toolName: string; argKey: st
     return [...[...h.calls.keys()].filter((c) => !h.outputs.has(c)), ...[...h.outputs.keys()].filter((o) => !h.calls.has(o))];
   };
 
-  return { files, finalText, prompt, script, unpaired };
+  return { files, finalText, recalledText, prompt, script, unpaired };
 }
