@@ -98,6 +98,8 @@ const SessionSummary = z.object({
   created_at: z.number().int(),
   /** For a session the proxy keeps: the agent as its user-agent names it (`claude-cli/2.1.332`). */
   agent: z.string().nullable().default(null),
+  /** For a session the proxy keeps: the `albedo run` it came through (ALBEDO_RUN), if any. */
+  run: z.string().nullable().default(null),
 });
 
 const GrepMatch = z.object({
@@ -317,7 +319,8 @@ export const methods = lazyTable({
   /** The node's source rows rendered as transcript_read renders them. */
   lcm_expand: () => ({ params: LcmExpandParams, result: TranscriptReadResult }),
   'tools.list': () => ({
-    params: z.strictObject({ session: SessionId }),
+    /** Without a session: the tools the global selection enables (`albedo mcp` before its session's first request). */
+    params: z.strictObject({ session: SessionId.optional() }),
     result: z.object({
       tools: z.array(
         z.object({ name: z.string(), description: z.string(), input_schema: JsonObject }),

@@ -72,6 +72,7 @@ const stmts = perDb((db: Db) => ({
     'UPDATE proxy_sessions SET side_requests = side_requests + 1, side_input_tokens = side_input_tokens + ?, side_output_tokens = side_output_tokens + ? WHERE sid = ?',
   ),
   passedThrough: db.prepare<[string, number]>('UPDATE proxy_sessions SET passed_through = passed_through + 1, passed_through_reason = ? WHERE sid = ?'),
+  run: db.prepare<[string, number]>('UPDATE proxy_sessions SET run_id = ? WHERE sid = ?'),
   clientCompaction: db.prepare<[number]>('UPDATE proxy_sessions SET client_compactions = client_compactions + 1 WHERE sid = ?'),
   memoryCall: db.prepare<[number, number, number, string, string, number, number, number, number]>(
     'INSERT INTO proxy_memory_calls (sid, turn, round, name, arguments, is_error, input_tokens, output_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
@@ -131,6 +132,11 @@ export function countSideRequest(db: Db, sid: number, inputTokens: number, outpu
 /** A conversation request went up as it came (the reason is /context's). */
 export function notePassedThrough(db: Db, sid: number, reason: string): void {
   stmts(db).passedThrough.run(reason, sid);
+}
+
+/** The session's requests came through `albedo run` with this id. */
+export function noteRun(db: Db, sid: number, run: string): void {
+  stmts(db).run.run(run, sid);
 }
 
 /** The agent ran its own compaction through the proxy. */

@@ -36,6 +36,8 @@ export interface SessionSummary {
   created_at: number;
   /** The agent of a proxy session (migration 28); null otherwise. */
   agent: string | null;
+  /** The `albedo run` a proxy session came through (migration 29); null otherwise. */
+  run: string | null;
 }
 
 export interface NewSession {
@@ -70,7 +72,7 @@ function prepare(db: Db) {
       `SELECT s.name AS session,
               coalesce((SELECT max(t.seq) FROM transcript t WHERE t.sid = s.sid), 0) AS head,
               (SELECT count(*) FROM transcript t WHERE t.sid = s.sid) AS "rows",
-              p.name AS parent, s.workspace, s.created_at, x.agent
+              p.name AS parent, s.workspace, s.created_at, x.agent, x.run_id AS run
          FROM sessions s LEFT JOIN sessions p ON p.sid = s.parent_sid LEFT JOIN proxy_sessions x ON x.sid = s.sid
         ORDER BY s.sid`,
     ),

@@ -5,8 +5,9 @@ import { compactionVerbs } from './compaction.ts';
 import { daemonVerbs } from './daemon.ts';
 import { frameVerbs } from './frames.ts';
 import { lcmVerbs } from './lcm.ts';
+import { mcpVerbs } from './mcp.ts';
 import { proxyVerbs } from './proxy.ts';
 import { transferVerbs } from './transfer.ts';
 import { transcriptVerbs } from './transcripts.ts';
 
-export const verbModules: readonly VerbModule[] = [daemonVerbs, transcriptVerbs, compactionVerbs, lcmVerbs, frameVerbs, transferVerbs, proxyVerbs];
+export const verbModules: readonly VerbModule[] = [daemonVerbs, transcriptVerbs, compactionVerbs, lcmVerbs, frameVerbs, transferVerbs, proxyVerbs, mcpVerbs];

@@ -3,6 +3,7 @@
 // carries it), `run` starts an agent with them in its environment only, never on a command
 // line another local user could read.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { constants } from 'node:os';
 import { CliError, EXIT_USAGE, UsageError } from '../io.ts';
 import type { DaemonLink } from '../daemon-link.ts';
@@ -31,6 +32,17 @@ function exportsFor(agent: Agent | undefined, urls: ProxyUrls): Record<string, s
   const openai = { OPENAI_BASE_URL: urls.openai_base_url };
   if (agent === undefined) return { ...anthropic, ...openai };
   return AGENTS[agent] === 'anthropic' ? anthropic : openai;
+}
+
+/** The base URLs with `/run/<id>` after the token: requests of that run are bound to it. */
+function inRun(urls: ProxyUrls, run: string): ProxyUrls {
+  const put = (url: string): string => {
+    const u = new URL(url);
+    const [, token, ...rest] = u.pathname.split('/');
+    u.pathname = `/${token ?? ''}/run/${run}/${rest.join('/')}`;
+    return u.toString().replace(/\/$/, '');
+  };
+  return { anthropic_base_url: put(urls.anthropic_base_url), openai_base_url: put(urls.openai_base_url) };
 }
 
 /** The variable Codex reads the proxy's token from (its `env_http_headers` sends it as `x-albedo-token`). */
@@ -124,13 +136,16 @@ export const proxyVerbs: VerbModule = (program, run) => {
       run(async ({ link, io }, name: string, args: string[], opts: { bin?: string }) => {
         const agent = agentOf(name);
         if (agent === undefined) throw new UsageError('name the agent to run');
-        const u = await urls(link);
-        let env: NodeJS.ProcessEnv = { ...io.env, ...exportsFor(agent, u) };
+        // The run's id goes in the agent's base URLs and its environment: `albedo mcp`, started by
+        // the agent with that environment, finds the run's session by it.
+        const runId = randomBytes(6).toString('hex');
+        const u = inRun(await urls(link), runId);
+        let env: NodeJS.ProcessEnv = { ...io.env, ALBEDO_RUN: runId, ...exportsFor(agent, u) };
         let argv = args;
         if (agent === 'codex') {
           // Codex takes its provider from config.toml; overrides for this run leave the file as it is.
           const t = codexTarget(u, io.env);
-          env = { ...io.env, [TOKEN_ENV]: t.token };
+          env = { ...io.env, ALBEDO_RUN: runId, [TOKEN_ENV]: t.token };
           argv = [...codexOverrides(t), ...args];
         }
         await link.close();

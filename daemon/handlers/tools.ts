@@ -28,9 +28,9 @@ const runners: Record<string, (args: Record<string, unknown>, session: string, c
   lcm_expand: async (args, session, ctx) => lcmExpand(LcmExpandParams.parse({ ...args, session }), ctx),
 };
 
-function sessionTools(ctx: CallContext, session: string): MemoryTool[] {
-  const s = requireSession(ctx.daemon.db, session);
-  return enabledMemoryTools(resolveExtensions(ctx.daemon.db, ctx.daemon.config(), s.sid).enabled);
+function sessionTools(ctx: CallContext, session: string | undefined): MemoryTool[] {
+  const sid = session === undefined ? undefined : requireSession(ctx.daemon.db, session).sid;
+  return enabledMemoryTools(resolveExtensions(ctx.daemon.db, ctx.daemon.config(), sid).enabled);
 }
 
 export const toolsList: Handler<'tools.list'> = (params, ctx) => ({

@@ -9,7 +9,7 @@ import type { Params } from '../../protocol/methods.ts';
 import type { ToolSpec } from '../../protocol/prepared.ts';
 import { lastPrompt } from '../../storage/engine-log.ts';
 import { getPayload } from '../../storage/payloads.ts';
-import { countSideRequest, currentProxySession, firstOfFamily, latestOfNamespace, notePassedThrough } from '../../storage/proxy-state.ts';
+import { countSideRequest, currentProxySession, firstOfFamily, latestOfNamespace, notePassedThrough, noteRun } from '../../storage/proxy-state.ts';
 import type { ChainLink } from '../../storage/proxy-state.ts';
 import { createSummarizer, SummarizerConfig } from '../../strategies/summarizer/index.ts';
 import type { CallContext, ConnectionState, DaemonServices } from '../context.ts';
@@ -29,6 +29,8 @@ export interface ProxyCall {
   path: string;
   body: Buffer;
   upstream: string;
+  /** The `albedo run` the request came through (its base URL's `/run/<id>`), or null. */
+  run: string | null;
 }
 
 /** The connection a proxied request is handled as: no socket peer, no client summaries. */
@@ -233,6 +235,7 @@ export async function handleConversation<M, R extends WireRequest<M>>(call: Prox
     daemon.rowsAdded();
     target = reconciled.target;
     links = reconciled.links;
+    if (call.run !== null) noteRun(daemon.db, target.sid, call.run);
     if (reconciled.forkedFrom !== null) daemon.log.info({ session: target.name, from: reconciled.forkedFrom, method }, 'the history departed from the stored one; continuing in a fork');
     const summarizer = createSummarizer({ ...(daemon.config().extensions.summarizer ?? SummarizerConfig.parse({})), provider: 'upstream' }, { upstream: wire.summaryCall(call.req.headers, call.upstream, request.model) });
     // The agent owns its prompt: it goes out as sent and is only counted (PrepareArgs.clientPrompt).

@@ -140,8 +140,12 @@ export class ProxyServer {
   }
 
   private async serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const path = this.admitted(req);
-    if (path === null) return this.refuse(req, res);
+    const admitted = this.admitted(req);
+    if (admitted === null) return this.refuse(req, res);
+    // `albedo run` puts its run id in the base URLs it gives the agent: /run/<id>/<wire>/...
+    const inRun = /^\/run\/([A-Za-z0-9_-]{1,64})(\/.*)$/.exec(admitted);
+    const run = inRun === null ? null : inRun[1]!;
+    const path = inRun === null ? admitted : inRun[2]!;
     const found = this.familyOf(path);
     const errorBody = found?.family.errorBody ?? anthropicWire.errorBody;
     try {
@@ -157,7 +161,7 @@ export class ProxyServer {
         return;
       }
       const { family, rest } = found;
-      const call: ProxyCall = { daemon: this.daemon, req, res, path: rest, body, upstream: family.upstream(this.opts) };
+      const call: ProxyCall = { daemon: this.daemon, req, res, path: rest, body, upstream: family.upstream(this.opts), run };
       const route = req.method === 'POST' ? family.routes[rest.split('?')[0] ?? ''] : undefined;
       await (route === undefined ? handlePassThrough(call, { name: family.name, errorBody }) : route(call));
     } catch (err) {

@@ -122,4 +122,9 @@ test('albedo run codex reaches the upstream through the proxy with -c overrides;
     assert.equal(s.headers['x-albedo-token'], undefined, 'the proxy token stops at the proxy');
   }
   assert.equal(fs.readFileSync(path.join(codexHome, 'config.toml'), 'utf8'), config, "the user's config.toml is unchanged");
+  // The run's id rode in the base URL: its session is bound to the run (what `albedo mcp` looks up).
+  const client = await d.connect();
+  const { sessions } = await client.call('session.list', {});
+  assert.equal(sessions.length, 1, JSON.stringify(sessions));
+  assert.match(sessions[0]!.run ?? '', /^[0-9a-f]{12}$/);
 });
