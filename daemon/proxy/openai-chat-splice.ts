@@ -110,7 +110,11 @@ class StreamedChatSplicer implements TurnSplicer<ChatMessage> {
     if (!isRecord(choice)) return;
     if (typeof choice.finish_reason === 'string') this.finishReason = choice.finish_reason;
     const delta: Record<string, unknown> = isRecord(choice.delta) ? { ...choice.delta } : {};
-    if (this.round > 0) delete delta.role;
+    if (this.round > 0) {
+      // A later round's opening chunk (its role, an empty content) is not news to the client.
+      delete delta.role;
+      if (delta.content === '') delete delta.content;
+    }
     if (Array.isArray(delta.tool_calls)) {
       const kept: unknown[] = [];
       for (const raw of delta.tool_calls as unknown[]) {

@@ -1,8 +1,9 @@
 // The CLI loads the client side only: walking its imports from cli/main.ts must meet no daemon,
-// storage or strategy module and no package beyond commander and zod. That keeps `albedo status`
-// fast (no SQLite, no engine) and keeps the CLI usable where only the client is. What every verb
-// loads at start (the static imports) leaves out the importers and the frame renderer, which the
-// verbs that use them import when they run.
+// storage or strategy module and no package beyond commander and zod (and the MCP SDK, which only
+// `albedo mcp` loads when it runs). That keeps `albedo status` fast (no SQLite, no engine) and
+// keeps the CLI usable where only the client is. What every verb loads at start (the static
+// imports) leaves out the importers, the frame renderer and the MCP SDK, which the verbs that use
+// them import when they run.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -36,18 +37,19 @@ function graph(entry: string, opts: { dynamic: boolean } = { dynamic: true }): {
   return { files, packages };
 }
 
-test('the CLI imports no daemon, storage or strategy module, and no package but commander and zod', () => {
+test('the CLI imports no daemon, storage or strategy module, and no package but commander, zod and (albedo mcp) the MCP SDK', () => {
   const { files, packages } = graph(path.join(root, 'cli/main.ts'));
   const rel = [...files].map((f) => path.relative(root, f)).sort();
   assert.ok(rel.includes('cli/verbs/compaction.ts') && rel.includes('protocol/client.ts'), rel.join(', '));
   assert.ok(rel.includes('cli/transcript-files.ts') && rel.includes('render/index.ts'), 'the walk follows import() calls');
   const outside = rel.filter((f) => !/^(cli|protocol|scripts\/import|render)\//.test(f));
   assert.deepEqual(outside, [], 'modules outside the client side');
-  assert.deepEqual([...packages].sort(), ['commander', 'zod']);
+  assert.deepEqual([...packages].sort(), ['@modelcontextprotocol/sdk', 'commander', 'zod']);
 });
 
-test('what every verb loads at start leaves the importers and the renderer to the verbs that use them', () => {
-  const { files } = graph(path.join(root, 'cli/main.ts'), { dynamic: false });
+test('what every verb loads at start leaves the importers, the renderer and the MCP SDK to the verbs that use them', () => {
+  const { files, packages } = graph(path.join(root, 'cli/main.ts'), { dynamic: false });
+  assert.deepEqual([...packages].sort(), ['commander', 'zod']);
   const rel = [...files].map((f) => path.relative(root, f)).sort();
   assert.ok(rel.includes('cli/verbs/transfer.ts'), rel.join(', '));
   const heavy = rel.filter((f) => f.startsWith('render/') || (f.startsWith('scripts/import/') && f !== 'scripts/import/formats.ts') || f === 'cli/transcript-files.ts');

@@ -7,7 +7,7 @@ import http from 'node:http';
 import { after, test } from 'node:test';
 import type { AlbedoClient } from '../../protocol/client.ts';
 import { historyOf } from '../support/openai-file-read.ts';
-import { startOpenAIUpstream, type OpenAIAnswer, type OpenAIRequest, type OpenAIUpstream, type OpenAIWire } from '../support/openai-upstream.ts';
+import { openaiAnswer, startOpenAIUpstream, type OpenAIAnswer, type OpenAIRequest, type OpenAIUpstream, type OpenAIWire } from '../support/openai-upstream.ts';
 import { startEach } from './harness.ts';
 
 const start = startEach();
@@ -134,6 +134,83 @@ for (const wire of ['chat', 'responses'] as const) {
       await post(`${base}${path}`, request(wire, [...history(wire), ...seen.echo, more], stream));
       assert.equal(await sessionCount(client), 1, 'the spliced message reconciled');
       assert.ok(up.of(wire, { conversation: true })[2]!.rawBody.includes('transcript_grep'), 'the stored memory round goes upstream');
+    });
+  }
+}
+
+/** How many rounds of the proxy's tools the request's history holds (grep calls answered). */
+function grepRounds(req: OpenAIRequest): number {
+  return grepOutputs(req).length;
+}
+
+/** The names of the tools in a request, in order. */
+function toolNames(req: OpenAIRequest): string[] {
+  return (req.body.tools as Array<{ name?: string; function?: { name: string } }>).map((t) => t.name ?? t.function?.name ?? '?');
+}
+
+/** The client's own calls in what it received (streamed chunks or events, or a body). */
+function clientCallNames(wire: OpenAIWire, text: string): string[] {
+  if (wire === 'chat') return [...text.matchAll(/"function":\{"name":"([a-z_]+)"/g)].map((m) => m[1]!);
+  const items: Array<{ type?: string; name?: string }> = text.startsWith('{')
+    ? ((JSON.parse(text) as { output: Array<{ type?: string; name?: string }> }).output)
+    : text
+        .split('\n\n')
+        .map((f) => /^data: (.*)$/m.exec(f)?.[1])
+        .filter((d): d is string => d !== undefined)
+        .map((d) => JSON.parse(d) as { type: string; item?: { type?: string; name?: string } })
+        .filter((e) => e.type === 'response.output_item.done')
+        .map((e) => e.item ?? {});
+  return items.filter((i) => i.type === 'function_call').map((i) => i.name ?? '?');
+}
+
+for (const wire of ['chat', 'responses'] as const) {
+  for (const stream of [true, false]) {
+    const label = `${wire}, ${stream ? 'streamed' : 'not streamed'}`;
+    const own = wire === 'chat' ? 'bash' : 'exec_command';
+    const path = wire === 'chat' ? '/chat/completions' : '/responses';
+    const proxy = async (script: (req: OpenAIRequest) => OpenAIAnswer, extensions?: unknown): Promise<{ up: OpenAIUpstream; base: string }> => {
+      const up = await startOpenAIUpstream({ script, chunkSize: 4 });
+      upstreams.push(up);
+      const home = (await import('./harness.ts')).tempHome();
+      if (extensions !== undefined) (await import('node:fs')).writeFileSync(`${home}/extensions.json`, JSON.stringify(extensions));
+      const daemon = await start({ home, env: { ALBEDO_OPENAI_UPSTREAM: up.baseUrl } });
+      const client = await daemon.connect();
+      return { up, base: (await client.call('daemon.status', {})).proxy.openai_base_url! };
+    };
+
+    test(`${label}: two rounds, then a round beside the agent's own call ends the turn with only that call`, async () => {
+      const { up, base } = await proxy((req) => {
+        const n = grepRounds(req);
+        if (n === 0) return { kind: 'message', calls: [{ name: 'transcript_grep', arguments: { pattern: 'deploy' } }] };
+        if (n === 1) return { kind: 'message', calls: [{ name: 'transcript_grep', arguments: { pattern: 'ZEBRA' } }, { name: own, arguments: { cmd: 'echo hi', command: 'echo hi' } }] };
+        return openaiAnswer.text('done');
+      });
+      const r = await post(`${base}${path}`, request(wire, history(wire), stream));
+      assert.equal(r.status, 200, r.text.slice(0, 300));
+      assert.deepEqual(clientCallNames(wire, r.text), [own], 'only the agent\'s own call reaches it');
+      assert.equal(up.of(wire, { conversation: true }).length, 2, 'the turn ended at the round with the agent\'s call');
+    });
+
+    test(`${label}: the ninth round of memory calls is refused and its follow-up allows no tools`, async () => {
+      const { up, base } = await proxy((req) => (req.body.tool_choice === 'none' ? openaiAnswer.text('giving up') : { kind: 'message', calls: [{ name: 'transcript_grep', arguments: { pattern: 'ZEBRA' } }] }));
+      const r = await post(`${base}${path}`, request(wire, history(wire), stream));
+      assert.equal(r.status, 200);
+      assert.equal(read(wire, stream, r.text).texts.join(''), 'giving up');
+      const sent = up.of(wire, { conversation: true });
+      assert.equal(sent.length, 10, 'the answer and nine follow-ups');
+      assert.equal(sent[9]!.body.tool_choice, 'none');
+      assert.match(grepOutputs(sent[9]!).join('\n'), /at most 8 memory-tool rounds/);
+    });
+
+    test(`${label}: memoryTools off, or the tools offered as an MCP server's, adds none`, async () => {
+      const off = await proxy(() => openaiAnswer.text('ok'), { proxy: { memoryTools: 'off' } });
+      await post(`${off.base}${path}`, request(wire, history(wire), stream));
+      assert.deepEqual(toolNames(off.up.of(wire, { conversation: true })[0]!), [own]);
+      const mcp = await proxy(() => openaiAnswer.text('ok'));
+      const body = request(wire, history(wire), stream);
+      const mcpTool = wire === 'chat' ? { type: 'function', function: { name: 'mcp__albedo__transcript_grep', parameters: { type: 'object' } } } : { type: 'function', name: 'mcp__albedo__transcript_grep', parameters: { type: 'object' } };
+      await post(`${mcp.base}${path}`, { ...body, tools: [...(body.tools as unknown[]), mcpTool] });
+      assert.deepEqual(toolNames(mcp.up.of(wire, { conversation: true })[0]!), [own, 'mcp__albedo__transcript_grep']);
     });
   }
 }
