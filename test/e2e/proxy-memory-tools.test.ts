@@ -182,53 +182,61 @@ test('a memory-tool turn not streamed answers one body with only the client-visi
   assert.equal(r.headers['content-length'], String(Buffer.byteLength(r.text)));
 });
 
-test('two rounds in one turn, and a memory call beside a client tool call ends the turn with only the client call', async () => {
-  let calls = 0;
-  const p = await proxyWith((req) => {
-    const results = grepResults(req);
-    const joined = results.join('\n');
-    if (results.length === 0 && calls === 0) {
-      calls++;
-      return grep('deploy', { input_tokens: 100, output_tokens: 1 });
-    }
-    if (calls === 1 && !joined.includes('[bash]')) {
-      calls++;
-      // Second round: another grep and the agent's own Bash at once.
-      return grep('ZEBRA', { input_tokens: 200, output_tokens: 2 }, 'two things', [{ type: 'tool_use', name: 'Bash', input: { command: 'echo hi' } }]);
-    }
-    return { kind: 'message', content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage: { input_tokens: 300, output_tokens: 3 } };
+/** What the agent got, streamed or not: its blocks and stop reason. */
+function visible(text: string, stream: boolean): { blocks: WireBlock[]; stop: unknown } {
+  if (stream) return assembled(events(text));
+  const body = JSON.parse(text) as { content: WireBlock[]; stop_reason: string };
+  return { blocks: body.content, stop: body.stop_reason };
+}
+
+for (const stream of [true, false]) {
+  test(`${stream ? 'streamed' : 'not streamed'}: two rounds in one turn, and a memory call beside a client tool call ends the turn with only the client call`, async () => {
+    let calls = 0;
+    const p = await proxyWith((req) => {
+      const results = grepResults(req);
+      const joined = results.join('\n');
+      if (results.length === 0 && calls === 0) {
+        calls++;
+        return grep('deploy', { input_tokens: 100, output_tokens: 1 });
+      }
+      if (calls === 1 && !joined.includes('[bash]')) {
+        calls++;
+        // Second round: another grep and the agent's own Bash at once.
+        return grep('ZEBRA', { input_tokens: 200, output_tokens: 2 }, 'two things', [{ type: 'tool_use', name: 'Bash', input: { command: 'echo hi' } }]);
+      }
+      return { kind: 'message', content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage: { input_tokens: 300, output_tokens: 3 } };
+    });
+    const r = await post(`${p.base}/v1/messages`, request(HISTORY, stream));
+    const msg = visible(r.text, stream);
+    assert.deepEqual(msg.blocks.map((b) => b.type === 'tool_use' ? `tool_use:${String(b.name)}` : b.type), ['text', 'tool_use:Bash']);
+    assert.equal(msg.stop, 'tool_use', "the stop reason names the agent's own tool");
+    assert.equal(p.up.messages({ conversation: true }).length, 2, 'the turn ended at the round with the client call');
+    const session = await onlySession(p.client);
+    assert.deepEqual((await rowKinds(p.client, session)).slice(3), ['assistant:transcript_grep', 'tool_result', 'assistant:text+transcript_grep+Bash', 'tool_result']);
+
+    // The agent runs Bash and sends its result: the memory exchange stays, every call is paired.
+    const bash = msg.blocks[1]!;
+    await post(`${p.base}/v1/messages`, request([...HISTORY, { role: 'assistant', content: msg.blocks }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: bash.id, content: '[bash] hi' }] }], true));
+    await onlySession(p.client);
+    const last = p.up.messages({ conversation: true }).at(-1)!;
+    const blocks = (last.body.messages ?? []).flatMap((m) => blocksOf(m));
+    const uses = blocks.filter((b) => b.type === 'tool_use').map((b) => b.id);
+    const results = blocks.filter((b) => b.type === 'tool_result').map((b) => b.tool_use_id);
+    assert.deepEqual([...results].sort(), [...uses].sort(), 'every call upstream has its result');
   });
-  const r = await post(`${p.base}/v1/messages`, request(HISTORY, true));
-  const msg = assembled(events(r.text));
-  assert.deepEqual(msg.blocks.map((b) => b.type === 'tool_use' ? `tool_use:${String(b.name)}` : b.type), ['text', 'tool_use:Bash']);
-  assert.equal(msg.stop, 'tool_use', "the stop reason names the agent's own tool");
-  assert.equal(p.up.messages({ conversation: true }).length, 2, 'the turn ended at the round with the client call');
-  const session = await onlySession(p.client);
-  assert.deepEqual((await rowKinds(p.client, session)).slice(3), ['assistant:transcript_grep', 'tool_result', 'assistant:text+transcript_grep+Bash', 'tool_result']);
 
-  // The agent runs Bash and sends its result: the memory exchange stays, every call is paired.
-  const bash = msg.blocks[1]!;
-  await post(`${p.base}/v1/messages`, request([...HISTORY, { role: 'assistant', content: msg.blocks }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: bash.id, content: '[bash] hi' }] }], true));
-  await onlySession(p.client);
-  const last = p.up.messages({ conversation: true }).at(-1)!;
-  const blocks = (last.body.messages ?? []).flatMap((m) => blocksOf(m));
-  const uses = blocks.filter((b) => b.type === 'tool_use').map((b) => b.id);
-  const results = blocks.filter((b) => b.type === 'tool_result').map((b) => b.tool_use_id);
-  assert.deepEqual([...results].sort(), [...uses].sort(), 'every call upstream has its result');
-});
-
-test('the ninth round of memory calls is refused and its follow-up allows no tools', async () => {
-  const p = await proxyWith((req) => (req.body.tool_choice !== undefined ? { kind: 'message', content: [{ type: 'text', text: 'giving up' }], stopReason: 'end_turn' } : grep('ZEBRA', { input_tokens: 10, output_tokens: 1 })));
-  const r = await post(`${p.base}/v1/messages`, request(HISTORY, false));
-  const body = JSON.parse(r.text) as { content: WireBlock[]; stop_reason: string };
-  assert.deepEqual(body.content.map((b) => b.text), ['giving up']);
-  const sent = p.up.messages({ conversation: true });
-  assert.equal(sent.length, 10, 'the answer and nine follow-ups');
-  assert.deepEqual(sent[9]!.body.tool_choice, { type: 'none' });
-  assert.equal(sent.slice(0, 9).filter((s) => s.body.tool_choice !== undefined).length, 0);
-  assert.match(grepResults(sent[9]!).join('\n'), /at most 8 memory-tool rounds/);
-  assert.doesNotMatch(grepResults(sent[8]!).join('\n'), /at most 8/, 'the eighth round still ran');
-});
+  test(`${stream ? 'streamed' : 'not streamed'}: the ninth round of memory calls is refused and its follow-up allows no tools`, async () => {
+    const p = await proxyWith((req) => (req.body.tool_choice !== undefined ? { kind: 'message', content: [{ type: 'text', text: 'giving up' }], stopReason: 'end_turn' } : grep('ZEBRA', { input_tokens: 10, output_tokens: 1 })));
+    const r = await post(`${p.base}/v1/messages`, request(HISTORY, stream));
+    assert.deepEqual(visible(r.text, stream).blocks.map((b) => b.text), ['giving up']);
+    const sent = p.up.messages({ conversation: true });
+    assert.equal(sent.length, 10, 'the answer and nine follow-ups');
+    assert.deepEqual(sent[9]!.body.tool_choice, { type: 'none' });
+    assert.equal(sent.slice(0, 9).filter((s) => s.body.tool_choice !== undefined).length, 0);
+    assert.match(grepResults(sent[9]!).join('\n'), /at most 8 memory-tool rounds/);
+    assert.doesNotMatch(grepResults(sent[8]!).join('\n'), /at most 8/, 'the eighth round still ran');
+  });
+}
 
 test('memoryTools off, or the tools already offered by the agent as an MCP server, adds nothing', async () => {
   const off = await proxyWith(() => ({ kind: 'message', content: [{ type: 'text', text: 'ok' }], stopReason: 'end_turn' }), { proxy: { memoryTools: 'off' } });
