@@ -49,23 +49,34 @@ export const mcpVerbs: VerbModule = (program, run) => {
           import('@modelcontextprotocol/sdk/server/stdio.js'),
           import('@modelcontextprotocol/sdk/types.js'),
         ]);
+        // Requests still being answered when the client closes stdin finish first.
+        const pending = new Set<Promise<unknown>>();
+        const track = <T>(p: Promise<T>): Promise<T> => {
+          pending.add(p);
+          // The SDK answers p's own rejection; this branch only forgets it.
+          void p.then(() => pending.delete(p), () => pending.delete(p));
+          return p;
+        };
         const server = new Server({ name: 'albedo', version: packageVersion() }, { capabilities: { tools: {} } });
-        server.setRequestHandler(ListToolsRequestSchema, async () => {
+        server.setRequestHandler(ListToolsRequestSchema, () => track(listTools()));
+        server.setRequestHandler(CallToolRequestSchema, (req) => track(callTool(req.params.name, req.params.arguments)));
+        async function listTools() {
           const s = await session();
           // Before the run's first request the global selection's tools stand in.
           const { tools } = await link.call('tools.list', s === undefined ? {} : { session: s });
           return { tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: { type: 'object' as const, ...t.input_schema } })) };
-        });
-        server.setRequestHandler(CallToolRequestSchema, async (req) => {
+        }
+        const waitingFor = 'run' in target ? `run ${target.run}` : `session ${target.session}`;
+        async function callTool(name: string, args: Record<string, unknown> | undefined) {
           const s = await session();
-          if (s === undefined) return { content: [{ type: 'text' as const, text: `no session yet for run ${'run' in target ? target.run : ''}: the agent has sent no request through the proxy` }], isError: true };
+          if (s === undefined) return { content: [{ type: 'text' as const, text: `no session yet for ${waitingFor}: the agent has sent no request through the proxy` }], isError: true };
           try {
-            const { result } = await link.call('tools.call', { session: s, name: req.params.name, arguments: req.params.arguments ?? {} });
+            const { result } = await link.call('tools.call', { session: s, name, arguments: args ?? {} });
             return { content: [{ type: 'text' as const, text: JSON.stringify(result) }] };
           } catch (err) {
             return { content: [{ type: 'text' as const, text: (err as Error).message }], isError: true };
           }
-        });
+        }
         const transport = new StdioServerTransport();
         const closed = new Promise<void>((resolve) => {
           transport.onclose = () => resolve();
@@ -73,6 +84,9 @@ export const mcpVerbs: VerbModule = (program, run) => {
         });
         await server.connect(transport);
         await closed;
+        while (pending.size > 0) await Promise.allSettled([...pending]);
+        // The answers are written by the transport after the handlers settle.
+        await new Promise((resolve) => setImmediate(resolve));
         await server.close();
         return EXIT_OK;
       }),

@@ -93,3 +93,18 @@ test('under albedo run (ALBEDO_RUN) the server finds the run\'s proxy session; w
     await up.close();
   }
 });
+
+test('requests already read when the client closes stdin are still answered before albedo mcp exits', async () => {
+  const d = await start({});
+  const lines = [
+    { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+  ];
+  // stdin holds the three requests and is closed at once, as a one-shot pipe does.
+  const out = spawnSync(process.execPath, ['--import', 'tsx', entry, 'mcp'], { cwd: root, env: env(d, { ALBEDO_RUN: 'not-started' }), encoding: 'utf8', timeout: 30_000, input: lines.map((l) => JSON.stringify(l)).join('\n') + '\n' });
+  assert.equal(out.status, 0, out.stderr);
+  const answers = out.stdout.trim().split('\n').map((l) => JSON.parse(l) as { id: number; result?: { tools?: Array<{ name: string }> } });
+  const list = answers.find((a) => a.id === 2);
+  assert.ok(list?.result?.tools?.some((t) => t.name === 'transcript_grep'), `tools/list was answered: ${out.stdout}`);
+});
