@@ -37,14 +37,37 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** JSON with object keys sorted and `cache_control` and undefined fields left out. */
+/**
+ * JSON with object keys sorted and `cache_control` and undefined fields left out. Stored chains
+ * (proxy_messages) are hashes of this text, so its output must never change; it is written into
+ * one string as it walks, with no per-level arrays, because every request hashes its whole history.
+ */
 export function canonicalJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
-  if (isRecord(v)) {
-    const keys = Object.keys(v)
-      .filter((k) => k !== 'cache_control' && v[k] !== undefined)
-      .sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k])}`).join(',')}}`;
+  return writeCanonical(v, '');
+}
+
+function writeCanonical(v: unknown, out: string): string {
+  if (typeof v === 'string') return out + JSON.stringify(v);
+  if (Array.isArray(v)) {
+    out += '[';
+    for (let i = 0; i < v.length; i++) out = writeCanonical(v[i], i === 0 ? out : out + ',');
+    return out + ']';
   }
-  return JSON.stringify(v) ?? 'null';
+  if (!isRecord(v)) return out + (JSON.stringify(v) ?? 'null');
+  let keys = Object.keys(v);
+  for (let i = 1; i < keys.length; i++) {
+    if (keys[i - 1]! > keys[i]!) {
+      keys = keys.sort();
+      break;
+    }
+  }
+  out += '{';
+  let first = true;
+  for (const k of keys) {
+    const x = v[k];
+    if (x === undefined || k === 'cache_control') continue;
+    out = writeCanonical(x, `${first ? out : out + ','}${JSON.stringify(k)}:`);
+    first = false;
+  }
+  return out + '}';
 }
