@@ -37,10 +37,13 @@ export interface DaemonSettings {
   leanHeap: boolean;
   /**
    * A failure to stage, for tests only: `proxy-prepare-fails` makes every proxied prepare throw
-   * as an internal error would (the request must then go upstream unchanged). Or a crash to stage: `kill-before-elision` makes the daemon kill
+   * as an internal error would (the request must then go upstream unchanged);
+   * `proxy-store-held` holds the store of a proxied turn's answer, and with it the session's
+   * queue, until a file `release-store` appears in the home (the agent must have its whole
+   * answer meanwhile). Or a crash to stage: `kill-before-elision` makes the daemon kill
    * itself (SIGKILL) right after a compaction committed and before its image elision ran.
    */
-  fault: 'kill-before-elision' | 'proxy-prepare-fails' | undefined;
+  fault: 'kill-before-elision' | 'proxy-prepare-fails' | 'proxy-store-held' | undefined;
   /** The proxy's port from the environment (wins over extensions.json); undefined: the config's. */
   proxyPort?: number | 'off' | undefined;
   /** The Anthropic upstream from the environment (wins over extensions.json). */

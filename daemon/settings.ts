@@ -19,7 +19,7 @@ const EnvSettings = z.object({
   /** `off`: V8 keeps its default heap sizing (faster collections, a larger resident set). */
   ALBEDO_LEAN_HEAP: z.enum(['on', 'off']).optional(),
   /** Recovery tests only: a crash to stage (see DaemonSettings.fault). */
-  ALBEDO_FAULT: z.enum(['kill-before-elision', 'proxy-prepare-fails']).optional(),
+  ALBEDO_FAULT: z.enum(['kill-before-elision', 'proxy-prepare-fails', 'proxy-store-held']).optional(),
   /** The proxy's port on 127.0.0.1: a number (0 picks a free one) or `off`; wins over extensions.json. */
   ALBEDO_PROXY_PORT: z.union([z.literal('off'), z.coerce.number().int().min(0).max(65535)]).optional(),
   /** Where the proxy forwards Anthropic Messages requests; wins over extensions.json. */

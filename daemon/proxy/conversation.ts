@@ -304,13 +304,18 @@ async function reportOn(daemon: DaemonServices, method: string, session: string,
   await usageReport({ session, prepared_id: preparedId, input_tokens: usage.inputTokens, cached_tokens: usage.cachedTokens }, ctx);
 }
 
-/** The answer becomes the conversation's next messages, and its usage the prepared request's report. */
+/**
+ * The answer becomes the conversation's next messages, and its usage the prepared request's
+ * report. Called once the client has the whole answer; both are queued on the session at once,
+ * so the agent's next request (and a socket client's read) finds them done.
+ */
 async function record<M, R extends WireRequest<M>>(daemon: DaemonServices, wire: Wire<M, R>, target: ProxyTarget, links: readonly ChainLink[], answer: Answer<M>, model: string, preparedId: string): Promise<void> {
   const method = `proxy ${wire.name}`;
   try {
-    await daemon.kernels.run(target.name, () => recordAnswer(daemon.db, wire, target, links, answer.messages, { model }), 'transcript');
+    const stored = daemon.kernels.run(target.name, () => recordAnswer(daemon.db, wire, target, links, answer.messages, { model }), 'transcript');
+    const reported = answer.usage !== null && answer.usage.inputTokens > 0 ? reportOn(daemon, method, target.name, preparedId, answer.usage) : undefined;
+    await Promise.all([stored, reported]);
     daemon.rowsAdded();
-    if (answer.usage !== null && answer.usage.inputTokens > 0) await reportOn(daemon, method, target.name, preparedId, answer.usage);
   } catch (err) {
     daemon.log.error({ err, session: target.name, method }, 'the answer could not be recorded');
   }

@@ -4,7 +4,9 @@
 // up to MAX_ROUNDS times a turn. The agent never learns of them: the wire's TurnSplicer gives it
 // one message with only its own tools' calls. Which tools, and the turn loop, are here; each
 // wire's shapes are its splicer's (anthropic-splice.ts).
+import fs from 'node:fs';
 import type http from 'node:http';
+import path from 'node:path';
 import { AlbedoError } from '../../protocol/errors.ts';
 import type { ToolSpec } from '../../protocol/prepared.ts';
 import type { RowIn } from '../../protocol/rows.ts';
@@ -157,6 +159,28 @@ export async function runTurn<M, R extends WireRequest<M>>(t: Turn<M, R>): Promi
       } else res.destroy();
       return;
     }
+    if (outcome.memoryCalls.length === 0) {
+      // Nothing left for the proxy to run: the client's message ends now, and the round is
+      // stored after, so the agent never waits for the store (a long answer's packing, the
+      // fsync). The store, the link and the usage report are queued on the session before this
+      // turn yields; the agent's next request reconciles in the same queue (and a socket
+      // client's transcript.rows or context waits in it), so each finds them done.
+      const { text, visible } = splicer.finish();
+      endMessage(res, request.stream, text);
+      const rows = roundRows(t, outcome, []);
+      const stored = daemon.kernels.run(
+        target.name,
+        async () => {
+          if (daemon.settings.fault === 'proxy-store-held') await heldUntilReleased(path.join(daemon.paths.home, 'release-store'), signal);
+          linkTurn(daemon.db, wire, target, t.links, visible, Math.max(lastSeq, await appendRound(daemon.db, target, turnIdx, round, rows)));
+        },
+        'transcript',
+      );
+      const reported = outcome.usage !== null && outcome.usage.inputTokens > 0 ? t.reportUsage(next.preparedId, outcome.usage) : undefined;
+      await Promise.all([stored, reported]);
+      daemon.rowsAdded();
+      return;
+    }
     const refused = round >= MAX_ROUNDS ? `albedo proxy: at most ${MAX_ROUNDS} memory-tool rounds a turn; answer with what you have` : null;
     const results = await Promise.all(outcome.memoryCalls.map((c) => runCall(c, target.name, ctx, refused)));
     lastSeq = Math.max(lastSeq, await storeRound(t, turnIdx, round, outcome, results.map((r) => r.row)));
@@ -164,25 +188,41 @@ export async function runTurn<M, R extends WireRequest<M>>(t: Turn<M, R>): Promi
     for (const [k, c] of outcome.memoryCalls.entries()) {
       noteMemoryCall(daemon.db, target.sid, { turn: turnIdx, round, name: c.name, arguments: c.arguments, isError: results[k]!.isError, inputTokens: outcome.usage?.inputTokens ?? 0, outputTokens: outcome.usage?.outputTokens ?? 0, now: Date.now() });
     }
-    // A round past the last (whose follow-up allowed no tools) ends the turn whatever it holds.
-    if (outcome.memoryCalls.length === 0 || outcome.clientCalls || round > MAX_ROUNDS) break;
+    // The client's own calls, or a round past the last (whose follow-up allowed no tools), end
+    // the turn. The memory exchange is stored before the client gets its message, so that its
+    // next request, which carries the client's results after that message, finds it.
+    if (outcome.clientCalls || round > MAX_ROUNDS) break;
     round++;
     splicer.nextRound();
     next = await t.prepareAgain(round > MAX_ROUNDS);
   }
   const { text, visible } = splicer.finish();
-  if (request.stream) res.end(text);
+  endMessage(res, request.stream, text);
+  await daemon.kernels.run(target.name, () => linkTurn(daemon.db, wire, target, t.links, visible, lastSeq), 'transcript');
+}
+
+/** The staged fault `proxy-store-held`: waits until `file` exists. */
+async function heldUntilReleased(file: string, signal: AbortSignal): Promise<void> {
+  while (!fs.existsSync(file) && !signal.aborted) await new Promise((r) => setTimeout(r, 20));
+}
+
+/** Closes the client's message: the rest of its stream, or the whole body. */
+function endMessage(res: http.ServerResponse, streamed: boolean, text: string): void {
+  if (streamed) res.end(text);
   else {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
     res.end(text);
   }
-  await daemon.kernels.run(target.name, () => linkTurn(daemon.db, wire, target, t.links, visible, lastSeq), 'transcript');
+}
+
+/** The rows of a round: its answer (assistant rows carry the request's model), then the results of its memory calls. */
+function roundRows<M, R extends WireRequest<M>>(t: Turn<M, R>, outcome: RoundOutcome<M>, results: readonly RowIn[]): RowIn[] {
+  return [...outcome.messages.flatMap((m) => t.wire.rows(m)).map((r) => (r.kind === 'assistant' ? { ...r, model: t.request.model } : r)), ...results];
 }
 
 /** The round's answer and its tool results as rows, stored under the turn. */
 async function storeRound<M, R extends WireRequest<M>>(t: Turn<M, R>, turnIdx: number, round: number, outcome: RoundOutcome<M>, results: readonly RowIn[]): Promise<number> {
-  const rows = [...outcome.messages.flatMap((m) => t.wire.rows(m)).map((r) => (r.kind === 'assistant' ? { ...r, model: t.request.model } : r)), ...results];
-  const seq = await t.call.daemon.kernels.run(t.target.name, () => appendRound(t.call.daemon.db, t.target, turnIdx, round, rows), 'transcript');
+  const seq = await t.call.daemon.kernels.run(t.target.name, () => appendRound(t.call.daemon.db, t.target, turnIdx, round, roundRows(t, outcome, results)), 'transcript');
   t.call.daemon.rowsAdded();
   return seq;
 }

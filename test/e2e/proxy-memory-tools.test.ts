@@ -27,12 +27,12 @@ interface Proxy {
   base: string;
 }
 
-async function proxyWith(script: (req: ScriptRequest) => Answer, extensions?: unknown): Promise<Proxy> {
+async function proxyWith(script: (req: ScriptRequest) => Answer, extensions?: unknown, env: Record<string, string> = {}): Promise<Proxy> {
   const up = await startScriptedUpstream({ script, chunkSize: 7 });
   upstreams.push(up);
   const home = tempHome();
   if (extensions !== undefined) fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify(extensions));
-  const daemon = await start({ home, env: { ALBEDO_ANTHROPIC_UPSTREAM: up.baseUrl } });
+  const daemon = await start({ home, env: { ALBEDO_ANTHROPIC_UPSTREAM: up.baseUrl, ...env } });
   const client = await daemon.connect();
   const status = await client.call('daemon.status', {});
   return { daemon, client, up, base: status.proxy.anthropic_base_url! };
@@ -169,6 +169,31 @@ test('a streamed memory-tool call is answered by the proxy and spliced into one 
   const third = p.up.messages({ conversation: true })[2]!;
   const upTools = (third.body.messages ?? []).flatMap((m) => blocksOf(m)).filter((b) => b.type === 'tool_use').map((b) => b.name);
   assert.deepEqual(upTools, ['transcript_grep'], 'upstream gets the stored rounds, not the spliced message');
+});
+
+test('the agent has its whole answer before the proxy stores it; its next request, sent while the store is held, waits for it and reconciles without a fork', { timeout: 60_000 }, async () => {
+  // The staged fault holds the store of each turn's answer (and the session's queue) until the
+  // home has a file release-store. An answer ended only after its store would never arrive.
+  let n = 0;
+  const p = await proxyWith(() => ({ kind: 'message', content: [{ type: 'text', text: `answer ${++n}` }], stopReason: 'end_turn', usage: { input_tokens: 500, output_tokens: 3 } }), undefined, { ALBEDO_FAULT: 'proxy-store-held' });
+  const first = await post(`${p.base}/v1/messages`, request(HISTORY, true));
+  assert.equal(first.status, 200);
+  const msg = assembled(events(first.text));
+  assert.deepEqual([msg.blocks.map((b) => b.text), msg.stop], [['answer 1'], 'end_turn']);
+
+  let nextDone = false;
+  const nextP = post(`${p.base}/v1/messages`, request([...HISTORY, { role: 'assistant', content: msg.blocks }, { role: 'user', content: 'go on' }], true)).finally(() => (nextDone = true));
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(nextDone, false, 'the next request waits for the store in the session queue');
+  fs.writeFileSync(path.join(p.daemon.home, 'release-store'), '');
+  const next = await nextP;
+  assert.equal(next.status, 200);
+  assert.deepEqual(assembled(events(next.text)).blocks.map((b) => b.text), ['answer 2']);
+  const session = await onlySession(p.client);
+  // transcript.rows waits in the same queue: both answers are stored, each once.
+  assert.deepEqual(await rowKinds(p.client, session), ['user', 'assistant:text', 'user', 'assistant:text', 'user', 'assistant:text']);
+  const ctx = await p.client.call('context', { session });
+  assert.equal(ctx.observation.provider_input_tokens, 500, "the answer's usage reached /context");
 });
 
 test('a memory-tool turn not streamed answers one body with only the client-visible blocks and the usage rule', async () => {
