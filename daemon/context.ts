@@ -83,6 +83,12 @@ export interface DaemonServices {
   reloadConfig(): Promise<void>;
   /** Rows were added to some session: the background indexer picks them up (daemon/idle-work.ts). */
   rowsAdded(): void;
+  /**
+   * A request is being handled: idle-time work (indexing, merging, checkpoints) waits until the
+   * function returned is called (any later call does nothing). The socket's requests hold it
+   * while they run; a proxied request from its arrival until the upstream starts answering.
+   */
+  holdIdleWork(): () => void;
   /** Whether the provider-compatible proxy listens, where, and why not. */
   proxyStatus(): {
     listening: boolean;

@@ -213,6 +213,19 @@ export class Daemon implements DaemonServices {
     this.idle.rowsAdded();
   }
 
+  holdIdleWork(): () => void {
+    this.inFlight += 1;
+    this.lastRequestAt = performance.now();
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.inFlight -= 1;
+      this.lastRequestAt = performance.now();
+      this.idle.requestDone();
+    };
+  }
+
   requestShutdown(reason: string): void {
     // Let the current response go out first.
     setImmediate(() => {
@@ -322,14 +335,11 @@ export class Daemon implements DaemonServices {
       onRequest: async (method, params, rctx) => {
         // Once stopping, nothing new starts: what the grace period lets finish is what was running.
         if (this.state !== 'running') throw new AlbedoError('shutting_down', 'albedod is shutting down');
-        this.inFlight += 1;
-        this.lastRequestAt = performance.now();
+        const release = this.holdIdleWork();
         try {
           return await this.dispatch(method, params, { daemon: this, conn, signal: rctx.signal });
         } finally {
-          this.inFlight -= 1;
-          this.lastRequestAt = performance.now();
-          this.idle.requestDone();
+          release();
         }
       },
       // No reply tells anyone a notification failed, so the log does, once. Unexpected failures

@@ -31,6 +31,8 @@ export interface ProxyCall {
   upstream: string;
   /** The `albedo run` the request came through (its base URL's `/run/<id>`), or null. */
   run: string | null;
+  /** The upstream started answering: idle-time work may run again (DaemonServices.holdIdleWork). */
+  answering: () => void;
 }
 
 /** The connection a proxied request is handled as: no socket peer, no client summaries. */
@@ -79,11 +81,13 @@ export async function forward(call: ProxyCall, wire: Pick<Wire<unknown>, 'name' 
   try {
     up = await sendUpstream(url, req.method ?? 'POST', upstreamHeaders(req.headers, body.length, rewritten), body, signal);
   } catch (err) {
+    call.answering();
     if (signal.aborted) return;
     call.daemon.log.warn({ err, method: `proxy ${wire.name}`, upstream: url.origin }, 'the upstream could not be reached');
     sendError(res, wire.errorBody, 'api', `albedo proxy: the upstream ${url.origin} could not be reached (${(err as Error).message})`);
     return;
   }
+  call.answering();
   const status = up.statusCode ?? 502;
   const ok = status >= 200 && status < 300;
   const decoder = (tee === undefined && (filter ?? null) === null) || !ok ? null : decoderFor(up.headers['content-encoding']);

@@ -123,10 +123,12 @@ export async function runTurn<M, R extends WireRequest<M>>(t: Turn<M, R>): Promi
     try {
       up = await sendRound(call, next.body, signal);
     } catch (err) {
+      call.answering();
       if (signal.aborted) return;
       daemon.log.warn({ err, session: target.name, method, round }, 'the upstream could not be reached');
       return endWith(res, 502, wire.errorBody('api', `albedo proxy: the upstream could not be reached (${(err as Error).message})`), splicer, request.stream);
     }
+    call.answering();
     const status = up.statusCode ?? 502;
     if (status < 200 || status >= 300) {
       // The upstream's refusal reaches the client as it came; a follow-up's ends the stream begun.

@@ -142,6 +142,10 @@ export class ProxyServer {
   private async serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const admitted = this.admitted(req);
     if (admitted === null) return this.refuse(req, res);
+    // Idle-time work waits while the request is read and prepared, until the upstream answers
+    // (an answer streams for as long as the model writes; bounded units may run meanwhile).
+    const answering = this.daemon.holdIdleWork();
+    res.once('close', answering);
     // `albedo run` puts its run id in the base URLs it gives the agent: /run/<id>/<wire>/...
     const inRun = /^\/run\/([A-Za-z0-9_-]{1,64})(\/.*)$/.exec(admitted);
     const run = inRun === null ? null : inRun[1]!;
@@ -161,7 +165,7 @@ export class ProxyServer {
         return;
       }
       const { family, rest } = found;
-      const call: ProxyCall = { daemon: this.daemon, req, res, path: rest, body, upstream: family.upstream(this.opts), run };
+      const call: ProxyCall = { daemon: this.daemon, req, res, path: rest, body, upstream: family.upstream(this.opts), run, answering };
       const route = req.method === 'POST' ? family.routes[rest.split('?')[0] ?? ''] : undefined;
       await (route === undefined ? handlePassThrough(call, { name: family.name, errorBody }) : route(call));
     } catch (err) {

@@ -10,7 +10,9 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import type { AlbedoClient } from '../../protocol/client.ts';
+import { user } from '../storage/factories.ts';
 import { answer, startScriptedUpstream, type Answer, type ScriptedUpstream, type ScriptRequest } from '../support/scripted-upstream.ts';
 import { startEach, tempHome, type DaemonHandle } from './harness.ts';
 
@@ -222,6 +224,38 @@ test('an agent that disconnects mid-stream cancels the upstream request, and not
   await new Promise((r) => setTimeout(r, 200));
   const session = await onlySession(p.client);
   assert.deepEqual((await rowsOf(p.client, session)).map((x) => x.kind), ['user'], 'no assistant turn was recorded');
+});
+
+test('idle-time work waits while a proxied request is read, prepared and sent, and runs again once the upstream answers', async () => {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let arrived!: () => void;
+  const arrival = new Promise<void>((r) => (arrived = r));
+  const p = await proxyWith(async () => {
+    arrived();
+    await held;
+    return answer.text('late');
+  });
+  const db = new Database(path.join(p.daemon.home, 'albedo.db'), { readonly: true });
+  try {
+    const indexedThrough = (): number => (db.prepare('SELECT indexed_through FROM search_index_state WHERE id = 1').pluck().get() as number | undefined) ?? 0;
+    const head = (): number => (db.prepare('SELECT max(seq) FROM transcript').pluck().get() as number | null) ?? 0;
+    const reply = post(`${p.base}/v1/messages`, request([{ role: 'user', content: 'index me later' }]));
+    await arrival;
+    // Rows appended over the socket meanwhile make the indexer due.
+    await p.client.call('session.open', { session: 'beside' });
+    await p.client.call('transcript.append', { session: 'beside', rows: Array.from({ length: 20 }, (_, i) => user(`row ${i} beside the proxied request`)) });
+    const before = indexedThrough();
+    assert.ok(before < head(), 'rows wait for the indexer');
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(indexedThrough(), before, 'nothing is indexed while the proxied request waits for its upstream');
+    release();
+    assert.equal((await reply).status, 200);
+    for (let i = 0; i < 200 && indexedThrough() < head(); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(indexedThrough(), head(), 'the indexer caught up once the upstream answered');
+  } finally {
+    db.close();
+  }
 });
 
 test('count_tokens is answered for the compacted request, writes nothing and runs no summarizer', async () => {
