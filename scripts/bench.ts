@@ -4,9 +4,9 @@
 // database when that is a run size, else on one of their own, plus a small one) and lcm's own
 // compaction and prepare costs (section lcm), replays the real fixture
 // transcripts turn by turn into fresh daemons (section replay), renders snapcompact frames
-// (section frames), fits oversized images (section images), and times the CLI and the daemon's
-// start (section startup). Prints tables
-// and PASS/FAIL; writes JSON.
+// (section frames), fits oversized images (section images), times the CLI and the daemon's
+// start (section startup), and what the provider-compatible proxy adds to a request (section
+// proxy). Prints tables and PASS/FAIL; writes JSON.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -27,6 +27,7 @@ import { benchMemory } from './bench/memory.ts';
 import { benchPrepareSocket, benchPrepareSocketOn, type SocketPrepareResult } from './bench/prepare-socket.ts';
 import { benchRead, segmenterProbe } from './bench/read.ts';
 import { benchLcmCompaction, benchLcmPrepare } from './bench/lcm-engine.ts';
+import { benchProxy } from './bench/proxy.ts';
 import { benchReplay } from './bench/replay.ts';
 import { judge, render, type Results, type SizeResult } from './bench/report.ts';
 import { benchStartup } from './bench/startup.ts';
@@ -200,6 +201,10 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   if (args.only.has('replay')) {
     log('replay ...');
     results.replay = await benchReplay(args.fixtures, root, log, args.strategies);
+  }
+  if (args.only.has('proxy')) {
+    log('proxy ...');
+    results.proxy = await benchProxy(root, corpus, { quick: args.quick }, log);
   }
   if (args.only.has('startup')) {
     log('startup ...');

@@ -4,11 +4,9 @@
 // the built one (bin/albedod.js -> dist/, as `npm start` runs it), rebuilt first so the number is
 // for the code in the tree: under tsx the loader, its transpiled sources and their source maps
 // add tens of MiB that no user's daemon holds.
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startReplayDaemon } from '../replay/daemon.ts';
+import { buildDist } from './build-dist.ts';
 import type { Corpus } from './corpus.ts';
 import { agentPrompt, MODEL_ID } from './prepare.ts';
 import { RowStream } from './rows.ts';
@@ -21,7 +19,8 @@ export interface MemoryResult {
   loaded_kernels: number;
 }
 
-function rssOf(pid: number): number | null {
+/** A process's resident set in bytes, from /proc; null where it cannot be read. */
+export function rssOf(pid: number): number | null {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m === null ? null : Number(m[1]) * 1024;
@@ -30,17 +29,13 @@ function rssOf(pid: number): number | null {
   }
 }
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
 export async function benchMemory(
   tmp: string,
   corpus: Corpus,
   opts: { sessions: number; rows: number; nodeArgs?: string[] },
   log: (s: string) => void,
 ): Promise<MemoryResult | null> {
-  log('  memory: building dist/ (npm run build)');
-  const built = spawnSync('npm', ['run', 'build', '--silent'], { cwd: root, encoding: 'utf8' });
-  if (built.status !== 0) throw new Error(`npm run build failed: ${built.stderr}${built.stdout}`);
+  buildDist(log);
   const d = await startReplayDaemon({ window: 200_000, tmp, built: true, ...(opts.nodeArgs === undefined ? {} : { nodeArgs: opts.nodeArgs }) });
   try {
     const status = await d.client.call('daemon.status', {});

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AlbedoClient } from '../../protocol/client.ts';
+import { buildDist } from './build-dist.ts';
 import { catchUpSearchIndex } from '../../storage/search-index.ts';
 import type { Corpus } from './corpus.ts';
 import { buildDataset } from './dataset.ts';
@@ -78,9 +79,7 @@ async function firstAnswer(home: string): Promise<number> {
 }
 
 export async function benchStartup(tmp: string, corpus: Corpus, opts: { quick: boolean }, log: (s: string) => void): Promise<StartupResult> {
-  log('startup: building dist/ (npm run build)');
-  const built = spawnSync('npm', ['run', 'build', '--silent'], { cwd: root, encoding: 'utf8' });
-  if (built.status !== 0) throw new Error(`npm run build failed: ${built.stderr}${built.stdout}`);
+  buildDist(log);
   const runs = opts.quick ? 9 : 25;
 
   // albedo status against a running daemon, alternating with the Node floor.
