@@ -73,14 +73,13 @@ class StreamedChatSplicer implements TurnSplicer<ChatMessage> {
     return createParser({ onEvent: (e) => this.onEvent(e) });
   }
 
-  private emit(data: unknown): void {
-    const text = `data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
-    this.out += text;
-    this.visible.feed(text);
+  /** A chunk for the client; `raw` is its data as the upstream wrote it, when unchanged. */
+  private emit(data: Record<string, unknown>, raw?: string): void {
+    this.out += `data: ${raw ?? JSON.stringify(data)}\n\n`;
+    this.visible.take(data);
   }
 
   chunk(text: string): string {
-    this.tee.feed(text);
     this.parser.feed(text);
     const out = this.out;
     this.out = '';
@@ -88,15 +87,9 @@ class StreamedChatSplicer implements TurnSplicer<ChatMessage> {
   }
 
   private onEvent(e: EventSourceMessage): void {
-    if (e.data.trim() === '[DONE]') return;
-    let data: Record<string, unknown>;
-    try {
-      const v = JSON.parse(e.data) as unknown;
-      if (!isRecord(v)) return;
-      data = v;
-    } catch {
-      return;
-    }
+    // Parsed once: the round's reader takes it and hands it on.
+    const data = this.tee.data(e.data);
+    if (data === undefined) return;
     if (data.error !== undefined) {
       this.failed = `the upstream sent an error: ${JSON.stringify(data.error).slice(0, 300)}`;
       this.emit(data);
@@ -131,7 +124,10 @@ class StreamedChatSplicer implements TurnSplicer<ChatMessage> {
       else delete delta.tool_calls;
     }
     if (Object.keys(delta).length === 0) return;
-    this.emit({ ...data, id: this.id, choices: [{ ...choice, delta, finish_reason: null }] });
+    // Most chunks of a first round reach the client as they came (text deltas): no rewrite.
+    const asCame = this.round === 0 && choices.length === 1 && choice.finish_reason == null && data.id === this.id && !Array.isArray(delta.tool_calls);
+    if (asCame) this.emit(data, e.data);
+    else this.emit({ ...data, id: this.id, choices: [{ ...choice, delta, finish_reason: null }] });
   }
 
   endRound(): RoundOutcome<ChatMessage> | null {
@@ -154,7 +150,7 @@ class StreamedChatSplicer implements TurnSplicer<ChatMessage> {
     const base = { id: this.id, object: 'chat.completion.chunk', model: this.model };
     this.emit({ ...base, choices: [{ index: 0, delta: {}, finish_reason: this.finishReason ?? 'stop' }] });
     if (this.wantsUsage) this.emit({ ...base, choices: [], usage: finalUsage(this.usage, this.completion) });
-    this.emit('[DONE]');
+    this.out += 'data: [DONE]\n\n';
     const text = this.out;
     this.out = '';
     const seen = this.visible.finish();

@@ -62,19 +62,34 @@ export class ChatStreamTee {
   }
 
   private onEvent(e: EventSourceMessage): void {
-    if (this.failed !== null) return;
-    if (e.data.trim() === '[DONE]') {
+    this.data(e.data);
+  }
+
+  /**
+   * One event's data as the SSE parser gave it, read into the message. Answers the chunk it
+   * parsed, so that a caller reading the same stream (the splicer) need not parse it again;
+   * undefined for `[DONE]` and for data that is not a JSON object.
+   */
+  data(raw: string): Record<string, unknown> | undefined {
+    if (raw.trim() === '[DONE]') {
       this.done = true;
-      return;
+      return undefined;
     }
     let data: unknown;
     try {
-      data = JSON.parse(e.data);
+      data = JSON.parse(raw);
     } catch {
-      this.failed = 'a chunk that is not JSON';
-      return;
+      this.failed ??= 'a chunk that is not JSON';
+      return undefined;
     }
-    if (!isRecord(data)) return;
+    if (!isRecord(data)) return undefined;
+    this.take(data);
+    return data;
+  }
+
+  /** One parsed chunk read into the message. */
+  take(data: Record<string, unknown>): void {
+    if (this.failed !== null) return;
     if (data.error !== undefined) {
       this.failed = `the upstream sent an error: ${JSON.stringify(data.error).slice(0, 300)}`;
       return;
