@@ -70,12 +70,20 @@ class StreamedResponsesSplicer implements TurnSplicer<Item> {
     return createParser({ onEvent: (e) => this.onEvent(e) });
   }
 
-  private emit(type: string, data: Record<string, unknown>): void {
+  /**
+   * An event for the client, numbered next. `raw` is its data as the upstream wrote it: sent as
+   * it came when nothing in it changes (its type and number already what the client is due).
+   */
+  private emit(type: string, data: Record<string, unknown>, raw?: string): void {
+    if (raw !== undefined && data.type === type && data.sequence_number === this.seq) {
+      this.seq++;
+      this.out += `event: ${type}\ndata: ${raw}\n\n`;
+      return;
+    }
     this.out += `event: ${type}\ndata: ${JSON.stringify({ ...data, type, sequence_number: this.seq++ })}\n\n`;
   }
 
   chunk(text: string): string {
-    this.tee.feed(text);
     this.parser.feed(text);
     const out = this.out;
     this.out = '';
@@ -83,20 +91,15 @@ class StreamedResponsesSplicer implements TurnSplicer<Item> {
   }
 
   private onEvent(e: EventSourceMessage): void {
-    let data: Record<string, unknown>;
-    try {
-      const v = JSON.parse(e.data) as unknown;
-      if (!isRecord(v)) return;
-      data = v;
-    } catch {
-      return;
-    }
-    const type = typeof data.type === 'string' ? data.type : (e.event ?? '');
+    // Parsed once: the round's reader takes it and hands it on.
+    const read = this.tee.event(e);
+    if (read === undefined) return;
+    const { data, type } = read;
     switch (type) {
       case 'response.created':
       case 'response.in_progress':
         if (isRecord(data.response) && this.round === 0) this.response = data.response;
-        if (this.round === 0) this.emit(type, data);
+        if (this.round === 0) this.emit(type, data, e.data);
         return;
       case 'response.completed':
       case 'response.incomplete': {
@@ -114,7 +117,7 @@ class StreamedResponsesSplicer implements TurnSplicer<Item> {
         break;
     }
     if (typeof data.output_index !== 'number') {
-      this.emit(type, data);
+      this.emit(type, data, e.data);
       return;
     }
     let mapped = this.indexes.get(data.output_index);
@@ -124,7 +127,8 @@ class StreamedResponsesSplicer implements TurnSplicer<Item> {
     }
     if (mapped === null) return;
     if (type === 'response.output_item.done' && isRecord(data.item)) this.visible[mapped] = data.item;
-    this.emit(type, { ...data, output_index: mapped });
+    if (mapped === data.output_index) this.emit(type, data, e.data);
+    else this.emit(type, { ...data, output_index: mapped });
   }
 
   endRound(): RoundOutcome<Item> | null {

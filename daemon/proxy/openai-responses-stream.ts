@@ -48,16 +48,29 @@ export class ResponsesStreamTee {
   }
 
   private onEvent(e: EventSourceMessage): void {
-    if (this.failed !== null) return;
+    this.event(e);
+  }
+
+  /**
+   * One event read into the answer. Answers its parsed data and type, so that a caller reading
+   * the same stream (the splicer) need not parse it again; undefined for data that is not a
+   * JSON object.
+   */
+  event(e: EventSourceMessage): { data: Record<string, unknown>; type: string } | undefined {
     let data: unknown;
     try {
       data = JSON.parse(e.data);
     } catch {
-      this.failed = `an event that is not JSON (${e.event ?? 'message'})`;
-      return;
+      this.failed ??= `an event that is not JSON (${e.event ?? 'message'})`;
+      return undefined;
     }
-    if (!isRecord(data)) return;
+    if (!isRecord(data)) return undefined;
     const type = typeof data.type === 'string' ? data.type : (e.event ?? '');
+    if (this.failed === null) this.take(data, type);
+    return { data, type };
+  }
+
+  private take(data: Record<string, unknown>, type: string): void {
     switch (type) {
       case 'response.output_item.done': {
         const index = typeof data.output_index === 'number' ? data.output_index : this.items.length;
