@@ -74,13 +74,16 @@ class StreamedSplicer implements TurnSplicer<WireMessage> {
     return createParser({ onEvent: (e) => this.onEvent(e) });
   }
 
-  private emit(text: string): void {
-    this.out += text;
-    this.visible.feed(text);
+  /**
+   * An event for the client, also read into what it was sent. `raw` is its data as the upstream
+   * wrote it: sent as it came when the event is unchanged and names its own type.
+   */
+  private emit(type: string, data: Record<string, unknown>, raw?: string): void {
+    this.out += raw !== undefined && data.type === type ? `event: ${type}\ndata: ${raw}\n\n` : sse(type, data);
+    this.visible.take(data, type);
   }
 
   chunk(text: string): string {
-    this.tee.feed(text);
     this.parser.feed(text);
     const out = this.out;
     this.out = '';
@@ -88,22 +91,20 @@ class StreamedSplicer implements TurnSplicer<WireMessage> {
   }
 
   private onEvent(e: EventSourceMessage): void {
-    let data: Record<string, unknown>;
-    try {
-      const parsed = JSON.parse(e.data) as unknown;
-      if (!isRecord(parsed)) return;
-      data = parsed;
-    } catch {
-      // A ping or anything else that is not JSON reaches the client as it came.
-      this.emit(`${e.event === undefined ? '' : `event: ${e.event}\n`}data: ${e.data}\n\n`);
+    // Parsed once: the round's reader takes it and hands it on.
+    const read = this.tee.event(e);
+    if (read === undefined) {
+      // A ping or anything else that is not a JSON object reaches the client as it came.
+      this.out += `${e.event === undefined ? '' : `event: ${e.event}\n`}data: ${e.data}\n\n`;
+      this.visible.event(e);
       return;
     }
-    const type = typeof data.type === 'string' ? data.type : (e.event ?? '');
+    const { data, type } = read;
     switch (type) {
       case 'message_start': {
         const u = isRecord(data.message) ? RawUsage.safeParse(data.message.usage) : undefined;
         if (u?.success === true) this.usage = { ...u.data };
-        if (this.round === 0) this.emit(sse(type, data));
+        if (this.round === 0) this.emit(type, data, e.data);
         return;
       }
       case 'content_block_start': {
@@ -112,14 +113,15 @@ class StreamedSplicer implements TurnSplicer<WireMessage> {
         const held = block.type === 'tool_use' && typeof block.name === 'string' && this.isMemoryTool(block.name);
         const mapped = held ? null : this.nextIndex++;
         this.indexes.set(index, mapped);
-        if (mapped !== null) this.emit(sse(type, { ...data, index: mapped }));
+        if (mapped !== null) this.emit(type, mapped === index ? data : { ...data, index: mapped }, mapped === index ? e.data : undefined);
         return;
       }
       case 'content_block_delta':
       case 'content_block_stop': {
         const mapped = typeof data.index === 'number' ? this.indexes.get(data.index) : undefined;
         if (mapped === null) return;
-        this.emit(sse(type, mapped === undefined ? data : { ...data, index: mapped }));
+        if (mapped === undefined || mapped === data.index) this.emit(type, data, e.data);
+        else this.emit(type, { ...data, index: mapped });
         return;
       }
       case 'message_delta': {
@@ -133,10 +135,10 @@ class StreamedSplicer implements TurnSplicer<WireMessage> {
         return;
       case 'error':
         this.failed = `the upstream sent an error event: ${JSON.stringify(data.error ?? data).slice(0, 300)}`;
-        this.emit(sse(type, data));
+        this.emit(type, data);
         return;
       default:
-        this.emit(sse(type, data));
+        this.emit(type, data, e.data);
     }
   }
 
@@ -157,8 +159,8 @@ class StreamedSplicer implements TurnSplicer<WireMessage> {
   }
 
   finish(): { text: string; visible: WireMessage[] } {
-    this.emit(sse('message_delta', { type: 'message_delta', delta: this.stop, usage: finalUsage(this.usage, this.output) }));
-    this.emit(sse('message_stop', { type: 'message_stop' }));
+    this.emit('message_delta', { type: 'message_delta', delta: this.stop, usage: finalUsage(this.usage, this.output) });
+    this.emit('message_stop', { type: 'message_stop' });
     const text = this.out;
     this.out = '';
     const seen = this.visible.finish();

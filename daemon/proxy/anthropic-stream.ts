@@ -76,18 +76,32 @@ export class AnthropicStreamTee {
   }
 
   private onEvent(e: EventSourceMessage): void {
-    if (this.failed !== null) return;
+    this.event(e);
+  }
+
+  /**
+   * One event read into the message. Answers its parsed data and type, so that a caller reading
+   * the same stream (the splicer) need not parse it again; undefined for data that is not a
+   * JSON object.
+   */
+  event(e: EventSourceMessage): { data: Record<string, unknown>; type: string } | undefined {
     let data: unknown;
     try {
       data = JSON.parse(e.data);
     } catch {
-      if (e.event === 'ping') return;
-      this.failed = `an event that is not JSON (${e.event ?? 'message'})`;
-      return;
+      if (e.event !== 'ping') this.failed ??= `an event that is not JSON (${e.event ?? 'message'})`;
+      return undefined;
     }
-    if (typeof data !== 'object' || data === null) return;
+    if (typeof data !== 'object' || data === null || Array.isArray(data)) return undefined;
     const ev = data as Record<string, unknown>;
-    const type = typeof ev.type === 'string' ? ev.type : e.event;
+    const type = typeof ev.type === 'string' ? ev.type : (e.event ?? '');
+    this.take(ev, type);
+    return { data: ev, type };
+  }
+
+  /** One parsed event read into the message. */
+  take(ev: Record<string, unknown>, type: string): void {
+    if (this.failed !== null) return;
     switch (type) {
       case 'message_start': {
         const m = Message.safeParse(ev.message);
