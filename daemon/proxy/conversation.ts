@@ -235,7 +235,7 @@ export async function handleConversation<M, R extends WireRequest<M>>(call: Prox
   try {
     if (daemon.settings.fault === 'proxy-prepare-fails') throw new Error('staged fault: the proxied prepare fails');
     const session = proxySessionFor(daemon.db, wire.name, id);
-    const reconciled = await daemon.kernels.run(session.name, () => reconcile(daemon.db, wire, session, request.conversation, { maxImageBytes: daemon.settings.maxImageBytes }), 'transcript');
+    const reconciled = await daemon.kernels.run(session.name, (kernel) => reconcile(daemon.db, wire, session, request.conversation, { maxImageBytes: daemon.settings.maxImageBytes, cache: kernel.cache }), 'transcript');
     daemon.rowsAdded();
     target = reconciled.target;
     links = reconciled.links;

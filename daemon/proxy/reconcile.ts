@@ -1,9 +1,11 @@
 // Reconcile: the agent re-sends its whole history on every request; this stores only what is
 // new. Each conversation message gets a chained hash over the normalized messages up to it
-// (its wire's MessageCodec.canonical); the session remembers that chain (proxy_messages), so a
-// request costs one hash per message and an append of the new ones. A history that departs
-// from the chain continues in a fork at the departure: nothing stored is ever rewritten.
+// (its wire's MessageCodec.canonical); the session remembers that chain (proxy_messages), and its
+// kernel the previous request's messages (ChainMemo), so a request costs a comparison per message,
+// a hash of those that changed and an append of the new ones. A history that departs from the
+// chain continues in a fork at the departure: nothing stored is ever rewritten.
 import { createHash } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { AlbedoError } from '../../protocol/errors.ts';
 import { RowIn } from '../../protocol/rows.ts';
 import { z } from 'zod';
@@ -11,6 +13,7 @@ import type { Db } from '../../storage/db.ts';
 import { addProxySession, currentProxySession, proxySession, dropChainFrom, firstOfFamily, messageChain, noteAgent, putChainLinks, retireProxySession, type ChainLink } from '../../storage/proxy-state.ts';
 import { createSession, findSession } from '../../storage/sessions.ts';
 import { appendRows, forkMap, forkSession } from '../../storage/transcript.ts';
+import { cacheSlot, type KernelCache } from '../../strategies/harness/kernel-cache.ts';
 import type { Identity } from './identity.ts';
 import type { MessageCodec } from './wire.ts';
 
@@ -102,17 +105,32 @@ function forkAt(db: Db, from: ProxyTarget, links: readonly ChainLink[], keep: nu
 }
 
 /**
+ * The previous request's messages and their chained hashes, kept in the session's kernel. A
+ * chain depends only on the messages up to it, so a message equal to the one at its place in
+ * the previous request, after the same chain, has that message's chain: an agent that sends its
+ * history again costs a comparison of what it sent before, not a hash of it. Only the messages
+ * that changed (the new ones, the one the agent's cache marker moved from) are hashed.
+ */
+export interface ChainMemo {
+  messages: readonly unknown[];
+  chains: readonly string[];
+}
+
+export const CHAIN_MEMO = cacheSlot<ChainMemo>('proxy.chainMemo');
+
+/**
  * How far `conversation` agrees with the stored chain: the chained hash of each of its
  * messages, how many of them are stored already, and whether it departs from what is stored.
  */
-export function matchChain<M>(codec: MessageCodec<M>, links: readonly ChainLink[], conversation: readonly M[]): { chains: string[]; matched: number; departed: boolean } {
+export function matchChain<M>(codec: MessageCodec<M>, links: readonly ChainLink[], conversation: readonly M[], memo?: ChainMemo): { chains: string[]; matched: number; departed: boolean } {
   const chains: string[] = [];
   let previous = '';
   let matched = 0;
   let departed = false;
   for (let i = 0; i < conversation.length; i++) {
     const m = conversation[i]!;
-    previous = chainHash(previous, codec.canonical(m));
+    const known = memo !== undefined && i < memo.messages.length && previous === (i === 0 ? '' : memo.chains[i - 1]) && isDeepStrictEqual(memo.messages[i], m);
+    previous = known ? memo.chains[i]! : chainHash(previous, codec.canonical(m));
     chains.push(previous);
     if (departed || i >= links.length) continue;
     const link = links[i]!;
@@ -129,10 +147,11 @@ export function matchChain<M>(codec: MessageCodec<M>, links: readonly ChainLink[
  * A recorded assistant turn (the proxy's copy of the upstream's answer) that the agent sends
  * back in another shape is taken as the same turn.
  */
-export async function reconcile<M>(db: Db, codec: MessageCodec<M>, target: ProxyTarget, conversation: readonly M[], opts: { maxImageBytes?: number; now?: number } = {}): Promise<Reconciled> {
+export async function reconcile<M>(db: Db, codec: MessageCodec<M>, target: ProxyTarget, conversation: readonly M[], opts: { maxImageBytes?: number; now?: number; cache?: KernelCache } = {}): Promise<Reconciled> {
   const now = opts.now ?? Date.now();
   let links = messageChain(db, target.sid);
-  const { chains, matched, departed } = matchChain(codec, links, conversation);
+  const { chains, matched, departed } = matchChain(codec, links, conversation, opts.cache?.get(CHAIN_MEMO));
+  opts.cache?.set(CHAIN_MEMO, { messages: conversation, chains });
   let forkedFrom: string | null = null;
   // A rewind (a strict prefix of what is stored) also continues in a fork, unless all that is
   // past it is the answer the proxy recorded to this very request (a retry after the answer).

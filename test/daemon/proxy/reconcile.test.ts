@@ -6,7 +6,9 @@ import { test, type TestContext } from 'node:test';
 import type { WireMessage } from '../../../daemon/proxy/anthropic-wire.ts';
 import { anthropicWire } from '../../../daemon/proxy/anthropic.ts';
 import { identify, type Identity } from '../../../daemon/proxy/identity.ts';
-import { proxySessionFor, reconcile, recordAnswer } from '../../../daemon/proxy/reconcile.ts';
+import { CHAIN_MEMO, matchChain, proxySessionFor, reconcile, recordAnswer } from '../../../daemon/proxy/reconcile.ts';
+import type { MessageCodec } from '../../../daemon/proxy/wire.ts';
+import { KernelCache } from '../../../strategies/harness/kernel-cache.ts';
 import type { Db } from '../../../storage/db.ts';
 import { currentProxySession } from '../../../storage/proxy-state.ts';
 import { findSession } from '../../../storage/sessions.ts';
@@ -106,4 +108,46 @@ test('a conversation with another opening under the same agent session id is a c
   // Another credential without an account is another namespace: never the same session.
   const other = proxySessionFor(db, 'anthropic', idOf({ ...headers, 'x-api-key': 'sk-other' }, main));
   assert.notEqual(other.sid, a.sid);
+});
+
+/** The Anthropic codec, counting the messages it is asked to hash. */
+function counting(): { codec: MessageCodec<WireMessage>; hashed: WireMessage[] } {
+  const hashed: WireMessage[] = [];
+  return { hashed, codec: { ...anthropicWire, canonical: (m) => (hashed.push(m), anthropicWire.canonical(m)) } };
+}
+
+test('the memo of the previous request hashes only what changed, and its chains are the ones hashing gives', () => {
+  const history = [u('fix the bug'), call('c1', 'ls'), result('c1', 'a.ts'), call('c2', 'cat a.ts'), result('c2', 'x = 1')];
+  const plain = matchChain(anthropicWire, [], history);
+  const { codec, hashed } = counting();
+  const again = matchChain(codec, [], history, { messages: structuredClone(history), chains: plain.chains });
+  assert.deepEqual(again.chains, plain.chains);
+  assert.equal(hashed.length, 0, 'an equal history (other objects, same content) is not hashed again');
+
+  // One more message, and the agent's cache marker moved onto the last one it sent before.
+  const marked: WireMessage = { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'c2', content: 'x = 1', cache_control: { type: 'ephemeral' } }] };
+  const next = [...history.slice(0, 4), marked, u('now the tests')];
+  const memoed = matchChain(codec, [], next, { messages: history, chains: plain.chains });
+  assert.deepEqual(memoed.chains, matchChain(anthropicWire, [], next).chains);
+  assert.deepEqual(hashed, [marked, next[5]], 'only the changed message and the new one are hashed');
+
+  // An edit early on: everything from it on is hashed again (the chain after it differs).
+  hashed.length = 0;
+  const edited = [u('fix the other bug'), ...history.slice(1)];
+  const e = matchChain(codec, [], edited, { messages: history, chains: plain.chains });
+  assert.deepEqual(e.chains, matchChain(anthropicWire, [], edited).chains);
+  assert.equal(hashed.length, edited.length);
+  assert.notEqual(e.chains[4], plain.chains[4]);
+});
+
+test('reconcile keeps the memo in the kernel cache it is given; an edit still forks with it', async (t) => {
+  const { db, session } = setup(t);
+  const cache = new KernelCache();
+  const history = [u('fix the bug'), call('c1', 'ls'), result('c1', 'a.ts')];
+  await reconcile(db, anthropicWire, session, history, { cache });
+  assert.equal(cache.get(CHAIN_MEMO)?.chains.length, 3);
+  const retry = await reconcile(db, anthropicWire, session, structuredClone(history), { cache });
+  assert.deepEqual([retry.appended, retry.forkedFrom], [0, null]);
+  const edited = await reconcile(db, anthropicWire, session, [u('fix the bug'), call('c1', 'ls -la'), result('c1', 'a.ts')], { cache });
+  assert.equal(edited.forkedFrom, session.name, 'a changed message is never taken from the memo');
 });
