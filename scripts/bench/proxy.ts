@@ -48,8 +48,8 @@ export interface ProxyWireResult {
   total: { proxy: Stats; direct: Stats };
   /** CPU a request: the daemon's over the proxied requests, the bare proxy's over its own. */
   cpu_ms: { proxy: number; bare: number; ratio: number };
-  /** The ~1 MiB streamed answer, end to end. */
-  big: { answer_bytes: number; proxy: Stats; direct: Stats; ratio: number };
+  /** The ~1 MiB streamed answer, end to end; `bare` through the bare pass-through proxy. */
+  big: { answer_bytes: number; proxy: Stats; direct: Stats; bare: Stats; ratio: number };
   /** The daemon's resident set every 100 requests over `requests` proxied requests. */
   memory: { requests: number; rss_bytes: number[] };
   /** What the daemon said at the end: the nothing-due path held. */
@@ -174,8 +174,8 @@ async function benchWire(wire: ProxyWire, d: ReplayDaemon, upstream: Peer, bare:
 
     // The big answer: each run in a conversation of its own (its answer is recorded, and the
     // agent would send it back), first stored with a short answer, then the big one timed,
-    // then the same body direct; the order alternates.
-    const big = { proxy: [] as number[], direct: [] as number[] };
+    // then the same body direct and through the bare proxy; the order alternates.
+    const big = { proxy: [] as number[], direct: [] as number[], bare: [] as number[] };
     let answerBytes = 0;
     for (let i = 0; i < opts.bigRuns; i++) {
       const c = new WireConversation(wire, corpus, HISTORY_CHARS, `${wire}-big${i}`);
@@ -183,16 +183,17 @@ async function benchWire(wire: ProxyWire, d: ReplayDaemon, upstream: Peer, bare:
       c.advance();
       const body = c.body();
       const headers = { ...c.headers, 'x-bench-answer': 'big' };
-      const viaDirect = async (): Promise<void> => {
+      const anchors = async (): Promise<void> => {
         const r = await send(paths.direct, headers, body, agent);
         big.direct.push(r.total);
         answerBytes = r.bytes;
+        big.bare.push((await send(paths.bare, headers, body, agent)).total);
       };
-      if (i % 2 === 1) await viaDirect();
+      if (i % 2 === 1) await anchors();
       big.proxy.push((await send(paths.proxy, headers, body, agent)).total);
-      if (i % 2 === 0) await viaDirect();
+      if (i % 2 === 0) await anchors();
     }
-    const bigStats = { proxy: stats(big.proxy), direct: stats(big.direct) };
+    const bigStats = { proxy: stats(big.proxy), direct: stats(big.direct), bare: stats(big.bare) };
     log(`  proxy ${wire}: ${fmtBytes(answerBytes)} answer ${fmtMs(bigStats.proxy.median_ms)} vs direct ${fmtMs(bigStats.direct.median_ms)}`);
 
     const check = await checkNothingDue(d);
@@ -259,7 +260,7 @@ function rssGrowth(rss: readonly number[]): number {
   return rss[rss.length - 1]! / Math.min(...rss.slice(1));
 }
 
-export function judgeProxy(r: ProxyResult): Array<{ target: string; measured: string; pass: boolean }> {
+export function judgeProxy(r: ProxyResult): Array<{ target: string; measured: string; pass: boolean; note?: string }> {
   const t = PROXY_TARGETS;
   return r.wires.flatMap((w) => {
     const bound = t.ttfbRatio * w.ttfb.direct.median_ms + t.ttfbSlackMs;
@@ -270,6 +271,7 @@ export function judgeProxy(r: ProxyResult): Array<{ target: string; measured: st
         target: `proxy ${w.wire}: first streamed byte within ${t.ttfbRatio}x direct + ${t.ttfbSlackMs} ms at ~${Math.round(w.history_tokens / 1000)}k tokens`,
         measured: `median ${fmtMs(w.ttfb.proxy.median_ms)} vs direct ${fmtMs(w.ttfb.direct.median_ms)} (bound ${fmtMs(bound)})`,
         pass: w.ttfb.proxy.median_ms <= bound,
+        note: `floor: the bare pass-through proxy alone ${fmtMs(w.ttfb.bare.median_ms)}`,
       },
       {
         target: `proxy ${w.wire}: CPU a request within ${t.cpuRatio}x a bare pass-through proxy's`,
@@ -280,6 +282,7 @@ export function judgeProxy(r: ProxyResult): Array<{ target: string; measured: st
         target: `proxy ${w.wire}: a ${fmtBytes(w.big.answer_bytes)} streamed answer within ${t.bigRatio}x direct`,
         measured: `median ${fmtMs(w.big.proxy.median_ms)} vs ${fmtMs(w.big.direct.median_ms)} (${w.big.ratio.toFixed(2)}x)`,
         pass: w.big.ratio <= t.bigRatio,
+        note: `floor: the bare pass-through proxy alone ${fmtMs(w.big.bare.median_ms)} (${(w.big.bare.median_ms / w.big.direct.median_ms).toFixed(2)}x)`,
       },
       {
         target: `proxy ${w.wire}: daemon RSS flat over ${w.memory.requests} requests (last within ${t.rssGrowth}x of the lowest after the first 100)`,
@@ -303,7 +306,7 @@ export function renderProxy(r: ProxyResult): string {
     lines.push(row('first byte, proxy', w.ttfb.proxy), row('first byte, bare proxy', w.ttfb.bare), row('first byte, direct', w.ttfb.direct));
     lines.push(row('whole answer, proxy', w.total.proxy), row('whole answer, direct', w.total.direct));
     lines.push(`    CPU a request: daemon ${w.cpu_ms.proxy.toFixed(2)} ms, bare proxy ${w.cpu_ms.bare.toFixed(2)} ms (${w.cpu_ms.ratio.toFixed(2)}x)`);
-    lines.push(row(`${fmtBytes(w.big.answer_bytes)} answer, proxy`, w.big.proxy), row(`${fmtBytes(w.big.answer_bytes)} answer, direct`, w.big.direct));
+    lines.push(row(`${fmtBytes(w.big.answer_bytes)} answer, proxy`, w.big.proxy), row(`${fmtBytes(w.big.answer_bytes)} answer, bare proxy`, w.big.bare), row(`${fmtBytes(w.big.answer_bytes)} answer, direct`, w.big.direct));
     lines.push(`    RSS every 100 requests: ${w.memory.rss_bytes.map((x) => (x / 2 ** 20).toFixed(0)).join(' ')} MiB`);
   }
   return lines.join('\n');
