@@ -15,7 +15,7 @@ import { createSummarizer, SummarizerConfig } from '../../strategies/summarizer/
 import type { CallContext, ConnectionState, DaemonServices } from '../context.ts';
 import { preparedRequest, usageReport } from '../handlers/compaction.ts';
 import { identify, type Identity } from './identity.ts';
-import { jsonBody } from './json-body.ts';
+import { jsonBody, parseJsonBody } from './json-body.ts';
 import { proxySessionFor, reconcile, recordAnswer, type ProxyTarget } from './reconcile.ts';
 import { clientHeaders, decodeBody, decoderFor, sendUpstream, upstreamHeaders, upstreamUrl } from './upstream.ts';
 import { proxyMemoryTools, runTurn } from './memory-tools.ts';
@@ -188,7 +188,7 @@ export async function openRequest<M, R extends WireRequest<M>>(call: ProxyCall, 
   }
   let json: unknown;
   try {
-    json = JSON.parse(decoded.toString('utf8'));
+    json = parseJsonBody(decoded);
   } catch (err) {
     sendError(call.res, wire.errorBody, 'invalid_request', `albedo proxy: the request body is not JSON (${(err as Error).message})`);
     return null;
