@@ -5,7 +5,6 @@
 // a hash of those that changed and an append of the new ones. A history that departs from the
 // chain continues in a fork at the departure: nothing stored is ever rewritten.
 import { createHash } from 'node:crypto';
-import { isDeepStrictEqual } from 'node:util';
 import { AlbedoError } from '../../protocol/errors.ts';
 import { RowIn } from '../../protocol/rows.ts';
 import { z } from 'zod';
@@ -118,6 +117,28 @@ export interface ChainMemo {
 
 export const CHAIN_MEMO = cacheSlot<ChainMemo>('proxy.chainMemo');
 
+/** Whether two parsed JSON values are the same, key order included (what can differ gets hashed). */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  const kx = Object.keys(x);
+  const ky = Object.keys(y);
+  if (kx.length !== ky.length) return false;
+  for (let i = 0; i < kx.length; i++) {
+    const k = kx[i]!;
+    if (k !== ky[i] || !sameJson(x[k], y[k])) return false;
+  }
+  return true;
+}
+
 /**
  * How far `conversation` agrees with the stored chain: the chained hash of each of its
  * messages, how many of them are stored already, and whether it departs from what is stored.
@@ -129,7 +150,7 @@ export function matchChain<M>(codec: MessageCodec<M>, links: readonly ChainLink[
   let departed = false;
   for (let i = 0; i < conversation.length; i++) {
     const m = conversation[i]!;
-    const known = memo !== undefined && i < memo.messages.length && previous === (i === 0 ? '' : memo.chains[i - 1]) && isDeepStrictEqual(memo.messages[i], m);
+    const known = memo !== undefined && i < memo.messages.length && previous === (i === 0 ? '' : memo.chains[i - 1]) && sameJson(memo.messages[i], m);
     previous = known ? memo.chains[i]! : chainHash(previous, codec.canonical(m));
     chains.push(previous);
     if (departed || i >= links.length) continue;

@@ -131,6 +131,12 @@ test('the memo of the previous request hashes only what changed, and its chains 
   assert.deepEqual(memoed.chains, matchChain(anthropicWire, [], next).chains);
   assert.deepEqual(hashed, [marked, next[5]], 'only the changed message and the new one are hashed');
 
+  // The same message with its keys in another order is hashed, and gets the same chain.
+  hashed.length = 0;
+  const reordered = [{ content: history[0]!.content, role: 'user' } as WireMessage, ...history.slice(1)];
+  assert.deepEqual(matchChain(codec, [], reordered, { messages: history, chains: plain.chains }).chains, plain.chains);
+  assert.deepEqual(hashed, [reordered[0]]);
+
   // An edit early on: everything from it on is hashed again (the chain after it differs).
   hashed.length = 0;
   const edited = [u('fix the other bug'), ...history.slice(1)];
