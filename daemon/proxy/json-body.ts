@@ -43,9 +43,15 @@ export function parseJsonBody(body: Buffer): unknown {
 
 const BACKSLASH_U = Buffer.from('\\u', 'latin1');
 
-/** Whether a `\uXXXX` in the body may stand for a character over 0x7f (an escaped backslash before a `u` counts too). */
+/**
+ * Whether a `\uXXXX` escape in the body may stand for a character over 0x7f. A `u` after an
+ * even run of backslashes is text (source code quoting `\u2014`), not an escape.
+ */
 function escapesHigh(body: Buffer): boolean {
   for (let i = body.indexOf(BACKSLASH_U); i !== -1; i = body.indexOf(BACKSLASH_U, i + 2)) {
+    let start = i;
+    while (start > 0 && body[start - 1] === 0x5c) start--;
+    if ((i - start) % 2 === 1) continue;
     const code = Number.parseInt(body.toString('latin1', i + 2, i + 6), 16);
     if (!(code < 0x80)) return true;
   }

@@ -31,7 +31,7 @@ function rng(seed: number): () => number {
   };
 }
 
-const PIECES = ['a', 'Z', ' ', '"', '\\', '\n', '\u001b', 'é', 'ß', 'ÿ', '\u0080', '中', '—', '🚀', '\ufffd', '__proto__'];
+const PIECES = ['a', 'Z', ' ', '"', '\\', '\n', '\u001b', 'é', 'ß', 'ÿ', '\u0080', '中', '—', '🚀', '\ufffd', '__proto__', '\\u00e9', '\\\\u2014', 'u00ff'];
 
 /** The same body with some characters written as \u escapes (JSON allows any to be), or with raw bytes that are not UTF-8 inside a string. */
 function variants(json: string, r: () => number): Buffer[] {
