@@ -18,6 +18,11 @@ export interface AppendOptions {
   maxImageBytes?: number;
   /** Clock for `created_at`, milliseconds since the epoch. */
   now?: () => number;
+  /**
+   * Runs inside the append's transaction once the rows are written, with their seqs: what
+   * records them (the proxy's chain links) commits with them, in the same fsync, or not at all.
+   */
+  withRows?: (result: AppendResult) => void;
 }
 
 /** A row's contents moved from one seq of its session to another (tool-result settling). */
@@ -327,7 +332,11 @@ export async function appendRows(
   const images = await prepareImages(db, rows, opts.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES);
   const long = await packLongBodies(rows, images);
   const now = (opts.now ?? Date.now)();
-  return db.transaction(() => writeBatch(db, session, rows, long, images, now))();
+  return db.transaction(() => {
+    const result = writeBatch(db, session, rows, long, images, now);
+    opts.withRows?.(result);
+    return result;
+  })();
 }
 
 /** A batch row's stored body: as an object, as JSON, and as its columns. */

@@ -174,7 +174,7 @@ export async function runTurn<M, R extends WireRequest<M>>(t: Turn<M, R>): Promi
         target.name,
         async () => {
           if (daemon.settings.fault === 'proxy-store-held') await heldUntilReleased(path.join(daemon.paths.home, 'release-store'), signal);
-          linkTurn(daemon.db, wire, target, t.links, visible, Math.max(lastSeq, await appendRound(daemon.db, target, turnIdx, round, rows)));
+          await appendRound(daemon.db, target, turnIdx, round, rows, (seq) => void linkTurn(daemon.db, wire, target, t.links, visible, Math.max(lastSeq, seq)));
         },
         'transcript',
       );

@@ -195,20 +195,21 @@ export async function reconcile<M>(db: Db, codec: MessageCodec<M>, target: Proxy
     rows.push(...r);
     for (let k = 0; k < r.length; k++) owners.push(i);
   }
-  let appended = 0;
   const fresh: ChainLink[] = [];
-  if (matched < conversation.length) {
-    const result = rows.length === 0 ? { seqs: [] as number[] } : await appendRows(db, target.name, rows, { maxImageBytes: opts.maxImageBytes });
-    appended = rows.length;
+  // The links of the new messages, from the seqs their rows got; stored with the rows.
+  const link = (seqs: readonly number[]): void => {
     let last = matched === 0 ? 0 : links[matched - 1]!.last_seq;
     for (let i = matched; i < conversation.length; i++) {
       owners.forEach((o, k) => {
-        if (o === i) last = Math.max(last, result.seqs[k]!);
+        if (o === i) last = Math.max(last, seqs[k]!);
       });
       fresh.push({ idx: i, chain: chains[i]!, last_seq: last, recorded: false });
     }
-  }
-  if (rehashed.length > 0 || fresh.length > 0) db.transaction(() => putChainLinks(db, target.sid, [...rehashed, ...fresh]))();
+    putChainLinks(db, target.sid, [...rehashed, ...fresh]);
+  };
+  if (rows.length > 0) await appendRows(db, target.name, rows, { maxImageBytes: opts.maxImageBytes, withRows: (r) => link(r.seqs) });
+  else if (rehashed.length > 0 || matched < conversation.length) db.transaction(() => link([]))();
+  const appended = rows.length;
   const all = [...links.slice(0, matched).map((l, i) => ({ ...l, chain: chains[i]! })), ...fresh];
   return { target, appended, forkedFrom, links: all };
 }
@@ -230,32 +231,41 @@ export async function recordAnswer<M>(db: Db, codec: MessageCodec<M>, target: Pr
     rows.push(...r);
     for (let j = 0; j < r.length; j++) owners.push(k);
   });
-  const seqs = rows.length === 0 ? [] : (await appendRows(db, target.name, rows)).seqs;
-  let last = links.length === 0 ? 0 : links[links.length - 1]!.last_seq;
-  const fresh = chains.map((chain, k) => {
-    owners.forEach((o, j) => {
-      if (o === k) last = Math.max(last, seqs[j]!);
+  let fresh: ChainLink[] = [];
+  // The answer's links, from the seqs its rows got; stored with the rows.
+  const link = (seqs: readonly number[]): void => {
+    let last = links.length === 0 ? 0 : links[links.length - 1]!.last_seq;
+    fresh = chains.map((chain, k) => {
+      owners.forEach((o, j) => {
+        if (o === k) last = Math.max(last, seqs[j]!);
+      });
+      return { idx: links.length + k, chain, last_seq: last, recorded: true };
     });
-    return { idx: links.length + k, chain, last_seq: last, recorded: true };
-  });
-  if (fresh.length > 0) db.transaction(() => putChainLinks(db, target.sid, fresh))();
+    if (fresh.length > 0) putChainLinks(db, target.sid, fresh);
+  };
+  if (rows.length > 0) await appendRows(db, target.name, rows, { withRows: (r) => link(r.seqs) });
+  else db.transaction(() => link([]))();
   return fresh;
 }
 
 /**
  * Stores one round of a turn the proxy ran its own tools in: the round's answer and the tool
  * results, keyed by the turn's place, the round and their content (a retried turn whose round
- * came out the same stores nothing twice). Answers the newest seq.
+ * came out the same stores nothing twice). Answers the newest seq; `withRows` runs in the same
+ * transaction with it (the last round's link to what the client saw).
  */
-export async function appendRound(db: Db, target: ProxyTarget, turn: number, round: number, rows: readonly RowIn[]): Promise<number> {
+export async function appendRound(db: Db, target: ProxyTarget, turn: number, round: number, rows: readonly RowIn[], withRows?: (lastSeq: number) => void): Promise<number> {
   const keyed = rows.map((row, k) => {
     const digest = createHash('sha256').update(JSON.stringify(row)).digest('hex').slice(0, 32);
     const parsed = RowIn.safeParse({ ...row, key: `pxt:${turn}:${round}:${digest}:${k}` });
     if (!parsed.success) throw new AlbedoError('invalid_proxy_request', `round ${round} of the turn cannot be stored: ${z.prettifyError(parsed.error).replaceAll('\n', '; ')}`, { round });
     return parsed.data;
   });
-  if (keyed.length === 0) return 0;
-  const { seqs } = await appendRows(db, target.name, keyed);
+  if (keyed.length === 0) {
+    if (withRows !== undefined) db.transaction(() => withRows(0))();
+    return 0;
+  }
+  const { seqs } = await appendRows(db, target.name, keyed, withRows === undefined ? {} : { withRows: (r) => withRows(Math.max(...r.seqs)) });
   return Math.max(...seqs);
 }
 

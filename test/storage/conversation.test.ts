@@ -372,3 +372,21 @@ test('units and countUnitsAfter agree for every cut and never decode a body', as
   assert.deepEqual(units(db, 'x'), [{ start: more[0]! - 1, end: more[0]! - 1, user: true }]);
   assert.throws(() => units(db, 'nope'), isAlbedo('unknown_session'));
 });
+
+test('withRows runs inside the append: it sees the seqs, and a failure in it stores none of the rows', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 'w' });
+  const seen: number[][] = [];
+  const ok = await appendRows(db, 'w', [user('one'), user('two')], { withRows: (r) => void seen.push([...r.seqs, Number(db.inTransaction)]) });
+  assert.deepEqual(seen, [[...ok.seqs, 1]], 'called once, inside the transaction, with the seqs');
+  await assert.rejects(
+    appendRows(db, 'w', [user('three')], {
+      withRows: () => {
+        throw new Error('the bookkeeping failed');
+      },
+    }),
+    /the bookkeeping failed/,
+  );
+  const texts = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM transcript t JOIN sessions s ON s.sid = t.sid WHERE s.name = 'w'").get();
+  assert.equal(texts?.n, 2, 'the failed batch left no row');
+});
