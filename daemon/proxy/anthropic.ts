@@ -14,7 +14,6 @@ import { canonicalMessage, MessagesRequest, messageRows, messageText, placeCache
 import { placeClientPrompt, splitClientPrompt, type PlacedPrompt } from './client-prompt.ts';
 import { forward, imageBytes, openRequest, proxyConnection, type ProxyCall } from './conversation.ts';
 import { credentialOf, header } from './identity.ts';
-import { jsonBody } from './json-body.ts';
 import { matchChain } from './reconcile.ts';
 import { clientHeaders, sendUpstream, upstreamHeaders, upstreamUrl } from './upstream.ts';
 import type { Answer, AnswerReader, ProxyErrorKind, Wire, WireRequest } from './wire.ts';
@@ -204,7 +203,7 @@ export async function handleCountTokens(call: ProxyCall): Promise<void> {
     const preview = await daemon.kernels.run(known.name, (kernel) => previewPrepared(params, ctx, kernel));
     const fresh = conversation.slice(matched);
     const messages = placeClientPrompt([...preparedMessages(preview.inputs, imageBytes(daemon)), ...fresh], system);
-    outgoing = jsonBody({ ...body, ...systemField(body.system, preview.system), messages });
+    outgoing = Buffer.from(JSON.stringify({ ...body, ...systemField(body.system, preview.system), messages }));
     const ratio = preview.observation.token_ratio;
     estimate = (preview.observation.calibrated_input_tokens ?? preview.observation.estimated_input_tokens) + Math.ceil(textTokens(JSON.stringify(fresh)) * ratio);
   } catch (err) {

@@ -15,7 +15,6 @@ import { createSummarizer, SummarizerConfig } from '../../strategies/summarizer/
 import type { CallContext, ConnectionState, DaemonServices } from '../context.ts';
 import { preparedRequest, usageReport } from '../handlers/compaction.ts';
 import { identify, type Identity } from './identity.ts';
-import { jsonBody, parseJsonBody } from './json-body.ts';
 import { proxySessionFor, reconcile, recordAnswer, type ProxyTarget } from './reconcile.ts';
 import { clientHeaders, decodeBody, decoderFor, sendUpstream, upstreamHeaders, upstreamUrl } from './upstream.ts';
 import { proxyMemoryTools, runTurn } from './memory-tools.ts';
@@ -188,7 +187,7 @@ export async function openRequest<M, R extends WireRequest<M>>(call: ProxyCall, 
   }
   let json: unknown;
   try {
-    json = parseJsonBody(decoded);
+    json = JSON.parse(decoded.toString('utf8'));
   } catch (err) {
     sendError(call.res, wire.errorBody, 'invalid_request', `albedo proxy: the request body is not JSON (${(err as Error).message})`);
     return null;
@@ -261,7 +260,7 @@ export async function handleConversation<M, R extends WireRequest<M>>(call: Prox
       // With no instructions of the daemon's, `system` is the daemon's own block (extension context).
       const out = request.outgoing({ inputs: result.inputs, system: result.system }, imageBytes(daemon), maxTokens.value);
       const body = memory.length === 0 || wire.memoryTools === undefined ? out : wire.memoryTools.addTools(out, memory, last);
-      return { body: jsonBody(body), preparedId: result.prepared_id };
+      return { body: Buffer.from(JSON.stringify(body)), preparedId: result.prepared_id };
     };
     first = await prepare(false);
   } catch (err) {
