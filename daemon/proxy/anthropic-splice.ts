@@ -113,7 +113,8 @@ class StreamedSplicer implements TurnSplicer<WireMessage> {
         const held = block.type === 'tool_use' && typeof block.name === 'string' && this.isMemoryTool(block.name);
         const mapped = held ? null : this.nextIndex++;
         this.indexes.set(index, mapped);
-        if (mapped !== null) this.emit(type, mapped === index ? data : { ...data, index: mapped }, mapped === index ? e.data : undefined);
+        if (mapped === index) this.emit(type, data, e.data);
+        else if (mapped !== null) this.emit(type, { ...data, index: mapped });
         return;
       }
       case 'content_block_delta':

@@ -15,7 +15,7 @@ import type { Corpus } from './corpus.ts';
 import { AppendFloor, medianRatio, SchemaFloor } from './floor.ts';
 import { agentPrompt, MODEL_ID, TAIL_PERCENT, WINDOW_TOKENS } from './prepare.ts';
 import { RowStream } from './rows.ts';
-import { nowMs, stats, type Stats } from './timing.ts';
+import { nowMs, processCpuMs, stats, type Stats } from './timing.ts';
 
 export interface AppendResult {
   batch: number;
@@ -154,18 +154,6 @@ function ownCpuMs(): number {
   return (u.user + u.system) / 1000;
 }
 
-/** Another process's CPU milliseconds from /proc (Linux), or undefined. */
-function processCpuMs(pid: number): number | undefined {
-  try {
-    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
-    const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS_PER_S;
-  } catch {
-    return undefined;
-  }
-}
-/** USER_HZ: /proc reports CPU time in these ticks (100 on Linux builds in practice). */
-const CLOCK_TICKS_PER_S = 100;
 
 /**
  * Our side and the floor, given the same prefill and then the same batches in alternating

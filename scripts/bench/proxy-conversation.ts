@@ -113,7 +113,7 @@ const responses: Shape = {
 const SHAPES: Record<ProxyWire, Shape> = { anthropic, chat, responses };
 
 /** The model each wire's conversation names: known to the catalog, with a window well above the history. */
-export const WIRE_MODEL: Record<ProxyWire, string> = { anthropic: 'claude-sonnet-4-5', chat: 'gpt-5', responses: 'gpt-5' };
+const WIRE_MODEL: Record<ProxyWire, string> = { anthropic: 'claude-sonnet-4-5', chat: 'gpt-5', responses: 'gpt-5' };
 
 export class WireConversation {
   private readonly shape: Shape;

@@ -1,6 +1,6 @@
 // The two processes the proxy section measures the daemon's proxy against, each plain
 // JavaScript run with `node -e` in a child process of its own (so its CPU time is its own, read
-// from /proc like the daemon's):
+// from /proc like the daemon's, timing.ts):
 // - the upstream: answers POST .../v1/messages, .../chat/completions and .../responses with a
 //   short streamed text answer in that wire's events, or, when the request carries the header
 //   `x-bench-answer: big`, with a text answer of about 1 MiB in 1 KiB deltas. It reads each body
@@ -9,7 +9,6 @@
 //   (JSON.parse, JSON.stringify), forwards it with the client's headers and pipes the answer
 //   back. What any proxy that touches the body costs, with nothing of albedo's work.
 import { spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 
 /** The big answer's text, in characters. */
 export const BIG_ANSWER_CHARS = 1 << 20;
@@ -137,19 +136,3 @@ export function startBenchUpstream(): Promise<Peer> {
 export function startBareProxy(upstream: string): Promise<Peer> {
   return startPeer(BARE_PROXY, [upstream]);
 }
-
-/** A process's CPU time (user + system) in milliseconds, from /proc; null where /proc is not readable. */
-export function cpuMsOf(pid: number): number | null {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The fields after the command name, which is in parentheses and may hold spaces.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return (ticks * 1000) / CLOCK_TICKS;
-  } catch {
-    return null;
-  }
-}
-
-/** USER_HZ, 100 on every Linux this runs on (sysconf is not reachable from Node). */
-const CLOCK_TICKS = 100;

@@ -15,16 +15,16 @@ import type { Corpus } from './corpus.ts';
 import { buildDist } from './build-dist.ts';
 import { rssOf } from './memory.ts';
 import { PROXY_WIRES, WireConversation, type ProxyWire } from './proxy-conversation.ts';
-import { BIG_ANSWER_CHARS, cpuMsOf, startBareProxy, startBenchUpstream, type Peer } from './proxy-peers.ts';
+import { BIG_ANSWER_CHARS, startBareProxy, startBenchUpstream, type Peer } from './proxy-peers.ts';
 import { startReplayDaemon, type ReplayDaemon } from '../replay/daemon.ts';
-import { fmtBytes, fmtMs, nowMs, stats, type Stats } from './timing.ts';
+import { fmtBytes, fmtMs, nowMs, processCpuMs, stats, type Stats } from './timing.ts';
 
 /** The history each conversation starts with, in characters of text (~100k tokens). */
 const HISTORY_CHARS = 400_000;
 /** The rolling window: far above the history, so nothing is due for the whole section. */
 const WINDOW_TOKENS = 400_000;
 
-export const PROXY_TARGETS = {
+const PROXY_TARGETS = {
   /** Proxy's median time to first byte within this times direct's, plus `ttfbSlackMs`. */
   ttfbRatio: 1.2,
   ttfbSlackMs: 5,
@@ -116,8 +116,8 @@ function pathsFor(wire: ProxyWire, conv: WireConversation, upstream: Peer, bare:
 
 /** CPU time of a process, or a clear error: the section needs /proc. */
 function cpuMs(pid: number): number {
-  const v = cpuMsOf(pid);
-  if (v === null) throw new Error(`cannot read /proc/${pid}/stat`);
+  const v = processCpuMs(pid);
+  if (v === undefined) throw new Error(`cannot read /proc/${pid}/stat`);
   return v;
 }
 

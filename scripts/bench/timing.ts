@@ -1,12 +1,26 @@
-// Timing primitives for the benchmark: a monotonic clock in milliseconds, repeated runs with
-// median/min/max, and an event-loop stall probe (perf_hooks.monitorEventLoopDelay) wrapped
+// Timing primitives for the benchmark: a monotonic clock in milliseconds, another process's CPU
+// time, repeated runs with median/min/max, and an event-loop stall probe (perf_hooks.monitorEventLoopDelay) wrapped
 // around one async operation.
+import fs from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 /** Milliseconds from a monotonic clock. */
 export function nowMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;
 }
+
+/** Another process's CPU milliseconds (user + system) from /proc (Linux), or undefined. */
+export function processCpuMs(pid: number): number | undefined {
+  try {
+    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS_PER_S;
+  } catch {
+    return undefined;
+  }
+}
+/** USER_HZ: /proc reports CPU time in these ticks (100 on Linux builds in practice). */
+const CLOCK_TICKS_PER_S = 100;
 
 export interface Stats {
   runs: number;
