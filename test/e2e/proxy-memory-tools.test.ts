@@ -112,6 +112,8 @@ function assembled(evs: Event[]): { blocks: WireBlock[]; stop: unknown; usage: R
       assert.ok(b !== undefined, 'a delta of a block the client was shown');
       const d = e.data.delta as Record<string, unknown>;
       if (d.type === 'text_delta') b.text = `${typeof b.text === 'string' ? b.text : ''}${typeof d.text === 'string' ? d.text : ''}`;
+      if (d.type === 'thinking_delta') b.thinking = `${typeof b.thinking === 'string' ? b.thinking : ''}${typeof d.thinking === 'string' ? d.thinking : ''}`;
+      if (d.type === 'signature_delta') b.signature = d.signature;
     } else if (e.event === 'content_block_stop') {
       assert.ok(blocks[e.data.index as number] !== undefined, 'no orphan content_block_stop');
     } else if (e.event === 'message_delta') {
@@ -196,6 +198,35 @@ test('the agent has its whole answer before the proxy stores it; its next reques
   assert.equal(ctx.observation.provider_input_tokens, 500, "the answer's usage reached /context");
 });
 
+test("each round's signed thinking stays with its round: the agent sees both, upstream gets each in the round that wrote it", async () => {
+  const p = await proxyWith((req) =>
+    grepResults(req).length === 0
+      ? { kind: 'message', content: [{ type: 'thinking', thinking: 'search the transcript', signature: 'sig-round-one' }, { type: 'tool_use', name: 'transcript_grep', input: { pattern: 'ZEBRA' } }], stopReason: 'tool_use' }
+      : { kind: 'message', content: [{ type: 'thinking', thinking: 'found it', signature: 'sig-round-two' }, { type: 'text', text: 'the key is ZEBRA-4242' }], stopReason: 'end_turn' },
+  );
+  const r = await post(`${p.base}/v1/messages`, request(HISTORY, true));
+  const msg = assembled(events(r.text));
+  assert.deepEqual(
+    msg.blocks.map((b) => [b.type, b.thinking ?? b.text, b.signature ?? null]),
+    [
+      ['thinking', 'search the transcript', 'sig-round-one'],
+      ['thinking', 'found it', 'sig-round-two'],
+      ['text', 'the key is ZEBRA-4242', null],
+    ],
+  );
+
+  // The agent sends the spliced message back: no fork, and upstream gets the two rounds apart.
+  p.up.setScript(() => ({ kind: 'message', content: [{ type: 'text', text: 'ok' }], stopReason: 'end_turn' }));
+  await post(`${p.base}/v1/messages`, request([...HISTORY, { role: 'assistant', content: msg.blocks }, { role: 'user', content: 'thanks' }], true));
+  await onlySession(p.client);
+  const sent = p.up.messages({ conversation: true }).at(-1)!;
+  const rounds = (sent.body.messages ?? []).filter((m) => m.role === 'assistant').map((m) => blocksOf(m).map((b) => (b.type === 'thinking' ? `thinking:${String(b.signature)}` : b.type === 'tool_use' ? `tool_use:${String(b.name)}` : b.type)));
+  assert.deepEqual(rounds.slice(-2), [
+    ['thinking:sig-round-one', 'tool_use:transcript_grep'],
+    ['thinking:sig-round-two', 'text'],
+  ]);
+});
+
 test('a memory-tool turn not streamed answers one body with only the client-visible blocks and the usage rule', async () => {
   const p = await proxyWith(quoting);
   const r = await post(`${p.base}/v1/messages`, request(HISTORY, false));
@@ -260,6 +291,11 @@ for (const stream of [true, false]) {
     assert.equal(sent.slice(0, 9).filter((s) => s.body.tool_choice !== undefined).length, 0);
     assert.match(grepResults(sent[9]!).join('\n'), /at most 8 memory-tool rounds/);
     assert.doesNotMatch(grepResults(sent[8]!).join('\n'), /at most 8/, 'the eighth round still ran');
+    // /context (and so `albedo context`) names the newest five calls of the nine, and the refused one.
+    const notes = (await p.client.call('context', { session: await onlySession(p.client) })).observation.notes.join('\n');
+    assert.match(notes, /9 round\(s\), 9 call\(s\) \(1 answered with an error\)/);
+    const newest = /last memory-tool calls, newest first: (.*)/.exec(notes)?.[1] ?? '';
+    assert.equal(newest, Array.from({ length: 5 }, () => 'transcript_grep("ZEBRA")').join(', '));
   });
 }
 

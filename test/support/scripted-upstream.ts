@@ -9,7 +9,8 @@ import zlib from 'node:zlib';
 /** One content block of a scripted answer. `id` of a tool_use defaults to a fresh `toolu_...`. */
 export type AnswerBlock =
   | { type: 'text'; text: string }
-  | { type: 'tool_use'; name: string; input: Record<string, unknown>; id?: string };
+  | { type: 'tool_use'; name: string; input: Record<string, unknown>; id?: string }
+  | { type: 'thinking'; thinking: string; signature: string };
 
 /** Usage numbers to report; anything left out is estimated (input: body bytes / 4). */
 export interface AnswerUsage {
@@ -238,7 +239,9 @@ function resolveBlocks(blocks: AnswerBlock[]): ResolvedBlock[] {
   return blocks.map((b) =>
     b.type === 'text'
       ? { wire: { type: 'text', text: b.text } }
-      : { wire: { type: 'tool_use', id: b.id ?? `toolu_${randomBytes(12).toString('hex')}`, name: b.name, input: b.input } },
+      : b.type === 'thinking'
+        ? { wire: { type: 'thinking', thinking: b.thinking, signature: b.signature } }
+        : { wire: { type: 'tool_use', id: b.id ?? `toolu_${randomBytes(12).toString('hex')}`, name: b.name, input: b.input } },
   );
 }
 
@@ -305,6 +308,13 @@ export async function startScriptedUpstream(opts: ScriptedUpstreamOptions = {}):
         for (const piece of chunks(String(block.text), chunkSize)) {
           send('content_block_delta', { index, delta: { type: 'text_delta', text: piece } });
         }
+      } else if (block.type === 'thinking') {
+        // As Anthropic streams it: the thinking in deltas, then its signature in one.
+        send('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } });
+        for (const piece of chunks(String(block.thinking), chunkSize)) {
+          send('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: piece } });
+        }
+        send('content_block_delta', { index, delta: { type: 'signature_delta', signature: block.signature } });
       } else {
         send('content_block_start', { index, content_block: { ...block, input: {} } });
         for (const piece of chunks(JSON.stringify(block.input), chunkSize)) {
