@@ -84,7 +84,8 @@ export const MEMORY_TOOLS: readonly MemoryTool[] = [
     extension: 'snapcompact-memory',
     name: 'transcript_grep',
     description:
-      "Search this session's full transcript for literal text (case-insensitive). Returns the number of " +
+      "Search this session's full transcript, including history that compaction summarized or dropped, " +
+      'for literal text (case-insensitive). Returns the number of ' +
       'matching rows and one page of matches with their seq and a preview; read around a match with ' +
       'transcript_read from_seq/to_seq.',
     args: TRANSCRIPT_GREP_ARGS,

@@ -152,7 +152,10 @@ test('a streamed memory-tool call is answered by the proxy and spliced into one 
 
   const sent = p.up.messages({ conversation: true });
   assert.equal(sent.length, 2, 'one follow-up went upstream');
-  assert.ok((sent[0]!.body.tools as Array<{ name: string }>).some((t) => t.name === 'transcript_grep'), 'the memory tools went upstream');
+  const added = (sent[0]!.body.tools as Array<{ name: string; description: string; input_schema: { properties?: Record<string, unknown> } }>).find((t) => t.name === 'transcript_grep');
+  assert.ok(added !== undefined, 'the memory tools went upstream');
+  assert.match(added.description, /full transcript, including history that compaction/, 'it says what it reaches');
+  assert.ok(!('session' in (added.input_schema.properties ?? {})), 'the proxy knows the session; the model is not asked for it');
   assert.equal(sent[1]!.headers['x-api-key'], 'sk-ant-memory', "the follow-up carries the agent's credentials");
   assert.match(grepResults(sent[1]!).join('\n'), /ZEBRA-4242/, 'the grep found the fact in the transcript');
 
