@@ -7,6 +7,7 @@ import type { OutPart, PlainInput } from '../../protocol/prepared.ts';
 import type { ImagePartIn, RowIn, TextPart } from '../../protocol/rows.ts';
 import { OpaquePart } from '../../protocol/rows.ts';
 import { canonicalJson } from './client-prompt.ts';
+import { FromParts } from './from-parts.ts';
 
 export const WIRE = 'anthropic';
 
@@ -161,6 +162,9 @@ function outBlock(p: Exclude<OutPart, { type: 'tool_result' }>, image: ImageByte
   }
 }
 
+/** Each part's block, made once (from-parts.ts). */
+const blocksOfParts = new FromParts<WireBlock>();
+
 /**
  * Prepared inputs as Messages `messages`: tool outputs become tool_result blocks in user
  * messages, and consecutive inputs of one role are merged into one message, tool results first.
@@ -171,13 +175,17 @@ export function preparedMessages(inputs: readonly PlainInput[], image: ImageByte
     const role = input.role === 'assistant' ? 'assistant' : 'user';
     const blocks: WireBlock[] = [];
     for (const p of input.content) {
-      if (p.type === 'tool_result') {
-        const content = p.content.map((c) => outBlock(c, image)).filter((b): b is WireBlock => b !== null);
-        blocks.push({ type: 'tool_result', tool_use_id: p.call_id, content, ...(p.is_error ? { is_error: true } : {}) });
-      } else {
-        const b = outBlock(p, image);
-        if (b !== null) blocks.push(b);
-      }
+      const b = blocksOfParts.get([p], (volatile) => {
+        const seen: ImageBytes = (hash) => {
+          const data = image(hash);
+          if (data === undefined) volatile();
+          return data;
+        };
+        if (p.type !== 'tool_result') return outBlock(p, seen);
+        const content = p.content.map((c) => outBlock(c, seen)).filter((x): x is WireBlock => x !== null);
+        return { type: 'tool_result', tool_use_id: p.call_id, content, ...(p.is_error ? { is_error: true } : {}) };
+      });
+      if (b !== null) blocks.push(b);
     }
     if (blocks.length === 0) continue;
     const last = out[out.length - 1];

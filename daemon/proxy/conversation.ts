@@ -5,6 +5,7 @@
 // upstream as they came (failure is open). What differs between wires is their Wire (wire.ts).
 import type http from 'node:http';
 import { AlbedoError } from '../../protocol/errors.ts';
+import { encodeJson } from '../../protocol/kept-json.ts';
 import type { Params } from '../../protocol/methods.ts';
 import type { ToolSpec } from '../../protocol/prepared.ts';
 import { lastPrompt } from '../../storage/engine-log.ts';
@@ -16,7 +17,7 @@ import type { CallContext, ConnectionState, DaemonServices } from '../context.ts
 import { preparedRequest, usageReport } from '../handlers/compaction.ts';
 import { identify, type Identity } from './identity.ts';
 import { proxySessionFor, reconcile, recordAnswer, type ProxyTarget } from './reconcile.ts';
-import { clientHeaders, decodeBody, decoderFor, sendUpstream, upstreamHeaders, upstreamUrl } from './upstream.ts';
+import { clientHeaders, decodeBody, decoderFor, sendUpstream, upstreamHeaders, upstreamUrl, type OutgoingBody } from './upstream.ts';
 import { proxyMemoryTools, runTurn } from './memory-tools.ts';
 import type { Answer, AnswerUsage, ClientFilter, ImageBytes, ProxyErrorKind, Wire, WireRequest } from './wire.ts';
 
@@ -74,7 +75,7 @@ export interface Tee {
  * copy. With a `filter`, the client gets the filtered decoded text instead of the raw bytes
  * (its content-encoding and length dropped); an encoding the proxy cannot decode goes raw.
  */
-export async function forward(call: ProxyCall, wire: Pick<Wire<unknown>, 'name' | 'errorBody'>, body: Buffer, rewritten: boolean, signal: AbortSignal, tee?: Tee, filter?: ClientFilter | null): Promise<void> {
+export async function forward(call: ProxyCall, wire: Pick<Wire<unknown>, 'name' | 'errorBody'>, body: OutgoingBody, rewritten: boolean, signal: AbortSignal, tee?: Tee, filter?: ClientFilter | null): Promise<void> {
   const { req, res } = call;
   const url = upstreamUrl(call.upstream, call.path);
   let up: http.IncomingMessage;
@@ -228,9 +229,9 @@ export async function handleConversation<M, R extends WireRequest<M>>(call: Prox
 
   let target: ProxyTarget;
   let links: ChainLink[];
-  let first: { body: Buffer; preparedId: string };
+  let first: { body: OutgoingBody; preparedId: string };
   let memory: ToolSpec[] = [];
-  let prepare: (last: boolean) => Promise<{ body: Buffer; preparedId: string }>;
+  let prepare: (last: boolean) => Promise<{ body: OutgoingBody; preparedId: string }>;
   let ctx: CallContext;
   try {
     if (daemon.settings.fault === 'proxy-prepare-fails') throw new Error('staged fault: the proxied prepare fails');
@@ -260,7 +261,7 @@ export async function handleConversation<M, R extends WireRequest<M>>(call: Prox
       // With no instructions of the daemon's, `system` is the daemon's own block (extension context).
       const out = request.outgoing({ inputs: result.inputs, system: result.system }, imageBytes(daemon), maxTokens.value);
       const body = memory.length === 0 || wire.memoryTools === undefined ? out : wire.memoryTools.addTools(out, memory, last);
-      return { body: Buffer.from(JSON.stringify(body)), preparedId: result.prepared_id };
+      return { body: encodeJson(body), preparedId: result.prepared_id };
     };
     first = await prepare(false);
   } catch (err) {

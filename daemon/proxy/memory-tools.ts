@@ -15,7 +15,7 @@ import type { CallContext } from '../context.ts';
 import { toolsCall } from '../handlers/tools.ts';
 import type { ProxyCall } from './conversation.ts';
 import { appendRound, linkTurn, type ProxyTarget } from './reconcile.ts';
-import { clientHeaders, decoderFor, sendUpstream, upstreamHeaders, upstreamUrl } from './upstream.ts';
+import { clientHeaders, decoderFor, sendUpstream, upstreamHeaders, upstreamUrl, type OutgoingBody } from './upstream.ts';
 import type { AnswerUsage, MemoryCall, RoundOutcome, Wire, WireRequest } from './wire.ts';
 
 /** Follow-ups a turn may send; the calls of the round after them get an error result, and the last follow-up allows no tools. */
@@ -59,16 +59,16 @@ export interface Turn<M, R extends WireRequest<M>> {
   ctx: CallContext;
   /** Names of the tools the proxy runs. */
   tools: ReadonlySet<string>;
-  first: { body: Buffer; preparedId: string };
+  first: { body: OutgoingBody; preparedId: string };
   /** The request prepared again over what is stored now (with `last`, tool use off). */
-  prepareAgain(last: boolean): Promise<{ body: Buffer; preparedId: string }>;
+  prepareAgain(last: boolean): Promise<{ body: OutgoingBody; preparedId: string }>;
   /** Reports a round's usage on the prepared request it answered. */
   reportUsage(preparedId: string, usage: AnswerUsage): Promise<void>;
   signal: AbortSignal;
 }
 
 /** Sends one round upstream with the agent's headers; resolves once the response's headers arrive. */
-function sendRound(call: ProxyCall, body: Buffer, signal: AbortSignal): Promise<http.IncomingMessage> {
+function sendRound(call: ProxyCall, body: OutgoingBody, signal: AbortSignal): Promise<http.IncomingMessage> {
   return sendUpstream(upstreamUrl(call.upstream, call.path), call.req.method ?? 'POST', upstreamHeaders(call.req.headers, body.length, true), body, signal);
 }
 

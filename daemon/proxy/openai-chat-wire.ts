@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { OutPart, PlainInput } from '../../protocol/prepared.ts';
 import type { ImagePartIn, OpaquePart, RowIn, TextPart } from '../../protocol/rows.ts';
 import { canonicalJson } from './client-prompt.ts';
+import { FromParts } from './from-parts.ts';
 import type { ImageBytes } from './wire.ts';
 
 export const CHAT_WIRE = 'openai-chat';
@@ -172,42 +173,64 @@ function contentOf(parts: Part[]): string | Part[] {
  */
 export function preparedChatMessages(inputs: readonly PlainInput[], image: ImageBytes): ChatMessage[] {
   const out: ChatMessage[] = [];
+  const add = (m: ChatMessage | null): void => {
+    if (m !== null) out.push(m);
+  };
   for (const input of inputs) {
     if (input.role === 'assistant') {
-      const texts: string[] = [];
-      const other: Part[] = [];
-      const calls: Array<z.infer<typeof ToolCall>> = [];
-      let fields: Record<string, unknown> = {};
-      for (const p of input.content) {
-        if (p.type === 'text') texts.push(p.text);
-        else if (p.type === 'tool_call') calls.push({ id: p.id, type: 'function', function: { name: p.name, arguments: argumentsText(p.arguments) } });
-        else if (p.type === 'opaque' && isRecord(p.data.fields)) fields = { ...fields, ...p.data.fields };
-        else if (p.type === 'opaque' && isRecord(p.data.part)) other.push(p.data.part as Part);
-      }
-      const content = other.length > 0 ? [...texts.map((text) => ({ type: 'text', text })), ...other] : texts.length > 0 ? texts.join('') : null;
-      if (content === null && calls.length === 0 && Object.keys(fields).length === 0) continue;
-      out.push({ role: 'assistant', content, ...(calls.length > 0 ? { tool_calls: calls } : {}), ...fields });
+      add(messagesOfParts.get(input.content, () => assistantMessage(input.content)));
       continue;
     }
-    const parts: Part[] = [];
+    let group: OutPart[] = [];
     const flush = (): void => {
-      if (parts.length > 0) out.push({ role: 'user', content: contentOf(parts.splice(0)) });
+      if (group.length === 0) return;
+      const parts = group;
+      group = [];
+      add(messagesOfParts.get(parts, (volatile) => ({ role: 'user', content: contentOf(parts.map((p) => userOutPart(p, image, volatile))) })));
     };
     for (const p of input.content) {
       if (p.type === 'tool_result') {
         flush();
-        const text = p.content.map((c) => (c.type === 'text' ? c.text : `[image ${c.hash.slice(0, 8)} ${c.width}x${c.height}]`)).join('\n');
-        out.push({ role: 'tool', tool_call_id: p.call_id, content: text });
-      } else if (p.type === 'text') parts.push({ type: 'text', text: p.text });
-      else if (p.type === 'image') parts.push(imageUrl(p, image));
-      else if (p.type === 'opaque' && isRecord(p.data.message)) {
+        add(messagesOfParts.get([p], () => ({ role: 'tool', tool_call_id: p.call_id, content: p.content.map((c) => (c.type === 'text' ? c.text : `[image ${c.hash.slice(0, 8)} ${c.width}x${c.height}]`)).join('\n') })));
+      } else if (p.type === 'opaque' && isRecord(p.data.message)) {
         flush();
-        out.push(p.data.message as ChatMessage);
-      } else if (p.type === 'opaque' && isRecord(p.data.part)) parts.push(p.data.part as Part);
+        add(messagesOfParts.get([p], () => p.data.message as ChatMessage));
+      } else if (p.type === 'text' || p.type === 'image' || (p.type === 'opaque' && isRecord(p.data.part))) group.push(p);
     }
     flush();
   }
   return out;
+}
+
+/** Each message made from its parts once (from-parts.ts). */
+const messagesOfParts = new FromParts<ChatMessage>();
+
+/** An assistant input as one message: its calls become `tool_calls`, a kept field goes back as it was. */
+function assistantMessage(parts: readonly OutPart[]): ChatMessage | null {
+  const texts: string[] = [];
+  const other: Part[] = [];
+  const calls: Array<z.infer<typeof ToolCall>> = [];
+  let fields: Record<string, unknown> = {};
+  for (const p of parts) {
+    if (p.type === 'text') texts.push(p.text);
+    else if (p.type === 'tool_call') calls.push({ id: p.id, type: 'function', function: { name: p.name, arguments: argumentsText(p.arguments) } });
+    else if (p.type === 'opaque' && isRecord(p.data.fields)) fields = { ...fields, ...p.data.fields };
+    else if (p.type === 'opaque' && isRecord(p.data.part)) other.push(p.data.part as Part);
+  }
+  const content = other.length > 0 ? [...texts.map((text) => ({ type: 'text', text })), ...other] : texts.length > 0 ? texts.join('') : null;
+  if (content === null && calls.length === 0 && Object.keys(fields).length === 0) return null;
+  return { role: 'assistant', content, ...(calls.length > 0 ? { tool_calls: calls } : {}), ...fields };
+}
+
+/** A user message's part: text, an image (volatile when its payload is gone), or a kept part as sent. */
+function userOutPart(p: OutPart, image: ImageBytes, volatile: () => void): Part {
+  if (p.type === 'text') return { type: 'text', text: p.text };
+  if (p.type === 'image') {
+    const part = imageUrl(p, image);
+    if (part.type !== 'image_url') volatile();
+    return part;
+  }
+  return (p as Extract<OutPart, { type: 'opaque' }>).data.part as Part;
 }
 
 /** OpenAI's tools shape for a tool spec. */

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { OutPart, PlainInput } from '../../protocol/prepared.ts';
 import type { ImagePartIn, OpaquePart, RowIn, TextPart } from '../../protocol/rows.ts';
 import { canonicalJson } from './client-prompt.ts';
+import { FromParts } from './from-parts.ts';
 import type { ImageBytes } from './wire.ts';
 
 export const RESPONSES_WIRE = 'openai-responses';
@@ -217,48 +218,68 @@ function imagePart(p: Extract<OutPart, { type: 'image' }>, image: ImageBytes): R
  */
 export function preparedItems(inputs: readonly PlainInput[], image: ImageBytes): Item[] {
   const out: Item[] = [];
+  const add = (item: Item | null): void => {
+    if (item !== null) out.push(item);
+  };
   for (const input of inputs) {
-    let parts: Array<Record<string, unknown>> = [];
+    let group: OutPart[] = [];
     const role = input.role === 'assistant' ? 'assistant' : 'user';
     const flush = (): void => {
-      if (parts.length > 0) out.push({ type: 'message', role, content: parts });
-      parts = [];
+      if (group.length === 0) return;
+      const parts = group;
+      group = [];
+      add(messageItems[role].get(parts, (volatile) => ({ type: 'message', role, content: parts.map((p) => messagePart(p, role, image, volatile)) })));
     };
     for (const p of input.content) {
-      switch (p.type) {
-        case 'text':
-          parts.push(role === 'assistant' ? { type: 'output_text', text: p.text, annotations: [] } : { type: 'input_text', text: p.text });
-          break;
-        case 'image':
-          parts.push(imagePart(p, image));
-          break;
-        case 'tool_call':
-          flush();
-          out.push({ type: 'function_call', call_id: p.id, name: p.name, arguments: JSON.stringify(p.arguments) });
-          break;
-        case 'tool_result': {
-          flush();
-          const texts = p.content.filter((c) => c.type === 'text');
-          const output = texts.length === p.content.length ? texts.map((c) => c.text).join('\n') : p.content.map((c) => (c.type === 'text' ? { type: 'input_text', text: c.text } : imagePart(c, image)));
-          out.push({ type: 'function_call_output', call_id: p.call_id, output });
-          break;
-        }
-        case 'reasoning': {
-          const sealed = p.encrypted === undefined ? null : unseal(p.encrypted);
-          if (sealed === null) break;
-          flush();
-          out.push({ type: 'reasoning', ...(sealed.id === undefined ? {} : { id: sealed.id }), summary: p.text === undefined ? [] : [{ type: 'summary_text', text: p.text }], encrypted_content: sealed.encrypted_content });
-          break;
-        }
-        case 'opaque':
-          if (isRecord(p.data.item)) {
-            flush();
-            out.push(p.data.item);
-          } else if (isRecord(p.data.part)) parts.push(p.data.part);
-          break;
+      if (p.type === 'text' || p.type === 'image' || (p.type === 'opaque' && !isRecord(p.data.item) && isRecord(p.data.part))) {
+        group.push(p);
+        continue;
       }
+      const item = itemsOfParts.get([p], (volatile) => ownItem(p, image, volatile));
+      if (item === null) continue;
+      flush();
+      out.push(item);
     }
     flush();
   }
   return out;
+}
+
+/** Each message item made from its parts once, by role, and each item of its own part (from-parts.ts). */
+const messageItems = { assistant: new FromParts<Item>(), user: new FromParts<Item>() };
+const itemsOfParts = new FromParts<Item>();
+
+/** A part of a message item: text in the role's type, an image (volatile when its payload is gone), a kept part as sent. */
+function messagePart(p: OutPart, role: 'assistant' | 'user', image: ImageBytes, volatile: () => void): Record<string, unknown> {
+  if (p.type === 'text') return role === 'assistant' ? { type: 'output_text', text: p.text, annotations: [] } : { type: 'input_text', text: p.text };
+  if (p.type === 'image') return volatileImage(p, image, volatile);
+  return (p as Extract<OutPart, { type: 'opaque' }>).data.part as Record<string, unknown>;
+}
+
+function volatileImage(p: Extract<OutPart, { type: 'image' }>, image: ImageBytes, volatile: () => void): Record<string, unknown> {
+  const part = imagePart(p, image);
+  if (part.type !== 'input_image') volatile();
+  return part;
+}
+
+/** The item a part is on its own (a call, a tool result, sealed reasoning, a kept item), or null for none. */
+function ownItem(p: OutPart, image: ImageBytes, volatile: () => void): Item | null {
+  switch (p.type) {
+    case 'tool_call':
+      return { type: 'function_call', call_id: p.id, name: p.name, arguments: JSON.stringify(p.arguments) };
+    case 'tool_result': {
+      const texts = p.content.filter((c) => c.type === 'text');
+      const output = texts.length === p.content.length ? texts.map((c) => c.text).join('\n') : p.content.map((c) => (c.type === 'text' ? { type: 'input_text', text: c.text } : volatileImage(c, image, volatile)));
+      return { type: 'function_call_output', call_id: p.call_id, output };
+    }
+    case 'reasoning': {
+      const sealed = p.encrypted === undefined ? null : unseal(p.encrypted);
+      if (sealed === null) return null;
+      return { type: 'reasoning', ...(sealed.id === undefined ? {} : { id: sealed.id }), summary: p.text === undefined ? [] : [{ type: 'summary_text', text: p.text }], encrypted_content: sealed.encrypted_content };
+    }
+    case 'opaque':
+      return isRecord(p.data.item) ? (p.data.item) : null;
+    default:
+      return null;
+  }
 }

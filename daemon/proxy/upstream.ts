@@ -5,6 +5,7 @@ import http from 'node:http';
 import https from 'node:https';
 import zlib from 'node:zlib';
 import type { Transform } from 'node:stream';
+import type { ByteChunks } from '../../protocol/byte-chunks.ts';
 
 /** Headers that belong to one connection, never forwarded (RFC 9110 7.6.1), plus the proxy's own. */
 const HOP_BY_HOP = new Set([
@@ -92,12 +93,22 @@ export function upstreamUrl(base: string, pathAndQuery: string): URL {
   return b;
 }
 
+/** A request body as it goes upstream: the agent's bytes, or a rewritten body in pieces (protocol/kept-json.ts). */
+export type OutgoingBody = Buffer | ByteChunks;
+
 /** Sends one request upstream; resolves with the response as soon as its headers arrive. */
-export function sendUpstream(url: URL, method: string, headers: http.OutgoingHttpHeaders, body: Buffer, signal: AbortSignal): Promise<http.IncomingMessage> {
+export function sendUpstream(url: URL, method: string, headers: http.OutgoingHttpHeaders, body: OutgoingBody, signal: AbortSignal): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => {
     const lib = url.protocol === 'https:' ? https : http;
     const req = lib.request(url, { method, headers, signal }, resolve);
     req.on('error', reject);
-    req.end(body);
+    if (Buffer.isBuffer(body)) {
+      req.end(body);
+      return;
+    }
+    // The pieces go out in one write of the socket, not joined into one buffer first.
+    req.cork();
+    for (const c of body.chunks) req.write(c);
+    req.end();
   });
 }
