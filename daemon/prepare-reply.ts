@@ -1,8 +1,8 @@
 // The prepare reply as UTF-8 JSON, assembled from pieces encoded once. A prepared request is
 // mostly the history its predecessor also carried, and the projection hands out the same part
 // objects for the same rows (strategies/projection.ts keeps them per row in the kernel), so each
-// part's bytes are kept beside it and only new parts, the system prompt, the tools and the
-// observation are serialized per reply. Stringifying and UTF-8-encoding the whole request again
+// part's bytes are kept beside it (protocol/kept-json.ts) and only new parts, the system
+// prompt, the tools and the observation are serialized per reply. Stringifying and UTF-8-encoding the whole request again
 // was most of a warm prepare's own time (a 100 KB request: ~1.3 ms and ~0.9 ms of ~1.7 ms).
 //
 // Parts are never changed once projected (everything downstream copies what it alters), which
@@ -16,15 +16,13 @@
 // reply comes back as ByteChunks: a kept image's bytes are handed to the socket as they are,
 // not copied into one buffer per reply.
 import { ByteChunks, ChunkBuilder } from '../protocol/byte-chunks.ts';
+import { keptBytes } from '../protocol/kept-json.ts';
 import type { Result } from '../protocol/methods.ts';
 import type { OutPart } from '../protocol/prepared.ts';
 import { inlineImages, inlinePart } from '../strategies/projection.ts';
 import { TextKeyedMap } from './text-keyed-map.ts';
 
 type PrepareResult = Result<'prepare'>;
-
-/** Each part's JSON bytes, for as long as the part object lives. */
-const partBytes = new WeakMap<object, Buffer>();
 
 /**
  * Long texts built afresh for every request (the running summary, the notes, the system prompt
@@ -78,13 +76,8 @@ function isLongText(part: object): part is { type: 'text'; text: string } {
 }
 
 function partJson(part: object): Buffer {
-  let b = partBytes.get(part);
-  if (b === undefined) {
-    // Small pieces share Node's pool slabs; the parts of a kernel's history are dropped together.
-    b = isLongText(part) ? textParts.get(part.text, () => JSON.stringify({ type: 'text', text: part.text })) : Buffer.from(JSON.stringify(part));
-    partBytes.set(part, b);
-  }
-  return b;
+  // Small pieces share Node's pool slabs; the parts of a kernel's history are dropped together.
+  return keptBytes(part, isLongText(part) ? () => textParts.get(part.text, () => JSON.stringify({ type: 'text', text: part.text })) : undefined);
 }
 
 const COMMA = Buffer.from(',');

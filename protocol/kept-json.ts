@@ -11,7 +11,14 @@
 import { ByteChunks, ChunkBuilder } from './byte-chunks.ts';
 
 const keepable = new WeakSet<object>();
-const kept = new WeakMap<object, Buffer>();
+/**
+ * Kept JSON: a short one as its text, which joins the text around it into one UTF-8 encoding
+ * (a Buffer of its own for each of a thousand small blocks cost more than their bytes); a long
+ * one as its bytes, written as they are.
+ */
+const kept = new WeakMap<object, Buffer | string>();
+/** Kept JSON shorter than this (in UTF-16 units) is kept as text. */
+const SHORT_JSON = 2048;
 
 /**
  * Marks `value` as never changed again, nor anything inside it: its JSON bytes may be kept for
@@ -22,14 +29,30 @@ export function keepJson<T extends object>(value: T): T {
   return value;
 }
 
-/** The JSON bytes of an object marked with keepJson, taken once. */
-function keptBytes(value: object): Buffer {
-  let b = kept.get(value);
-  if (b === undefined) {
-    b = Buffer.from(JSON.stringify(value));
-    kept.set(value, b);
-  }
+/**
+ * The JSON bytes of `value`, taken once (by `encode` when given: bytes equal to JSON.stringify's
+ * found another way) and marking it kept: nothing may change it afterwards.
+ */
+export function keptBytes(value: object, encode?: () => Buffer): Buffer {
+  const k = kept.get(value);
+  if (Buffer.isBuffer(k)) return k;
+  const b = k !== undefined ? Buffer.from(k) : encode === undefined ? Buffer.from(JSON.stringify(value)) : encode();
+  kept.set(value, b);
+  keepable.add(value);
   return b;
+}
+
+/** Object keys as they are written (`"role":`): a wire's few keys come back on every message. */
+const quotedKeys = new Map<string, string>();
+const MAX_QUOTED_KEYS = 4096;
+
+function quotedKey(k: string): string {
+  let q = quotedKeys.get(k);
+  if (q === undefined) {
+    q = `${JSON.stringify(k)}:`;
+    if (quotedKeys.size < MAX_QUOTED_KEYS) quotedKeys.set(k, q);
+  }
+  return q;
 }
 
 /** Whether JSON.stringify would leave this object member out (and write an array element as null). */
@@ -48,8 +71,7 @@ class Encoder {
       return;
     }
     if (keepable.has(v)) {
-      this.flush();
-      this.out.push(keptBytes(v));
+      this.kept(v);
       return;
     }
     // toJSON (a Date) and boxed primitives: JSON.stringify's own rules, for this value whole.
@@ -74,11 +96,27 @@ class Encoder {
     for (const k of Object.keys(o)) {
       const e = o[k];
       if (skipped(e)) continue;
-      this.text += first ? `${JSON.stringify(k)}:` : `,${JSON.stringify(k)}:`;
+      const key = quotedKey(k);
+      this.text += first ? key : `,${key}`;
       first = false;
       this.value(e);
     }
     this.text += '}';
+  }
+
+  private kept(v: object): void {
+    let k = kept.get(v);
+    if (k === undefined) {
+      const json = JSON.stringify(v);
+      k = json.length < SHORT_JSON ? json : Buffer.from(json);
+      kept.set(v, k);
+    }
+    if (typeof k === 'string') {
+      this.text += k;
+      return;
+    }
+    this.flush();
+    this.out.push(k);
   }
 
   finish(): ByteChunks {

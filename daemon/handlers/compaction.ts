@@ -46,7 +46,7 @@ interface Frame {
  * a memcmp where hashing costs as much as encoding (and a piece both replies share, such as an
  * inline frame, is not compared at all), and the kernel cache's byte bound counts them.
  */
-const LAST_REPLY = cacheSlot<{ head: number; id: string; bytes: ByteChunks }>('compaction.lastReply');
+const LAST_REPLY = cacheSlot<{ head: number; id: string; bytes: () => ByteChunks }>('compaction.lastReply');
 
 /** Strategies whose one-time adoption already ran in this kernel. */
 const ADOPTED = cacheSlot<Set<string>>('compaction.adopted');
@@ -176,11 +176,18 @@ function saveAfterReply(ctx: CallContext, session: string, f: Frame, observation
 /** Extra words for a prepared request's observation from its caller (the proxy's, about its own changes). */
 export type ExtraNotes = (prepared: { observation: Observation }) => string[];
 
+/** `make`'s value, made the first time it is asked for. */
+function once<T>(make: () => T): () => T {
+  let made: { value: T } | undefined;
+  return () => (made ??= { value: make() }).value;
+}
+
 /**
  * The prepare pipeline on a session's kernel: what the socket's `prepare` answers and what the
- * proxy forwards. Answers the result and its encoded reply bytes.
+ * proxy forwards. Answers the result and its reply bytes, encoded when first asked for (the
+ * proxy writes the result in its wire's shape and asks only to compare two replies).
  */
-export async function preparedRequest(params: Params<'prepare'>, ctx: CallContext, kernel: Kernel, extraNotes?: ExtraNotes): Promise<{ result: Result<'prepare'>; bytes: ByteChunks }> {
+export async function preparedRequest(params: Params<'prepare'>, ctx: CallContext, kernel: Kernel, extraNotes?: ExtraNotes): Promise<{ result: Result<'prepare'>; bytes: () => ByteChunks }> {
   const prompt = { model: params.model, instructions: params.instructions, tools: params.tools };
   ctx.daemon.summarizeRoutes.notePrepare(params.session, ctx.conn);
   const { db } = ctx.daemon;
@@ -222,10 +229,10 @@ export async function preparedRequest(params: Params<'prepare'>, ctx: CallContex
   const answer = (preparedId: string) => {
     const observation = identified(f, { ...prepared.observation, cache_breaks, notes }, preparedId);
     const result: Result<'prepare'> = { prepared_id: preparedId, head: f.args.head, system: prepared.system, inputs: prepared.inputs, tools: prepared.tools, compacted: prepared.compacted, observation };
-    return { observation, result, bytes: encodePrepareReply(result, encoding) };
+    return { observation, result, bytes: once(() => encodePrepareReply(result, encoding)) };
   };
   let reply = answer(id);
-  if (reuse !== undefined && last !== undefined && reply.bytes.equals(last.bytes)) return { result: reply.result, bytes: last.bytes };
+  if (reuse !== undefined && last !== undefined && reply.bytes().equals(last.bytes())) return { result: reply.result, bytes: last.bytes };
   if (reuse !== undefined) {
     id = randomUUID();
     renameLastPrepared(kernel, id);
@@ -238,7 +245,7 @@ export async function preparedRequest(params: Params<'prepare'>, ctx: CallContex
 }
 
 export const prepare: EncodingHandler<'prepare'> = (params, ctx) =>
-  ctx.daemon.kernels.run(params.session, async (kernel) => new EncodedJson<Result<'prepare'>>((await preparedRequest(params, ctx, kernel)).bytes));
+  ctx.daemon.kernels.run(params.session, async (kernel) => new EncodedJson<Result<'prepare'>>((await preparedRequest(params, ctx, kernel)).bytes()));
 
 export const usageReport: Handler<'usage.report'> = (params, { daemon }) =>
   daemon.kernels.run(params.session, (kernel) => {
