@@ -7,6 +7,8 @@ import { AlbedoError } from '../protocol/errors.ts';
 import { createHash } from 'node:crypto';
 import { perDb, withoutFsync, type Db } from './db.ts';
 
+const StoredToolSpecs = z.array(StoredToolSpec);
+
 /** Prepared requests kept per session; older ones are pruned as new ones arrive. */
 export const PREPARED_KEEP = 16;
 
@@ -62,6 +64,7 @@ function prepare(db: Db) {
     deleteChoices: db.prepare('DELETE FROM session_extensions WHERE sid = ?'),
     insertChoice: db.prepare('INSERT INTO session_extensions (sid, name, enabled, chosen_at) VALUES (?, ?, ?, ?)'),
     copyChoices: db.prepare('INSERT INTO session_extensions (sid, name, enabled, chosen_at) SELECT ?, name, enabled, chosen_at FROM session_extensions WHERE sid = ?'),
+    lastModel: db.prepare('SELECT last_model FROM sessions WHERE sid = ?'),
     lastPrompt: db.prepare(
       `SELECT s.last_model, p.instructions AS last_instructions, p.tools AS last_tools
          FROM sessions s LEFT JOIN session_prompts p ON p.sid = s.sid WHERE s.sid = ?`,
@@ -305,8 +308,14 @@ export function lastPrompt(db: Db, sid: number): { model: string | null; instruc
   return {
     model: r?.last_model ?? null,
     instructions: r?.last_instructions ?? '',
-    tools: r?.last_tools == null ? [] : z.array(StoredToolSpec).parse(JSON.parse(r.last_tools)),
+    tools: r?.last_tools == null ? [] : StoredToolSpecs.parse(JSON.parse(r.last_tools)),
   };
+}
+
+/** The model of the last prepare, without its prompt (whose tools alone can be tens of kilobytes). */
+export function lastModel(db: Db, sid: number): string | null {
+  const r = stmts(db).lastModel.get(sid) as { last_model: string | null } | undefined;
+  return r?.last_model ?? null;
 }
 
 /**

@@ -15,6 +15,7 @@ export type ArchiveMarks = z.infer<typeof ArchiveMarks>;
 /** Another extension's fold the archive took over: it stays text, ahead of the frames. */
 export const KeptFold = z.strictObject({ source: z.string(), text: z.string(), firstSeq: z.number().int(), lastSeq: z.number().int() });
 export type KeptFold = z.infer<typeof KeptFold>;
+const KeptFolds = z.array(KeptFold);
 
 export interface ArchiveState {
   text: string;
@@ -86,7 +87,7 @@ export function loadArchive(db: Db, sid: number): ArchiveState | { unreadable: s
   }
   const c = SavedCut.safeParse(cut);
   const m = ArchiveMarks.safeParse(marks);
-  const f = z.array(KeptFold).safeParse(folds);
+  const f = KeptFolds.safeParse(folds);
   if (!c.success || !m.success || !f.success) return { unreadable: 'its cut, marks or folds have a format this build does not know' };
   return { text: raw.text, marks: m.data, folds: f.data, cut: c.data, hints: { openerSeq: raw.cut_seq, resumeSeq: raw.resume_seq }, rewrites: raw.rewrites, updatedAt: raw.updated_at };
 }

@@ -21,6 +21,8 @@ const Usage = z.looseObject({
 });
 type Usage = z.infer<typeof Usage>;
 
+const ContentBlock = z.looseObject({ type: z.string() });
+
 const Message = z.looseObject({
   role: z.literal('assistant').optional(),
   content: z.array(z.looseObject({ type: z.string() })).default([]),
@@ -110,7 +112,7 @@ export class AnthropicStreamTee {
       }
       case 'content_block_start': {
         const index = typeof ev.index === 'number' ? ev.index : this.blocks.length;
-        const block = z.looseObject({ type: z.string() }).safeParse(ev.content_block);
+        const block = ContentBlock.safeParse(ev.content_block);
         if (block.success) this.blocks[index] = { block: { ...block.data }, json: '' };
         break;
       }

@@ -150,6 +150,7 @@ function readMessages(json: unknown): MessagesRead | { error: string } {
 /** Anthropic Messages (`POST /v1/messages`). */
 export const anthropicWire: Wire<WireMessage, MessagesRead> = {
   name: WIRE,
+  historyKey: 'messages',
   provider: () => WIRE,
   canonical: canonicalMessage,
   rows: messageRows,

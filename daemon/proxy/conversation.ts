@@ -8,13 +8,14 @@ import { AlbedoError } from '../../protocol/errors.ts';
 import { encodeJson } from '../../protocol/kept-json.ts';
 import type { Params } from '../../protocol/methods.ts';
 import type { ToolSpec } from '../../protocol/prepared.ts';
-import { lastPrompt } from '../../storage/engine-log.ts';
+import { lastModel } from '../../storage/engine-log.ts';
 import { getPayload } from '../../storage/payloads.ts';
 import { countSideRequest, currentProxySession, firstOfFamily, latestOfNamespace, notePassedThrough, noteRun } from '../../storage/proxy-state.ts';
 import type { ChainLink } from '../../storage/proxy-state.ts';
 import { createSummarizer, SummarizerConfig } from '../../strategies/summarizer/index.ts';
 import type { CallContext, ConnectionState, DaemonServices } from '../context.ts';
 import { preparedRequest, usageReport } from '../handlers/compaction.ts';
+import type { BodyMemo } from './body-memo.ts';
 import { identify, type Identity } from './identity.ts';
 import { proxySessionFor, reconcile, recordAnswer, type ProxyTarget } from './reconcile.ts';
 import { clientHeaders, decodeBody, decoderFor, sendUpstream, upstreamHeaders, upstreamUrl, type OutgoingBody } from './upstream.ts';
@@ -34,6 +35,8 @@ export interface ProxyCall {
   run: string | null;
   /** The upstream started answering: idle-time work may run again (DaemonServices.holdIdleWork). */
   answering: () => void;
+  /** Recent request bodies, which the next request of the same conversation mostly repeats. */
+  bodies: BodyMemo;
 }
 
 /** The connection a proxied request is handled as: no socket peer, no client summaries. */
@@ -188,7 +191,7 @@ export async function openRequest<M, R extends WireRequest<M>>(call: ProxyCall, 
   }
   let json: unknown;
   try {
-    json = JSON.parse(decoded.toString('utf8'));
+    json = call.bodies.parse(decoded, wire.historyKey);
   } catch (err) {
     sendError(call.res, wire.errorBody, 'invalid_request', `albedo proxy: the request body is not JSON (${(err as Error).message})`);
     return null;
@@ -216,7 +219,7 @@ export async function handleConversation<M, R extends WireRequest<M>>(call: Prox
   // A side request opens with its own message: it belongs to the agent session's first
   // conversation, or without a session id to the namespace's latest session.
   const known = currentProxySession(daemon.db, id.identity) ?? firstOfFamily(daemon.db, id.family) ?? latestOfNamespace(daemon.db, id.namespace);
-  const sessionModel = known === undefined ? null : lastPrompt(daemon.db, known.sid).model;
+  const sessionModel = known === undefined ? null : lastModel(daemon.db, known.sid);
   if (request.conversation.length === 0 || isSideRequest(request, sessionModel)) {
     return forward(call, wire, call.body, false, abort.signal, sideTee(call, wire, request.stream, known?.sid));
   }

@@ -65,6 +65,7 @@ function readChat(json: unknown, headers: Parameters<Wire<ChatMessage>['read']>[
 /** OpenAI Chat Completions (`POST /openai/v1/chat/completions`). */
 export const chatWire: Wire<ChatMessage, ChatRead> = {
   name: CHAT_WIRE,
+  historyKey: 'messages',
   provider: () => CHAT_WIRE,
   canonical: canonicalChatMessage,
   rows: chatRows,

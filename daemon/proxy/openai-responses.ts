@@ -64,6 +64,7 @@ export function responsesWire(upstream: string): Wire<Item> {
     const provider = responsesProvider(upstream);
     wire = {
       name: RESPONSES_WIRE,
+      historyKey: 'input',
       provider: () => provider,
       canonical: canonicalItem,
       rows: (item) => itemRows(provider, item),

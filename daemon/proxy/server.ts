@@ -8,6 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DaemonServices } from '../context.ts';
 import { anthropicWire, handleCountTokens } from './anthropic.ts';
+import { BodyMemo } from './body-memo.ts';
 import { handleConversation, handlePassThrough, sendError, type ProxyCall } from './conversation.ts';
 import { chatWire } from './openai-chat.ts';
 import { handleResponsesCompact, responsesWire } from './openai-responses.ts';
@@ -60,6 +61,7 @@ export class ProxyServer {
   private server: http.Server | undefined;
   private lastRefusalLog = 0;
   private refusedSince = 0;
+  private readonly bodies = new BodyMemo();
   status: ProxyStatus = { listening: false, port: null, error: 'not started', anthropic_base_url: null, openai_base_url: null };
 
   constructor(
@@ -165,7 +167,7 @@ export class ProxyServer {
         return;
       }
       const { family, rest } = found;
-      const call: ProxyCall = { daemon: this.daemon, req, res, path: rest, body, upstream: family.upstream(this.opts), run, answering };
+      const call: ProxyCall = { daemon: this.daemon, req, res, path: rest, body, upstream: family.upstream(this.opts), run, answering, bodies: this.bodies };
       const route = req.method === 'POST' ? family.routes[rest.split('?')[0] ?? ''] : undefined;
       await (route === undefined ? handlePassThrough(call, { name: family.name, errorBody }) : route(call));
     } catch (err) {

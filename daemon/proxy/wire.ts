@@ -127,6 +127,8 @@ export type ProxyErrorKind = 'invalid_request' | 'api' | 'not_found' | 'overload
 export interface Wire<M, R extends WireRequest<M> = WireRequest<M>> extends MessageCodec<M> {
   /** Stored with the proxy session; the method name in logs is `proxy <name>`. */
   readonly name: string;
+  /** The body's top-level member that holds the history (`messages`, `input`): what body-memo.ts shares between requests. */
+  readonly historyKey: string;
   /** The provider key prepare projects for: encrypted reasoning and opaque parts go back only to it. */
   provider(upstream: string): string;
   /** The body, or why it is not a request of this wire. */
