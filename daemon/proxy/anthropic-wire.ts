@@ -8,6 +8,7 @@ import type { ImagePartIn, RowIn, TextPart } from '../../protocol/rows.ts';
 import { OpaquePart } from '../../protocol/rows.ts';
 import { canonicalJson } from './client-prompt.ts';
 import { FromParts } from './from-parts.ts';
+import { HistoryChecker } from './validated.ts';
 
 export const WIRE = 'anthropic';
 
@@ -31,6 +32,9 @@ export const MessagesRequest = z.looseObject({
   metadata: z.looseObject({ user_id: z.string().optional() }).optional(),
 });
 export type MessagesRequest = z.infer<typeof MessagesRequest>;
+
+/** MessagesRequest with its messages checked one at a time (validated.ts). */
+export const messagesRequest = new HistoryChecker<MessagesRequest, WireMessage>(MessagesRequest.extend({ messages: z.array(z.unknown()) }), 'messages', WireMessage);
 
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
 type ImageType = (typeof IMAGE_TYPES)[number];

@@ -10,7 +10,7 @@ import type { CallContext } from '../context.ts';
 import { previewPrepared } from '../handlers/compaction.ts';
 import { messagesSplicer } from './anthropic-splice.ts';
 import { AnthropicStreamTee, answerFromJson } from './anthropic-stream.ts';
-import { canonicalMessage, MessagesRequest, messageRows, messageText, placeCacheMarkers, preparedMessages, systemText, WIRE, wireError, type WireBlock, type WireMessage } from './anthropic-wire.ts';
+import { canonicalMessage, messagesRequest, type MessagesRequest, messageRows, messageText, placeCacheMarkers, preparedMessages, systemText, WIRE, wireError, type WireBlock, type WireMessage } from './anthropic-wire.ts';
 import { placeClientPrompt, splitClientPrompt, type PlacedPrompt } from './client-prompt.ts';
 import { forward, imageBytes, openRequest, proxyConnection, type ProxyCall } from './conversation.ts';
 import { credentialOf, header } from './identity.ts';
@@ -117,11 +117,8 @@ export interface MessagesRead extends WireRequest<WireMessage> {
 }
 
 function readMessages(json: unknown): MessagesRead | { error: string } {
-  const parsed = MessagesRequest.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return { error: `not a Messages request: ${issue === undefined ? 'invalid' : `${issue.path.join('.')}: ${issue.message}`}` };
-  }
+  const parsed = messagesRequest.check(json);
+  if ('issue' in parsed) return { error: `not a Messages request: ${parsed.issue.path.join('.')}: ${parsed.issue.message}` };
   const body = parsed.data;
   const { conversation, prompt: system } = splitClientPrompt(body.messages, (m) => m.role === 'system');
   const fields = userIdFields(body);

@@ -8,6 +8,7 @@ import type { OutPart, PlainInput } from '../../protocol/prepared.ts';
 import type { ImagePartIn, OpaquePart, RowIn, TextPart } from '../../protocol/rows.ts';
 import { canonicalJson } from './client-prompt.ts';
 import { FromParts } from './from-parts.ts';
+import { HistoryChecker } from './validated.ts';
 import type { ImageBytes } from './wire.ts';
 
 export const CHAT_WIRE = 'openai-chat';
@@ -41,6 +42,9 @@ export const ChatRequest = z.looseObject({
   prompt_cache_key: z.string().optional(),
 });
 export type ChatRequest = z.infer<typeof ChatRequest>;
+
+/** ChatRequest with its messages checked one at a time (validated.ts). */
+export const chatRequest = new HistoryChecker<ChatRequest, ChatMessage>(ChatRequest.extend({ messages: z.array(z.unknown()) }), 'messages', ChatMessage);
 
 /** Roles that are the agent's own prompt. */
 export function isPromptRole(role: string): boolean {

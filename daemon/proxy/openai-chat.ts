@@ -8,7 +8,7 @@ import { placeClientPrompt, splitClientPrompt } from './client-prompt.ts';
 import { header } from './identity.ts';
 import { ChatAnswerReader, UsageChunkFilter } from './openai-chat-stream.ts';
 import { chatSplicer } from './openai-chat-splice.ts';
-import { canonicalChatMessage, CHAT_WIRE, ChatRequest, chatRows, chatText, chatTool, isPromptRole, preparedChatMessages, type ChatMessage } from './openai-chat-wire.ts';
+import { canonicalChatMessage, CHAT_WIRE, chatRequest, type ChatRequest, chatRows, chatText, chatTool, isPromptRole, preparedChatMessages, type ChatMessage } from './openai-chat-wire.ts';
 import { openaiAccount, openaiError, openaiSummaryCall } from './openai-shared.ts';
 import type { Wire, WireRequest } from './wire.ts';
 
@@ -28,11 +28,8 @@ interface ChatRead extends WireRequest<ChatMessage> {
 }
 
 function readChat(json: unknown, headers: Parameters<Wire<ChatMessage>['read']>[1]): ChatRead | { error: string } {
-  const parsed = ChatRequest.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return { error: `not a Chat Completions request: ${issue === undefined ? 'invalid' : `${issue.path.join('.')}: ${issue.message}`}` };
-  }
+  const parsed = chatRequest.check(json);
+  if ('issue' in parsed) return { error: `not a Chat Completions request: ${parsed.issue.path.join('.')}: ${parsed.issue.message}` };
   const body = parsed.data;
   const { conversation, prompt } = splitClientPrompt(body.messages, (m) => isPromptRole(m.role));
   const promptText = prompt.map((p) => chatText(p.message)).join('\n\n');

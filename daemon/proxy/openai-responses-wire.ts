@@ -9,6 +9,7 @@ import type { OutPart, PlainInput } from '../../protocol/prepared.ts';
 import type { ImagePartIn, OpaquePart, RowIn, TextPart } from '../../protocol/rows.ts';
 import { canonicalJson } from './client-prompt.ts';
 import { FromParts } from './from-parts.ts';
+import { HistoryChecker } from './validated.ts';
 import type { ImageBytes } from './wire.ts';
 
 export const RESPONSES_WIRE = 'openai-responses';
@@ -33,6 +34,9 @@ export const ResponsesRequest = z.looseObject({
   prompt_cache_key: z.string().optional(),
 });
 export type ResponsesRequest = z.infer<typeof ResponsesRequest>;
+
+/** ResponsesRequest with its input items checked one at a time (validated.ts). */
+export const responsesRequest = new HistoryChecker<ResponsesRequest, Item>(ResponsesRequest.extend({ input: z.union([z.string(), z.array(z.unknown())]) }), 'input', Item);
 
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
 type ImageType = (typeof IMAGE_TYPES)[number];

@@ -11,7 +11,7 @@ import { header } from './identity.ts';
 import { openaiAccount, openaiError, openaiSummaryCall } from './openai-shared.ts';
 import { responsesSplicer } from './openai-responses-splice.ts';
 import { ResponsesAnswerReader, responseAnswer } from './openai-responses-stream.ts';
-import { canonicalItem, inputItems, isPromptItem, itemRows, itemText, preparedItems, RESPONSES_WIRE, ResponsesRequest, responsesProvider, type Item } from './openai-responses-wire.ts';
+import { canonicalItem, inputItems, isPromptItem, itemRows, itemText, preparedItems, RESPONSES_WIRE, responsesRequest, type ResponsesRequest, responsesProvider, type Item } from './openai-responses-wire.ts';
 import { appendRound, proxySessionFor, reconcile } from './reconcile.ts';
 import type { Wire, WireRequest } from './wire.ts';
 
@@ -26,11 +26,8 @@ function toolSpecs(tools: ResponsesRequest['tools']): ToolSpec[] {
 }
 
 function readResponses(json: unknown, headers: Parameters<Wire<Item>['read']>[1]): WireRequest<Item> | { error: string } {
-  const parsed = ResponsesRequest.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return { error: `not a Responses request: ${issue === undefined ? 'invalid' : `${issue.path.join('.')}: ${issue.message}`}` };
-  }
+  const parsed = responsesRequest.check(json);
+  if ('issue' in parsed) return { error: `not a Responses request: ${parsed.issue.path.join('.')}: ${parsed.issue.message}` };
   const body = parsed.data;
   const { conversation, prompt } = splitClientPrompt(inputItems(body.input), isPromptItem);
   const promptText = [body.instructions ?? '', ...prompt.map((p) => itemText(p.message))].filter((t) => t !== '').join('\n\n');
