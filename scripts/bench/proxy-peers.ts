@@ -1,4 +1,4 @@
-// The two processes the proxy section measures the daemon's proxy against, each plain
+// The processes the proxy section measures the daemon's proxy against, each plain
 // JavaScript run with `node -e` in a child process of its own (so its CPU time is its own, read
 // from /proc like the daemon's, timing.ts):
 // - the upstream: answers POST .../v1/messages, .../chat/completions and .../responses with a
@@ -7,7 +7,8 @@
 //   whole before answering, as a provider must, and parses nothing of it;
 // - the bare pass-through proxy: reads the body, parses it and writes it again
 //   (JSON.parse, JSON.stringify), forwards it with the client's headers and pipes the answer
-//   back. What any proxy that touches the body costs, with nothing of albedo's work.
+//   back. What any proxy that touches the body costs, with nothing of albedo's work;
+// - the pipe proxy: streams the body on unread. What the extra hop alone costs.
 import { spawn, type ChildProcess } from 'node:child_process';
 
 /** The big answer's text, in characters. */
@@ -103,6 +104,29 @@ server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address()
 process.on('SIGTERM', () => { server.closeAllConnections(); server.close(() => process.exit(0)); });
 `;
 
+// The pipe proxy: streams the body on as it arrives, without reading it, and pipes the answer
+// back. What the extra hop alone costs in time: no proxy that must read the body before it
+// sends it on (as albedo must, to store and compact it) can be faster.
+const PIPE_PROXY = `
+const http = require('node:http');
+const upstream = new URL(process.argv[1]);
+const agent = new http.Agent({ keepAlive: true });
+const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'host']);
+const server = http.createServer((req, res) => {
+  const headers = {};
+  for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k)) headers[k] = v;
+  const up = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers, agent }, (r) => {
+    res.writeHead(r.statusCode, r.headers);
+    r.pipe(res);
+  });
+  up.on('error', () => res.destroy());
+  req.pipe(up);
+});
+server.keepAliveTimeout = 65000;
+server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address().port) + '\\n'));
+process.on('SIGTERM', () => { server.closeAllConnections(); server.close(() => process.exit(0)); });
+`;
+
 export interface Peer {
   /** http://127.0.0.1:PORT */
   url: string;
@@ -135,4 +159,9 @@ export function startBenchUpstream(): Promise<Peer> {
 /** The bare pass-through proxy in front of `upstream`. */
 export function startBareProxy(upstream: string): Promise<Peer> {
   return startPeer(BARE_PROXY, [upstream]);
+}
+
+/** The pipe proxy in front of `upstream`. */
+export function startPipeProxy(upstream: string): Promise<Peer> {
+  return startPeer(PIPE_PROXY, [upstream]);
 }

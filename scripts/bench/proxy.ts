@@ -4,6 +4,7 @@
 // - direct: the client calls the upstream itself (the anchor for time);
 // - bare: through a bare pass-through proxy that parses and re-serializes the body (the anchor
 //   for CPU: any proxy that touches the body pays that much);
+// - pipe: through a proxy that streams the body on unread (the floor for time: the extra hop);
 // - proxy: through the built daemon's proxy (bin/albedod.js, as `npm start` runs it).
 // The client sends what an agent sends: the whole history each time, the previous answer sent
 // back and one new prompt, over keep-alive connections. Measured, in alternating blocks of the
@@ -15,7 +16,7 @@ import type { Corpus } from './corpus.ts';
 import { buildDist } from './build-dist.ts';
 import { rssOf } from './memory.ts';
 import { PROXY_WIRES, WireConversation, type ProxyWire } from './proxy-conversation.ts';
-import { BIG_ANSWER_CHARS, startBareProxy, startBenchUpstream, type Peer } from './proxy-peers.ts';
+import { BIG_ANSWER_CHARS, startBareProxy, startBenchUpstream, startPipeProxy, type Peer } from './proxy-peers.ts';
 import { startReplayDaemon, type ReplayDaemon } from '../replay/daemon.ts';
 import { fmtBytes, fmtMs, nowMs, processCpuMs, stats, type Stats } from './timing.ts';
 
@@ -47,7 +48,7 @@ export interface ProxyWireResult {
   body_bytes: number;
   history_tokens: number;
   /** Time to the first byte of the answer, each path. */
-  ttfb: { proxy: Stats; direct: Stats; bare: Stats };
+  ttfb: { proxy: Stats; direct: Stats; bare: Stats; pipe: Stats };
   /** The whole answer (short), each path. */
   total: { proxy: Stats; direct: Stats };
   /** CPU a request: the daemon's over the proxied requests, the bare proxy's over its own. */
@@ -57,8 +58,8 @@ export interface ProxyWireResult {
    * one block, not the verdict).
    */
   cpu_ms: { proxy: number; bare: number; ratio: number; block_ratios: number[] };
-  /** The ~1 MiB streamed answer, end to end; `bare` through the bare pass-through proxy. */
-  big: { answer_bytes: number; proxy: Stats; direct: Stats; bare: Stats; ratio: number };
+  /** The ~1 MiB streamed answer, end to end; `bare` and `pipe` through those proxies. */
+  big: { answer_bytes: number; proxy: Stats; direct: Stats; bare: Stats; pipe: Stats; ratio: number };
   /** The daemon's resident set every 100 requests over `requests` proxied requests. */
   memory: { requests: number; rss_bytes: number[] };
   /** What the daemon said at the end: the nothing-due path held. */
@@ -98,19 +99,28 @@ function send(url: URL, headers: Record<string, string>, body: Buffer, agent: ht
   });
 }
 
-/** The three ways to the upstream for one wire. */
+/** The four ways to the upstream for one wire. */
 interface Paths {
   proxy: URL;
   bare: URL;
+  pipe: URL;
   direct: URL;
 }
 
-function pathsFor(wire: ProxyWire, conv: WireConversation, upstream: Peer, bare: Peer, base: { anthropic: string; openai: string }): Paths {
+/** The upstream and the two anchor proxies in front of it. */
+interface Anchors {
+  upstream: Peer;
+  bare: Peer;
+  pipe: Peer;
+}
+
+function pathsFor(wire: ProxyWire, conv: WireConversation, peers: Anchors, base: { anthropic: string; openai: string }): Paths {
   const up = wire === 'anthropic' ? conv.path : `/v1${conv.path}`;
   return {
     proxy: new URL(`${wire === 'anthropic' ? base.anthropic : base.openai}${conv.path}`),
-    bare: new URL(`${bare.url}${up}`),
-    direct: new URL(`${upstream.url}${up}`),
+    bare: new URL(`${peers.bare.url}${up}`),
+    pipe: new URL(`${peers.pipe.url}${up}`),
+    direct: new URL(`${peers.upstream.url}${up}`),
   };
 }
 
@@ -137,11 +147,12 @@ async function settle(pid: number): Promise<number> {
   return nowMs() - t0;
 }
 
-async function benchWire(wire: ProxyWire, d: ReplayDaemon, upstream: Peer, bare: Peer, base: { anthropic: string; openai: string }, corpus: Corpus, opts: { blocks: number; perBlock: number; memoryRequests: number; bigRuns: number }, log: (s: string) => void): Promise<ProxyWireResult> {
+async function benchWire(wire: ProxyWire, d: ReplayDaemon, peers: Anchors, base: { anthropic: string; openai: string }, corpus: Corpus, opts: { blocks: number; perBlock: number; memoryRequests: number; bigRuns: number }, log: (s: string) => void): Promise<ProxyWireResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   try {
     const conv = new WireConversation(wire, corpus, HISTORY_CHARS, `${wire}-main`);
-    const paths = pathsFor(wire, conv, upstream, bare, base);
+    const paths = pathsFor(wire, conv, peers, base);
+    const { bare } = peers;
     const viaProxy = async (): Promise<Sent> => {
       const r = await send(paths.proxy, conv.headers, conv.body(), agent);
       conv.advance();
@@ -157,12 +168,13 @@ async function benchWire(wire: ProxyWire, d: ReplayDaemon, upstream: Peer, bare:
     log(`  proxy ${wire}: the daemon was quiet ${fmtMs(quietAfter)} after the warm-up`);
     const bodyBytes = conv.body().length;
 
-    const ttfb = { proxy: [] as number[], direct: [] as number[], bare: [] as number[] };
+    const ttfb = { proxy: [] as number[], direct: [] as number[], bare: [] as number[], pipe: [] as number[] };
     const total = { proxy: [] as number[], direct: [] as number[] };
     const cpu = { proxy: [] as number[], bare: [] as number[] };
     for (let i = 0; i < 3; i++) {
       await send(paths.direct, conv.headers, conv.last, agent);
       await send(paths.bare, conv.headers, conv.last, agent);
+      await send(paths.pipe, conv.headers, conv.last, agent);
     }
     for (let b = 0; b < opts.blocks; b++) {
       // The daemon's CPU is read from the start of its block to the start of the next one,
@@ -177,6 +189,7 @@ async function benchWire(wire: ProxyWire, d: ReplayDaemon, upstream: Peer, bare:
       const b0 = cpuMs(bare.pid);
       for (let i = 0; i < opts.perBlock; i++) ttfb.bare.push((await send(paths.bare, conv.headers, body, agent)).ttfb);
       cpu.bare.push(cpuMs(bare.pid) - b0);
+      for (let i = 0; i < opts.perBlock; i++) ttfb.pipe.push((await send(paths.pipe, conv.headers, body, agent)).ttfb);
       for (let i = 0; i < opts.perBlock; i++) {
         const r = await send(paths.direct, conv.headers, body, agent);
         ttfb.direct.push(r.ttfb);
@@ -201,7 +214,7 @@ async function benchWire(wire: ProxyWire, d: ReplayDaemon, upstream: Peer, bare:
     // The big answer: each run in a conversation of its own (its answer is recorded, and the
     // agent would send it back), first stored with a short answer, then the big one timed,
     // then the same body direct and through the bare proxy; the order alternates.
-    const big = { proxy: [] as number[], direct: [] as number[], bare: [] as number[] };
+    const big = { proxy: [] as number[], direct: [] as number[], bare: [] as number[], pipe: [] as number[] };
     let answerBytes = 0;
     for (let i = 0; i < opts.bigRuns; i++) {
       const c = new WireConversation(wire, corpus, HISTORY_CHARS, `${wire}-big${i}`);
@@ -214,12 +227,13 @@ async function benchWire(wire: ProxyWire, d: ReplayDaemon, upstream: Peer, bare:
         big.direct.push(r.total);
         answerBytes = r.bytes;
         big.bare.push((await send(paths.bare, headers, body, agent)).total);
+        big.pipe.push((await send(paths.pipe, headers, body, agent)).total);
       };
       if (i % 2 === 1) await anchors();
       big.proxy.push((await send(paths.proxy, headers, body, agent)).total);
       if (i % 2 === 0) await anchors();
     }
-    const bigStats = { proxy: stats(big.proxy), direct: stats(big.direct), bare: stats(big.bare) };
+    const bigStats = { proxy: stats(big.proxy), direct: stats(big.direct), bare: stats(big.bare), pipe: stats(big.pipe) };
     log(`  proxy ${wire}: ${fmtBytes(answerBytes)} answer ${fmtMs(bigStats.proxy.median_ms)} vs direct ${fmtMs(bigStats.direct.median_ms)}`);
 
     const check = await checkNothingDue(d);
@@ -228,7 +242,7 @@ async function benchWire(wire: ProxyWire, d: ReplayDaemon, upstream: Peer, bare:
       model: conv.model,
       body_bytes: bodyBytes,
       history_tokens: Math.round(bodyBytes / 4),
-      ttfb: { proxy: stats(ttfb.proxy), direct: stats(ttfb.direct), bare: stats(ttfb.bare) },
+      ttfb: { proxy: stats(ttfb.proxy), direct: stats(ttfb.direct), bare: stats(ttfb.bare), pipe: stats(ttfb.pipe) },
       total: { proxy: stats(total.proxy), direct: stats(total.direct) },
       cpu_ms: cpuMsPer,
       big: { answer_bytes: answerBytes, ...bigStats, ratio: bigStats.proxy.median_ms / bigStats.direct.median_ms },
@@ -257,6 +271,7 @@ export async function benchProxy(tmp: string, corpus: Corpus, opts: { quick: boo
   buildDist(log);
   const upstream = await startBenchUpstream();
   const bare = await startBareProxy(upstream.url);
+  const pipe = await startPipeProxy(upstream.url);
   const wires: ProxyWireResult[] = [];
   try {
     for (const wire of PROXY_WIRES) {
@@ -267,7 +282,7 @@ export async function benchProxy(tmp: string, corpus: Corpus, opts: { quick: boo
         if (!proxy.listening || proxy.anthropic_base_url === null || proxy.openai_base_url === null) throw new Error(`the daemon's proxy is not listening: ${proxy.error}`);
         const base = { anthropic: proxy.anthropic_base_url, openai: proxy.openai_base_url };
         wires.push(
-          await benchWire(wire, d, upstream, bare, base, corpus, opts.quick ? { blocks: 4, perBlock: 10, memoryRequests: 300, bigRuns: 4 } : { blocks: 12, perBlock: 20, memoryRequests: 1000, bigRuns: 10 }, log),
+          await benchWire(wire, d, { upstream, bare, pipe }, base, corpus, opts.quick ? { blocks: 4, perBlock: 10, memoryRequests: 300, bigRuns: 4 } : { blocks: 12, perBlock: 20, memoryRequests: 1000, bigRuns: 10 }, log),
         );
       } finally {
         await d.stop();
@@ -275,6 +290,7 @@ export async function benchProxy(tmp: string, corpus: Corpus, opts: { quick: boo
     }
   } finally {
     await bare.stop();
+    await pipe.stop();
     await upstream.stop();
   }
   return { upstream_note: `scripted upstream (proxy-peers.ts): short answers, and ${fmtBytes(BIG_ANSWER_CHARS)} of text in 1 KiB deltas for the big one`, wires };
@@ -299,7 +315,7 @@ export function judgeProxy(r: ProxyResult): Array<{ target: string; measured: st
         target: `proxy ${w.wire}: first streamed byte within ${t.ttfbRatio}x direct + ${t.ttfbSlackMs} ms at ~${Math.round(w.history_tokens / 1000)}k tokens`,
         measured: `median ${fmtMs(w.ttfb.proxy.median_ms)} vs direct ${fmtMs(w.ttfb.direct.median_ms)} (bound ${fmtMs(bound)})`,
         pass: w.ttfb.proxy.median_ms <= bound,
-        note: `floor: the bare pass-through proxy alone ${fmtMs(w.ttfb.bare.median_ms)}`,
+        note: `floors: the extra hop alone (a pipe proxy that never reads the body) ${fmtMs(w.ttfb.pipe.median_ms)}; reading and re-serializing the body (the bare proxy) ${fmtMs(w.ttfb.bare.median_ms)}`,
       },
       {
         target: `proxy ${w.wire}: CPU a request within ${t.cpuRatio}x a bare pass-through proxy's`,
@@ -310,7 +326,7 @@ export function judgeProxy(r: ProxyResult): Array<{ target: string; measured: st
         target: `proxy ${w.wire}: a ${fmtBytes(w.big.answer_bytes)} streamed answer within ${t.bigRatio}x direct`,
         measured: `median ${fmtMs(w.big.proxy.median_ms)} vs ${fmtMs(w.big.direct.median_ms)} (${w.big.ratio.toFixed(2)}x)`,
         pass: w.big.ratio <= t.bigRatio,
-        note: `floor: the bare pass-through proxy alone ${fmtMs(w.big.bare.median_ms)} (${(w.big.bare.median_ms / w.big.direct.median_ms).toFixed(2)}x)`,
+        note: `floors: the extra hop alone (the pipe proxy) ${fmtMs(w.big.pipe.median_ms)} (${(w.big.pipe.median_ms / w.big.direct.median_ms).toFixed(2)}x); the bare proxy ${fmtMs(w.big.bare.median_ms)} (${(w.big.bare.median_ms / w.big.direct.median_ms).toFixed(2)}x)`,
       },
       {
         target: `proxy ${w.wire}: daemon RSS flat over ${w.memory.requests} requests (lowest of the last half within ${t.rssGrowth}x of the lowest of the first)`,
@@ -331,10 +347,10 @@ export function renderProxy(r: ProxyResult): string {
   const row = (what: string, s: Stats): string => `    ${what.padEnd(30)} median ${fmtMs(s.median_ms).padStart(9)}  min ${fmtMs(s.min_ms).padStart(9)}  max ${fmtMs(s.max_ms).padStart(9)}  (${s.runs})`;
   for (const w of r.wires) {
     lines.push(`  ${w.wire} (${w.model}), body ${fmtBytes(w.body_bytes)} (~${Math.round(w.history_tokens / 1000)}k tokens)`);
-    lines.push(row('first byte, proxy', w.ttfb.proxy), row('first byte, bare proxy', w.ttfb.bare), row('first byte, direct', w.ttfb.direct));
+    lines.push(row('first byte, proxy', w.ttfb.proxy), row('first byte, bare proxy', w.ttfb.bare), row('first byte, pipe proxy', w.ttfb.pipe), row('first byte, direct', w.ttfb.direct));
     lines.push(row('whole answer, proxy', w.total.proxy), row('whole answer, direct', w.total.direct));
     lines.push(`    CPU a request: daemon ${w.cpu_ms.proxy.toFixed(2)} ms, bare proxy ${w.cpu_ms.bare.toFixed(2)} ms (median block ratio ${w.cpu_ms.ratio.toFixed(2)}x)`);
-    lines.push(row(`${fmtBytes(w.big.answer_bytes)} answer, proxy`, w.big.proxy), row(`${fmtBytes(w.big.answer_bytes)} answer, bare proxy`, w.big.bare), row(`${fmtBytes(w.big.answer_bytes)} answer, direct`, w.big.direct));
+    lines.push(row(`${fmtBytes(w.big.answer_bytes)} answer, proxy`, w.big.proxy), row(`${fmtBytes(w.big.answer_bytes)} answer, bare proxy`, w.big.bare), row(`${fmtBytes(w.big.answer_bytes)} answer, pipe proxy`, w.big.pipe), row(`${fmtBytes(w.big.answer_bytes)} answer, direct`, w.big.direct));
     lines.push(`    RSS every 100 requests: ${w.memory.rss_bytes.map((x) => (x / 2 ** 20).toFixed(0)).join(' ')} MiB`);
   }
   return lines.join('\n');
