@@ -2,6 +2,8 @@
 // the parsed value cannot tell (`1.0`, `1e0` and `1.0000000000000000001` all parse to 1). It
 // walks the top level only, jumping over strings with indexOf and over nested values by
 // counting brackets. Deciding what a token means (the id rule) is the peer's job (rpc-peer.ts).
+// The proxy's body memo (daemon/proxy/body-memo.ts) walks a body's history array with the same
+// two steps.
 
 // The structural characters of JSON, as char codes and as bytes (json-bytes.ts scans bytes).
 export const QUOTE = 0x22;
@@ -18,7 +20,8 @@ export function isSpace(c: number | undefined): boolean {
   return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
 }
 
-function skipSpace(s: string, i: number): number {
+/** The index of the first non-space character at or after `i`. */
+export function skipSpace(s: string, i: number): number {
   while (i < s.length && isSpace(s.charCodeAt(i))) i++;
   return i;
 }
@@ -36,8 +39,8 @@ function stringEnd(s: string, i: number): number {
   }
 }
 
-/** `s[i]` starts a value: the index just past it. */
-function valueEnd(s: string, i: number): number {
+/** `s[i]` starts a value of text JSON.parse accepted: the index just past it. */
+export function valueEnd(s: string, i: number): number {
   const c = s.charCodeAt(i);
   if (c === QUOTE) return stringEnd(s, i);
   if (c === OPEN_BRACE || c === OPEN_BRACKET) {

@@ -10,6 +10,7 @@
 // element values are the same objects in both results, so nothing may change a parsed body
 // (every wire copies what it alters).
 import { randomBytes } from 'node:crypto';
+import { CLOSE_BRACKET, COMMA, OPEN_BRACE, OPEN_BRACKET, QUOTE, skipSpace, valueEnd } from '../../protocol/json-tokens.ts';
 
 /** What the memo keeps of one body. */
 interface Entry {
@@ -37,19 +38,6 @@ const DEFAULTS: BodyMemoOptions = { maxEntries: 8, maxBytes: 32 * 2 ** 20, minBy
 /** The member the rest of a body is parsed under: no body can know it, so none can repeat it. */
 const REST = `\u0000albedo-rest-${randomBytes(8).toString('hex')}`;
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-
-function isSpace(c: number | undefined): boolean {
-  return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
-}
-
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -74,9 +62,10 @@ export class BodyMemo {
   parse(bytes: Buffer, key: string): unknown {
     const shared = this.fromRecent(bytes, key);
     if (shared !== undefined) return shared;
-    const value: unknown = JSON.parse(bytes.toString('utf8'));
+    const text = bytes.toString('utf8');
+    const value: unknown = JSON.parse(text);
     if (bytes.length >= this.opts.minBytes && isRecord(value)) {
-      const entry = scanBody(bytes, key, value);
+      const entry = scanBody(bytes, text, key, value);
       if (entry !== null) this.keep(entry, -1);
     }
     return value;
@@ -92,23 +81,24 @@ export class BodyMemo {
       const from = e.ends[k - 1]!;
       // The rest continues inside the history array, after an element: parsed in the same place
       // of an object of its own, it is valid exactly when the whole body is.
+      const tail = bytes.toString('utf8', from);
       let rest: unknown;
       try {
-        rest = JSON.parse(`{${JSON.stringify(REST)}:[0${bytes.toString('utf8', from)}`);
+        rest = JSON.parse(`{${JSON.stringify(REST)}:[0${tail}`);
       } catch {
         return undefined; // the whole body is parsed, and throws its own error
       }
       if (!isRecord(rest)) return undefined;
       const more = rest[REST];
       if (!Array.isArray(more) || more[0] !== 0) return undefined;
-      const ends = elementEnds(bytes, from, more.length - 1);
-      if (ends === null) return undefined;
+      const run = elementEnds(tail, 0, from, more.length - 1);
+      if (run === null) return undefined;
       const history: unknown[] = [...e.history.slice(0, k), ...(more as unknown[]).slice(1)];
       const out: Record<string, unknown> = {};
       for (const [m, v] of e.before) define(out, m, v);
       define(out, key, history);
       for (const m of Object.keys(rest)) if (m !== REST) define(out, m, rest[m]);
-      this.keep({ bytes, key, before: e.before, history, ends: [...e.ends.slice(0, k), ...ends] }, n);
+      this.keep({ bytes, key, before: e.before, history, ends: [...e.ends.slice(0, k), ...run.ends] }, n);
       return out;
     }
     return undefined;
@@ -149,112 +139,70 @@ function sharedElements(e: Entry, bytes: Buffer): number {
   return lo;
 }
 
-/** `b[i]` opens a string: the offset just past its closing quote, or -1. */
-function stringEnd(b: Buffer, i: number): number {
-  let from = i + 1;
-  for (;;) {
-    const q = b.indexOf(QUOTE, from);
-    if (q === -1) return -1;
-    let k = q - 1;
-    while (b[k] === BACKSLASH) k--;
-    if ((q - 1 - k) % 2 === 0) return q + 1;
-    from = q + 1;
-  }
-}
-
-/** `b[i]` starts a value that JSON.parse accepted: the offset just past it, or -1. */
-function valueEnd(b: Buffer, i: number): number {
-  const c = b[i];
-  if (c === QUOTE) return stringEnd(b, i);
-  if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-    let depth = 0;
-    let j = i;
-    while (j < b.length) {
-      const d = b[j];
-      if (d === QUOTE) {
-        j = stringEnd(b, j);
-        if (j === -1) return -1;
-        continue;
-      }
-      if (d === OPEN_BRACE || d === OPEN_BRACKET) depth++;
-      else if (d === CLOSE_BRACE || d === CLOSE_BRACKET) {
-        depth--;
-        if (depth === 0) return j + 1;
-      }
-      j++;
-    }
-    return -1;
-  }
-  let j = i;
-  while (j < b.length) {
-    const d = b[j];
-    if (d === COMMA || d === CLOSE_BRACE || d === CLOSE_BRACKET || isSpace(d)) break;
-    j++;
-  }
-  return j;
-}
-
-function skipSpace(b: Buffer, i: number): number {
-  while (isSpace(b[i])) i++;
-  return i;
-}
-
-/** The ends of `count` more array elements from `from` (just past an element), or null. */
-function elementEnds(b: Buffer, from: number, count: number): number[] | null {
-  const ends: number[] = [];
-  let i = from;
-  for (let n = 0; n < count; n++) {
-    i = skipSpace(b, i);
-    if (b[i] !== COMMA) return null;
-    i = valueEnd(b, skipSpace(b, i + 1));
-    if (i === -1) return null;
-    ends.push(i);
-  }
-  return ends;
+/** A run of array elements: the byte offset just past each, and the text index past the last. */
+interface Run {
+  ends: number[];
+  next: number;
 }
 
 /**
- * What to keep of a body JSON.parse accepted as `value`: its members before `key` and where
- * each history element ends. Null when there is nothing to share (no such array) or when a
- * top-level key repeats (the later value would not be the one in the shared bytes).
+ * `count` more array elements of `text` from index `from` (just past an element, at byte
+ * `byteFrom` of the body; JSON.parse accepted the text in place), or null where the text is not
+ * such a run of elements.
  */
-function scanBody(b: Buffer, key: string, value: Record<string, unknown>): Entry | null {
+function elementEnds(text: string, from: number, byteFrom: number, count: number): Run | null {
+  const ends: number[] = [];
+  let i = from;
+  let byte = byteFrom;
+  for (let n = 0; n < count; n++) {
+    const at = i;
+    i = skipSpace(text, i);
+    if (text.charCodeAt(i) !== COMMA) return null;
+    i = valueEnd(text, skipSpace(text, i + 1));
+    byte += Buffer.byteLength(text.slice(at, i));
+    ends.push(byte);
+  }
+  return { ends, next: i };
+}
+
+/**
+ * What to keep of a body JSON.parse accepted as `value` from `text`: its members before `key`
+ * and the byte offset where each history element ends. Null when there is nothing to share (no
+ * such array) or when a top-level key repeats (the later value would not be the one in the
+ * shared bytes).
+ */
+function scanBody(bytes: Buffer, text: string, key: string, value: Record<string, unknown>): Entry | null {
   const history = value[key];
   if (!Array.isArray(history) || history.length === 0) return null;
-  let i = skipSpace(b, 0);
-  if (b[i] !== OPEN_BRACE) return null;
-  i = skipSpace(b, i + 1);
+  let i = skipSpace(text, 0);
+  if (text.charCodeAt(i) !== OPEN_BRACE) return null;
+  i = skipSpace(text, i + 1);
   const seen = new Set<string>();
   const before: Array<[string, unknown]> = [];
   let ends: number[] | null = null;
-  while (i < b.length && b[i] === QUOTE) {
-    const keyEnd = stringEnd(b, i);
-    if (keyEnd === -1) return null;
-    const name = JSON.parse(b.toString('utf8', i, keyEnd)) as string;
+  while (i < text.length && text.charCodeAt(i) === QUOTE) {
+    const keyEnd = valueEnd(text, i);
+    const name = JSON.parse(text.slice(i, keyEnd)) as string;
     if (seen.has(name)) return null;
     seen.add(name);
-    i = skipSpace(b, keyEnd);
-    if (b[i] !== COLON) return null;
-    const start = skipSpace(b, i + 1);
+    const start = skipSpace(text, skipSpace(text, keyEnd) + 1);
     if (name === key) {
-      if (b[start] !== OPEN_BRACKET) return null;
-      const first = skipSpace(b, start + 1);
-      const firstEnd = valueEnd(b, first);
-      if (firstEnd === -1) return null;
-      const rest = elementEnds(b, firstEnd, history.length - 1);
+      if (text.charCodeAt(start) !== OPEN_BRACKET) return null;
+      const firstEnd = valueEnd(text, skipSpace(text, start + 1));
+      const firstByte = Buffer.byteLength(text.slice(0, firstEnd));
+      const rest = elementEnds(text, firstEnd, firstByte, history.length - 1);
       if (rest === null) return null;
-      ends = [firstEnd, ...rest];
-      i = skipSpace(b, rest.length === 0 ? firstEnd : rest[rest.length - 1]!);
-      if (b[i] !== CLOSE_BRACKET) return null;
+      ends = [firstByte, ...rest.ends];
+      i = skipSpace(text, rest.next);
+      if (text.charCodeAt(i) !== CLOSE_BRACKET) return null;
       i++;
     } else {
-      i = valueEnd(b, start);
-      if (i === -1) return null;
+      i = valueEnd(text, start);
       if (ends === null) before.push([name, value[name]]);
     }
-    i = skipSpace(b, i);
-    if (b[i] !== COMMA) break;
-    i = skipSpace(b, i + 1);
+    i = skipSpace(text, i);
+    if (text.charCodeAt(i) !== COMMA) break;
+    i = skipSpace(text, i + 1);
   }
-  return ends === null ? null : { bytes: b, key, before, history, ends };
+  return ends === null ? null : { bytes, key, before, history, ends };
 }

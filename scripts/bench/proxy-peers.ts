@@ -78,36 +78,12 @@ server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address()
 process.on('SIGTERM', () => { server.closeAllConnections(); server.close(() => process.exit(0)); });
 `;
 
-const BARE_PROXY = `
-const http = require('node:http');
-const upstream = new URL(process.argv[1]);
-const agent = new http.Agent({ keepAlive: true });
-const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'host', 'content-length']);
-const server = http.createServer((req, res) => {
-  const parts = [];
-  req.on('data', (c) => parts.push(c));
-  req.on('end', () => {
-    const body = Buffer.from(JSON.stringify(JSON.parse(Buffer.concat(parts).toString('utf8'))));
-    const headers = {};
-    for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k)) headers[k] = v;
-    headers['content-length'] = String(body.length);
-    const up = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers, agent }, (r) => {
-      res.writeHead(r.statusCode, r.headers);
-      r.pipe(res);
-    });
-    up.on('error', () => res.destroy());
-    up.end(body);
-  });
-});
-server.keepAliveTimeout = 65000;
-server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address().port) + '\\n'));
-process.on('SIGTERM', () => { server.closeAllConnections(); server.close(() => process.exit(0)); });
-`;
-
-// The pipe proxy: streams the body on as it arrives, without reading it, and pipes the answer
-// back. What the extra hop alone costs in time: no proxy that must read the body before it
-// sends it on (as albedo must, to store and compact it) can be faster.
-const PIPE_PROXY = `
+/**
+ * A proxy in front of the upstream given as its argument: `send(req, res, forward)` gets each
+ * request and calls `forward(headers)` for the upstream request (the answer is piped back).
+ */
+function proxyScript(send: string): string {
+  return `
 const http = require('node:http');
 const upstream = new URL(process.argv[1]);
 const agent = new http.Agent({ keepAlive: true });
@@ -115,17 +91,39 @@ const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'host']);
 const server = http.createServer((req, res) => {
   const headers = {};
   for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k)) headers[k] = v;
-  const up = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers, agent }, (r) => {
-    res.writeHead(r.statusCode, r.headers);
-    r.pipe(res);
-  });
-  up.on('error', () => res.destroy());
-  req.pipe(up);
+  const forward = () => {
+    const up = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers, agent }, (r) => {
+      res.writeHead(r.statusCode, r.headers);
+      r.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    return up;
+  };
+  ${send}
 });
 server.keepAliveTimeout = 65000;
 server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address().port) + '\\n'));
 process.on('SIGTERM', () => { server.closeAllConnections(); server.close(() => process.exit(0)); });
 `;
+}
+
+/** Reads the body whole, parses it and writes it again. */
+const BARE_PROXY = proxyScript(`
+  const parts = [];
+  req.on('data', (c) => parts.push(c));
+  req.on('end', () => {
+    const body = Buffer.from(JSON.stringify(JSON.parse(Buffer.concat(parts).toString('utf8'))));
+    headers['content-length'] = String(body.length);
+    forward().end(body);
+  });`);
+
+/**
+ * Streams the body on as it arrives, unread. What the extra hop alone costs in time: no proxy
+ * that must read the body before it sends it on (as albedo must, to store and compact it) can
+ * be faster.
+ */
+const PIPE_PROXY = proxyScript(`
+  req.pipe(forward());`);
 
 export interface Peer {
   /** http://127.0.0.1:PORT */
