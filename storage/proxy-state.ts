@@ -91,6 +91,7 @@ const stmts = perDb((db: Db) => ({
     'INSERT OR REPLACE INTO proxy_messages (sid, idx, chain, last_seq, recorded) VALUES (?, ?, ?, ?, ?)',
   ),
   dropFrom: db.prepare<[number, number]>('DELETE FROM proxy_messages WHERE sid = ? AND idx >= ?'),
+  chainStamp: db.prepare<[number], number>('SELECT chain_stamp FROM proxy_sessions WHERE sid = ?').pluck(),
 }));
 
 /** The session an identity's requests go to now, if any. */
@@ -163,6 +164,11 @@ export function messageChain(db: Db, sid: number): ChainLink[] {
 }
 
 /** Stores links (replacing any at the same positions). */
+/** A value that changes whenever the session's chain is written (migration 30); 0 before any. */
+export function chainStamp(db: Db, sid: number): number {
+  return stmts(db).chainStamp.get(sid) ?? 0;
+}
+
 export function putChainLinks(db: Db, sid: number, links: readonly ChainLink[]): void {
   const st = stmts(db);
   for (const l of links) st.putLink.run(sid, l.idx, l.chain, l.last_seq, l.recorded ? 1 : 0);

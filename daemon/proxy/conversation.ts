@@ -320,7 +320,7 @@ async function reportOn(daemon: DaemonServices, method: string, session: string,
 async function record<M, R extends WireRequest<M>>(daemon: DaemonServices, wire: Wire<M, R>, target: ProxyTarget, links: readonly ChainLink[], answer: Answer<M>, model: string, preparedId: string): Promise<void> {
   const method = `proxy ${wire.name}`;
   try {
-    const stored = daemon.kernels.run(target.name, () => recordAnswer(daemon.db, wire, target, links, answer.messages, { model }), 'transcript');
+    const stored = daemon.kernels.run(target.name, (kernel) => recordAnswer(daemon.db, wire, target, links, answer.messages, { model, cache: kernel.cache }), 'transcript');
     const reported = answer.usage !== null && answer.usage.inputTokens > 0 ? reportOn(daemon, method, target.name, preparedId, answer.usage) : undefined;
     await Promise.all([stored, reported]);
     daemon.rowsAdded();

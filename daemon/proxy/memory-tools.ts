@@ -172,9 +172,9 @@ export async function runTurn<M, R extends WireRequest<M>>(t: Turn<M, R>): Promi
       const rows = roundRows(t, outcome, []);
       const stored = daemon.kernels.run(
         target.name,
-        async () => {
+        async (kernel) => {
           if (daemon.settings.fault === 'proxy-store-held') await heldUntilReleased(path.join(daemon.paths.home, 'release-store'), signal);
-          await appendRound(daemon.db, target, turnIdx, round, rows, (seq) => void linkTurn(daemon.db, wire, target, t.links, visible, Math.max(lastSeq, seq)));
+          await appendRound(daemon.db, target, turnIdx, round, rows, (seq) => void linkTurn(daemon.db, wire, target, t.links, visible, Math.max(lastSeq, seq), kernel.cache));
         },
         'transcript',
       );
@@ -200,7 +200,7 @@ export async function runTurn<M, R extends WireRequest<M>>(t: Turn<M, R>): Promi
   }
   const { text, visible } = splicer.finish();
   endMessage(res, request.stream, text);
-  await daemon.kernels.run(target.name, () => linkTurn(daemon.db, wire, target, t.links, visible, lastSeq), 'transcript');
+  await daemon.kernels.run(target.name, (kernel) => linkTurn(daemon.db, wire, target, t.links, visible, lastSeq, kernel.cache), 'transcript');
 }
 
 /** The staged fault `proxy-store-held`: waits until `file` exists. */

@@ -9,7 +9,7 @@ import { AlbedoError } from '../../protocol/errors.ts';
 import { RowIn } from '../../protocol/rows.ts';
 import { z } from 'zod';
 import type { Db } from '../../storage/db.ts';
-import { addProxySession, currentProxySession, proxySession, dropChainFrom, firstOfFamily, messageChain, noteAgent, putChainLinks, retireProxySession, type ChainLink } from '../../storage/proxy-state.ts';
+import { addProxySession, chainStamp, currentProxySession, proxySession, dropChainFrom, firstOfFamily, messageChain, noteAgent, putChainLinks, retireProxySession, type ChainLink } from '../../storage/proxy-state.ts';
 import { createSession, findSession } from '../../storage/sessions.ts';
 import { appendRows, forkMap, forkSession } from '../../storage/transcript.ts';
 import { cacheSlot, type KernelCache } from '../../strategies/harness/kernel-cache.ts';
@@ -117,6 +117,28 @@ export interface ChainMemo {
 
 export const CHAIN_MEMO = cacheSlot<ChainMemo>('proxy.chainMemo');
 
+/** The session's stored chain as its kernel last read or wrote it, with the stamp it had then (migration 30). */
+export const CHAIN_LINKS = cacheSlot<{ sid: number; stamp: number; links: readonly ChainLink[] }>('proxy.chainLinks');
+
+/** The stored chain of `sid`: the kernel's copy while the stamp holds, else read (and kept). */
+function storedChain(db: Db, sid: number, cache: KernelCache | undefined): readonly ChainLink[] {
+  if (cache === undefined) return messageChain(db, sid);
+  const stamp = chainStamp(db, sid);
+  const kept = cache.get(CHAIN_LINKS);
+  if (kept !== undefined && kept.sid === sid && kept.stamp === stamp) return kept.links;
+  const links = messageChain(db, sid);
+  cache.set(CHAIN_LINKS, { sid, stamp, links });
+  return links;
+}
+
+/**
+ * Keeps `links` as the chain of `sid` once a write of this kernel's has committed: the stamp it
+ * reads now is the one that write left, and only this session's kernel writes its chain.
+ */
+function keepChain(db: Db, sid: number, links: readonly ChainLink[], cache: KernelCache | undefined): void {
+  cache?.set(CHAIN_LINKS, { sid, stamp: chainStamp(db, sid), links });
+}
+
 /** Whether two parsed JSON values are the same, key order included (what can differ gets hashed). */
 function sameJson(a: unknown, b: unknown): boolean {
   if (a === b) return true;
@@ -170,7 +192,7 @@ export function matchChain<M>(codec: MessageCodec<M>, links: readonly ChainLink[
  */
 export async function reconcile<M>(db: Db, codec: MessageCodec<M>, target: ProxyTarget, conversation: readonly M[], opts: { maxImageBytes?: number; now?: number; cache?: KernelCache } = {}): Promise<Reconciled> {
   const now = opts.now ?? Date.now();
-  let links = messageChain(db, target.sid);
+  let links = storedChain(db, target.sid, opts.cache);
   const { chains, matched, departed } = matchChain(codec, links, conversation, opts.cache?.get(CHAIN_MEMO));
   opts.cache?.set(CHAIN_MEMO, { messages: conversation, chains });
   let forkedFrom: string | null = null;
@@ -211,6 +233,7 @@ export async function reconcile<M>(db: Db, codec: MessageCodec<M>, target: Proxy
   else if (rehashed.length > 0 || matched < conversation.length) db.transaction(() => link([]))();
   const appended = rows.length;
   const all = [...links.slice(0, matched).map((l, i) => ({ ...l, chain: chains[i]! })), ...fresh];
+  keepChain(db, target.sid, all, opts.cache);
   return { target, appended, forkedFrom, links: all };
 }
 
@@ -219,7 +242,7 @@ export async function reconcile<M>(db: Db, codec: MessageCodec<M>, target: Proxy
  * Completions, one per output item on Responses), marked as recorded. Keyed by position and
  * chain, so an answer recorded twice is stored once.
  */
-export async function recordAnswer<M>(db: Db, codec: MessageCodec<M>, target: ProxyTarget, links: readonly ChainLink[], answer: readonly M[], opts: { model?: string } = {}): Promise<ChainLink[]> {
+export async function recordAnswer<M>(db: Db, codec: MessageCodec<M>, target: ProxyTarget, links: readonly ChainLink[], answer: readonly M[], opts: { model?: string; cache?: KernelCache } = {}): Promise<ChainLink[]> {
   const rows: RowIn[] = [];
   const owners: number[] = [];
   const chains: string[] = [];
@@ -245,6 +268,7 @@ export async function recordAnswer<M>(db: Db, codec: MessageCodec<M>, target: Pr
   };
   if (rows.length > 0) await appendRows(db, target.name, rows, { withRows: (r) => link(r.seqs) });
   else db.transaction(() => link([]))();
+  keepChain(db, target.sid, [...links, ...fresh], opts.cache);
   return fresh;
 }
 
@@ -274,12 +298,13 @@ export async function appendRound(db: Db, target: ProxyTarget, turn: number, rou
  * sends them back with its next request, where they match these links (recorded), so the
  * spliced message is never a divergence, while upstream keeps getting the stored rounds.
  */
-export function linkTurn<M>(db: Db, codec: MessageCodec<M>, target: ProxyTarget, links: readonly ChainLink[], visible: readonly M[], lastSeq: number): ChainLink[] {
+export function linkTurn<M>(db: Db, codec: MessageCodec<M>, target: ProxyTarget, links: readonly ChainLink[], visible: readonly M[], lastSeq: number, cache?: KernelCache): ChainLink[] {
   let previous = links.length === 0 ? '' : links[links.length - 1]!.chain;
   const fresh = visible.map((m, k) => {
     previous = chainHash(previous, codec.canonical(m));
     return { idx: links.length + k, chain: previous, last_seq: lastSeq, recorded: true };
   });
   if (fresh.length > 0) db.transaction(() => putChainLinks(db, target.sid, fresh))();
+  keepChain(db, target.sid, [...links, ...fresh], cache);
   return fresh;
 }

@@ -28,6 +28,7 @@ import { sql as m026 } from './026-summary-merge-in-idle-time.ts';
 import { sql as m027 } from './027-known-told-instructions.ts';
 import { sql as m028 } from './028-proxy-sessions.ts';
 import { sql as m029 } from './029-proxy-accounting.ts';
+import { sql as m030 } from './030-proxy-chain-stamp.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -66,4 +67,5 @@ export const migrations: readonly Migration[] = [
   { version: 27, name: 'known-told-instructions', sql: m027 },
   { version: 28, name: 'proxy-sessions', sql: m028 },
   { version: 29, name: 'proxy-accounting', sql: m029 },
+  { version: 30, name: 'proxy-chain-stamp', sql: m030 },
 ];

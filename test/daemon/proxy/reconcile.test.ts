@@ -6,11 +6,11 @@ import { test, type TestContext } from 'node:test';
 import type { WireMessage } from '../../../daemon/proxy/anthropic-wire.ts';
 import { anthropicWire } from '../../../daemon/proxy/anthropic.ts';
 import { identify, type Identity } from '../../../daemon/proxy/identity.ts';
-import { CHAIN_MEMO, matchChain, proxySessionFor, reconcile, recordAnswer } from '../../../daemon/proxy/reconcile.ts';
+import { CHAIN_LINKS, CHAIN_MEMO, matchChain, proxySessionFor, reconcile, recordAnswer } from '../../../daemon/proxy/reconcile.ts';
 import type { MessageCodec } from '../../../daemon/proxy/wire.ts';
 import { KernelCache } from '../../../strategies/harness/kernel-cache.ts';
 import type { Db } from '../../../storage/db.ts';
-import { currentProxySession } from '../../../storage/proxy-state.ts';
+import { chainStamp, currentProxySession, dropChainFrom, messageChain } from '../../../storage/proxy-state.ts';
 import { findSession } from '../../../storage/sessions.ts';
 import { rowsOf, tempDb } from '../../storage/factories.ts';
 
@@ -156,4 +156,28 @@ test('reconcile keeps the memo in the kernel cache it is given; an edit still fo
   assert.deepEqual([retry.appended, retry.forkedFrom], [0, null]);
   const edited = await reconcile(db, anthropicWire, session, [u('fix the bug'), call('c1', 'ls -la'), result('c1', 'a.ts')], { cache });
   assert.equal(edited.forkedFrom, session.name, 'a changed message is never taken from the memo');
+});
+
+test('the kernel keeps the stored chain under its stamp after each write; a write it did not make is read again', async (t) => {
+  const { db, session } = setup(t);
+  const cache = new KernelCache();
+  const history = [u('fix the bug'), call('c1', 'ls'), result('c1', 'a.ts')];
+  const first = await reconcile(db, anthropicWire, session, history, { cache });
+  const kept = (): { stamp: number; links: number } | undefined => {
+    const k = cache.get(CHAIN_LINKS);
+    return k === undefined ? undefined : { stamp: k.stamp, links: k.links.length };
+  };
+  // Warm after the request's own write: the next request reads the stamp, not the chain.
+  assert.deepEqual(kept(), { stamp: chainStamp(db, session.sid), links: 3 });
+  assert.notEqual(chainStamp(db, session.sid), 0);
+  await recordAnswer(db, anthropicWire, session, first.links, [{ role: 'assistant', content: [{ type: 'text', text: 'done' }] }], { cache });
+  assert.deepEqual(kept(), { stamp: chainStamp(db, session.sid), links: 4 });
+  // Another writer drops the chain: the stamp moves, so the next request reads it again and
+  // links the history anew instead of trusting the kept copy (which would store nothing).
+  db.transaction(() => dropChainFrom(db, session.sid, 0))();
+  assert.notEqual(kept()?.stamp, chainStamp(db, session.sid));
+  const again = await reconcile(db, anthropicWire, session, history, { cache });
+  assert.equal(again.forkedFrom, null);
+  assert.equal(messageChain(db, session.sid).length, 3);
+  assert.deepEqual(kept(), { stamp: chainStamp(db, session.sid), links: 3 });
 });
