@@ -5,7 +5,7 @@
 import { AlbedoClient } from '../protocol/client.ts';
 import { resolvePaths } from '../protocol/home-paths.ts';
 import type { MethodName, ParamsIn, Result } from '../protocol/methods.ts';
-import { RpcRemoteError } from '../protocol/rpc-peer.ts';
+import { RpcRemoteError } from '../protocol/rpc-message.ts';
 import { packageVersion } from '../protocol/version.ts';
 import { CliError, EXIT_USAGE } from './io.ts';
 

@@ -2,7 +2,8 @@
 // Handlers never reach past this (no globals), so tests can drive them over a real socket
 // against a real database without any other process state.
 import type { Params, Result, MethodName } from '../protocol/methods.ts';
-import type { EncodedJson, RpcPeer } from '../protocol/rpc-peer.ts';
+import type { EncodedJson } from '../protocol/rpc-message.ts';
+import type { RpcPeer } from '../protocol/rpc-peer.ts';
 import type { Db } from '../storage/db.ts';
 import type { SearchWorker } from '../storage/search-worker.ts';
 import type { ConfigSnapshot } from './config.ts';

@@ -1,15 +1,37 @@
 // A symmetric JSON-RPC 2.0 endpoint over one duplex stream: validates and dispatches incoming
 // requests and notifications (bounded in flight, cancellable through `$/cancelRequest`), sends
 // our own requests and matches their responses. What a method means is left to the onRequest
-// handler.
+// handler. Split as vscode-jsonrpc splits its connection: the messages and the id rule are
+// rpc-message.ts, the output and its slow-reader bound rpc-output.ts, the in-flight slots
+// rpc-slots.ts; this file is the peer's states, its reading, dispatch and our own requests.
 import type { Duplex } from 'node:stream';
 import { DomainCode, RpcCode, toWireError, type AlbedoError, type WireError } from './errors.ts';
 import { DEFAULT_MAX_LINE_BYTES, LineDecoder } from './framing.ts';
 import { JSON_BYTES_THRESHOLD, parseJsonBytesWithTokens, type ParsedJsonBytes } from './json-bytes.ts';
 import { topLevelMemberTokens } from './json-tokens.ts';
-import { findInvalidText, parseMarked } from './invalid-utf8.ts';
+import { parseMarked } from './invalid-utf8.ts';
 import type { PartialLineBudget } from './line-budget.ts';
-import { ByteChunks } from './byte-chunks.ts';
+import {
+  CANCEL_METHOD,
+  EncodedJson,
+  encodedResult,
+  encodeLine,
+  errorLine,
+  hasNumberId,
+  invalidRequest,
+  invalidUtf8Answer,
+  isObject,
+  joined,
+  parseError,
+  requestLine,
+  RpcRemoteError,
+  usableId,
+  type Id,
+  type Msg,
+  type OutLine,
+} from './rpc-message.ts';
+import { OutputQueue } from './rpc-output.ts';
+import { RequestSlots } from './rpc-slots.ts';
 
 export interface RequestContext {
   /** The request's id; undefined for a notification, whose outcome nobody is told. */
@@ -49,7 +71,7 @@ export interface RpcPeerOptions {
   /**
    * Bytes of output queued for the other side (ours and the stream's) past which reading pauses,
    * so a side that sends requests but never reads the replies cannot grow our memory. Default
-   * DEFAULT_MAX_QUEUED_OUTPUT_BYTES.
+   * DEFAULT_MAX_QUEUED_OUTPUT_BYTES (rpc-output.ts).
    */
   maxQueuedOutputBytes?: number;
   /** How long output may stay over maxQueuedOutputBytes before the connection is closed (ms). Default 30000. */
@@ -63,21 +85,6 @@ export interface RpcPeerOptions {
   partialLineBudget?: PartialLineBudget;
 }
 
-/** Default bound on queued output per peer, in bytes. */
-export const DEFAULT_MAX_QUEUED_OUTPUT_BYTES = 16 * 1024 * 1024;
-
-/** An error response received from the other side. */
-export class RpcRemoteError extends Error {
-  readonly code: number;
-  readonly data: unknown;
-  constructor(code: number, message: string, data?: unknown) {
-    super(message);
-    this.name = 'RpcRemoteError';
-    this.code = code;
-    this.data = data;
-  }
-}
-
 /**
  * open: reading and writing. draining: the other side ended its writes (a half-close); what was
  * read still runs and its replies go out, then the peer disposes itself. closing: disposed; the
@@ -85,32 +92,12 @@ export class RpcRemoteError extends Error {
  */
 export type PeerState = 'open' | 'draining' | 'closing' | 'closed';
 
-/**
- * A value already serialized, as UTF-8 JSON: the peer splices the bytes into the line as they
- * are. A handler's result (a reply built from pieces kept encoded, daemon/prepare-reply.ts) or
- * the params of our own request (see `request`). `T` only records what the JSON holds. A reply's
- * ByteChunks go out as they are, in one write with the envelope around them (protocol/byte-chunks.ts).
- */
-export class EncodedJson<T = unknown> {
-  declare readonly holds?: T;
-  constructor(readonly bytes: Buffer | ByteChunks) {}
-}
-
-/** A message queued for the stream: one line's bytes, whole or in chunks. */
-type OutLine = Buffer | ByteChunks;
-
-/** The end of a line around an EncodedJson result or params. */
-const RESULT_LINE_END = Buffer.from('}\n');
-type Id = string | number;
-type Msg = Record<string, unknown>;
-
-const CANCEL_METHOD = '$/cancelRequest';
 /** After dispose, how long the other side gets to close before the stream is destroyed (ms). */
 const CLOSE_GRACE_MS = 2000;
 
 /** What a handler did: its result, or what it threw. */
 type Outcome = { ok: true; value: unknown } | { ok: false; err: unknown };
-/** Bytes of a line's reply made and not yet queued (counted in RpcPeer.heldReplyBytes). */
+/** Bytes of a line's reply made and not yet queued (held in the output's bound meanwhile). */
 interface HeldReply {
   bytes: number;
 }
@@ -120,69 +107,17 @@ interface Outgoing {
   reject: (err: unknown) => void;
 }
 
-const isObject = (v: unknown): v is Msg => typeof v === 'object' && v !== null && !Array.isArray(v);
-/**
- * The id rule, one for every number: a number id is usable only when the reply would carry the
- * very token that was sent, that is, a safe integer written as JSON.stringify writes it. The
- * parsed value alone cannot tell: past 2^53 `12345678901234567890` parses as ...7000, `1e400`
- * as Infinity (written as null), and `-0`, `1.0`, `1e0` or `1.0000000000000000001` as integers
- * whose echo would read differently. So the raw token (`rawToken`, from the line) is compared;
- * ids that fail are refused with -32600. Strings are echoed as parsed, which is exact.
- */
-function usableId(v: unknown, rawToken: string | undefined): v is Id {
-  return typeof v === 'string' || (typeof v === 'number' && Number.isSafeInteger(v) && rawToken === String(v));
-}
-
-/** Whether `usableId` needs raw tokens for the message(s) of a parsed line: only for number ids. */
-function hasNumberId(value: unknown): boolean {
-  return Array.isArray(value) ? value.some((m) => isObject(m) && typeof m.id === 'number') : isObject(value) && typeof value.id === 'number';
-}
-
-/**
- * A message's line as UTF-8 bytes with its "\n", encoded in one pass. A string handed to a
- * socket is measured (Buffer.byteLength) and then encoded again by the stream, at a fraction
- * of this speed for strings with any non-Latin-1 character; a buffer is written as it is.
- * A UTF-16 unit never takes more than 3 UTF-8 bytes, so the buffer is sized without measuring;
- * when that leaves much unused, the bytes are copied out so a queued line holds only its own.
- */
-function encodeLine(line: string): Buffer {
-  const buf = Buffer.allocUnsafe(line.length * 3 + 1);
-  const n = buf.write(line, 0, 'utf8');
-  buf[n] = 0x0a;
-  const bytes = buf.subarray(0, n + 1);
-  return buf.length - bytes.length > SLACK_BYTES ? Buffer.from(bytes) : bytes;
-}
-
-/** Unused bytes an encoded line may keep alive. */
-const SLACK_BYTES = 64 * 1024;
-
-function joined(bytes: Buffer | ByteChunks): Buffer {
-  return bytes instanceof ByteChunks ? bytes.toBuffer() : bytes;
-}
-
-function errorLine(id: Id | null, error: WireError): string {
-  return JSON.stringify({ jsonrpc: '2.0', id, error });
-}
-function parseError(): string {
-  return errorLine(null, { code: RpcCode.ParseError, message: 'parse error', data: { code: 'parse_error' } });
-}
-function invalidRequest(id: Id | null, message: string): string {
-  return errorLine(id, { code: RpcCode.InvalidRequest, message, data: { code: 'invalid_request' } });
-}
-
 export class RpcPeer {
   private _state: PeerState = 'open';
   private readonly decoder: LineDecoder;
-  private readonly maxInFlight: number;
-  private readonly maxQueued: number;
+  private readonly output: OutputQueue;
+  private readonly slots: RequestSlots;
   /** Incoming requests not yet answered (running or waiting for a slot), by id. */
   private readonly incoming = new Map<Id, AbortController>();
   /** Incoming notifications running or waiting for a slot (they have no id to key them by). */
   private readonly notifications = new Set<AbortController>();
   /** Lines read whose handling (and reply, if one is due) is not done yet. */
   private unfinishedLines = 0;
-  private running = 0;
-  private readonly slotWaiters: Array<() => void> = [];
   private readonly idleWaiters: Array<() => void> = [];
   private readonly outgoing = new Map<Id, Outgoing>();
   private nextId = 1;
@@ -193,15 +128,6 @@ export class RpcPeer {
    * getting no reply, and our side ends only once they have been.
    */
   private cutOff: WireError | undefined;
-  private readonly writeQueue: OutLine[] = [];
-  /** UTF-8 bytes of the lines in writeQueue. */
-  private writeQueueBytes = 0;
-  /** UTF-8 bytes of replies made and not yet queued (single messages only; see onLine). */
-  private heldReplyBytes = 0;
-  private readonly maxQueuedOutputBytes: number;
-  /** Runs while output is over maxQueuedOutputBytes; closes the connection when it fires. */
-  private slowReaderTimer: NodeJS.Timeout | undefined;
-  private waitingDrain = false;
   /** Our share of opts.partialLineBudget, in bytes. */
   private partialShare = 0;
   private closeTimer: NodeJS.Timeout | undefined;
@@ -210,11 +136,14 @@ export class RpcPeer {
     private readonly stream: Duplex,
     private readonly opts: RpcPeerOptions,
   ) {
-    this.maxInFlight = Math.max(1, opts.maxInFlight ?? 64);
-    this.maxQueued = Math.max(1, opts.maxQueued ?? this.maxInFlight);
-    // Never below the stream's own buffer: past that a write returns false, so a 'drain' comes
-    // to re-check the bound and resume reading.
-    this.maxQueuedOutputBytes = Math.max(stream.writableHighWaterMark, opts.maxQueuedOutputBytes ?? DEFAULT_MAX_QUEUED_OUTPUT_BYTES);
+    const maxInFlight = Math.max(1, opts.maxInFlight ?? 64);
+    this.output = new OutputQueue(stream, {
+      maxBytes: opts.maxQueuedOutputBytes,
+      slowReaderGraceMs: opts.slowReaderGraceMs,
+      onSlowReader: opts.onSlowReader,
+      afterFlush: () => this.afterFlush(),
+    });
+    this.slots = new RequestSlots({ maxInFlight, maxQueued: Math.max(1, opts.maxQueued ?? maxInFlight), outputOver: () => this.output.over, onChange: () => this.updateReading() });
     const limit = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
     this.decoder = new LineDecoder({
       maxLineBytes: limit,
@@ -247,7 +176,7 @@ export class RpcPeer {
       this._state = 'closed';
       this.accountPartialLine();
       clearTimeout(this.closeTimer);
-      clearTimeout(this.slowReaderTimer);
+      this.output.stop();
       this.opts.onClose?.();
     });
   }
@@ -258,7 +187,7 @@ export class RpcPeer {
 
   /** Output not yet taken by the other side: replies made, our queue and the stream's buffer, in bytes. */
   get queuedOutputBytes(): number {
-    return this.heldReplyBytes + this.writeQueueBytes + this.stream.writableLength;
+    return this.output.queuedBytes;
   }
 
   /** Resolves once no incoming request or notification is running or waiting to run. */
@@ -279,10 +208,7 @@ export class RpcPeer {
     const id = this.nextId++;
     let line: string | Buffer;
     try {
-      line =
-        params instanceof EncodedJson
-          ? Buffer.concat([Buffer.from(`{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":`), joined(params.bytes), RESULT_LINE_END])
-          : JSON.stringify({ jsonrpc: '2.0', id, method, params });
+      line = requestLine(id, method, params);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -335,9 +261,9 @@ export class RpcPeer {
     for (const ac of this.notifications) ac.abort(abort);
     const failure = this.remoteFailure ?? new Error(`connection closed before a response arrived (${reason})`);
     for (const pending of [...this.outgoing.values()]) pending.reject(failure);
-    for (const wake of this.slotWaiters.splice(0)) wake();
+    this.slots.startAll();
     this.stream.resume(); // keep reading (and dropping) so the other side's end is seen
-    this.flush();
+    this.output.flush();
     this.closeTimer = setTimeout(() => this.stream.destroy(), CLOSE_GRACE_MS);
     this.closeTimer.unref();
   }
@@ -368,40 +294,15 @@ export class RpcPeer {
    */
   private send(line: string | OutLine): void {
     if (this._state !== 'open' && this._state !== 'draining' && this.cutOff === undefined) return;
-    const chunk = typeof line === 'string' ? encodeLine(line) : line;
-    this.writeQueue.push(chunk);
-    this.writeQueueBytes += chunk.length;
-    this.flush();
+    this.output.push(typeof line === 'string' ? encodeLine(line) : line);
   }
 
-  /** One line into the stream; a chunked one corked, so its pieces go in one writev. False when the stream is full. */
-  private write(line: OutLine): boolean {
-    if (!(line instanceof ByteChunks)) return this.stream.write(line);
-    this.stream.cork();
-    let room = true;
-    for (const c of line.chunks) room = this.stream.write(c);
-    this.stream.uncork();
-    return room;
-  }
-
-  private flush(): void {
-    if (this.stream.destroyed) return;
-    while (!this.waitingDrain && this.writeQueue.length > 0) {
-      const chunk = this.writeQueue.shift()!;
-      this.writeQueueBytes -= chunk.length;
-      if (!this.write(chunk)) {
-        this.waitingDrain = true;
-        this.stream.once('drain', () => {
-          this.waitingDrain = false;
-          this.flush();
-        });
-      }
-    }
-    this.watchOutput();
+  /** After each flush: waiting requests start if output is under its bound; a closing peer ends once all is out. */
+  private afterFlush(): void {
+    if (!this.output.over) this.slots.startWaiting();
+    this.updateReading();
     const repliesDue = this.cutOff !== undefined && this.unfinishedLines > 0;
-    if (this._state === 'closing' && !this.waitingDrain && this.writeQueue.length === 0 && !repliesDue && !this.stream.writableEnded) {
-      this.stream.end();
-    }
+    if (this._state === 'closing' && this.output.empty && !repliesDue && !this.stream.writableEnded) this.stream.end();
   }
 
   // ---- reading ----
@@ -469,7 +370,7 @@ export class RpcPeer {
     }
     this.unfinishedLines++;
     void handled.then((reply) => {
-      this.heldReplyBytes -= held.bytes;
+      this.output.release(held.bytes);
       if (reply !== undefined) this.send(reply);
       this.lineFinished();
     });
@@ -504,7 +405,7 @@ export class RpcPeer {
     if (this.unfinishedLines > 0) return;
     for (const wake of this.idleWaiters.splice(0)) wake();
     if (this._state === 'draining') this.dispose('stream ended');
-    else if (this._state === 'closing') this.flush();
+    else if (this._state === 'closing') this.output.flush();
   }
 
   /**
@@ -539,11 +440,11 @@ export class RpcPeer {
       if (typeof target === 'string' || typeof target === 'number') this.incoming.get(target)?.abort(new Error('request cancelled'));
       return undefined;
     }
-    if (this.queueIsFull()) {
+    if (this.slots.refusesMore(this.outgoing.size > 0)) {
       const busy: WireError = {
         code: DomainCode.busy,
         message: 'too many requests are waiting on this connection while it awaits an answer from you; retry later',
-        data: { code: 'busy', in_flight: this.running, queued: this.slotWaiters.length },
+        data: { code: 'busy', in_flight: this.slots.inFlight, queued: this.slots.waiting },
       };
       if (id !== null) return errorLine(id, busy);
       this.opts.onNotificationError?.(busy, method);
@@ -552,38 +453,15 @@ export class RpcPeer {
     return id === null ? this.runNotification(method, params) : this.runRequest(id, method, params, held);
   }
 
-  /**
-   * The answer to a message whose text holds bytes that are not UTF-8 (`marker` in the parsed
-   * value), or null when this message has none and runs as usual. Bad bytes in the id itself
-   * leave it unreadable: -32700 with id null. In params they are invalid params (-32602, with
-   * the path as dispatch names zod's), anywhere else an invalid request (-32600). A response
-   * that holds them fails the call it answers. A notification is reported, not answered.
-   */
+  /** Carries out invalidUtf8Answer's verdict; null when the message runs as usual. */
   private refuseInvalidUtf8(m: Msg, id: Id | null, marker: string): string | undefined | null {
-    const bad = findInvalidText(m, marker);
-    if (bad === undefined) return null;
-    if (bad.path.length === 1 && bad.path[0] === 'id' && !bad.key) return parseError();
-    const where = bad.path.map(String).join('.');
-    const what = `${bad.key ? 'the key' : 'the text'} ${JSON.stringify(bad.text.slice(0, 200))} at ${where} is not valid UTF-8`;
-    if (!('method' in m)) {
-      if (id !== null) this.outgoing.get(id)?.reject(new RpcRemoteError(RpcCode.InvalidRequest, `the response holds text that is not valid UTF-8: ${what}`, { code: 'invalid_utf8', path: bad.path }));
-      return undefined;
-    }
-    const method = typeof m.method === 'string' ? m.method.replaceAll(marker, '\uFFFD') : undefined;
-    const inParams = bad.path[0] === 'params' && bad.path.length > 1;
-    const wire: WireError = inParams
-      ? {
-          code: RpcCode.InvalidParams,
-          message: `invalid params${method === undefined ? '' : ` for ${method}`}: ${what}`,
-          data: { code: 'invalid_params', ...(method === undefined ? {} : { method }), issues: [{ path: bad.path.slice(1).map(String), message: 'not valid UTF-8', code: 'invalid_utf8' }] },
-        }
-      : { code: RpcCode.InvalidRequest, message: what, data: { code: 'invalid_request', path: bad.path.map(String) } };
-    if (id !== null) return errorLine(id, wire);
-    if (!('id' in m)) {
-      this.opts.onNotificationError?.(wire, method ?? '?');
-      return undefined;
-    }
-    return errorLine(null, wire);
+    const a = invalidUtf8Answer(m, id, marker);
+    if (a === null) return null;
+    if ('reply' in a) return a.reply;
+    if ('failCall' in a) {
+      if (id !== null) this.outgoing.get(id)?.reject(a.failCall);
+    } else this.opts.onNotificationError?.(a.report, a.method);
+    return undefined;
   }
 
   private onResponse(id: Id | null, m: Msg): void {
@@ -618,7 +496,7 @@ export class RpcPeer {
         if (held === undefined) return reply;
         const line = typeof reply === 'string' ? encodeLine(reply) : reply;
         held.bytes += line.length;
-        this.heldReplyBytes += line.length;
+        this.output.hold(line.length);
         return line;
       });
     } finally {
@@ -649,7 +527,7 @@ export class RpcPeer {
    * counted (see runRequest) before the freed slot lets another request start.
    */
   private async invoke<T>(method: string, params: unknown, ctx: RequestContext, finish: (outcome: Outcome) => T): Promise<T> {
-    await this.acquireSlot();
+    await this.slots.acquire(this._state === 'closing' || this._state === 'closed');
     let outcome: Outcome;
     try {
       if (ctx.signal.aborted) throw ctx.signal.reason;
@@ -660,18 +538,13 @@ export class RpcPeer {
     try {
       return finish(outcome);
     } finally {
-      this.releaseSlot();
+      this.slots.release();
     }
   }
 
   /** The reply's JSON; an EncodedJson result is spliced in as bytes, as a whole line when `asLine`. */
   private encodeResult(id: Id, method: string, result: unknown, asLine: boolean): string | OutLine {
-    if (result instanceof EncodedJson) {
-      const head = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
-      const bytes = result.bytes;
-      if (!asLine) return `${head}${bytes.toString('utf8')}}`;
-      return bytes instanceof ByteChunks ? new ByteChunks([Buffer.from(head), ...bytes.chunks, RESULT_LINE_END]) : Buffer.concat([Buffer.from(head), bytes, RESULT_LINE_END]);
-    }
+    if (result instanceof EncodedJson) return encodedResult(id, result, asLine);
     try {
       return JSON.stringify({ jsonrpc: '2.0', id, result: result === undefined ? null : result });
     } catch (err) {
@@ -690,79 +563,7 @@ export class RpcPeer {
     return errorLine(id, wire);
   }
 
-  // ---- in-flight bound ----
-
-  /**
-   * A request may start when a slot is free and the output already queued is within its bound.
-   * Pausing the reading is not enough for the second: one chunk can carry hundreds of requests,
-   * and each that starts adds a reply. Gated here, the output of a side that never reads stays
-   * under maxQueuedOutputBytes plus the replies of the requests already running.
-   */
-  private canStart(): boolean {
-    return this.running < this.maxInFlight && this.queuedOutputBytes <= this.maxQueuedOutputBytes;
-  }
-
-  private acquireSlot(): Promise<void> {
-    // Waiters keep their order: a new request starts at once only when none waits.
-    if ((this.slotWaiters.length === 0 && this.canStart()) || this._state === 'closing' || this._state === 'closed') {
-      this.takeSlot();
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => this.slotWaiters.push(() => (this.takeSlot(), resolve())));
-  }
-  private takeSlot(): void {
-    this.running++;
-    this.updateReading();
-  }
-
-  private releaseSlot(): void {
-    this.running--;
-    this.startWaiting();
-    this.updateReading();
-  }
-
-  /** Starts waiting requests while they may start (a slot freed, or output went under its bound). */
-  private startWaiting(): void {
-    while (this.slotWaiters.length > 0 && this.canStart()) this.slotWaiters.shift()?.();
-  }
-
-  /**
-   * The bound on requests waiting to start. While none may start reading pauses, so the wait
-   * queue holds at most what the last chunk (or batch line) carried. But reading cannot
-   * pause while one of our requests awaits its answer: the answer arrives on this stream behind
-   * whatever the other side sent first, so pausing could leave a handler waiting on it forever
-   * (a client summarize during /compact, while the agent keeps sending requests). Then the
-   * queue would grow without bound; instead, past maxQueued waiting requests, new ones are
-   * refused at once with `busy` and never start, which the other side may retry.
-   */
-  private queueIsFull(): boolean {
-    return !this.canStart() && this.outgoing.size > 0 && this.slotWaiters.length >= this.maxQueued;
-  }
-
-  /**
-   * The output bound. Replies pile up when the other side sends requests and never reads the
-   * answers (the socket buffer fills, then ours). Past maxQueuedOutputBytes reading pauses and
-   * no waiting request starts, so no new replies are made; if the output stays over the bound
-   * for the grace period, the other side is not reading at all and the connection is closed
-   * (onSlowReader).
-   */
-  private watchOutput(): void {
-    const over = this.queuedOutputBytes > this.maxQueuedOutputBytes;
-    if (over && this.slowReaderTimer === undefined && this._state !== 'closed') {
-      this.slowReaderTimer = setTimeout(() => {
-        this.slowReaderTimer = undefined;
-        if (this.queuedOutputBytes <= this.maxQueuedOutputBytes) return;
-        this.opts.onSlowReader?.(this.queuedOutputBytes);
-        this.stream.destroy();
-      }, this.opts.slowReaderGraceMs ?? 30_000);
-      this.slowReaderTimer.unref();
-    } else if (!over && this.slowReaderTimer !== undefined) {
-      clearTimeout(this.slowReaderTimer);
-      this.slowReaderTimer = undefined;
-    }
-    if (!over) this.startWaiting();
-    this.updateReading();
-  }
+  // ---- reading paused ----
 
   /**
    * Reading pauses while every slot is taken or output is over its bound, except while our own
@@ -772,7 +573,7 @@ export class RpcPeer {
    */
   private updateReading(): void {
     if (this._state !== 'open') return;
-    const hold = (this.running >= this.maxInFlight || this.queuedOutputBytes > this.maxQueuedOutputBytes) && this.outgoing.size === 0;
+    const hold = (this.slots.full || this.output.over) && this.outgoing.size === 0;
     if (hold && !this.stream.isPaused()) this.stream.pause();
     else if (!hold && this.stream.isPaused()) this.stream.resume();
   }

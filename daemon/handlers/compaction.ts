@@ -4,7 +4,7 @@
 import type { Params, Result } from '../../protocol/methods.ts';
 import { randomUUID } from 'node:crypto';
 import type { ByteChunks } from '../../protocol/byte-chunks.ts';
-import { EncodedJson } from '../../protocol/rpc-peer.ts';
+import { EncodedJson } from '../../protocol/rpc-message.ts';
 import type { Observation, PlainInput } from '../../protocol/prepared.ts';
 import { headSeq } from '../../storage/conversation.ts';
 import { lastPrompt, latestPrepared, reportUsage, savePrepared } from '../../storage/engine-log.ts';

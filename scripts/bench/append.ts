@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { RowIn } from '../../protocol/rows.ts';
-import { EncodedJson } from '../../protocol/rpc-peer.ts';
+import { EncodedJson } from '../../protocol/rpc-message.ts';
 import { openDb, openReadOnly } from '../../storage/db.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';

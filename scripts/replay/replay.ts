@@ -10,7 +10,7 @@ import { DomainCode } from '../../protocol/errors.ts';
 import type { Result } from '../../protocol/methods.ts';
 import type { PlainInput, ToolSpec } from '../../protocol/prepared.ts';
 import type { RowIn } from '../../protocol/rows.ts';
-import { RpcRemoteError } from '../../protocol/rpc-peer.ts';
+import { RpcRemoteError } from '../../protocol/rpc-message.ts';
 import type { ImportedTranscript } from '../import/index.ts';
 import { REPLAY_INSTRUCTIONS, REPLAY_TOOLS } from './prompt.ts';
 

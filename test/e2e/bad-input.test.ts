@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import type { AlbedoClient } from '../../protocol/client.ts';
 import { DomainCode, RpcCode } from '../../protocol/errors.ts';
 import type { RowIn, StoredRow } from '../../protocol/rows.ts';
-import { RpcRemoteError } from '../../protocol/rpc-peer.ts';
+import { RpcRemoteError } from '../../protocol/rpc-message.ts';
 import { assistant, imageIn, jpegBytes, pngBytes, toolResult, user } from '../storage/factories.ts';
 import { allRows, failsWith, rawConnection, startDaemon, type DaemonHandle } from './harness.ts';
 

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { after } from 'node:test';
 import { AlbedoClient, type ClientOptions } from '../../protocol/client.ts';
 import { DomainCode } from '../../protocol/errors.ts';
-import { RpcRemoteError } from '../../protocol/rpc-peer.ts';
+import { RpcRemoteError } from '../../protocol/rpc-message.ts';
 
 /** Every row of a session (the client's helper, re-exported for these callers). */
 export { allRows } from '../../protocol/client.ts';

@@ -11,7 +11,8 @@ import { test, type TestContext } from 'node:test';
 import { AlbedoClient, type SummarizeParams } from '../../protocol/client.ts';
 import { AlbedoError, DomainCode, RpcCode, rpcError } from '../../protocol/errors.ts';
 import { PROTOCOL_VERSION } from '../../protocol/methods.ts';
-import { RpcPeer, RpcRemoteError, type RequestHandler } from '../../protocol/rpc-peer.ts';
+import { RpcRemoteError } from '../../protocol/rpc-message.ts';
+import { RpcPeer, type RequestHandler } from '../../protocol/rpc-peer.ts';
 
 async function startDaemon(t: TestContext, maxInFlight?: number) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'albedo-'));

@@ -12,7 +12,8 @@ import { AlbedoError, DomainCode, RpcCode, rpcError } from '../../protocol/error
 import { LineDecoder } from '../../protocol/framing.ts';
 import { JSON_BYTES_THRESHOLD } from '../../protocol/json-bytes.ts';
 import { PartialLineBudget } from '../../protocol/line-budget.ts';
-import { EncodedJson, RpcPeer, RpcRemoteError, type RequestHandler, type RpcPeerOptions } from '../../protocol/rpc-peer.ts';
+import { EncodedJson, RpcRemoteError } from '../../protocol/rpc-message.ts';
+import { RpcPeer, type RequestHandler, type RpcPeerOptions } from '../../protocol/rpc-peer.ts';
 import { ByteChunks, ChunkBuilder } from '../../protocol/byte-chunks.ts';
 
 interface Reply {
