@@ -1,11 +1,14 @@
 // ESLint flat config: typescript-eslint's type-checked recommendations over the TypeScript
-// sources, tuned to the house rules (no floating promises, no `any`); the plain-JS entry
-// shims are linted without type information. `npm run lint` allows no warnings.
+// sources, tuned to the house rules (no floating promises, no `any`); the layer map
+// (eslint.layers.js); the plain-JS entry shims linted without type information. `npm run lint`
+// allows no warnings, and also checks that no import cycle runs between modules
+// (scripts/lint/import-cycles.ts).
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import js from '@eslint/js';
 import { defineConfig, globalIgnores } from 'eslint/config';
 import tseslint from 'typescript-eslint';
+import { layerRules } from './eslint.layers.js';
 
 export default defineConfig(
   globalIgnores(['node_modules/', 'dist/', '.bench/']),
@@ -53,8 +56,9 @@ export default defineConfig(
       '@typescript-eslint/require-await': 'off',
     },
   },
+  ...layerRules,
   {
-    files: ['bin/*.js', 'storage/*.js', 'eslint.config.js'],
+    files: ['bin/*.js', 'storage/*.js', 'eslint.config.js', 'eslint.layers.js'],
     extends: [js.configs.recommended],
   },
 );

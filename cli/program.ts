@@ -1,7 +1,7 @@
 // The `albedo` command line on commander: global options, the verbs (each module in
 // cli/verbs/ adds its own), and one way from a verb's outcome to output and an exit code.
 // Usage mistakes exit 2, a daemon's refusal 1, success 0; help and --version exit 0.
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { packageVersion } from '../protocol/version.ts';
 import { DaemonLink } from './daemon-link.ts';
 import { CliError, EXIT_OK, EXIT_USAGE, Output, UsageError, type Io, type Report } from './io.ts';
@@ -26,18 +26,6 @@ export type VerbModule = (program: Command, run: <A extends unknown[]>(action: A
 interface GlobalOptions {
   json?: boolean;
   session?: string;
-}
-
-/** A commander argument parser for counts and offsets. */
-export function nonNegativeInt(value: string): number {
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new InvalidArgumentError('expected a whole number');
-  return Number(value);
-}
-
-export function positiveInt(value: string): number {
-  const v = nonNegativeInt(value);
-  if (v === 0) throw new InvalidArgumentError('expected a number above 0');
-  return v;
 }
 
 /**

@@ -1,7 +1,7 @@
 // The work of `albedo export` and `albedo import` (cli/verbs/transfer.ts declares the verbs and
 // loads this module when one runs, so other verbs do not load the importers). `export` writes a
 // session as JSON lines of rows `transcript.append` takes back; `import` reads such a file, or
-// another agent's transcript (scripts/import/), checks all of it, and only then appends it; a
+// another agent's transcript (cli/import/), checks all of it, and only then appends it; a
 // Claude Code session brings its subagents' files along as child sessions. Every row carries a
 // client key, so importing the same file again completes an interrupted import instead of
 // doubling it.
@@ -9,9 +9,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { allRows } from '../protocol/client.ts';
 import { RowIn, type StoredRow } from '../protocol/rows.ts';
-import { parseJsonl } from '../scripts/import/common.ts';
-import { IMPORT_FORMATS, OWN_FORMAT, type AnyFormat } from '../scripts/import/formats.ts';
-import { ImportError, importTranscript, rowCounts } from '../scripts/import/index.ts';
+import { parseJsonl } from './import/common.ts';
+import { IMPORT_FORMATS, OWN_FORMAT, type AnyFormat } from './import/formats.ts';
+import { ImportError, importTranscript, rowCounts } from './import/index.ts';
 import type { DaemonLink } from './daemon-link.ts';
 import { CliError, n, UsageError, type Report } from './io.ts';
 import type { VerbContext } from './program.ts';

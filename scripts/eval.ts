@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { SummarizerConfig } from '../strategies/summarizer/types.ts';
 import { replayFiles } from './bench/replay.ts';
 import { eachFlag, namesFrom } from './flags.ts';
-import { importTranscript } from './import/index.ts';
+import { importTranscript } from '../cli/import/index.ts';
 import { priceNotes, renderSvg, renderTable } from './eval/report.ts';
 import { EVAL_STRATEGIES, MEASURED_RATIO, relateToNone, runEval, type EvalSummarizer, type RunMetrics } from './eval/run.ts';
 

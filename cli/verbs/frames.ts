@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { CliError, n } from '../io.ts';
-import { positiveInt, type VerbModule } from '../program.ts';
+import { positiveInt } from '../arguments.ts';
+import type { VerbModule } from '../program.ts';
 
 function outDir(dir: string): string {
   const abs = path.resolve(dir);

@@ -1,7 +1,8 @@
 // lcm's summary tree, for an operator: `albedo lcm list|describe|expand|grep`, the lcm-memory
 // tools' own methods with the session filled in.
 import { n } from '../io.ts';
-import { nonNegativeInt, positiveInt, type VerbModule } from '../program.ts';
+import { nonNegativeInt, positiveInt } from '../arguments.ts';
+import type { VerbModule } from '../program.ts';
 
 export const lcmVerbs: VerbModule = (program, run) => {
   const lcm = program.command('lcm').description("lcm's summary tree: list, describe, expand or search its nodes");

@@ -1,6 +1,7 @@
 // Verbs that read stored transcripts: sessions, read, grep.
 import { ago, n } from '../io.ts';
-import { nonNegativeInt, positiveInt, type VerbModule } from '../program.ts';
+import { nonNegativeInt, positiveInt } from '../arguments.ts';
+import type { VerbModule } from '../program.ts';
 
 export const transcriptVerbs: VerbModule = (program, run) => {
   program

@@ -1,7 +1,7 @@
 // Transcripts in and out: `albedo export` and `albedo import`. The work lives in
 // cli/transcript-files.ts and loads when one of these verbs runs: the importers are most of the
 // CLI's code, and `albedo status` should not pay for parsing them.
-import { FORMATS, IMPORT_FORMATS } from '../../scripts/import/formats.ts';
+import { FORMATS, IMPORT_FORMATS } from '../import/formats.ts';
 import type { VerbModule } from '../program.ts';
 
 export const transferVerbs: VerbModule = (program, run) => {

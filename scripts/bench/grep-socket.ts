@@ -5,7 +5,7 @@
 // shared machine; the in-process figures (grep.ts) stay as extra lines.
 import { startReplayDaemon } from '../replay/daemon.ts';
 import type { Dataset } from './dataset.ts';
-import { anchorCount, PATTERNS } from './grep.ts';
+import { anchorCount, PATTERNS } from './grep-anchor.ts';
 import { nowMs, stats, type Stats } from './timing.ts';
 
 export interface SocketGrepCase {

@@ -2,24 +2,16 @@
 // trigram index (indexBatchAndMerge until 0, then merged fully; time, worst batch, disk cost), then times four patterns,
 // session-scoped and cross-session, against ripgrep (rg -i -F -c; GNU grep -F -i -c where rg is
 // not installed) over the same texts dumped to a file.
-import { spawnSync } from 'node:child_process';
 import { freePagesKept } from '../../daemon/idle-work.ts';
 import { freePages, releaseFreePages } from '../../storage/db.ts';
 import { indexBatchAndMerge, mergeSearchIndexFully, searchIndexLag } from '../../storage/search-index.ts';
 import { grep } from '../../storage/search.ts';
 import { SearchWorker } from '../../storage/search-worker.ts';
 import { pageWalk, type StorageParts } from '../../storage/storage-size.ts';
+import { anchorCount, PATTERNS } from './grep-anchor.ts';
 import { benchGrepSocket, type SocketGrepCase } from './grep-socket.ts';
 import { checkpoint, dumpTexts, fileSize, type Dataset } from './dataset.ts';
 import { nowMs, repeat, withLoopMonitor } from './timing.ts';
-
-export const PATTERNS = [
-  { name: 'rare', pattern: 'quokkatimeout' },
-  { name: 'common', pattern: 'error' },
-  { name: 'non-ascii', pattern: 'größe' },
-  { name: '2-char', pattern: 'db' },
-  { name: '1-char', pattern: 'z' },
-] as const;
 
 export interface IndexResult {
   rows: number;
@@ -76,17 +68,6 @@ export interface GrepResult {
   cases: GrepCase[];
   /** The same searches over a daemon's socket (grep-socket.ts): what the targets judge. */
   socket: SocketGrepCase[];
-}
-
-/** The anchor tool: ripgrep when installed, else GNU grep (the report names which). */
-export const ANCHOR: 'rg' | 'grep' = spawnSync('rg', ['--version']).status === 0 ? 'rg' : 'grep';
-
-/** One whole-process run of the anchor tool counting the lines of `file` that contain `pattern`. */
-export function anchorCount(pattern: string, file: string): number {
-  const args = ANCHOR === 'rg' ? ['-i', '-F', '-c', '--', pattern, file] : ['-F', '-i', '-c', '--', pattern, file];
-  const r = spawnSync(ANCHOR, args, { env: { ...process.env, LC_ALL: 'C.UTF-8' }, encoding: 'utf8' });
-  if (r.status !== 0 && r.status !== 1) throw new Error(`${ANCHOR} failed: ${r.stderr}`);
-  return Number.parseInt(r.stdout.trim() || '0', 10);
 }
 
 function gnuGrep(pattern: string, file: string): { bestMs: number; count: number } {

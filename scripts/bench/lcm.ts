@@ -12,7 +12,8 @@ import { indexBatchAndMerge, mergeSearchIndexFully } from '../../storage/search-
 import { SearchWorker } from '../../storage/search-worker.ts';
 import { prng } from './corpus.ts';
 import { checkpoint, dumpTexts, RARE_NEEDLE, type Dataset } from './dataset.ts';
-import { PATTERNS, versusGnu, type VersusGnu } from './grep.ts';
+import { PATTERNS } from './grep-anchor.ts';
+import { versusGnu, type VersusGnu } from './grep.ts';
 import { alternateTimed, nowMs, turn, type Stats } from './timing.ts';
 
 /** Children per parent, as lcm condenses the first four frontier nodes. */

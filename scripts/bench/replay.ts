@@ -3,7 +3,7 @@
 // (8k, 32k, 200k tokens), measuring whether what the model would be sent fits the window.
 import fs from 'node:fs';
 import path from 'node:path';
-import { importTranscript, rowCounts } from '../import/index.ts';
+import { importTranscript, rowCounts } from '../../cli/import/index.ts';
 import { startReplayDaemon } from '../replay/daemon.ts';
 import { replayTranscript, type ReplayStats } from '../replay/replay.ts';
 

@@ -1,6 +1,6 @@
 // The benchmark's output: the results document (written as JSON), the PASS/FAIL verdicts
 // against the issue targets (judged on the numbers of this one run), and the human tables.
-import { ANCHOR } from './grep.ts';
+import { ANCHOR } from './grep-anchor.ts';
 import type { AppendResult, FloorComparison, IndexerLatency } from './append.ts';
 import type { GrepResult } from './grep.ts';
 import { judgeFrames, type FramesResult } from './frames.ts';

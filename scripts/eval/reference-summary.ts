@@ -7,7 +7,7 @@
 // how many of our bullets are bare tool-call lines or raw tool output. Eval tooling, not product.
 import fs from 'node:fs';
 import { eachFlag } from '../flags.ts';
-import { importTranscript } from '../import/index.ts';
+import { importTranscript } from '../../cli/import/index.ts';
 import { extractIdentifiers, retainedShare } from './identifiers.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { foldSources } from '../../storage/conversation.ts';

@@ -9,7 +9,7 @@ import { resolvePaths } from '../../protocol/home-paths.ts';
 import { openReadOnly, type Db } from '../../storage/db.ts';
 import { findSession } from '../../storage/sessions.ts';
 import { loadArchive } from '../../storage/snapcompact-state.ts';
-import type { ImportedTranscript } from '../import/index.ts';
+import type { ImportedTranscript } from '../../cli/import/index.ts';
 import { startReplayDaemon } from '../replay/daemon.ts';
 import { DEFAULT_MODEL, replayTranscript, type PreparedRequest } from '../replay/replay.ts';
 import { extractIdentifiers, retainedShare } from './identifiers.ts';

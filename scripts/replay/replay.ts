@@ -11,7 +11,7 @@ import type { Result } from '../../protocol/methods.ts';
 import type { PlainInput, ToolSpec } from '../../protocol/prepared.ts';
 import type { RowIn } from '../../protocol/rows.ts';
 import { RpcRemoteError } from '../../protocol/rpc-message.ts';
-import type { ImportedTranscript } from '../import/index.ts';
+import type { ImportedTranscript } from '../../cli/import/index.ts';
 import { REPLAY_INSTRUCTIONS, REPLAY_TOOLS } from './prompt.ts';
 
 export const DEFAULT_MODEL = 'claude-sonnet-4-5';

@@ -42,7 +42,7 @@ test('the CLI imports no daemon, storage or strategy module, and no package but 
   const rel = [...files].map((f) => path.relative(root, f)).sort();
   assert.ok(rel.includes('cli/verbs/compaction.ts') && rel.includes('protocol/client.ts'), rel.join(', '));
   assert.ok(rel.includes('cli/transcript-files.ts') && rel.includes('render/index.ts'), 'the walk follows import() calls');
-  const outside = rel.filter((f) => !/^(cli|protocol|scripts\/import|render)\//.test(f));
+  const outside = rel.filter((f) => !/^(cli|protocol|render)\//.test(f));
   assert.deepEqual(outside, [], 'modules outside the client side');
   assert.deepEqual([...packages].sort(), ['@modelcontextprotocol/sdk', 'commander', 'zod']);
 });
@@ -52,7 +52,7 @@ test('what every verb loads at start leaves the importers, the renderer and the 
   assert.deepEqual([...packages].sort(), ['commander', 'zod']);
   const rel = [...files].map((f) => path.relative(root, f)).sort();
   assert.ok(rel.includes('cli/verbs/transfer.ts'), rel.join(', '));
-  const heavy = rel.filter((f) => f.startsWith('render/') || (f.startsWith('scripts/import/') && f !== 'scripts/import/formats.ts') || f === 'cli/transcript-files.ts');
+  const heavy = rel.filter((f) => f.startsWith('render/') || (f.startsWith('cli/import/') && f !== 'cli/import/formats.ts') || f === 'cli/transcript-files.ts');
   assert.deepEqual(heavy, []);
 });
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { importTranscript, type ImportedTranscript } from '../../scripts/import/index.ts';
+import { importTranscript, type ImportedTranscript } from '../../cli/import/index.ts';
 import { replayTranscript, type ReplayStats } from '../../scripts/replay/replay.ts';
 import { startDaemon, tempHome, type DaemonHandle } from './harness.ts';
 

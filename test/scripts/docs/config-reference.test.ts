@@ -39,7 +39,7 @@ function variablesInCode(): Set<string> {
       else if (/\.(ts|js)$/.test(e.name)) for (const m of fs.readFileSync(p, 'utf8').matchAll(/\bALBEDO_[A-Z][A-Z_]*\b/g)) out.add(m[0]);
     }
   };
-  for (const dir of ['bin', 'cli', 'daemon', 'protocol', 'render', 'storage', 'strategies', 'scripts/import']) walk(path.join(root, dir));
+  for (const dir of ['bin', 'cli', 'daemon', 'protocol', 'render', 'storage', 'strategies']) walk(path.join(root, dir));
   return out;
 }
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import type { PlainInput } from '../../../protocol/prepared.ts';
 import type { RowIn } from '../../../protocol/rows.ts';
-import type { ImportedTranscript } from '../../../scripts/import/index.ts';
+import type { ImportedTranscript } from '../../../cli/import/index.ts';
 import { EVAL_DEFAULT_PRICES, priceFor } from '../../../scripts/eval/prices.ts';
 import { cachedTokens, commonPrefixBytes, percentile, requestCost, serializeRequest, summarizerCost } from '../../../scripts/eval/request.ts';
 import { EvictionTracker } from '../../../scripts/eval/retention.ts';

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { detectFormat, ImportError, importTranscript, rowCounts, type ImportedTranscript } from '../../../scripts/import/index.ts';
+import { detectFormat, ImportError, importTranscript, rowCounts, type ImportedTranscript } from '../../../cli/import/index.ts';
 import { RowIn } from '../../../protocol/rows.ts';
 
 const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../fixtures/transcripts');
