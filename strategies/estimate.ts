@@ -100,7 +100,3 @@ export function pinnedTokens(system: string, tools: readonly ToolSpec[]): number
   return n;
 }
 
-/** The trigger test in integer arithmetic: estimate·100 >= window·percent. */
-export function reachesPercent(estimate: number, window: number, percent: number): boolean {
-  return estimate * 100 >= window * percent;
-}

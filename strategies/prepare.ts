@@ -10,7 +10,7 @@ import { elisionStats, scheduleElision } from '../storage/image-elision.ts';
 import { tokenRatio } from '../storage/token-ratios.ts';
 import { orphanResults } from '../storage/transcript.ts';
 import { sessionRewrites } from '../storage/user-rows.ts';
-import type { ModelEntry } from './catalog/models.ts';
+import { readsImages, type ModelEntry } from './catalog/models.ts';
 import type { CompactOptions, CompactOutcome, DryRun, FoldPlugin, Layer, LayerView, Projection, Strategy, StrategyInput } from './contract.ts';
 import { imageTokens, inputsTokens, pinnedTokens, textTokens } from './estimate.ts';
 import { firstCarriedSeq } from './harness/carried.ts';
@@ -113,7 +113,7 @@ export function targetOf(setup: Pick<EngineSetup, 'model' | 'modelId'>, args: Pi
     session: args.session.name,
     provider: args.provider ?? up?.provider ?? setup.model?.provider,
     model: setup.modelId ?? undefined,
-    readsImages: setup.model === undefined || (setup.model.input as readonly string[]).includes('image'),
+    readsImages: readsImages(setup.model),
     maxImageEdgePx: up?.max_image_edge_px ?? setup.model?.max_image_edge_px,
     maxImages: up?.max_images ?? setup.model?.max_images_per_request,
     maxImageBytes: up?.max_image_bytes,

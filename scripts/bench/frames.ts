@@ -9,7 +9,7 @@ import { drawFrame } from '../../render/frame.ts';
 import { layout, renderFrame, SHAPES, type Frame, type ShapeName } from '../../render/index.ts';
 import { bilevelToGray, DEFLATE_OPTIONS } from '../../render/png.ts';
 import { DEFAULT_MAX_IMAGE_EDGE_PX, imageTokens, textTokens } from '../../strategies/estimate.ts';
-import { appendArchive } from '../../strategies/snapcompact/archive-text.ts';
+import { extendArchive } from '../../strategies/snapcompact/archive.ts';
 import type { Corpus } from './corpus.ts';
 import { RowStream } from './rows.ts';
 import { fmtMs, nowMs, stats, turn } from './timing.ts';
@@ -87,13 +87,13 @@ function stored(r: RowIn, seq: number): StoredRow {
 /** Archive text of the corpus, evicted in chunks of rows as compactions would, to `chars`. */
 function archiveOf(corpus: Corpus, chars: number): { text: string; rows: number } {
   const stream = new RowStream(corpus, { keyPrefix: 'f' });
-  let text = '';
+  let archive: ReturnType<typeof extendArchive> = { text: '', marks: [] };
   let seq = 0;
-  while (text.length < chars) {
+  while (archive.text.length < chars) {
     const rows = stream.take(50).map((r) => stored(r, ++seq));
-    text = appendArchive(text, rows);
+    archive = extendArchive(archive.text, archive.marks, rows);
   }
-  return { text, rows: seq };
+  return { text: archive.text, rows: seq };
 }
 
 /** sharp's 1-bit PNG of the same pixels, at our zlib level so that only the encoders differ. */

@@ -10,14 +10,3 @@ import { summaryText } from '../harness/summary-text.ts';
 export function archiveText(rows: readonly StoredRow[]): string {
   return summaryText(rows, { reasoning: false });
 }
-
-/**
- * `saved` extended by the archive text of newly evicted `rows`. Equal to the archive text of
- * all the rows at once, so the saved text only ever grows at its end, and the frames drawn from
- * its beginning (render/layout.ts) keep their cache keys.
- */
-export function appendArchive(saved: string, rows: readonly StoredRow[]): string {
-  const more = archiveText(rows);
-  if (more === '') return saved;
-  return saved === '' ? more : `${saved}\n${more}`;
-}

@@ -19,18 +19,8 @@ import { isDue, overWindow, roomUnderTrigger, roomUnderWindow, tailBudget } from
 import { tokenCounter } from '../projection.ts';
 import { extendArchive, resolveArchive, rowsIn } from './archive.ts';
 import { SnapcompactSettings } from './settings.ts';
+import { providerImageCap } from '../catalog/models.ts';
 
-/** Images a request may carry by provider, when the upstream does not say (the spec's caps). */
-const PROVIDER_IMAGE_CAPS: ReadonlyMap<string, number> = new Map([
-  ['anthropic', 90],
-  ['amazon-bedrock', 90],
-  ['openrouter', 90],
-  ['antigravity', 90],
-  ['openai', 200],
-  ['openai-codex', 200],
-  ['umans', 10],
-]);
-const UNKNOWN_PROVIDER_CAP = 5;
 /** Frames of inline base64 a request carries at most, unless the upstream uploads images. */
 export const INLINE_FRAME_CAP = 60;
 /** Frames a request carries at most, whatever else allows. */
@@ -68,12 +58,6 @@ function geometryOf(input: StrategyInput): Geometry {
   return g;
 }
 
-function providerCap(provider: string | undefined): number {
-  if (provider === undefined) return UNKNOWN_PROVIDER_CAP;
-  if (provider.startsWith('google')) return 200;
-  return PROVIDER_IMAGE_CAPS.get(provider) ?? UNKNOWN_PROVIDER_CAP;
-}
-
 /**
  * How many frames a request may show: the least of the provider's image budget (nine tenths of
  * what the upstream declares, else the provider's cap; `maxFrames` replaces both), the inline
@@ -82,7 +66,7 @@ function providerCap(provider: string | undefined): number {
  */
 export function frameBudget(input: StrategyInput, fullFrameTokens: number): number {
   const s = settingsOf(input);
-  const images = s.maxFrames ?? (input.target.maxImages !== undefined ? Math.floor(input.target.maxImages * 0.9) : providerCap(input.target.provider));
+  const images = s.maxFrames ?? providerImageCap(input.target.provider, input.target.maxImages);
   const inline = input.target.uploadsImages ? Infinity : INLINE_FRAME_CAP;
   const window = input.window.window === null ? Infinity : Math.floor((input.window.window * s.archivePercent) / 100 / input.window.ratio / Math.max(1, fullFrameTokens));
   return Math.max(0, Math.min(images, inline, FRAME_CAP, window));

@@ -2,7 +2,8 @@
 // validation, the estimates they run on, and the eviction's summarizer transcripts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { imageTokens, inputTokens, reachesPercent, textTokens } from '../../strategies/estimate.ts';
+import { imageTokens, inputTokens, textTokens } from '../../strategies/estimate.ts';
+import { isDue, type WindowInfo } from '../../strategies/harness/window.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { summaryChunks, summaryText } from '../../strategies/harness/summary-text.ts';
 import { chunkUnits, groupUnits, selectTail, type Unit } from '../../strategies/harness/units.ts';
@@ -117,9 +118,15 @@ describe('estimates', () => {
     assert.equal(tiny, 12 + imageTokens(100, 100));
   });
 
-  test('the trigger uses exact integer arithmetic', () => {
-    assert.equal(reachesPercent(79, 100, 80), false);
-    assert.equal(reachesPercent(80, 100, 80), true);
-    assert.equal(reachesPercent(159_999, 200_000, 80), false);
+  test('the trigger uses exact integer arithmetic, on the calibrated estimate', () => {
+    const info = (window: number | null, ratio = 1): WindowInfo => ({ window, source: 'config', triggerPercent: 80, tailPercent: 25, ratio });
+    assert.equal(isDue(79, info(100)), false);
+    assert.equal(isDue(80, info(100)), true);
+    assert.equal(isDue(159_999, info(200_000)), false);
+    assert.equal(isDue(160_000, info(200_000)), true);
+    // The estimate is calibrated first: 800 estimated tokens at a ratio of 0.1 are 80 of the provider's, 80% of 100.
+    assert.equal(isDue(800, info(100, 0.1)), true);
+    assert.equal(isDue(790, info(100, 0.1)), false);
+    assert.equal(isDue(1_000_000, info(null)), false, 'no known window, no trigger');
   });
 });

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { summaryText } from '../../strategies/harness/summary-text.ts';
-import { appendArchive, archiveText } from '../../strategies/snapcompact/archive-text.ts';
+import { extendArchive } from '../../strategies/snapcompact/archive.ts';
+import { archiveText } from '../../strategies/snapcompact/archive-text.ts';
 
 let seq = 0;
 function row(body: StoredRow['body'], row_class: StoredRow['row_class'] = 'other'): StoredRow {
@@ -92,13 +93,22 @@ describe('snapcompact archive text', () => {
     assert.equal(archiveText([outRow('c', 'line one\n¶user: not really')]), '¶out c: line one\n  ¶user: not really');
   });
 
-  test('appending newly evicted rows gives the text of all the rows at once', () => {
+  test('the archive extended by newly evicted rows is the text of all the rows at once, and a row archived twice is not', () => {
     const first = [userRow('one'), aiRow(text('two'))];
     const later = [outRow('c', 'three'), userRow('four')];
-    assert.equal(appendArchive(archiveText(first), later), archiveText([...first, ...later]));
-    assert.equal(appendArchive('', first), archiveText(first));
+    const a = extendArchive('', [], first);
+    assert.equal(a.text, archiveText(first));
+    const b = extendArchive(a.text, a.marks, later);
+    assert.equal(b.text, archiveText([...first, ...later]));
+    // Each row's mark is where its line starts.
+    assert.deepEqual(
+      b.marks.map(([at]) => b.text.slice(at).split('\n')[0]),
+      ['¶user: one', '¶ai: two', '¶out c: three', '¶user: four'],
+    );
+    // An exchange-level cut keeps its opener in the tail after archiving it: the next extension sees it again.
+    assert.equal(extendArchive(b.text, b.marks, [later[1]!]).text, b.text);
     const notesOnly = [row({ kind: 'notice', body: { notice: 'capabilities_changed', context: 'x' } })];
-    assert.equal(appendArchive(archiveText(first), notesOnly), archiveText(first), 'rows with no lines add nothing, not even a newline');
+    assert.equal(extendArchive(b.text, b.marks, notesOnly).text, b.text, 'rows with no lines add nothing, not even a newline');
     assert.equal(archiveText([]), '');
   });
 });

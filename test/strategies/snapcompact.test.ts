@@ -19,7 +19,9 @@ import { evictionChunkTokens } from '../../strategies/harness/units.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
 import { archivePages, snapcompactMemory } from '../../strategies/snapcompact/memory.ts';
-import { chooseFrames, snapcompact } from '../../strategies/snapcompact/snapcompact.ts';
+import { chooseFrames, frameBudget, snapcompact } from '../../strategies/snapcompact/snapcompact.ts';
+import { plainTarget } from '../../strategies/projection.ts';
+import type { StrategyInput } from '../../strategies/contract.ts';
 import type { ModelEntry } from '../../strategies/catalog/models.ts';
 import { tempDb } from '../storage/factories.ts';
 import { recordingDb } from '../storage/recording-db.ts';
@@ -238,4 +240,17 @@ describe('snapcompact', () => {
     assert.deepEqual([...where].sort((a, b) => a - b), where);
     summarizer.calls.slice(1).forEach((c, i) => assert.equal(parseSummaryPrompt(c.prompt).previousSummary, `summary #${i + 1}`));
   });
+});
+
+test("the frame budget takes the provider's image cap from the catalog's rule (upstream declarations, any case)", () => {
+  // frameBudget reads only the settings, the target and the window of its input.
+  const budget = (provider: string | undefined, maxImages?: number): number =>
+    frameBudget({ settings: {}, target: { ...plainTarget('s'), provider, maxImages, uploadsImages: true }, window: { window: 100_000_000, source: 'config', triggerPercent: 90, tailPercent: 10, ratio: 1 } } as unknown as StrategyInput, 1_000);
+  // The `claude` upstream declares 100 images: nine tenths, under the hard cap of 80.
+  assert.equal(budget('claude'), 80);
+  assert.equal(budget('Anthropic'), 80);
+  assert.equal(budget('umans'), 10);
+  assert.equal(budget('mistral'), 5);
+  assert.equal(budget(undefined), 5);
+  assert.equal(budget('mistral', 20), 18, 'a declared limit wins over the provider table');
 });
