@@ -1,12 +1,14 @@
-// The notes layer's saved state: one row per session with the notes text, the user-message cut
-// they cover history up to, the backend that wrote them, and why the last rewrite failed (if
-// it did). The cut is stored as JSON and re-parsed with zod on every read; what it means and
+// The notes layer's saved state: one row per session with the notes text, the artifact ledger
+// (JSON the layer checks with zod, strategies/notes/ledger.ts), the user-message cut both cover
+// history up to, the backend that wrote them, and why the last rewrite failed (if it did). The cut is stored as JSON and re-parsed with zod on every read; what it means and
 // how it is found again is strategies/harness/cut.ts.
 import { type Db, perDb } from './db.ts';
 import { readCut, SavedCut, type CutHints } from './saved-cut.ts';
 
 export interface NotesState {
   text: string;
+  /** The artifact ledger as saved (JSON), null when none was. */
+  ledger: string | null;
   cut: SavedCut;
   /** Where the cut was when saved; hints, re-checked against the cut. */
   hints: CutHints;
@@ -26,6 +28,7 @@ export interface UnreadableNotes {
 
 interface Raw {
   text: string;
+  ledger: string | null;
   cut: string;
   cut_seq: number;
   resume_seq: number;
@@ -36,11 +39,11 @@ interface Raw {
 }
 
 const stmts = perDb((db: Db) => ({
-  load: db.prepare<[number], Raw>('SELECT text, cut, cut_seq, resume_seq, backend, rewrites, failure, updated_at FROM compaction_notes WHERE sid = ?'),
-  save: db.prepare<[number, string, string, number, number, string | null, number, number]>(
-    `INSERT INTO compaction_notes (sid, text, cut, cut_seq, resume_seq, backend, rewrites, failure, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, (SELECT rewrites FROM sessions WHERE sid = ?), NULL, ?)
-     ON CONFLICT (sid) DO UPDATE SET text = excluded.text, cut = excluded.cut, cut_seq = excluded.cut_seq,
+  load: db.prepare<[number], Raw>('SELECT text, ledger, cut, cut_seq, resume_seq, backend, rewrites, failure, updated_at FROM compaction_notes WHERE sid = ?'),
+  save: db.prepare<[number, string, string | null, string, number, number, string | null, number, number]>(
+    `INSERT INTO compaction_notes (sid, text, ledger, cut, cut_seq, resume_seq, backend, rewrites, failure, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT rewrites FROM sessions WHERE sid = ?), NULL, ?)
+     ON CONFLICT (sid) DO UPDATE SET text = excluded.text, ledger = excluded.ledger, cut = excluded.cut, cut_seq = excluded.cut_seq,
        resume_seq = excluded.resume_seq, backend = excluded.backend, rewrites = excluded.rewrites,
        failure = NULL, updated_at = excluded.updated_at`,
   ),
@@ -61,6 +64,7 @@ export function loadNotes(db: Db, sid: number): NotesState | UnreadableNotes | u
   if ('unreadable' in read) return read;
   return {
     text: raw.text,
+    ledger: raw.ledger,
     cut: read.cut,
     hints: { openerSeq: raw.cut_seq, resumeSeq: raw.resume_seq },
     backend: raw.backend,
@@ -70,9 +74,9 @@ export function loadNotes(db: Db, sid: number): NotesState | UnreadableNotes | u
   };
 }
 
-/** Saves rewritten notes and their cut, clearing any recorded failure. */
-export function saveNotes(db: Db, sid: number, notes: { text: string; cut: SavedCut; hints: CutHints; backend: string | null }, now = Date.now()): void {
-  stmts(db).save.run(sid, notes.text, JSON.stringify(notes.cut), notes.hints.openerSeq, notes.hints.resumeSeq, notes.backend, sid, now);
+/** Saves rewritten notes, their ledger (JSON) and their cut, clearing any recorded failure. */
+export function saveNotes(db: Db, sid: number, notes: { text: string; ledger?: string | null; cut: SavedCut; hints: CutHints; backend: string | null }, now = Date.now()): void {
+  stmts(db).save.run(sid, notes.text, notes.ledger ?? null, JSON.stringify(notes.cut), notes.hints.openerSeq, notes.hints.resumeSeq, notes.backend, sid, now);
 }
 
 /**

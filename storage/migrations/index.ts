@@ -29,6 +29,7 @@ import { sql as m027 } from './027-known-told-instructions.ts';
 import { sql as m028 } from './028-proxy-sessions.ts';
 import { sql as m029 } from './029-proxy-accounting.ts';
 import { sql as m030 } from './030-proxy-chain-stamp.ts';
+import { sql as m031 } from './031-notes-ledger.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -68,4 +69,5 @@ export const migrations: readonly Migration[] = [
   { version: 28, name: 'proxy-sessions', sql: m028 },
   { version: 29, name: 'proxy-accounting', sql: m029 },
   { version: 30, name: 'proxy-chain-stamp', sql: m030 },
+  { version: 31, name: 'notes-ledger', sql: m031 },
 ];

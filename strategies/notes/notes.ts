@@ -18,6 +18,7 @@ import { tokenCounter, tokenCounterYielding } from '../projection.ts';
 import { summarizerFailed } from '../summarizer/types.ts';
 import { notesAnswerProblem, notesBudget, notesOutputCap, notesPrompt, NOTES_SYSTEM } from './prompt.ts';
 import { keptFrom } from './evicted.ts';
+import { emptyLedger, foldLedger, ledgerBudget, readLedger, renderLedger, type Ledger } from './ledger.ts';
 import type { NotesSettings } from './settings.ts';
 
 /** The line above the notes in every request; it names the tools that reach the exact history. */
@@ -29,6 +30,8 @@ const SAVED = savedSlot<ReturnType<typeof loadNotes>>('notes.saved');
 interface Resolved {
   /** The saved notes when their cut still matches the transcript. */
   state: NotesState | undefined;
+  /** Their artifact ledger (empty without notes, or when the saved one cannot be read). */
+  ledger: Ledger;
   /** Where the history the notes do not cover yet starts. */
   located: LocatedCut;
   notes: string[];
@@ -36,30 +39,51 @@ interface Resolved {
 
 function resolve(input: StrategyInput): Resolved {
   const loaded = loadSaved(input, SAVED, () => loadNotes(input.db, input.session.sid));
-  if (loaded === undefined) return { state: undefined, located: startCut(), notes: [] };
+  if (loaded === undefined) return { state: undefined, ledger: emptyLedger(), located: startCut(), notes: [] };
   if ('unreadable' in loaded) {
-    return { state: undefined, located: startCut(), notes: [`the saved session notes cannot be read (${loaded.unreadable}); they are left out until the next compaction rewrites them`] };
+    return { state: undefined, ledger: emptyLedger(), located: startCut(), notes: [`the saved session notes cannot be read (${loaded.unreadable}); they are left out until the next compaction rewrites them`] };
   }
   const located = locate(input, CUTS, { cut: loaded.cut, hints: loaded.hints, rewrites: loaded.rewrites, savedAt: loaded.updatedAt });
   if (located === undefined) {
-    return { state: undefined, located: startCut(), notes: ['the saved session notes no longer match the transcript; they are left out until the next compaction rewrites them from the start'] };
+    return { state: undefined, ledger: emptyLedger(), located: startCut(), notes: ['the saved session notes no longer match the transcript; they are left out until the next compaction rewrites them from the start'] };
   }
   const notes = [...located.notes];
+  let ledger = readLedger(loaded.ledger);
+  if ('unreadable' in ledger) {
+    notes.push(`the saved artifact ledger cannot be read (${ledger.unreadable}); it starts again from the next compaction's evicted history`);
+    ledger = emptyLedger();
+  }
   if (loaded.failure !== null) {
     notes.push(`the session notes were not rewritten at the last compaction (${loaded.failure}); they cover history before row #${located.openerSeq}, and the next compaction adds what they miss`);
   }
-  return { state: loaded, located, notes };
+  return { state: loaded, ledger, located, notes };
 }
 
 function notesInput(text: string): PlainInput {
   return { role: 'user', content: [{ type: 'text', text: `${NOTES_HEADER}\n\n${text}` }] };
 }
 
+function ledgerInput(text: string): PlainInput {
+  return { role: 'user', content: [{ type: 'text', text }] };
+}
+
 function view(input: StrategyInput, settings: NotesSettings): LayerView {
-  const { state, located, notes } = resolve(input);
-  if (state === undefined || state.text === '') return { inputs: [], sections: [], notes };
-  const inp = notesInput(state.text);
+  const { state, ledger, located, notes } = resolve(input);
+  if (state === undefined) return { inputs: [], sections: [], notes };
   const budget = notesBudget(settings.budgetTokens, input.window);
+  const ledgerText = renderLedger(ledger, ledgerBudget(budget));
+  const led: LayerView = { inputs: [], sections: [], notes };
+  if (ledgerText !== '') {
+    const inp = ledgerInput(ledgerText);
+    led.inputs.push(inp);
+    led.sections.push({
+      name: 'artifact ledger',
+      source: `files, commands and test runs read off the tool calls before row #${located.openerSeq} (exact; within ${ledgerBudget(budget)} estimated tokens)`,
+      estimated_tokens: inputsTokens([inp]),
+    });
+  }
+  if (state.text === '') return led;
+  const inp = notesInput(state.text);
   // The budget is what the summarizer is asked for, in its model's tokens; the section is
   // measured like every other, in estimated tokens, and may pass the budget up to the cap
   // (plus the header). The source names both units so the two numbers are not compared as one.
@@ -68,7 +92,7 @@ function view(input: StrategyInput, settings: NotesSettings): LayerView {
     source: `session notes by ${state.backend ?? 'unknown'} (budget ${budget} model tokens asked of the summarizer; text capped at ${notesOutputCap(budget)} estimated tokens, bytes/4), covering history before row #${located.openerSeq}`,
     estimated_tokens: inputsTokens([inp]),
   };
-  return { inputs: [inp], sections: [section], notes };
+  return { inputs: [inp, ...led.inputs], sections: [section, ...led.sections], notes };
 }
 
 function describe(err: unknown): string {
@@ -83,7 +107,7 @@ function describe(err: unknown): string {
  * engine to report, so the next compaction covers what this one missed.
  */
 async function rewrite(input: StrategyInput, after: Projection, opts: CompactOptions, settings: NotesSettings): Promise<void> {
-  const { state, located } = resolve(input);
+  const { state, ledger, located } = resolve(input);
   // The strategy has just read these rows for its own compaction: shared, not decoded again.
   const rows = await rowsThroughHead(input, located.openerSeq);
   const kept = keptFrom(rows, after.inputs, input.target);
@@ -118,15 +142,19 @@ async function rewrite(input: StrategyInput, after: Projection, opts: CompactOpt
     backend = result.backend;
   }
   const { cut, hints } = await runStepsSliced(cutAfterSteps(input, located, evicted, rows[kept]), () => opts.signal?.throwIfAborted());
-  saveNotes(input.db, input.session.sid, { text, cut, hints, backend });
+  saveNotes(input.db, input.session.sid, { text, ledger: JSON.stringify(foldLedger(ledger, evicted)), cut, hints, backend });
 }
 
 /** The notes layer with its section of extensions.json. */
 export function notesLayer(settings: NotesSettings): Layer {
   return {
     name: 'notes',
-    // The notes may grow to their output cap at the next compaction, under their header.
-    reserve: (input) => inputsTokens([notesInput('x'.repeat(4 * notesOutputCap(notesBudget(settings.budgetTokens, input.window))))]),
+    // The notes may grow to their output cap at the next compaction, under their header, and the
+    // ledger to its share.
+    reserve: (input) => {
+      const budget = notesBudget(settings.budgetTokens, input.window);
+      return inputsTokens([notesInput('x'.repeat(4 * notesOutputCap(budget))), ledgerInput('x'.repeat(4 * ledgerBudget(budget)))]);
+    },
     project: (input) => view(input, settings),
     async compact(input, _before, after, opts) {
       try {

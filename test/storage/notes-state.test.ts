@@ -12,11 +12,12 @@ test('notes save, record a failure without losing text or cut, and clear it at t
   const sid = openSession(db, { session: 's' }).sid;
   assert.equal(loadNotes(db, sid), undefined);
   noteNotesFailure(db, sid, 'backend down', START_CUT, 5);
-  assert.deepEqual(loadNotes(db, sid), { text: '', cut: START_CUT, hints: { openerSeq: 1, resumeSeq: 1 }, backend: null, rewrites: null, failure: 'backend down', updatedAt: 5 });
+  assert.deepEqual(loadNotes(db, sid), { text: '', ledger: null, cut: START_CUT, hints: { openerSeq: 1, resumeSeq: 1 }, backend: null, rewrites: null, failure: 'backend down', updatedAt: 5 });
   const cut = { format: 2 as const, users: 3, fingerprint: 'abc', rows: 12 };
-  saveNotes(db, sid, { text: '- src/a.ts: keep', cut, hints: { openerSeq: 13, resumeSeq: 13 }, backend: 'client' }, 10);
+  saveNotes(db, sid, { text: '- src/a.ts: keep', ledger: '{"files":[],"commands":[],"tests":[]}', cut, hints: { openerSeq: 13, resumeSeq: 13 }, backend: 'client' }, 10);
   noteNotesFailure(db, sid, 'timed out', START_CUT, 20);
-  assert.deepEqual(loadNotes(db, sid), { text: '- src/a.ts: keep', cut, hints: { openerSeq: 13, resumeSeq: 13 }, backend: 'client', rewrites: 0, failure: 'timed out', updatedAt: 10 });
+  // A failure keeps the ledger with the text: both cover history up to the same cut.
+  assert.deepEqual(loadNotes(db, sid), { text: '- src/a.ts: keep', ledger: '{"files":[],"commands":[],"tests":[]}', cut, hints: { openerSeq: 13, resumeSeq: 13 }, backend: 'client', rewrites: 0, failure: 'timed out', updatedAt: 10 });
   saveNotes(db, sid, { text: 'v2', cut, hints: { openerSeq: 13, resumeSeq: 13 }, backend: 'client' }, 30);
   const again = loadNotes(db, sid);
   assert.ok(again !== undefined && !('unreadable' in again) && again.failure === null && again.text === 'v2');

@@ -13,6 +13,7 @@ import { foldSources } from '../../storage/conversation.ts';
 import type { Strategy } from '../../strategies/contract.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 import { keptFrom } from '../../strategies/notes/evicted.ts';
+import { readLedger } from '../../strategies/notes/ledger.ts';
 import { NOTES_HEADER, notesLayer } from '../../strategies/notes/notes.ts';
 import { NOTES_SYSTEM, notesAnswerProblem, notesBudget, notesOutputCap } from '../../strategies/notes/prompt.ts';
 import { NotesSettings } from '../../strategies/notes/settings.ts';
@@ -129,7 +130,7 @@ describe('notes', () => {
 
     const calls = summarizer.calls.filter((c) => c.purpose === 'notes');
     assert.ok(calls.length >= 2, `the eviction went in ${calls.length} chunk(s)`);
-    const firstTail = Number(/request (\d+):/.exec(JSON.stringify(out.inputs.slice(3)))![1]);
+    const firstTail = Number(/request (\d+):/.exec(JSON.stringify(out.inputs.slice(4)))![1]);
     const covered = calls.flatMap(requestsIn);
     assert.deepEqual(covered, Array.from({ length: firstTail }, (_, i) => i), 'every evicted request once, in order, none of the tail');
     calls.forEach((c, i) => {
@@ -147,7 +148,7 @@ describe('notes', () => {
     assert.ok(text.startsWith(`${NOTES_HEADER}\n\n`), 'the request starts with the notes');
     assert.match(NOTES_HEADER, /transcript_grep/);
     assert.match(NOTES_HEADER, /transcript_read/);
-    assert.deepEqual(out.observation.sections.map((s) => s.name), ['system', 'notes', 'summary', 'recap', 'tail']);
+    assert.deepEqual(out.observation.sections.map((s) => s.name), ['system', 'notes', 'artifact ledger', 'summary', 'recap', 'tail']);
     const section = out.observation.sections[1]!;
     assert.match(section.source, /by client \(budget 300 model tokens asked of the summarizer; text capped at 375 estimated tokens, bytes\/4\)/);
     assert.equal(notesOf(db, sid).hints.openerSeq, tailStart(out.observation.sections), 'the notes cover history up to the tail');
@@ -167,8 +168,8 @@ describe('notes', () => {
     await prepareRequest(setup, argsFor(db, 's'));
     const withNotes = inspectRequest(setup, argsFor(db, 's'));
     const without = inspectRequest({ ...setup, layers: [] }, argsFor(db, 's'));
-    const notesTokens = withNotes.sections.find((s) => s.name === 'notes')!.estimated_tokens;
-    assert.equal(withNotes.estimated_input_tokens, without.estimated_input_tokens + notesTokens, 'the estimate shows them');
+    const notesTokens = withNotes.sections.filter((s) => s.name === 'notes' || s.name === 'artifact ledger').reduce((n, s) => n + s.estimated_tokens, 0);
+    assert.equal(withNotes.estimated_input_tokens, without.estimated_input_tokens + notesTokens, 'the estimate shows them, and their ledger');
     assert.equal(withNotes.due, without.due, 'the trigger does not see them');
   });
 
@@ -316,7 +317,7 @@ describe('notes', () => {
     assert.equal(covered[covered.length - 1], 41, 'up to what the new strategy evicted (it keeps requests 42-49)');
   });
 
-  test('the notes survive rolling -> lcm -> snapcompact: each starts its requests with them and extends them', async (t) => {
+  test('the notes and their ledger survive rolling -> lcm -> snapcompact: each starts its requests with them and extends them', async (t) => {
     const db = tempDb(t);
     await sessionWithTurns(db, 's', 40);
     const summarizer = notesSummarizer();
@@ -335,6 +336,17 @@ describe('notes', () => {
       assert.ok(now.length > written.length);
       assert.equal(firstText(out.inputs), `${NOTES_HEADER}\n\n${now}`);
       written = now;
+      // The ledger keeps every file the history read, from the first compaction on, and the
+      // request shows it as its own section right after the notes.
+      const saved = notesOf(db, sid);
+      const ledger = readLedger(saved.ledger);
+      assert.ok(!('unreadable' in ledger));
+      const paths = new Set(ledger.files.map((f) => f.path));
+      assert.ok(paths.has('call-0.ts'), `${strategy.name}: the first compaction's files are still in the ledger`);
+      const newest = Math.max(...[...paths].map((p) => Number(/call-(\d+)\.ts/.exec(p)![1])));
+      assert.ok(newest >= 30 + 40 * k, `${strategy.name}: the ledger grew with this compaction (newest file call-${newest}.ts)`);
+      assert.equal(out.observation.sections[2]?.name, 'artifact ledger');
+      assert.match(JSON.stringify(out.inputs[1]), /Artifacts so far/);
     }
   });
 

@@ -1,0 +1,304 @@
+// The artifact ledger of the notes layer: the files the session read, changed, created and
+// deleted, the last commands with their exit status, and each test command's last verdict. It
+// is read off the tool calls and their results, never written by a summarizer, so it is exact
+// and costs no model call. That is the part of the work agents most often lose at a compaction:
+// after it, they read again what they read and redo what they changed.
+//
+// The tools it understands are those of the agents the daemon imports and proxies (Claude Code,
+// Codex, pi), plus one rule for any other tool that names a file. It is folded forward over the
+// rows each compaction evicts (notes.ts) and kept with the notes, so it survives every
+// compaction and every change of strategy.
+import path from 'node:path';
+import { z } from 'zod';
+import type { StoredRow } from '../../protocol/rows.ts';
+import { textTokens } from '../estimate.ts';
+
+const FileEntry = z.strictObject({
+  path: z.string(),
+  reads: z.number().int().nonnegative(),
+  /** Edits and writes. */
+  changes: z.number().int().nonnegative(),
+  created: z.boolean(),
+  deleted: z.boolean(),
+  /** The row of the newest call that touched it. */
+  lastSeq: z.number().int().nonnegative(),
+});
+export type FileEntry = z.infer<typeof FileEntry>;
+
+const CommandEntry = z.strictObject({
+  command: z.string(),
+  seq: z.number().int().nonnegative(),
+  /** The exit status where the output shows it. */
+  exit: z.number().int().nullable(),
+  /** The agent's tool marked the result an error. */
+  failed: z.boolean(),
+});
+export type CommandEntry = z.infer<typeof CommandEntry>;
+
+const TestEntry = z.strictObject({
+  command: z.string(),
+  seq: z.number().int().nonnegative(),
+  verdict: z.enum(['pass', 'fail', 'unknown']),
+});
+
+/** The ledger as it is saved with the notes (storage/notes-state.ts), checked when read back. */
+export const Ledger = z.strictObject({
+  files: z.array(FileEntry),
+  commands: z.array(CommandEntry),
+  tests: z.array(TestEntry),
+});
+export type Ledger = z.infer<typeof Ledger>;
+
+/** Commands kept, newest last. */
+export const LEDGER_COMMANDS = 10;
+/** Test commands kept, by their last run. */
+const LEDGER_TESTS = 5;
+/** A command longer than this is shown cut. */
+const COMMAND_CHARS = 160;
+
+/**
+ * The ledger's share, in estimated tokens, of a notes budget: a quarter of it, on top of what the
+ * summarizer is asked to write (the layer's reserve counts both).
+ */
+export function ledgerBudget(notesBudgetTokens: number): number {
+  return Math.max(100, Math.floor(notesBudgetTokens / 4));
+}
+
+/** The saved ledger read back: JSON checked against the schema, or why it cannot be read. */
+export function readLedger(json: string | null): Ledger | { unreadable: string } {
+  if (json === null) return emptyLedger();
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch (err) {
+    return { unreadable: `not JSON (${(err as Error).message})` };
+  }
+  const parsed = Ledger.safeParse(value);
+  return parsed.success ? parsed.data : { unreadable: `a format this build does not know (${parsed.error.issues[0]?.message ?? 'invalid'})` };
+}
+
+export function emptyLedger(): Ledger {
+  return { files: [], commands: [], tests: [] };
+}
+
+/** What one tool call did. */
+type Action = { kind: 'read' | 'change' | 'create' | 'delete'; path: string } | { kind: 'command'; command: string };
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() !== '' ? v : undefined);
+
+/** The files a Codex patch names: `*** Add File:`, `*** Update File:` (with `*** Move to:`), `*** Delete File:`. */
+export function patchActions(patch: string): Action[] {
+  const out: Action[] = [];
+  for (const line of patch.split('\n')) {
+    const m = /^\*\*\* (Add File|Update File|Delete File|Move to): (.+)$/.exec(line.trimEnd());
+    if (m === null) continue;
+    const p = m[2]!.trim();
+    if (m[1] === 'Add File') out.push({ kind: 'create', path: p });
+    else if (m[1] === 'Delete File') out.push({ kind: 'delete', path: p });
+    else out.push({ kind: m[1] === 'Move to' ? 'create' : 'change', path: p });
+  }
+  return out;
+}
+
+/** A shell call's command as one line: `bash -lc X` is X, an argv list joined. */
+function shellCommand(v: unknown): string | undefined {
+  if (typeof v === 'string') return str(v);
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) return undefined;
+  const argv = v;
+  if (argv.length === 3 && /(^|\/)(ba|z)?sh$/.test(argv[0]!) && /^-l?c$/.test(argv[1]!)) return str(argv[2]);
+  return str(argv.join(' '));
+}
+
+/** A tool the ledger does not know that writes, by its name. */
+const WRITING = /write|edit|create|delete|remove|patch|replace|update|save|move|rename/i;
+
+/** What a tool call did to files and the shell, by the agent's tool. */
+export function callActions(name: string, args: Record<string, unknown>): Action[] {
+  const file = str(args.file_path) ?? str(args.path) ?? str(args.notebook_path) ?? str(args.filename);
+  switch (name) {
+    // Claude Code
+    case 'Read':
+      return file === undefined ? [] : [{ kind: 'read', path: file }];
+    case 'Edit':
+    case 'MultiEdit':
+    case 'NotebookEdit':
+      return file === undefined ? [] : [{ kind: 'change', path: file }];
+    case 'Write':
+      return file === undefined ? [] : [{ kind: 'create', path: file }];
+    case 'Bash':
+      return commandActions(str(args.command));
+    // Codex
+    case 'apply_patch':
+      return patchActions(str(args.input) ?? str(args.patch) ?? str(args._raw) ?? '');
+    case 'shell':
+    case 'local_shell':
+    case 'exec_command':
+      return commandActions(shellCommand(args.command) ?? shellCommand(args.cmd));
+    // pi
+    case 'read':
+      return file === undefined ? [] : [{ kind: 'read', path: file }];
+    case 'edit':
+      return file === undefined ? [] : [{ kind: 'change', path: file }];
+    case 'write':
+      return file === undefined ? [] : [{ kind: 'create', path: file }];
+    case 'bash':
+      return commandActions(str(args.command));
+    default:
+      return file === undefined ? [] : [{ kind: WRITING.test(name) ? 'change' : 'read', path: file }];
+  }
+}
+
+/** A shell command; Codex may run apply_patch through the shell, which is a patch. */
+function commandActions(command: string | undefined): Action[] {
+  if (command === undefined) return [];
+  const patch = /^apply_patch\s+(['"]?)([\s\S]*)\1\s*$/.exec(command);
+  if (patch !== null && patch[2]!.includes('*** Begin Patch')) return patchActions(patch[2]!);
+  return [{ kind: 'command', command }];
+}
+
+/** The exit status a command's output states, as the agents write it. */
+export function exitStatus(output: string): number | null {
+  const m = /(?:exit(?:ed)?(?: with)?(?: code| status)?|exit_code|Exit code|Process exited with code)[:=\s"]+(-?\d+)/i.exec(output);
+  return m === null ? null : Number(m[1]);
+}
+
+const TEST_COMMAND = /\b(?:(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test|npx\s+(?:jest|vitest|mocha)|pytest|py\.test|go\s+test|cargo\s+(?:test|nextest)|jest|vitest|mocha|node\s+--test|make\s+(?:test|check)|phpunit|rspec|tox|dotnet\s+test|mvn\s+test|gradle\w*\s+test|deno\s+test)\b/;
+
+export function isTestCommand(command: string): boolean {
+  return TEST_COMMAND.test(command);
+}
+
+/** A test run's verdict from its status and output. */
+export function testVerdict(exit: number | null, failed: boolean, output: string): 'pass' | 'fail' | 'unknown' {
+  if (failed || (exit !== null && exit !== 0)) return 'fail';
+  if (/\b[1-9]\d* (?:failed|failing|failures?|errors?)\b|^not ok\b|^FAIL\b|\bFAILED\b/m.test(output)) return 'fail';
+  if (exit === 0) return 'pass';
+  if (/\b\d+ (?:passed|passing)\b|^ok\b|\bPASS\b|\ball tests passed\b|^# fail 0$/im.test(output)) return 'pass';
+  return 'unknown';
+}
+
+function resultText(row: StoredRow): string {
+  if (row.body.kind !== 'tool_result') return '';
+  return row.body.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n');
+}
+
+/**
+ * The ledger with `rows` (in order) folded in: every tool call, and for a command the result
+ * that answers it among the same rows.
+ */
+export function foldLedger(ledger: Ledger, rows: readonly StoredRow[]): Ledger {
+  const files = new Map(ledger.files.map((f) => [f.path, { ...f }]));
+  const commands = [...ledger.commands];
+  const tests = new Map(ledger.tests.map((t) => [t.command, t]));
+  const results = new Map<string, StoredRow>();
+  for (const r of rows) if (r.body.kind === 'tool_result') results.set(r.body.call_id, r);
+  const touch = (p: string, seq: number): FileEntry => {
+    let f = files.get(p);
+    if (f === undefined) {
+      f = { path: p, reads: 0, changes: 0, created: false, deleted: false, lastSeq: seq };
+      files.set(p, f);
+    }
+    f.lastSeq = seq;
+    // Touched again in insertion order: the map's order is the order of last touch.
+    files.delete(p);
+    files.set(p, f);
+    return f;
+  };
+  for (const row of rows) {
+    if (row.body.kind !== 'assistant') continue;
+    for (const part of row.body.content) {
+      if (part.type !== 'tool_call') continue;
+      const result = results.get(part.id);
+      for (const a of callActions(part.name, part.arguments)) {
+        if (a.kind === 'command') {
+          const output = result === undefined ? '' : resultText(result);
+          const failed = result !== undefined && result.body.kind === 'tool_result' && result.body.is_error;
+          const exit = exitStatus(output);
+          commands.push({ command: a.command, seq: row.seq, exit, failed });
+          if (isTestCommand(a.command)) {
+            tests.delete(a.command);
+            tests.set(a.command, { command: a.command, seq: row.seq, verdict: result === undefined ? 'unknown' : testVerdict(exit, failed, output) });
+          }
+          continue;
+        }
+        const f = touch(a.path, row.seq);
+        if (a.kind === 'read') f.reads++;
+        else if (a.kind === 'delete') f.deleted = true;
+        else {
+          // A write to a file the session never saw is a creation; one it knew is a change.
+          if (a.kind === 'create' && f.reads === 0 && f.changes === 0 && !f.created) f.created = true;
+          f.changes++;
+          f.deleted = false;
+        }
+      }
+    }
+  }
+  return { files: [...files.values()], commands: commands.slice(-LEDGER_COMMANDS), tests: [...tests.values()].slice(-LEDGER_TESTS) };
+}
+
+const isChanged = (f: FileEntry): boolean => f.changes > 0 || f.created || f.deleted;
+
+function fileLine(f: FileEntry): string {
+  const what = [f.deleted ? 'deleted' : f.created ? 'created' : '', f.changes > 0 ? `${f.changes} change${f.changes === 1 ? '' : 's'}` : '', f.reads > 0 ? `${f.reads} read${f.reads === 1 ? '' : 's'}` : ''].filter((s) => s !== '');
+  return `${f.path} (${what.join(', ')}; #${f.lastSeq})`;
+}
+
+function commandLine(c: CommandEntry): string {
+  const cmd = c.command.replace(/\s+/g, ' ').trim();
+  const shown = cmd.length > COMMAND_CHARS ? `${cmd.slice(0, COMMAND_CHARS)}…` : cmd;
+  const status = c.exit !== null ? `exit ${c.exit}` : c.failed ? 'failed' : 'status not shown';
+  return `\`${shown}\` → ${status} (#${c.seq})`;
+}
+
+/** Changed files grouped by directory, for the lines that stand for them once they no longer fit one by one. */
+function directoryLines(changed: readonly FileEntry[], depth: number): string[] {
+  const dirs = new Map<string, { n: number; last: number }>();
+  for (const f of changed) {
+    const parts = path.posix.dirname(f.path).split('/');
+    const dir = parts.slice(0, Math.max(1, parts.length - depth)).join('/') || '/';
+    const d = dirs.get(dir) ?? { n: 0, last: 0 };
+    d.n++;
+    d.last = Math.max(d.last, f.lastSeq);
+    dirs.set(dir, d);
+  }
+  return [...dirs].map(([dir, d]) => `${dir}/ (${d.n} file${d.n === 1 ? '' : 's'} changed, last #${d.last}; transcript_grep "${dir}/" lists them)`);
+}
+
+/**
+ * The ledger as the notes show it, within `budgetTokens` (estimated): the changed files, the
+ * files only read, the commands, the test runs. Over the budget the oldest files only read go
+ * first; then the changed files are shown by directory, a level up at a time, so that a
+ * changed file is never left out without its directory named; then the oldest commands go.
+ * Empty when the ledger holds nothing.
+ */
+export function renderLedger(ledger: Ledger, budgetTokens: number): string {
+  const changed = ledger.files.filter(isChanged);
+  let readOnly = ledger.files.filter((f) => !isChanged(f));
+  let commands = ledger.commands;
+  if (changed.length === 0 && readOnly.length === 0 && commands.length === 0 && ledger.tests.length === 0) return '';
+  let changedLines = changed.map(fileLine);
+  const render = (): string => {
+    const out = ['Artifacts so far, read off the tool calls (exact; #N is the row of the last touch, transcript_read reads it):'];
+    if (changedLines.length > 0) out.push(`Changed: ${changedLines.join('; ')}`);
+    if (readOnly.length > 0) out.push(`Read only: ${readOnly.map(fileLine).join('; ')}`);
+    if (commands.length > 0) out.push(`Last commands: ${commands.map(commandLine).join('; ')}`);
+    if (ledger.tests.length > 0) out.push(`Tests: ${ledger.tests.map((t) => `\`${t.command.slice(0, COMMAND_CHARS)}\` ${t.verdict} (#${t.seq})`).join('; ')}`);
+    return out.join('\n');
+  };
+  let text = render();
+  while (textTokens(text) > budgetTokens && readOnly.length > 0) {
+    readOnly = readOnly.slice(Math.max(1, Math.floor(readOnly.length / 4)));
+    text = render();
+  }
+  for (let depth = 0; textTokens(text) > budgetTokens && changed.length > 0 && depth < 32; depth++) {
+    const lines = directoryLines(changed, depth);
+    if (lines.join('; ') === changedLines.join('; ')) break;
+    changedLines = lines;
+    text = render();
+  }
+  while (textTokens(text) > budgetTokens && commands.length > 0) {
+    commands = commands.slice(1);
+    text = render();
+  }
+  return text;
+}

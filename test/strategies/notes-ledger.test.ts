@@ -1,0 +1,118 @@
+// The notes layer's artifact ledger: read off the tool calls of each agent's own transcripts
+// (imported, stored and read back as the layer reads them), Codex patches and shell calls, exit
+// statuses and test verdicts as agents print them, and the budget: the oldest files only read go
+// first, then changed files are shown by directory, never dropped without it.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { importTranscript } from '../../cli/import/index.ts';
+import type { StoredRow } from '../../protocol/rows.ts';
+import { foldSources } from '../../storage/conversation.ts';
+import { openSession } from '../../storage/sessions.ts';
+import { appendRows } from '../../storage/transcript.ts';
+import { textTokens } from '../../strategies/estimate.ts';
+import { callActions, emptyLedger, exitStatus, foldLedger, isTestCommand, patchActions, readLedger, renderLedger, testVerdict, type Ledger } from '../../strategies/notes/ledger.ts';
+import { tempDb } from '../storage/factories.ts';
+
+const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/transcripts');
+
+/** An agent's transcript as the notes layer reads it: imported, stored, read back. */
+async function storedRows(t: test.TestContext, file: string): Promise<StoredRow[]> {
+  const db = tempDb(t);
+  const imported = importTranscript(fs.readFileSync(path.join(fixtures, file), 'utf8'), { path: file });
+  openSession(db, { session: 's' });
+  await appendRows(db, 's', imported.rows);
+  const out: StoredRow[] = [];
+  for (const page of foldSources(db, 's', 1, Number.MAX_SAFE_INTEGER)) out.push(...page);
+  return out;
+}
+
+const byPath = (l: Ledger, p: string) => l.files.find((f) => f.path === p);
+
+test("Claude Code's Read, Edit and Bash: the file read then changed, the test command and its verdict", async (t) => {
+  const l = foldLedger(emptyLedger(), await storedRows(t, 'claude-code.jsonl'));
+  const cart = byPath(l, '/home/dev/shop/src/cart.ts');
+  assert.ok(cart !== undefined && cart.reads === 1 && cart.changes === 1 && !cart.created, JSON.stringify(l.files));
+  assert.ok(l.commands.some((c) => c.command === 'npm test'));
+  assert.ok(l.tests.some((x) => x.command === 'npm test'), JSON.stringify(l.tests));
+});
+
+test("Codex's apply_patch and shell: the patched file changed, the shell command with the exit status its output states", async (t) => {
+  const l = foldLedger(emptyLedger(), await storedRows(t, 'codex-rollout.jsonl'));
+  assert.equal(byPath(l, 'lib/llm.ts')?.changes, 1);
+  const cat = l.commands.find((c) => c.command === 'cat package.json');
+  assert.ok(cat !== undefined, JSON.stringify(l.commands));
+  assert.equal(cat.exit, 0);
+});
+
+test("pi's read and bash: a file only read, and a command", async (t) => {
+  const l = foldLedger(emptyLedger(), await storedRows(t, 'pi-session-v1.jsonl'));
+  const main = byPath(l, '/Users/dev/mono/src/main.ts');
+  assert.ok(main !== undefined && main.reads === 1 && main.changes === 0);
+  assert.ok(l.commands.some((c) => c.command === 'ls src'));
+});
+
+test('a Codex patch names what it adds, updates, moves and deletes; a patch run through the shell is a patch', () => {
+  const patch = ['*** Begin Patch', '*** Add File: src/new.ts', '+x', '*** Update File: src/old.ts', '*** Move to: src/moved.ts', '@@', '-a', '+b', '*** Delete File: src/gone.ts', '*** End Patch'].join('\n');
+  assert.deepEqual(patchActions(patch), [
+    { kind: 'create', path: 'src/new.ts' },
+    { kind: 'change', path: 'src/old.ts' },
+    { kind: 'create', path: 'src/moved.ts' },
+    { kind: 'delete', path: 'src/gone.ts' },
+  ]);
+  assert.deepEqual(callActions('shell', { command: ['apply_patch', patch] }), patchActions(patch));
+  assert.deepEqual(callActions('shell', { command: ['bash', '-lc', 'npm test'] }), [{ kind: 'command', command: 'npm test' }]);
+  assert.deepEqual(callActions('exec_command', { cmd: 'ls -la' }), [{ kind: 'command', command: 'ls -la' }]);
+  // Any other tool naming a file: a write by its name, else a read.
+  assert.deepEqual(callActions('mcp__fs__write_file', { path: 'a.txt' }), [{ kind: 'change', path: 'a.txt' }]);
+  assert.deepEqual(callActions('view_file', { filename: 'b.txt' }), [{ kind: 'read', path: 'b.txt' }]);
+  assert.deepEqual(callActions('TodoWrite', { todos: [] }), []);
+});
+
+test('exit statuses and test verdicts as agents print them', () => {
+  assert.equal(exitStatus('Exit code: 1\nWall time: 0.2 seconds'), 1);
+  assert.equal(exitStatus('Process exited with code 0'), 0);
+  assert.equal(exitStatus('{"exit_code": 2}'), 2);
+  assert.equal(exitStatus('all good'), null);
+  assert.ok(isTestCommand('npm test -- cart') && isTestCommand('cd api && pytest -q') && isTestCommand('go test ./...'));
+  assert.ok(!isTestCommand('cat test.txt') && !isTestCommand('npm install'));
+  assert.equal(testVerdict(null, true, ''), 'fail');
+  assert.equal(testVerdict(0, false, '12 passed in 0.3s'), 'pass');
+  assert.equal(testVerdict(null, false, 'Tests: 2 failed, 10 passed'), 'fail');
+  assert.equal(testVerdict(null, false, '# pass 4\n# fail 0'), 'pass');
+  assert.equal(testVerdict(null, false, 'running...'), 'unknown');
+});
+
+test('a write to a file never seen is a creation; a delete after it is a deletion; a later touch is the last one', () => {
+  const call = (seq: number, name: string, args: Record<string, unknown>): StoredRow => ({ session: 's', seq, row_class: 'other', key: null, created_at: 0, body: { kind: 'assistant', content: [{ type: 'tool_call', id: `c${seq}`, name, arguments: args }] } });
+  let l = foldLedger(emptyLedger(), [call(1, 'Write', { file_path: 'a.ts' }), call(2, 'Read', { file_path: 'b.ts' }), call(3, 'Write', { file_path: 'b.ts' })]);
+  assert.deepEqual([byPath(l, 'a.ts')?.created, byPath(l, 'b.ts')?.created, byPath(l, 'b.ts')?.changes], [true, false, 1]);
+  l = foldLedger(l, [call(9, 'apply_patch', { input: '*** Begin Patch\n*** Delete File: a.ts\n*** End Patch' })]);
+  assert.deepEqual([byPath(l, 'a.ts')?.deleted, byPath(l, 'a.ts')?.lastSeq], [true, 9]);
+  // Saved and read back as the notes keep it.
+  assert.deepEqual(readLedger(JSON.stringify(l)), l);
+  assert.ok('unreadable' in readLedger('{"files":1}'));
+});
+
+test('over its budget the ledger drops the oldest files only read first, then shows changed files by directory, never dropping one unnamed', () => {
+  const files = [
+    ...Array.from({ length: 60 }, (_, i) => ({ path: `/repo/docs/read-${i}.md`, reads: 1, changes: 0, created: false, deleted: false, lastSeq: i + 1 })),
+    ...Array.from({ length: 40 }, (_, i) => ({ path: `/repo/src/${i % 2 === 0 ? 'api' : 'ui'}/file-${i}.ts`, reads: 0, changes: 2, created: false, deleted: false, lastSeq: 100 + i })),
+  ];
+  const l: Ledger = { files, commands: [{ command: 'npm test', seq: 200, exit: 1, failed: true }], tests: [{ command: 'npm test', seq: 200, verdict: 'fail' }] };
+  const roomy = renderLedger(l, 100_000);
+  assert.ok(roomy.includes('/repo/docs/read-0.md') && roomy.includes('/repo/src/ui/file-39.ts'));
+  const mid = renderLedger(l, 800);
+  assert.ok(textTokens(mid) <= 800, `within the budget (${textTokens(mid)})`);
+  assert.ok(!mid.includes('/repo/docs/read-0.md') && mid.includes('/repo/docs/read-59.md'), 'the oldest read-only files go first');
+  assert.ok(mid.includes('/repo/src/ui/file-39.ts') && mid.includes('/repo/src/api/file-0.ts'), 'changed files stay while read-only ones can go');
+  const tight = renderLedger(l, 150);
+  assert.ok(textTokens(tight) <= 150, `within the budget (${textTokens(tight)}): ${tight}`);
+  assert.match(tight, /\/repo\/src\/api\/ \(20 files changed/);
+  assert.match(tight, /\/repo\/src\/ui\/ \(20 files changed/);
+  assert.match(tight, /transcript_grep "\/repo\/src\/api\/"/);
+  assert.match(tight, /`npm test` fail/);
+  assert.equal(renderLedger(emptyLedger(), 100), '');
+});
