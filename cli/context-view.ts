@@ -21,6 +21,7 @@ const LOOK: Record<string, { glyph: string; colour: StyleName }> = {
   system: { glyph: 'S', colour: 'blue' },
   tools: { glyph: 'T', colour: 'cyan' },
   notes: { glyph: 'N', colour: 'magenta' },
+  'artifact ledger': { glyph: 'L', colour: 'magenta' },
   folds: { glyph: 'F', colour: 'yellow' },
   frames: { glyph: 'F', colour: 'yellow' },
   summary: { glyph: 'Σ', colour: 'green' },

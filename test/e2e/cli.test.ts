@@ -185,7 +185,7 @@ describe('albedo against a running daemon', () => {
     assert.match(r.stdout, /^compacted with rolling$/m);
     assert.match(r.stdout, /^last compaction {2}\d{4}-\d\d-\d\dT[\d:.]+Z \(\d+ s ago\) · rolling \(forced\) · ok$/m);
     assert.match(r.stdout, /^ {2}backend extractive · ~[\d,]+ -> ~[\d,]+ tokens \(-\d+%\) · [\d,]+ ms · \d+ rows evicted$/m);
-    assert.match(r.stdout, /^\[S+T+N*Σ+/m, 'the bar shows the summary after the pinned prompt (and the notes, once written)');
+    assert.match(r.stdout, /^\[S+T+N*L*Σ+/m, 'the bar shows the summary after the pinned prompt (and the notes and their ledger, once written)');
     const ctx = await client.call('context', { session: SESSION });
     assert.equal(ctx.observation.last_compaction?.strategy, 'rolling');
     assert.equal(ctx.observation.last_compaction?.forced, true);

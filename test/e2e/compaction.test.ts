@@ -144,7 +144,7 @@ describe('compaction over the socket', () => {
     assert.ok(summarizeCalls.some((c) => c.purpose === 'notes'));
     assert.ok(summarizeCalls.every((c) => !c.prompt.includes('opaque-')), 'encrypted reasoning never reaches the summarizer');
     const final = await client.call('context', { session, format: 'text' });
-    assert.deepEqual(final.observation.sections.map((s) => s.name), ['system', 'notes', 'summary', 'recap', 'tail']);
+    assert.deepEqual(final.observation.sections.map((s) => s.name), ['system', 'notes', 'artifact ledger', 'summary', 'recap', 'tail']);
     assert.match(final.text ?? '', /last compaction: .* rolling · ok · \d+ ms · backend client/);
   });
 
