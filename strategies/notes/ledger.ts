@@ -53,8 +53,10 @@ export type Ledger = z.infer<typeof Ledger>;
 export const LEDGER_COMMANDS = 10;
 /** Test commands kept, by their last run. */
 const LEDGER_TESTS = 5;
-/** A command longer than this is shown cut. */
-const COMMAND_CHARS = 160;
+/** A command longer than this is shown cut (transcript_grep finds it whole). */
+const COMMAND_CHARS = 100;
+/** Commands kept while changed files are still shown one by one. */
+const COMMANDS_BEFORE_COLLAPSE = 3;
 
 /**
  * The ledger's share, in estimated tokens, of a notes budget: a quarter of it, on top of what the
@@ -238,9 +240,9 @@ export function foldLedger(ledger: Ledger, rows: readonly StoredRow[]): Ledger {
 
 const isChanged = (f: FileEntry): boolean => f.changes > 0 || f.created || f.deleted;
 
-function fileLine(f: FileEntry): string {
-  const what = [f.deleted ? 'deleted' : f.created ? 'created' : '', f.changes > 0 ? `${f.changes} change${f.changes === 1 ? '' : 's'}` : '', f.reads > 0 ? `${f.reads} read${f.reads === 1 ? '' : 's'}` : ''].filter((s) => s !== '');
-  return `${f.path} (${what.join(', ')}; #${f.lastSeq})`;
+function fileLine(f: FileEntry, shown: string): string {
+  const what = [f.deleted ? 'deleted' : f.created ? 'created' : '', f.changes > 0 ? `${f.changes} change${f.changes === 1 ? '' : 's'}` : '', f.reads > 0 ? `${f.reads} read${f.reads === 1 ? '' : 's'}` : ''].filter((x) => x !== '');
+  return `${shown} (${what.join(', ')}; #${f.lastSeq})`;
 }
 
 function commandLine(c: CommandEntry): string {
@@ -250,37 +252,83 @@ function commandLine(c: CommandEntry): string {
   return `\`${shown}\` → ${status} (#${c.seq})`;
 }
 
-/** Changed files grouped by directory, for the lines that stand for them once they no longer fit one by one. */
-function directoryLines(changed: readonly FileEntry[], depth: number): string[] {
-  const dirs = new Map<string, { n: number; last: number }>();
-  for (const f of changed) {
-    const parts = path.posix.dirname(f.path).split('/');
-    const dir = parts.slice(0, Math.max(1, parts.length - depth)).join('/') || '/';
-    const d = dirs.get(dir) ?? { n: 0, last: 0 };
-    d.n++;
-    d.last = Math.max(d.last, f.lastSeq);
-    dirs.set(dir, d);
+/** The directory a path or directory is in: `a/b` for `a/b/c`, `/` at the root, `.` above a relative top. */
+function parentOf(p: string): string {
+  return path.posix.dirname(p);
+}
+
+/** The directory every path shares (ending in `/`), or '' when they share none worth naming. */
+function commonDirectory(paths: readonly string[]): string {
+  if (paths.length < 2) return '';
+  let common = parentOf(paths[0]!);
+  for (const p of paths) while (common !== '.' && common !== '/' && !p.startsWith(`${common}/`)) common = parentOf(common);
+  return common === '.' || common === '/' ? '' : `${common}/`;
+}
+
+/** A changed file shown alone, or a directory standing for the changed files under it. */
+type Shown = { file: FileEntry } | { dir: string; files: number; last: number };
+
+const shownPath = (u: Shown): string => ('file' in u ? u.file.path : u.dir);
+const shownLast = (u: Shown): number => ('file' in u ? u.file.lastSeq : u.last);
+
+/**
+ * One step of collapsing changed files into directories: the directory holding most of the
+ * shown entries takes their place (the oldest such first when several hold as many); when every
+ * entry is alone in its directory, the deepest one is shown as its directory instead. Null when
+ * nothing is left to collapse.
+ */
+function collapseOnce(units: readonly Shown[]): Shown[] | null {
+  if (units.length === 0 || (units.length === 1 && !('file' in units[0]!))) return null;
+  const groups = new Map<string, Shown[]>();
+  for (const u of units) {
+    const dir = parentOf(shownPath(u));
+    groups.set(dir, [...(groups.get(dir) ?? []), u]);
   }
-  return [...dirs].map(([dir, d]) => `${dir}/ (${d.n} file${d.n === 1 ? '' : 's'} changed, last #${d.last}; transcript_grep "${dir}/" lists them)`);
+  let pick: [string, Shown[]] | undefined;
+  for (const g of groups) {
+    if (g[1].length < 2) continue;
+    const last = Math.max(...g[1].map(shownLast));
+    if (pick === undefined || g[1].length > pick[1].length || (g[1].length === pick[1].length && last < Math.max(...pick[1].map(shownLast)))) pick = g;
+  }
+  if (pick === undefined) {
+    // Each alone: lift the deepest one level, so that it may meet others.
+    const deepest = [...units].sort((x, y) => shownPath(y).split('/').length - shownPath(x).split('/').length)[0]!;
+    const dir = parentOf(shownPath(deepest));
+    if (dir === shownPath(deepest)) return null;
+    pick = [dir, [deepest]];
+  }
+  const [dir, members] = pick;
+  const merged: Shown = { dir, files: members.reduce((n, u) => n + ('file' in u ? 1 : u.files), 0), last: Math.max(...members.map(shownLast)) };
+  return [...units.filter((u) => !members.includes(u)), merged];
+}
+
+function shownLine(u: Shown, strip: (p: string) => string): string {
+  if ('file' in u) return fileLine(u.file, strip(u.file.path));
+  const dir = u.dir === '/' ? '/' : `${strip(u.dir)}/`;
+  return `${dir} (${u.files} file${u.files === 1 ? '' : 's'} changed, last #${u.last}; transcript_grep "${dir}" lists them)`;
 }
 
 /**
  * The ledger as the notes show it, within `budgetTokens` (estimated): the changed files, the
- * files only read, the commands, the test runs. Over the budget the oldest files only read go
- * first; then the changed files are shown by directory, a level up at a time, so that a
- * changed file is never left out without its directory named; then the oldest commands go.
- * Empty when the ledger holds nothing.
+ * files only read, the commands, the test runs, paths under the directory they all share. Over
+ * the budget the oldest files only read go first; then the oldest commands, down to the newest
+ * three; then changed files are shown by directory, the fullest directory first and a level up
+ * at a time, so that a changed file is never left out without its directory named; then the
+ * remaining commands go. Empty when the ledger holds nothing.
  */
 export function renderLedger(ledger: Ledger, budgetTokens: number): string {
   const changed = ledger.files.filter(isChanged);
   let readOnly = ledger.files.filter((f) => !isChanged(f));
   let commands = ledger.commands;
-  if (changed.length === 0 && readOnly.length === 0 && commands.length === 0 && ledger.tests.length === 0) return '';
-  let changedLines = changed.map(fileLine);
+  if (ledger.files.length === 0 && commands.length === 0 && ledger.tests.length === 0) return '';
+  const root = commonDirectory(ledger.files.map((f) => f.path));
+  const strip = (p: string): string => (root !== '' && p.startsWith(root) ? p.slice(root.length) : p);
+  let units: Shown[] = changed.map((f) => ({ file: f }));
   const render = (): string => {
     const out = ['Artifacts so far, read off the tool calls (exact; #N is the row of the last touch, transcript_read reads it):'];
-    if (changedLines.length > 0) out.push(`Changed: ${changedLines.join('; ')}`);
-    if (readOnly.length > 0) out.push(`Read only: ${readOnly.map(fileLine).join('; ')}`);
+    if (root !== '') out.push(`Paths below are under ${root}`);
+    if (units.length > 0) out.push(`Changed: ${units.map((u) => shownLine(u, strip)).join('; ')}`);
+    if (readOnly.length > 0) out.push(`Read only: ${readOnly.map((f) => fileLine(f, strip(f.path))).join('; ')}`);
     if (commands.length > 0) out.push(`Last commands: ${commands.map(commandLine).join('; ')}`);
     if (ledger.tests.length > 0) out.push(`Tests: ${ledger.tests.map((t) => `\`${t.command.slice(0, COMMAND_CHARS)}\` ${t.verdict} (#${t.seq})`).join('; ')}`);
     return out.join('\n');
@@ -290,10 +338,14 @@ export function renderLedger(ledger: Ledger, budgetTokens: number): string {
     readOnly = readOnly.slice(Math.max(1, Math.floor(readOnly.length / 4)));
     text = render();
   }
-  for (let depth = 0; textTokens(text) > budgetTokens && changed.length > 0 && depth < 32; depth++) {
-    const lines = directoryLines(changed, depth);
-    if (lines.join('; ') === changedLines.join('; ')) break;
-    changedLines = lines;
+  while (textTokens(text) > budgetTokens && commands.length > COMMANDS_BEFORE_COLLAPSE) {
+    commands = commands.slice(1);
+    text = render();
+  }
+  while (textTokens(text) > budgetTokens) {
+    const next = collapseOnce(units);
+    if (next === null) break;
+    units = next;
     text = render();
   }
   while (textTokens(text) > budgetTokens && commands.length > 0) {
