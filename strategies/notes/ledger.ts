@@ -51,6 +51,8 @@ export type Ledger = z.infer<typeof Ledger>;
 
 /** Commands kept, newest last. */
 export const LEDGER_COMMANDS = 10;
+/** Files only read that the saved ledger keeps, the newest touched; a changed file is always kept. */
+const LEDGER_READ_ONLY_FILES = 1000;
 /** Test commands kept, by their last run. */
 const LEDGER_TESTS = 5;
 /** A command longer than this is shown cut (transcript_grep finds it whole). */
@@ -184,16 +186,22 @@ function resultText(row: StoredRow): string {
   return row.body.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n');
 }
 
+/** The tool results among `rows`, by the call they answer. */
+export function resultsOf(rows: readonly StoredRow[]): Map<string, StoredRow> {
+  const results = new Map<string, StoredRow>();
+  for (const r of rows) if (r.body.kind === 'tool_result') results.set(r.body.call_id, r);
+  return results;
+}
+
 /**
  * The ledger with `rows` (in order) folded in: every tool call, and for a command the result
- * that answers it among the same rows.
+ * that answers it (among `results`, by default the same rows: a caller folding a long history
+ * in slices passes the results of all of it).
  */
-export function foldLedger(ledger: Ledger, rows: readonly StoredRow[]): Ledger {
+export function foldLedger(ledger: Ledger, rows: readonly StoredRow[], results: ReadonlyMap<string, StoredRow> = resultsOf(rows)): Ledger {
   const files = new Map(ledger.files.map((f) => [f.path, { ...f }]));
   const commands = [...ledger.commands];
   const tests = new Map(ledger.tests.map((t) => [t.command, t]));
-  const results = new Map<string, StoredRow>();
-  for (const r of rows) if (r.body.kind === 'tool_result') results.set(r.body.call_id, r);
   const touch = (p: string, seq: number): FileEntry => {
     let f = files.get(p);
     if (f === undefined) {
@@ -235,7 +243,10 @@ export function foldLedger(ledger: Ledger, rows: readonly StoredRow[]): Ledger {
       }
     }
   }
-  return { files: [...files.values()], commands: commands.slice(-LEDGER_COMMANDS), tests: [...tests.values()].slice(-LEDGER_TESTS) };
+  // Files only read past the bound go, oldest first: the render would drop them first anyway.
+  let readOnly = [...files.values()].filter((f) => !isChanged(f)).length;
+  const kept = [...files.values()].filter((f) => isChanged(f) || readOnly-- <= LEDGER_READ_ONLY_FILES);
+  return { files: kept, commands: commands.slice(-LEDGER_COMMANDS), tests: [...tests.values()].slice(-LEDGER_TESTS) };
 }
 
 const isChanged = (f: FileEntry): boolean => f.changes > 0 || f.created || f.deleted;

@@ -18,7 +18,10 @@ import { tokenCounter, tokenCounterYielding } from '../projection.ts';
 import { summarizerFailed } from '../summarizer/types.ts';
 import { notesAnswerProblem, notesBudget, notesOutputCap, notesPrompt, NOTES_SYSTEM } from './prompt.ts';
 import { keptFrom } from './evicted.ts';
-import { emptyLedger, foldLedger, ledgerBudget, readLedger, renderLedger, type Ledger } from './ledger.ts';
+import { emptyLedger, foldLedger, ledgerBudget, readLedger, renderLedger, resultsOf, type Ledger } from './ledger.ts';
+
+/** Evicted rows folded into the ledger between two turns of the event loop. */
+const LEDGER_SLICE_ROWS = 1000;
 import type { NotesSettings } from './settings.ts';
 
 /** The line above the notes in every request; it names the tools that reach the exact history. */
@@ -26,6 +29,27 @@ export const NOTES_HEADER = 'Session notes, rewritten at each compaction (transc
 
 const CUTS = cacheSlot<CutCache>('notes.cuts');
 const SAVED = savedSlot<ReturnType<typeof loadNotes>>('notes.saved');
+
+/**
+ * The saved ledger read back and rendered, once per saved notes (and budget): every request
+ * sends the same text, and parsing and fitting it again each time cost more than the rest of a
+ * warm prepare.
+ */
+const ledgers = new WeakMap<NotesState, { ledger: Ledger | { unreadable: string }; rendered?: { budget: number; text: string } }>();
+
+function savedLedger(state: NotesState): Ledger | { unreadable: string } {
+  let e = ledgers.get(state);
+  if (e === undefined) ledgers.set(state, (e = { ledger: readLedger(state.ledger) }));
+  return e.ledger;
+}
+
+function renderedLedger(state: NotesState, ledger: Ledger, budget: number): string {
+  const e = ledgers.get(state);
+  if (e?.rendered?.budget === budget) return e.rendered.text;
+  const text = renderLedger(ledger, budget);
+  if (e !== undefined) e.rendered = { budget, text };
+  return text;
+}
 
 interface Resolved {
   /** The saved notes when their cut still matches the transcript. */
@@ -48,7 +72,7 @@ function resolve(input: StrategyInput): Resolved {
     return { state: undefined, ledger: emptyLedger(), located: startCut(), notes: ['the saved session notes no longer match the transcript; they are left out until the next compaction rewrites them from the start'] };
   }
   const notes = [...located.notes];
-  let ledger = readLedger(loaded.ledger);
+  let ledger = savedLedger(loaded);
   if ('unreadable' in ledger) {
     notes.push(`the saved artifact ledger cannot be read (${ledger.unreadable}); it starts again from the next compaction's evicted history`);
     ledger = emptyLedger();
@@ -71,7 +95,7 @@ function view(input: StrategyInput, settings: NotesSettings): LayerView {
   const { state, ledger, located, notes } = resolve(input);
   if (state === undefined) return { inputs: [], sections: [], notes };
   const budget = notesBudget(settings.budgetTokens, input.window);
-  const ledgerText = renderLedger(ledger, ledgerBudget(budget));
+  const ledgerText = renderedLedger(state, ledger, ledgerBudget(budget));
   const led: LayerView = { inputs: [], sections: [], notes };
   if (ledgerText !== '') {
     const inp = ledgerInput(ledgerText);
@@ -142,7 +166,15 @@ async function rewrite(input: StrategyInput, after: Projection, opts: CompactOpt
     backend = result.backend;
   }
   const { cut, hints } = await runStepsSliced(cutAfterSteps(input, located, evicted, rows[kept]), () => opts.signal?.throwIfAborted());
-  saveNotes(input.db, input.session.sid, { text, ledger: JSON.stringify(foldLedger(ledger, evicted)), cut, hints, backend });
+  // In slices, with a turn of the event loop between: a first compaction can evict a whole
+  // long history at once.
+  const results = resultsOf(evicted);
+  let folded = ledger;
+  for (let i = 0; i < evicted.length; i += LEDGER_SLICE_ROWS) {
+    folded = foldLedger(folded, evicted.slice(i, i + LEDGER_SLICE_ROWS), results);
+    await yieldToEventLoop();
+  }
+  saveNotes(input.db, input.session.sid, { text, ledger: JSON.stringify(folded), cut, hints, backend });
 }
 
 /** The notes layer with its section of extensions.json. */

@@ -118,3 +118,12 @@ test('over its budget the ledger drops the oldest files only read first, then sh
   assert.match(tight, /`npm test` fail/);
   assert.equal(renderLedger(emptyLedger(), 100), '');
 });
+
+test('the saved ledger keeps the newest thousand files only read, and every changed file', () => {
+  const call = (seq: number, name: string, p: string): StoredRow => ({ session: 's', seq, row_class: 'other', key: null, created_at: 0, body: { kind: 'assistant', content: [{ type: 'tool_call', id: `c${seq}`, name, arguments: { file_path: p } }] } });
+  const rows = [call(1, 'Edit', 'changed-first.ts'), ...Array.from({ length: 1200 }, (_, i) => call(i + 2, 'Read', `read-${i}.ts`))];
+  const l = foldLedger(emptyLedger(), rows);
+  const paths = l.files.map((f) => f.path);
+  assert.equal(paths.length, 1001);
+  assert.ok(paths.includes('changed-first.ts') && paths.includes('read-1199.ts') && paths.includes('read-200.ts') && !paths.includes('read-199.ts'));
+});
