@@ -5,10 +5,9 @@
 // Different sessions run concurrently. Idle kernels are unloaded least-recently-used first, while
 // more than `maxLoaded` are loaded or their caches together hold more than `maxBytes` (each
 // kernel's cache is measured when a task of its session settles; a large cache at most every
-// MEASURE_INTERVAL_MS, and otherwise by a sweep that follows within that interval); unloading
-// loses nothing,
-// because state lives in SQLite. A session has at most one slot at any time: a slot leaves the
-// map only once it is idle.
+// MEASURE_INTERVAL_MS, and otherwise by a sweep that follows within that interval). Unloading
+// loses nothing, because state lives in SQLite. A session has at most one slot at any time: a
+// slot leaves the map only once it is idle.
 import { KernelCache } from '../strategies/harness/kernel-cache.ts';
 
 /** In-memory state of one loaded session. Strategies and handlers keep their caches in `cache`. */

@@ -1,7 +1,8 @@
 // snapcompact's saved archive as the strategy reads it: located against the transcript with
-// the shared cut module (the same user-message cut rolling saves), extended by evicted rows,
-// and cut into the frames a request shows within the frame budget. Read by the strategy and
-// by snapcompact-memory's fold plugin; no other strategy reads it.
+// the shared cut module (the same user-message cut rolling saves), extended by evicted rows
+// with each row's start marked, and those marks mapped back to rows for a frame's caption.
+// Choosing the frames a request shows is snapcompact.ts's. Read by the strategy and by
+// snapcompact-memory's fold plugin; no other strategy reads it.
 import type { StoredRow } from '../../protocol/rows.ts';
 import { archiveStamp, loadArchive, type ArchiveMarks, type ArchiveState } from '../../storage/snapcompact-state.ts';
 import type { StrategyInput } from '../contract.ts';
