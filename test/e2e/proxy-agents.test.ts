@@ -96,6 +96,10 @@ async function checkRun(agent: string, run: Run): Promise<void> {
   const last = conv[conv.length - 1 - recallRequests.length]!;
   assert.ok(conv[1]!.rawBody.includes(`${first.marker} line 010`), 'the first file was read into the request');
   assert.ok(!last.rawBody.includes(`${first.marker} line 010`), 'the first file has left the request by the last step');
+  // What the agent did before the compaction reached the model as the notes' artifact ledger:
+  // the shell reads it ran, each by its exact command.
+  assert.ok(last.rawBody.includes('Artifacts so far, read off the tool calls'), 'the artifact ledger went upstream');
+  assert.ok(sc.files.some((f) => last.rawBody.includes(`\`cat ${f.path}\``)), 'the ledger names the evicted reads by their commands');
   // The summaries went to the same upstream with the agent's own key.
   const summaries = up.messages({ conversation: false }).filter((r) => /<transcript>|<previous-summary>/.test(r.rawBody));
   assert.ok(summaries.length > 0, 'the upstream wrote the summaries');
