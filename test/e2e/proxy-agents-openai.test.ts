@@ -70,7 +70,11 @@ async function checkRun(agent: string, wire: OpenAIWire, run: Run, diagnostic: (
   assert.ok(conv[1]!.rawBody.includes(`${first.marker} line 010`), 'the first file was read into the request');
   // The last request before the recall (the grep's own output quotes the first file again).
   assert.ok(recall.length >= 1, 'the follow-up with the grep output went upstream');
-  assert.ok(!conv[conv.length - 1 - recall.length]!.rawBody.includes(`${first.marker} line 010`), 'the first file has left the request by the last step');
+  const last = conv[conv.length - 1 - recall.length]!;
+  assert.ok(!last.rawBody.includes(`${first.marker} line 010`), 'the first file has left the request by the last step');
+  // The evicted reads reached the model as the notes' artifact ledger, by their exact commands.
+  assert.ok(last.rawBody.includes('Artifacts so far, read off the tool calls'), 'the artifact ledger went upstream');
+  assert.ok(sc.files.some((f) => last.rawBody.includes(`\`cat ${f.path}\``)), 'the ledger names the evicted reads by their commands');
   // The summaries went to the same upstream, in the agent's wire, with the agent's own key.
   const summaries = up.of(wire, { conversation: false }).filter((r) => /<transcript>|<previous-summary>/.test(r.rawBody));
   assert.ok(summaries.length > 0, 'the upstream wrote the summaries');
