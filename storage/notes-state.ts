@@ -49,6 +49,12 @@ const stmts = perDb((db: Db) => ({
   ),
   // A failure keeps whatever text and cut are stored; a session without a row gets an empty one
   // at the start of history, so the next rewrite still covers everything.
+  // The ledger alone, written before the summarizer is asked: a failed rewrite keeps it.
+  ledger: db.prepare<[number, string, string, number]>(
+    `INSERT INTO compaction_notes (sid, text, ledger, cut, cut_seq, resume_seq, backend, rewrites, failure, updated_at)
+       VALUES (?, '', ?, ?, 1, 1, NULL, NULL, NULL, ?)
+     ON CONFLICT (sid) DO UPDATE SET ledger = excluded.ledger`,
+  ),
   fail: db.prepare<[number, string, string, number]>(
     `INSERT INTO compaction_notes (sid, text, cut, cut_seq, resume_seq, backend, rewrites, failure, updated_at)
        VALUES (?, '', ?, 1, 1, NULL, NULL, ?, ?)
@@ -77,6 +83,14 @@ export function loadNotes(db: Db, sid: number): NotesState | UnreadableNotes | u
 /** Saves rewritten notes, their ledger (JSON) and their cut, clearing any recorded failure. */
 export function saveNotes(db: Db, sid: number, notes: { text: string; ledger?: string | null; cut: SavedCut; hints: CutHints; backend: string | null }, now = Date.now()): void {
   stmts(db).save.run(sid, notes.text, notes.ledger ?? null, JSON.stringify(notes.cut), notes.hints.openerSeq, notes.hints.resumeSeq, notes.backend, sid, now);
+}
+
+/**
+ * Saves the artifact ledger (JSON) alone, leaving the text and cut as they are; a session without
+ * a row gets an empty one at `startCut`, as for a failure.
+ */
+export function saveLedger(db: Db, sid: number, ledger: string, startCut: SavedCut, now = Date.now()): void {
+  stmts(db).ledger.run(sid, ledger, JSON.stringify(startCut), now);
 }
 
 /**

@@ -46,6 +46,8 @@ export const Ledger = z.strictObject({
   files: z.array(FileEntry),
   commands: z.array(CommandEntry),
   tests: z.array(TestEntry),
+  /** The newest row folded in: a row at or before it is never counted twice. */
+  through: z.number().int().nonnegative().default(0),
 });
 export type Ledger = z.infer<typeof Ledger>;
 
@@ -82,7 +84,7 @@ export function readLedger(json: string | null): Ledger | { unreadable: string }
 }
 
 export function emptyLedger(): Ledger {
-  return { files: [], commands: [], tests: [] };
+  return { files: [], commands: [], tests: [], through: 0 };
 }
 
 /** What one tool call did. */
@@ -202,6 +204,7 @@ export function foldLedger(ledger: Ledger, rows: readonly StoredRow[], results: 
   const files = new Map(ledger.files.map((f) => [f.path, { ...f }]));
   const commands = [...ledger.commands];
   const tests = new Map(ledger.tests.map((t) => [t.command, t]));
+  let through = ledger.through;
   const touch = (p: string, seq: number): FileEntry => {
     let f = files.get(p);
     if (f === undefined) {
@@ -215,6 +218,8 @@ export function foldLedger(ledger: Ledger, rows: readonly StoredRow[], results: 
     return f;
   };
   for (const row of rows) {
+    if (row.seq <= ledger.through) continue;
+    through = Math.max(through, row.seq);
     if (row.body.kind !== 'assistant') continue;
     for (const part of row.body.content) {
       if (part.type !== 'tool_call') continue;
@@ -246,7 +251,7 @@ export function foldLedger(ledger: Ledger, rows: readonly StoredRow[], results: 
   // Files only read past the bound go, oldest first: the render would drop them first anyway.
   let readOnly = [...files.values()].filter((f) => !isChanged(f)).length;
   const kept = [...files.values()].filter((f) => isChanged(f) || readOnly-- <= LEDGER_READ_ONLY_FILES);
-  return { files: kept, commands: commands.slice(-LEDGER_COMMANDS), tests: [...tests.values()].slice(-LEDGER_TESTS) };
+  return { files: kept, commands: commands.slice(-LEDGER_COMMANDS), tests: [...tests.values()].slice(-LEDGER_TESTS), through };
 }
 
 const isChanged = (f: FileEntry): boolean => f.changes > 0 || f.created || f.deleted;

@@ -4,7 +4,7 @@
 // It reads only the request a compaction produced, so it works over any strategy.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import { runStepsSliced, yieldToEventLoop } from '../../storage/db.ts';
-import { loadNotes, noteNotesFailure, saveNotes, type NotesState } from '../../storage/notes-state.ts';
+import { loadNotes, noteNotesFailure, saveLedger, saveNotes, type NotesState } from '../../storage/notes-state.ts';
 import type { CompactOptions, Layer, LayerView, Projection, StrategyInput } from '../contract.ts';
 import { inputsTokens } from '../estimate.ts';
 import { CutCache, cutAfterSteps, locate, START_CUT, startCut, type LocatedCut } from '../harness/cut.ts';
@@ -144,6 +144,16 @@ async function rewrite(input: StrategyInput, after: Projection, opts: CompactOpt
   await tokenCounterYielding(evicted, input.target, sizes);
   const tokens = tokenCounter([], input.target, sizes);
   const basis = input.window.window ?? evicted.reduce((n, r) => n + tokens(r), 0);
+  // The ledger first: it needs no model, so a rewrite that fails below does not hold it back
+  // (rows it already holds are not counted again at the next compaction). In slices, with a
+  // turn of the event loop between: a first compaction can evict a whole long history at once.
+  const results = resultsOf(evicted);
+  let folded = ledger;
+  for (let i = 0; i < evicted.length; i += LEDGER_SLICE_ROWS) {
+    folded = foldLedger(folded, evicted.slice(i, i + LEDGER_SLICE_ROWS), results);
+    await yieldToEventLoop();
+  }
+  saveLedger(input.db, input.session.sid, JSON.stringify(folded), START_CUT);
   const budget = notesBudget(settings.budgetTokens, input.window);
   const cap = notesOutputCap(budget);
   let text = state?.text ?? '';
@@ -166,14 +176,6 @@ async function rewrite(input: StrategyInput, after: Projection, opts: CompactOpt
     backend = result.backend;
   }
   const { cut, hints } = await runStepsSliced(cutAfterSteps(input, located, evicted, rows[kept]), () => opts.signal?.throwIfAborted());
-  // In slices, with a turn of the event loop between: a first compaction can evict a whole
-  // long history at once.
-  const results = resultsOf(evicted);
-  let folded = ledger;
-  for (let i = 0; i < evicted.length; i += LEDGER_SLICE_ROWS) {
-    folded = foldLedger(folded, evicted.slice(i, i + LEDGER_SLICE_ROWS), results);
-    await yieldToEventLoop();
-  }
   saveNotes(input.db, input.session.sid, { text, ledger: JSON.stringify(folded), cut, hints, backend });
 }
 

@@ -101,7 +101,7 @@ test('over its budget the ledger drops the oldest files only read first, then sh
     ...Array.from({ length: 60 }, (_, i) => ({ path: `/repo/docs/read-${i}.md`, reads: 1, changes: 0, created: false, deleted: false, lastSeq: i + 1 })),
     ...Array.from({ length: 40 }, (_, i) => ({ path: `/repo/src/${i % 2 === 0 ? 'api' : 'ui'}/file-${i}.ts`, reads: 0, changes: 2, created: false, deleted: false, lastSeq: 100 + i })),
   ];
-  const l: Ledger = { files, commands: [{ command: 'npm test', seq: 200, exit: 1, failed: true }], tests: [{ command: 'npm test', seq: 200, verdict: 'fail' }] };
+  const l: Ledger = { files, commands: [{ command: 'npm test', seq: 200, exit: 1, failed: true }], tests: [{ command: 'npm test', seq: 200, verdict: 'fail' }], through: 200 };
   const roomy = renderLedger(l, 100_000);
   // Paths are shown under the directory they all share.
   assert.ok(roomy.includes('docs/read-0.md') && roomy.includes('src/ui/file-39.ts') && !roomy.includes('/repo/docs/read-0.md'));

@@ -216,6 +216,13 @@ describe('notes', () => {
     const failed = notesOf(db, sid);
     assert.equal(failed.text, good.text);
     assert.deepEqual(failed.cut, good.cut, 'the cut stays where the good notes end');
+    // The ledger needs no model: it took in this compaction's eviction all the same.
+    const ledgerPaths = (state: NotesState): string[] => {
+      const l = readLedger(state.ledger);
+      assert.ok(!('unreadable' in l));
+      return l.files.map((f) => f.path);
+    };
+    assert.ok(ledgerPaths(failed).length > ledgerPaths(good).length, 'the ledger grew past the failed rewrite');
     const later = inspectRequest(logged, argsFor(db, 's', { cache }));
     assert.ok(later.notes.some((x) => /not rewritten at the last compaction \(notes backend down\)/.test(x)), 'later observations still say so');
 
@@ -227,6 +234,9 @@ describe('notes', () => {
     const firstRow = rowsOfSession(db, 's').find((r) => r.seq === good.hints.openerSeq)!;
     assert.equal(recovered[0], Number(/request (\d+):/.exec(JSON.stringify(firstRow.body))![1]), 'the missed history is covered now');
     assert.equal(notesOf(db, sid).failure, null);
+    // The recovery re-read history the ledger already held: nothing in it is counted twice.
+    const final = readLedger(notesOf(db, sid).ledger);
+    assert.ok(!('unreadable' in final) && final.files.length > 0 && final.files.every((f) => f.reads === 1), 'each file read once is counted once');
   });
 
   test('an empty or garbage answer is a failed rewrite', async (t) => {
