@@ -122,16 +122,20 @@ const WRITING = /write|edit|create|delete|remove|patch|replace|update|save|move|
 export function callActions(name: string, args: Record<string, unknown>): Action[] {
   const file = str(args.file_path) ?? str(args.path) ?? str(args.notebook_path) ?? str(args.filename);
   switch (name) {
-    // Claude Code
+    // Claude Code's, and pi's in lower case.
     case 'Read':
+    case 'read':
       return file === undefined ? [] : [{ kind: 'read', path: file }];
     case 'Edit':
     case 'MultiEdit':
     case 'NotebookEdit':
+    case 'edit':
       return file === undefined ? [] : [{ kind: 'change', path: file }];
     case 'Write':
+    case 'write':
       return file === undefined ? [] : [{ kind: 'create', path: file }];
     case 'Bash':
+    case 'bash':
       return commandActions(str(args.command));
     // Codex
     case 'apply_patch':
@@ -140,15 +144,6 @@ export function callActions(name: string, args: Record<string, unknown>): Action
     case 'local_shell':
     case 'exec_command':
       return commandActions(shellCommand(args.command) ?? shellCommand(args.cmd));
-    // pi
-    case 'read':
-      return file === undefined ? [] : [{ kind: 'read', path: file }];
-    case 'edit':
-      return file === undefined ? [] : [{ kind: 'change', path: file }];
-    case 'write':
-      return file === undefined ? [] : [{ kind: 'create', path: file }];
-    case 'bash':
-      return commandActions(str(args.command));
     default:
       return file === undefined ? [] : [{ kind: WRITING.test(name) ? 'change' : 'read', path: file }];
   }
