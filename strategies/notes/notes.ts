@@ -19,13 +19,13 @@ import { summarizerFailed } from '../summarizer/types.ts';
 import { notesAnswerProblem, notesBudget, notesOutputCap, notesPrompt, NOTES_SYSTEM } from './prompt.ts';
 import { keptFrom } from './evicted.ts';
 import { emptyLedger, foldLedger, ledgerBudget, readLedger, renderLedger, resultsOf, type Ledger } from './ledger.ts';
-
-/** Evicted rows folded into the ledger between two turns of the event loop. */
-const LEDGER_SLICE_ROWS = 1000;
 import type { NotesSettings } from './settings.ts';
 
 /** The line above the notes in every request; it names the tools that reach the exact history. */
 export const NOTES_HEADER = 'Session notes, rewritten at each compaction (transcript_grep searches and transcript_read reads the exact history they come from):';
+
+/** Evicted rows folded into the ledger between two turns of the event loop. */
+const LEDGER_SLICE_ROWS = 1000;
 
 const CUTS = cacheSlot<CutCache>('notes.cuts');
 const SAVED = savedSlot<ReturnType<typeof loadNotes>>('notes.saved');
@@ -102,7 +102,7 @@ function view(input: StrategyInput, settings: NotesSettings): LayerView {
     led.inputs.push(inp);
     led.sections.push({
       name: 'artifact ledger',
-      source: `files, commands and test runs read off the tool calls before row #${located.openerSeq} (exact; within ${ledgerBudget(budget)} estimated tokens)`,
+      source: `files, commands and test runs read off the tool calls through row #${ledger.through} (exact; within ${ledgerBudget(budget)} estimated tokens)`,
       estimated_tokens: inputsTokens([inp]),
     });
   }
