@@ -1,9 +1,9 @@
 // JSON bytes kept beside the objects they encode. A proxied request body is the agent's whole
 // history again, and nearly all of it is made from the same objects as the request before (the
 // projection keeps its parts per row, and a wire builds its messages from those once). Encoding
-// 450 KB with JSON.stringify and Buffer.from again on every request was a fifth of the proxy's
-// CPU a request; this encodes a value once its kept objects are known, so that only what is new
-// is serialized.
+// the whole body again with JSON.stringify and Buffer.from on every request was a large share of
+// the proxy's CPU a request (docs/bench.md); this reuses the bytes of the objects it has encoded
+// before, so that only what is new is serialized.
 //
 // An object is kept only when its maker says it never changes again (`keepJson`): the bytes are
 // taken the first time it is encoded and reused while the object lives. The output equals

@@ -1,7 +1,7 @@
 // Request bodies parsed from where they changed. An agent sends its whole history with every
 // request, the same bytes as before up to the point where it grew (or where it moved its cache
-// marker). Decoding and parsing those ~450 KB again was the largest share of the proxy's CPU a
-// request. So the memo keeps a few recent bodies with the byte offset where each element of the
+// marker). Decoding and parsing all of it again was the largest share of the proxy's CPU a
+// request (docs/bench.md). So the memo keeps a few recent bodies with the byte offset where each element of the
 // history array ended. A new body that starts with the same bytes as one of them takes the
 // parsed values of the elements both share from it, and parses only the rest.
 //
