@@ -17,7 +17,7 @@ import { foldText, priorTail, warmPriorTail } from './prior.ts';
 import { cacheSlot } from './kernel-cache.ts';
 import { projectTail, rowMemo, warmTail } from './row-memo.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from './summarizer-prompt.ts';
-import { summaryChunks } from './summary-text.ts';
+import { clipChars, summaryChunks } from './summary-text.ts';
 import { chunkUnits, evictionChunkTokens } from './units.ts';
 import { isDue, overWindow, roomUnderTrigger, roomUnderWindow, tailBudget } from './window.ts';
 import { tokenCounterSteps } from '../projection.ts';
@@ -36,11 +36,6 @@ export const MIN_SUMMARY_TOKENS = 128;
 /** Summary output cap in tokens: a tenth of the window, within [128, 2048]. */
 export function summaryCap(window: number): number {
   return Math.min(2048, Math.max(MIN_SUMMARY_TOKENS, Math.floor(window / 10)));
-}
-
-function clip(text: string, max: number): string {
-  const chars = [...text];
-  return chars.length <= max ? text : `${chars.slice(0, max).join('')}…`;
 }
 
 function summaryInput(summary: string): PlainInput {
@@ -69,7 +64,7 @@ function recapInput(input: StrategyInput, openerSeq: number): Recap {
   const recent = userRowsBefore(input.db, input.session.sid, openerSeq, RECAP_MESSAGES);
   let recap: Recap;
   if (recent.length > 0) {
-    const quoted = recent.map((r) => `> ${clip(r.text, RECAP_CHARS).replaceAll('\n', '\n> ')}`).join('\n\n');
+    const quoted = recent.map((r) => `> ${clipChars(r.text, RECAP_CHARS).replaceAll('\n', '\n> ')}`).join('\n\n');
     const built: PlainInput = { role: 'user', content: [{ type: 'text', text: `${RECAP_HEADER}\n\n${quoted}` }] };
     recap = { input: built, seqs: recent.map((r) => r.seq), tokens: inputsTokens([built]) };
   }
@@ -177,7 +172,8 @@ function* selectEviction(input: StrategyInput, forced: boolean, estimate: number
   const basis = input.window.window ?? historyTokens;
   const cap = summaryCap(basis);
   const fixed = input.pinnedTokens + cap + PER_INPUT_TOKENS + textTokens(SUMMARY_HEADER) + RECAP_TYPICAL;
-  const room = roomUnderTrigger(input.window, fixed);
+  // The layers' share (the notes at their cap) lands in the request after the compaction too.
+  const room = roomUnderTrigger(input.window, fixed + (input.window.reserved ?? 0));
   let budget = tailBudget(input.window, historyTokens, forced);
   if (room !== null) budget = Math.min(budget, Math.max(0, Math.floor(room / 2)));
   let plan = yield* planCutSteps(input, from, rest, {

@@ -10,6 +10,12 @@ import { chunkUnits, groupUnitsSteps, opensExchange, opensUnit } from './units.t
 /** Characters kept of a message, a tool result, and a tool call's arguments. */
 export const CAPS = { message: 8000, result: 1600, args: 1500 } as const;
 
+/** `text` cut to `max` characters (code points) with '…' after the cut: a quote in a request. */
+export function clipChars(text: string, max: number): string {
+  const chars = [...text];
+  return chars.length <= max ? text : `${chars.slice(0, max).join('')}…`;
+}
+
 /** `limit` UTF-16 code units of `text`, one fewer rather than half of a surrogate pair. */
 function cap(text: string, limit: number): string {
   if (text.length <= limit) return text;

@@ -4,6 +4,11 @@
 // and costs no model call. That is the part of the work agents most often lose at a compaction:
 // after it, they read again what they read and redo what they changed.
 //
+// It also keeps where the work stood at the cut, read the same way: what the assistant wrote
+// just before the user's latest message (a reply such as "yes, do that" means nothing without
+// it), the assistant's last words, and the open items of the newest plan the agent wrote with
+// its own plan tool. Summaries retell these loosely or drop them; the ledger quotes them.
+//
 // The tools it understands are those of the agents the daemon imports and proxies (Claude Code,
 // Codex, pi), plus one rule for any other tool that names a file. It is folded forward over the
 // rows each compaction evicts (notes.ts) and kept with the notes, so it survives every
@@ -12,6 +17,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { textTokens } from '../estimate.ts';
+import { clipChars } from '../harness/summary-text.ts';
 
 const FileEntry = z.strictObject({
   path: z.string(),
@@ -41,6 +47,12 @@ const TestEntry = z.strictObject({
   verdict: z.enum(['pass', 'fail', 'unknown']),
 });
 
+/** An assistant text, clipped to EXCHANGE_CHARS, with its row. */
+const Said = z.strictObject({ seq: z.number().int().nonnegative(), text: z.string() });
+
+const PlanItem = z.strictObject({ text: z.string(), status: z.string() });
+export type PlanItem = z.infer<typeof PlanItem>;
+
 /** The ledger as it is saved with the notes (storage/notes-state.ts), checked when read back. */
 export const Ledger = z.strictObject({
   files: z.array(FileEntry),
@@ -48,6 +60,12 @@ export const Ledger = z.strictObject({
   tests: z.array(TestEntry),
   /** The newest row folded in: a row at or before it is never counted twice. */
   through: z.number().int().nonnegative().default(0),
+  /** The newest assistant text folded in. */
+  lastWords: Said.nullable().default(null),
+  /** The assistant text before the newest user message folded in (`user` is that message's row). */
+  beforeUser: Said.extend({ user: z.number().int().nonnegative() }).nullable().default(null),
+  /** The newest plan the agent wrote with its plan tool: the items not yet completed. */
+  plan: z.strictObject({ seq: z.number().int().nonnegative(), tool: z.string(), open: z.array(PlanItem) }).nullable().default(null),
 });
 export type Ledger = z.infer<typeof Ledger>;
 
@@ -61,13 +79,21 @@ const LEDGER_TESTS = 5;
 const COMMAND_CHARS = 100;
 /** Commands kept while changed files are still shown one by one. */
 const COMMANDS_BEFORE_COLLAPSE = 3;
+/** Characters kept of an assistant text the ledger quotes (transcript_read reads the rest). */
+const EXCHANGE_CHARS = 300;
+/** The shortest a quote is cut to for the budget. */
+const MIN_QUOTE_CHARS = 80;
+/** Open plan items shown, and characters kept of each. */
+const PLAN_ITEMS = 8;
+const PLAN_ITEM_CHARS = 120;
 
 /**
- * The ledger's share, in estimated tokens, of a notes budget: a quarter of it, on top of what the
+ * The ledger's share, in estimated tokens, of a notes budget: half of it (a quarter for where
+ * the work stood, at least a quarter for the files, commands and tests), on top of what the
  * summarizer is asked to write (the layer's reserve counts both).
  */
 export function ledgerBudget(notesBudgetTokens: number): number {
-  return Math.max(100, Math.floor(notesBudgetTokens / 4));
+  return Math.max(200, Math.floor(notesBudgetTokens / 2));
 }
 
 /** The saved ledger read back: JSON checked against the schema, or why it cannot be read. */
@@ -84,7 +110,7 @@ export function readLedger(json: string | null): Ledger | { unreadable: string }
 }
 
 export function emptyLedger(): Ledger {
-  return { files: [], commands: [], tests: [], through: 0 };
+  return { files: [], commands: [], tests: [], through: 0, lastWords: null, beforeUser: null, plan: null };
 }
 
 /** What one tool call did. */
@@ -104,6 +130,28 @@ export function patchActions(patch: string): Action[] {
     else out.push({ kind: m[1] === 'Move to' ? 'create' : 'change', path: p });
   }
   return out;
+}
+
+/** Claude Code's TodoWrite and Codex's update_plan. */
+const PLAN_TOOLS = new Set(['TodoWrite', 'update_plan']);
+
+/**
+ * The open items of a plan tool's call (those not marked completed), or null when the call is
+ * not a plan: Claude Code's `todos: [{content, status}]`, Codex's `plan: [{step, status}]`.
+ */
+export function planItems(name: string, args: Record<string, unknown>): PlanItem[] | null {
+  if (!PLAN_TOOLS.has(name)) return null;
+  const list: unknown = Array.isArray(args.todos) ? args.todos : args.plan;
+  if (!Array.isArray(list)) return null;
+  const open: PlanItem[] = [];
+  for (const item of list as unknown[]) {
+    if (typeof item !== 'object' || item === null) continue;
+    const it = item as Record<string, unknown>;
+    const text = str(it.content) ?? str(it.step);
+    const status = typeof it.status === 'string' ? it.status : 'pending';
+    if (text !== undefined && status !== 'completed') open.push({ text: text.trim(), status });
+  }
+  return open;
 }
 
 /** A shell call's command as one line: `bash -lc X` is X, an argv list joined. */
@@ -200,6 +248,7 @@ export function foldLedger(ledger: Ledger, rows: readonly StoredRow[], results: 
   const commands = [...ledger.commands];
   const tests = new Map(ledger.tests.map((t) => [t.command, t]));
   let through = ledger.through;
+  let { lastWords, beforeUser, plan } = ledger;
   const touch = (p: string, seq: number): FileEntry => {
     let f = files.get(p);
     if (f === undefined) {
@@ -215,9 +264,18 @@ export function foldLedger(ledger: Ledger, rows: readonly StoredRow[], results: 
   for (const row of rows) {
     if (row.seq <= ledger.through) continue;
     through = Math.max(through, row.seq);
-    if (row.body.kind !== 'assistant') continue;
-    for (const part of row.body.content) {
+    const body = row.body;
+    if (body.kind === 'user' && body.origin === 'user' && body.content.some((p) => p.type === 'text' && p.text.trim() !== '')) {
+      beforeUser = lastWords === null ? null : { ...lastWords, user: row.seq };
+      continue;
+    }
+    if (body.kind !== 'assistant') continue;
+    const said = body.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n').trim();
+    if (said !== '') lastWords = { seq: row.seq, text: clipChars(said, EXCHANGE_CHARS) };
+    for (const part of body.content) {
       if (part.type !== 'tool_call') continue;
+      const items = planItems(part.name, part.arguments);
+      if (items !== null) plan = { seq: row.seq, tool: part.name, open: items.slice(0, PLAN_ITEMS).map((i) => ({ ...i, text: clipChars(i.text, PLAN_ITEM_CHARS) })) };
       const result = results.get(part.id);
       for (const a of callActions(part.name, part.arguments)) {
         if (a.kind === 'command') {
@@ -246,7 +304,7 @@ export function foldLedger(ledger: Ledger, rows: readonly StoredRow[], results: 
   // Files only read past the bound go, oldest first: the render would drop them first anyway.
   let readOnly = [...files.values()].filter((f) => !isChanged(f)).length;
   const kept = [...files.values()].filter((f) => isChanged(f) || readOnly-- <= LEDGER_READ_ONLY_FILES);
-  return { files: kept, commands: commands.slice(-LEDGER_COMMANDS), tests: [...tests.values()].slice(-LEDGER_TESTS), through };
+  return { files: kept, commands: commands.slice(-LEDGER_COMMANDS), tests: [...tests.values()].slice(-LEDGER_TESTS), through, lastWords, beforeUser, plan };
 }
 
 const isChanged = (f: FileEntry): boolean => f.changes > 0 || f.created || f.deleted;
@@ -319,9 +377,55 @@ function shownLine(u: Shown, strip: (p: string) => string): string {
   return `${dir} (${u.files} file${u.files === 1 ? '' : 's'} changed, last #${u.last}; transcript_grep "${dir}" lists them)`;
 }
 
+/** The ledger's first line. */
+export const LEDGER_HEADER = 'Artifacts so far and where the work stood, read off the history (exact; #N is a row, transcript_read reads it):';
+
+/** A quote on one line. */
+function quoted(text: string): string {
+  return `"${text.replace(/\s+/g, ' ').trim()}"`;
+}
+
 /**
- * The ledger as the notes show it, within `budgetTokens` (estimated): the changed files, the
- * files only read, the commands, the test runs, paths under the directory they all share. Over
+ * Where the work stood at the cut: what the assistant wrote before the user's latest message,
+ * its last words when they came after that message, and the newest plan's open items (the
+ * first `items`), each quote cut to `chars`.
+ */
+function standingLines(ledger: Ledger, chars: number, items: number): string[] {
+  const out: string[] = [];
+  const { beforeUser, lastWords, plan } = ledger;
+  const q = (text: string): string => quoted(clipChars(text, chars));
+  if (beforeUser !== null) out.push(`The assistant wrote before the user's message #${beforeUser.user} (#${beforeUser.seq}): ${q(beforeUser.text)}`);
+  if (lastWords !== null && lastWords.seq > (beforeUser?.user ?? 0)) out.push(`The assistant's last words before the verbatim history (#${lastWords.seq}): ${q(lastWords.text)}`);
+  if (plan !== null) {
+    const shown = plan.open.slice(0, items).map((i) => `${q(i.text)} (${i.status})`);
+    if (plan.open.length > items) shown.push(`${plan.open.length - items} more`);
+    out.push(plan.open.length === 0 ? `Plan (${plan.tool} #${plan.seq}): every item completed` : `Open plan items (${plan.tool} #${plan.seq}): ${shown.join('; ')}`);
+  }
+  return out;
+}
+
+/**
+ * Where the work stood, within half the ledger's budget: the quotes are cut shorter first,
+ * down to MIN_QUOTE_CHARS, then plan items go from the last, down to one. The files keep the
+ * rest.
+ */
+function fittedStanding(ledger: Ledger, budgetTokens: number): string[] {
+  let chars = EXCHANGE_CHARS;
+  let items = PLAN_ITEMS;
+  let lines = standingLines(ledger, chars, items);
+  while (textTokens(lines.join('\n')) > budgetTokens / 2) {
+    if (chars > MIN_QUOTE_CHARS) chars = Math.max(MIN_QUOTE_CHARS, Math.floor(chars / 2));
+    else if (items > 1) items--;
+    else break;
+    lines = standingLines(ledger, chars, items);
+  }
+  return lines;
+}
+
+/**
+ * The ledger as the notes show it, within `budgetTokens` (estimated): where the work stood
+ * (within half the budget, fittedStanding), then the changed files, the files only read, the
+ * commands, the test runs, paths under the directory they all share. Over
  * the budget the oldest files only read go first; then the oldest commands, down to the newest
  * three; then changed files are shown by directory, the fullest directory first and a level up
  * at a time, so that a changed file is never left out without its directory named; then the
@@ -331,12 +435,13 @@ export function renderLedger(ledger: Ledger, budgetTokens: number): string {
   const changed = ledger.files.filter(isChanged);
   let readOnly = ledger.files.filter((f) => !isChanged(f));
   let commands = ledger.commands;
-  if (ledger.files.length === 0 && commands.length === 0 && ledger.tests.length === 0) return '';
+  const standing = fittedStanding(ledger, budgetTokens);
+  if (ledger.files.length === 0 && commands.length === 0 && ledger.tests.length === 0 && standing.length === 0) return '';
   const root = commonDirectory(ledger.files.map((f) => f.path));
   const strip = (p: string): string => (root !== '' && p.startsWith(root) ? p.slice(root.length) : p);
   let units: Shown[] = changed.map((f) => ({ file: f }));
   const render = (): string => {
-    const out = ['Artifacts so far, read off the tool calls (exact; #N is the row of the last touch, transcript_read reads it):'];
+    const out = [LEDGER_HEADER, ...standing];
     if (root !== '') out.push(`Paths below are under ${root}`);
     if (units.length > 0) out.push(`Changed: ${units.map((u) => shownLine(u, strip)).join('; ')}`);
     if (readOnly.length > 0) out.push(`Read only: ${readOnly.map((f) => fileLine(f, strip(f.path))).join('; ')}`);

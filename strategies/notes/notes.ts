@@ -102,7 +102,7 @@ function view(input: StrategyInput, settings: NotesSettings): LayerView {
     led.inputs.push(inp);
     led.sections.push({
       name: 'artifact ledger',
-      source: `files, commands and test runs read off the tool calls through row #${ledger.through} (exact; within ${ledgerBudget(budget)} estimated tokens)`,
+      source: `files, commands, test runs and where the work stood, read off the history through row #${ledger.through} (exact; within ${ledgerBudget(budget)} estimated tokens)`,
       estimated_tokens: inputsTokens([inp]),
     });
   }

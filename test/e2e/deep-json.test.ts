@@ -83,8 +83,10 @@ describe('a session holding a tool call nested 5,000 levels deep, stored before 
   test('prepare and a compaction succeed, and the summarizer sees the marker', async () => {
     const prepared = await client.call('prepare', { session: SESSION, model: 'claude-sonnet-4-5' });
     assert.ok(prepared.inputs.length > 0);
+    assert.equal(prepared.compacted, true, 'the history is over the window: the prepare compacts it');
+    // Right after that compaction a forced one may find nothing worth evicting; either way it answers.
     const compacted = await client.call('compact', { session: SESSION });
-    assert.equal(compacted.compacted, true, JSON.stringify(compacted));
+    assert.ok(compacted.compacted || /nothing worth evicting/.test(compacted.reason ?? ''), JSON.stringify(compacted));
     assert.ok(prompts.some((p) => p.includes(depthMarker())), 'the deep call was summarized');
     const again = await client.call('prepare', { session: SESSION, model: 'claude-sonnet-4-5' });
     assert.ok(again.inputs.length > 0);

@@ -12,6 +12,7 @@ import type { AlbedoClient } from '../../protocol/client.ts';
 import { ensureAgents, runCodex, runPi } from '../support/agents.ts';
 import { historyOf, openaiFileRead, type OpenAIFileRead } from '../support/openai-file-read.ts';
 import { startOpenAIUpstream, type OpenAIUpstream, type OpenAIWire } from '../support/openai-upstream.ts';
+import { LEDGER_HEADER } from '../../strategies/notes/ledger.ts';
 import { startEach, tempHome } from './harness.ts';
 
 const WINDOW = 40_000;
@@ -73,7 +74,7 @@ async function checkRun(agent: string, wire: OpenAIWire, run: Run, diagnostic: (
   const last = conv[conv.length - 1 - recall.length]!;
   assert.ok(!last.rawBody.includes(`${first.marker} line 010`), 'the first file has left the request by the last step');
   // The evicted reads reached the model as the notes' artifact ledger, by their exact commands.
-  assert.ok(last.rawBody.includes('Artifacts so far, read off the tool calls'), 'the artifact ledger went upstream');
+  assert.ok(last.rawBody.includes(LEDGER_HEADER.slice(0, 60)), 'the artifact ledger went upstream');
   assert.ok(sc.files.some((f) => last.rawBody.includes(`\`cat ${f.path}\``)), 'the ledger names the evicted reads by their commands');
   // The summaries went to the same upstream, in the agent's wire, with the agent's own key.
   const summaries = up.of(wire, { conversation: false }).filter((r) => /<transcript>|<previous-summary>/.test(r.rawBody));

@@ -12,6 +12,7 @@ import { after, before, test } from 'node:test';
 import { ensureAgents, runClaude, runPi } from '../support/agents.ts';
 import { fileReadScenario, type FileReadScenario } from '../support/file-read-scenario.ts';
 import { answer, blocksOf, startScriptedUpstream, type MessagesBody, type ScriptedUpstream } from '../support/scripted-upstream.ts';
+import { LEDGER_HEADER } from '../../strategies/notes/ledger.ts';
 import { startEach, tempHome } from './harness.ts';
 
 const WINDOW = 40_000;
@@ -98,7 +99,7 @@ async function checkRun(agent: string, run: Run): Promise<void> {
   assert.ok(!last.rawBody.includes(`${first.marker} line 010`), 'the first file has left the request by the last step');
   // What the agent did before the compaction reached the model as the notes' artifact ledger:
   // the shell reads it ran, each by its exact command.
-  assert.ok(last.rawBody.includes('Artifacts so far, read off the tool calls'), 'the artifact ledger went upstream');
+  assert.ok(last.rawBody.includes(LEDGER_HEADER.slice(0, 60)), 'the artifact ledger went upstream');
   assert.ok(sc.files.some((f) => last.rawBody.includes(`\`cat ${f.path}\``)), 'the ledger names the evicted reads by their commands');
   // The summaries went to the same upstream with the agent's own key.
   const summaries = up.messages({ conversation: false }).filter((r) => /<transcript>|<previous-summary>/.test(r.rawBody));

@@ -101,7 +101,7 @@ test('over its budget the ledger drops the oldest files only read first, then sh
     ...Array.from({ length: 60 }, (_, i) => ({ path: `/repo/docs/read-${i}.md`, reads: 1, changes: 0, created: false, deleted: false, lastSeq: i + 1 })),
     ...Array.from({ length: 40 }, (_, i) => ({ path: `/repo/src/${i % 2 === 0 ? 'api' : 'ui'}/file-${i}.ts`, reads: 0, changes: 2, created: false, deleted: false, lastSeq: 100 + i })),
   ];
-  const l: Ledger = { files, commands: [{ command: 'npm test', seq: 200, exit: 1, failed: true }], tests: [{ command: 'npm test', seq: 200, verdict: 'fail' }], through: 200 };
+  const l: Ledger = { ...emptyLedger(), files, commands: [{ command: 'npm test', seq: 200, exit: 1, failed: true }], tests: [{ command: 'npm test', seq: 200, verdict: 'fail' }], through: 200 };
   const roomy = renderLedger(l, 100_000);
   // Paths are shown under the directory they all share.
   assert.ok(roomy.includes('docs/read-0.md') && roomy.includes('src/ui/file-39.ts') && !roomy.includes('/repo/docs/read-0.md'));
@@ -126,4 +126,40 @@ test('the saved ledger keeps the newest thousand files only read, and every chan
   const paths = l.files.map((f) => f.path);
   assert.equal(paths.length, 1001);
   assert.ok(paths.includes('changed-first.ts') && paths.includes('read-1199.ts') && paths.includes('read-200.ts') && !paths.includes('read-199.ts'));
+});
+
+test('where the work stood: the text before the latest user message, the last words, the open plan items, folded in slices', () => {
+  const row = (seq: number, body: StoredRow['body']): StoredRow => ({ session: 's', seq, row_class: 'other', key: null, created_at: 0, body });
+  const said = (seq: number, text: string): StoredRow => row(seq, { kind: 'assistant', content: [{ type: 'text', text }] });
+  const asked = (seq: number, text: string): StoredRow => row(seq, { kind: 'user', origin: 'user', content: [{ type: 'text', text }] });
+  const todo = (seq: number, todos: Array<{ content: string; status: string }>): StoredRow => row(seq, { kind: 'assistant', content: [{ type: 'tool_call', id: `t${seq}`, name: 'TodoWrite', arguments: { todos } }] });
+  const first = foldLedger(emptyLedger(), [asked(1, 'Fix the totals.'), said(2, 'Fixed. Shall I add the orders endpoint too?'), todo(3, [{ content: 'Fix totals', status: 'completed' }, { content: 'Orders endpoint', status: 'pending' }])]);
+  assert.equal(first.beforeUser, null, 'nothing was said before the first message');
+  assert.deepEqual(first.lastWords, { seq: 2, text: 'Fixed. Shall I add the orders endpoint too?' });
+  assert.deepEqual(first.plan, { seq: 3, tool: 'TodoWrite', open: [{ text: 'Orders endpoint', status: 'pending' }] });
+  // The next slice: the user answers, the assistant goes on; Codex's plan tool replaces the plan.
+  const next = foldLedger(first, [asked(4, 'Yes, do that.'), said(5, 'x'.repeat(500)), row(6, { kind: 'assistant', content: [{ type: 'tool_call', id: 'p', name: 'update_plan', arguments: { plan: [{ step: 'Write the route', status: 'in_progress' }] } }] })]);
+  assert.deepEqual(next.beforeUser, { seq: 2, user: 4, text: 'Fixed. Shall I add the orders endpoint too?' });
+  assert.equal(next.lastWords?.seq, 5);
+  assert.equal([...next.lastWords?.text ?? ''].length, 301, 'a long text is kept cut, with the cut marked');
+  assert.deepEqual(next.plan, { seq: 6, tool: 'update_plan', open: [{ text: 'Write the route', status: 'in_progress' }] });
+  assert.deepEqual(readLedger(JSON.stringify(next)), next);
+  // A ledger saved before these fields existed reads back without them.
+  const old = readLedger(JSON.stringify({ files: [], commands: [], tests: [], through: 3 }));
+  assert.ok(!('unreadable' in old) && old.beforeUser === null && old.lastWords === null && old.plan === null);
+
+  const text = renderLedger(next, 100_000);
+  assert.match(text, /The assistant wrote before the user's message #4 \(#2\): "Fixed\. Shall I add the orders endpoint too\?"/);
+  assert.match(text, /The assistant's last words before the verbatim history \(#5\): "x{300}…"/);
+  assert.match(text, /Open plan items \(update_plan #6\): "Write the route" \(in_progress\)/);
+  // Under a budget, where the work stood takes at most half (its quotes cut shorter) and the
+  // files collapse into the rest.
+  const files = Array.from({ length: 40 }, (_, i) => ({ path: `/repo/src/m${i % 4}/f${i}.ts`, reads: 0, changes: 1, created: false, deleted: false, lastSeq: 10 + i }));
+  const tight = renderLedger({ ...next, files }, 260);
+  assert.ok(textTokens(tight) <= 260, `within the budget (${textTokens(tight)})`);
+  assert.match(tight, /The assistant's last words before the verbatim history \(#5\): "x{75}/);
+  assert.doesNotMatch(tight, /x{151}/, 'the quote was cut shorter');
+  assert.match(tight, /before the user's message #4/);
+  assert.match(tight, /Open plan items/);
+  assert.match(tight, /m0\/ \(10 files changed/);
 });
