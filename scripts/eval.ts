@@ -1,6 +1,6 @@
 // `npm run eval`: context quality and cost per strategy, measured by replaying transcripts into
 // fresh daemons (scripts/eval/run.ts). Prints the table, writes eval.json (every number, the
-// machine, date and flags) and one SVG per transcript to --out. docs/eval.md explains the metrics.
+// machine, date and flags) and two SVGs per transcript (request size per turn; probes kept against cost) to --out. docs/eval.md explains the metrics.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,7 +10,7 @@ import { SummarizerConfig } from '../strategies/summarizer/types.ts';
 import { replayFiles } from './bench/replay.ts';
 import { eachFlag, namesFrom } from './flags.ts';
 import { importTranscript } from '../cli/import/index.ts';
-import { priceNotes, renderSvg, renderTable } from './eval/report.ts';
+import { priceNotes, renderProbeSvg, renderProbeTables, renderSvg, renderTable } from './eval/report.ts';
 import { EVAL_STRATEGIES, MEASURED_RATIO, relateToNone, runEval, type EvalSummarizer, type RunMetrics } from './eval/run.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -82,13 +82,15 @@ async function main(): Promise<void> {
         mine.push(r);
       }
       runs.push(...mine);
-      fs.writeFileSync(path.join(args.out, `${name.replace(/[^\w.-]+/g, '_')}.svg`), renderSvg(mine));
+      const base = path.join(args.out, name.replace(/[^\w.-]+/g, '_'));
+      fs.writeFileSync(`${base}.svg`, renderSvg(mine));
+      fs.writeFileSync(`${base}.probes.svg`, renderProbeSvg(mine));
     }
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
   relateToNone(runs);
-  const table = renderTable(runs);
+  const table = `${renderTable(runs)}\n\n${renderProbeTables(runs)}`;
   const prices = priceNotes(runs);
   process.stdout.write(`${table}\n\nwindow ${args.window} tokens; summarizer ${args.summarizer.provider ?? 'extractive'}; usage reports = ${MEASURED_RATIO} x estimate\n${prices.map((p) => `price ${p}`).join('\n')}\n`);
   const cpus = os.cpus();
@@ -102,7 +104,7 @@ async function main(): Promise<void> {
     runs,
   };
   fs.writeFileSync(path.join(args.out, 'eval.json'), `${JSON.stringify(json, null, 2)}\n`);
-  process.stderr.write(`wrote ${path.join(args.out, 'eval.json')} and ${files.length} SVG(s) in ${json.wall_s.toFixed(0)} s\n`);
+  process.stderr.write(`wrote ${path.join(args.out, 'eval.json')} and ${2 * files.length} SVG(s) in ${json.wall_s.toFixed(0)} s\n`);
 }
 
 main().catch((err: unknown) => {

@@ -6,7 +6,13 @@
 // - `single-summary`: one summary of everything evicted, rewritten from the old one at each
 //   compaction, then only the newest exchange verbatim; no recap, no tail budget. This is the
 //   shape of Claude Code's and Codex's auto-compact.
-// Both reuse the harness (cut planning, projection, the summarizer prompt); single-summary
+// - `masking`: observation masking, the cheap baseline the "Complexity Trap" study (JetBrains,
+//   2025) found as good as summarizing. No summary: at each compaction the tool outputs before
+//   a new boundary become a one-line placeholder naming the transcript_read call that reads
+//   them; the calls and all messages stay. The exchanges after the boundary (M of them) are the
+//   tail budget's, as rolling's tail. When even the masked history no longer fits the window,
+//   its oldest exchanges are dropped, as `none` drops them.
+// All reuse the harness (cut planning, projection, the summarizer prompt); single-summary
 // saves its summary where rolling does (rolling_state), which is safe because an eval daemon
 // runs one strategy per session and never switches.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
@@ -23,7 +29,7 @@ import { summaryCap } from '../../strategies/harness/running-summary.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from '../../strategies/harness/summarizer-prompt.ts';
 import { summaryChunks } from '../../strategies/harness/summary-text.ts';
 import { evictionChunkTokens, groupUnits, opensExchange, opensUnit } from '../../strategies/harness/units.ts';
-import { isDue, roomUnderWindow } from '../../strategies/harness/window.ts';
+import { isDue, roomUnderTrigger, roomUnderWindow, tailBudget } from '../../strategies/harness/window.ts';
 import { forModel, tokenCounter } from '../../strategies/projection.ts';
 import { RollingSettings } from '../../strategies/rolling/settings.ts';
 
@@ -118,8 +124,76 @@ async function compactSingle(input: StrategyInput, projection: Projection, opts:
 
 export const singleSummary: Strategy = { name: 'single-summary', settings: RollingSettings, project: projectSingle, compact: compactSingle };
 
+export const MASKED_HEADER = 'tool output elided by masking';
+
+/** A tool result before the boundary as the masked request carries it: one line that says where it is. */
+function masked(row: StoredRow): StoredRow {
+  if (row.body.kind !== 'tool_result') return row;
+  const chars = row.body.content.reduce((n, p) => n + (p.type === 'text' ? p.text.length : 0), 0);
+  const text = `[${MASKED_HEADER}: ${chars} characters; transcript_read {"from_seq": ${row.seq}, "to_seq": ${row.seq}} reads it]`;
+  return { ...row, body: { ...row.body, content: [{ type: 'text', text }] } };
+}
+
+/** The history split at the saved boundary: rows before it (masked) and the verbatim rest. */
+function maskedSplit(input: StrategyInput): { before: StoredRow[]; rest: readonly StoredRow[]; notes: string[] } {
+  const resolved = resolveState(input);
+  const { rest } = priorTail(input, resolved.located);
+  if (resolved.state === undefined) return { before: [], rest, notes: resolved.notes };
+  const verbatim = new Set(rest.map((r) => r.seq));
+  const before = priorTail(input, startCut()).rest.filter((r) => !verbatim.has(r.seq)).map(masked);
+  return { before, rest, notes: resolved.notes };
+}
+
+function projectMasking(input: StrategyInput): Projection {
+  const { before, rest, notes } = maskedSplit(input);
+  const memo = rowMemo(input);
+  // Masked rows are new objects: projected without the row memo, which is keyed by the stored row.
+  const tailInputs = forModel(rest, input.target, memo.inputs);
+  const tailTokens = inputsTokens(tailInputs);
+  const room = roomUnderWindow(input.window, input.pinnedTokens + tailTokens);
+  const groups = groupUnits(before, (r) => opensUnit(r) || opensExchange(r), tokenCounter(before, input.target));
+  let start = 0;
+  for (;;) {
+    const kept = groups.slice(start).flatMap((g) => g.items);
+    const maskedInputs = forModel(kept, input.target);
+    const estimate = input.pinnedTokens + inputsTokens(maskedInputs) + tailTokens;
+    if (room === null || inputsTokens(maskedInputs) <= room || start >= groups.length) {
+      const sections: Section[] = kept.length === 0 ? [] : [{ name: 'masked', source: `rows #${kept[0]!.seq}-#${kept[kept.length - 1]!.seq}, tool outputs as placeholders`, estimated_tokens: inputsTokens(maskedInputs) }];
+      const dropped = groups.slice(0, start).reduce((n, g) => n + g.items.length, 0);
+      return {
+        inputs: [...maskedInputs, ...tailInputs],
+        sections: [...sections, ...tailSection(rest, tailInputs)],
+        estimate,
+        due: isDue(estimate, input.window),
+        notes: dropped > 0 ? [...notes, `masking: ${dropped} oldest row(s) dropped to fit the window`] : notes,
+      };
+    }
+    start++;
+  }
+}
+
+/** Moves the boundary: the older part of the verbatim history is masked from now on; no model call. */
+function compactMasking(input: StrategyInput, _projection: Projection, opts: CompactOptions): Promise<CompactOutcome> {
+  const resolved = resolveState(input);
+  const { before, rest } = maskedSplit(input);
+  const memo = rowMemo(input);
+  const tokens = tokenCounter(rest, input.target, memo.sizes, memo.inputs);
+  const fixed = input.pinnedTokens + inputsTokens(forModel(before, input.target));
+  const historyTokens = rest.reduce((n, r) => n + tokens(r), 0);
+  const room = roomUnderTrigger(input.window, fixed);
+  let budget = tailBudget(input.window, historyTokens, opts.forced);
+  if (room !== null) budget = Math.min(budget, Math.max(0, Math.floor(room / 2)));
+  const cut = planCut(input, resolved.located, rest, { tokens, budget, settles: (tail) => input.window.window === null || !isDue(fixed + tail, input.window) });
+  if (cut === undefined || cut.evicted.length === 0) return Promise.resolve(nothingCompacted('nothing to mask but the newest exchange'));
+  const commit = (): void => saveRollingState(input.db, input.session.sid, { summary: '', cut: cut.cut, hints: cut.hints, backend: null });
+  return Promise.resolve({ compacted: true, commit, reason: null, backend: null, summarizerTokensIn: 0, summarizerTokensOut: 0, evictedRows: cut.evicted.length });
+}
+
+export const masking: Strategy = { name: 'masking', settings: RollingSettings, project: projectMasking, compact: compactMasking };
+
 /** What the eval's daemon entry registers. */
 export const BASELINES = [
   { strategy: none, description: 'eval baseline: the whole history, oldest exchanges dropped to fit the window' },
   { strategy: singleSummary, description: 'eval baseline: one summary of everything evicted, then the newest exchange' },
+  { strategy: masking, description: 'eval baseline: tool outputs before a moving boundary replaced by a placeholder, no summary' },
 ] as const;

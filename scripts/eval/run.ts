@@ -8,6 +8,9 @@ import type { SummarizerConfig } from '../../strategies/summarizer/types.ts';
 import { resolvePaths } from '../../protocol/home-paths.ts';
 import { openReadOnly, type Db } from '../../storage/db.ts';
 import { findSession } from '../../storage/sessions.ts';
+import type { AlbedoClient } from '../../protocol/client.ts';
+import { MAX_GREP_LIMIT } from '../../protocol/methods.ts';
+import type { RowIn } from '../../protocol/rows.ts';
 import { loadArchive } from '../../storage/snapcompact-state.ts';
 import type { ImportedTranscript } from '../../cli/import/index.ts';
 import { startReplayDaemon } from '../replay/daemon.ts';
@@ -15,16 +18,19 @@ import { DEFAULT_MODEL, replayTranscript, type PreparedRequest } from '../replay
 import { extractIdentifiers, retainedShare } from './identifiers.ts';
 import { priceFor, type PriceChoice } from './prices.ts';
 import { cachedTokens, commonPrefixBytes, percentile, requestCost, serializeRequest, summarizerCost } from './request.ts';
+import { addScore, emptyTally, kept, normalise, PROBE_KINDS, ProbeSet, type Probe, type ProbeKind, type ProbeTally } from './probes.ts';
 import { EvictionTracker, inputsText, rowInText } from './retention.ts';
 
-export const EVAL_STRATEGIES = ['rolling', 'lcm', 'snapcompact', 'none', 'single-summary'] as const;
+export const EVAL_STRATEGIES = ['rolling', 'lcm', 'snapcompact', 'none', 'single-summary', 'masking'] as const;
 export type EvalStrategy = (typeof EVAL_STRATEGIES)[number];
-const BASELINE_NAMES: readonly string[] = ['none', 'single-summary'];
+const BASELINE_NAMES: readonly string[] = ['none', 'single-summary', 'masking'];
 
 /** Provider tokens per estimated token the usage reports claim (code-heavy requests count ~30% over bytes/4). */
 export const MEASURED_RATIO = 1.3;
 /** Evicted identifiers checked through the memory tools per run, at most (spread evenly over them). */
 export const RECOVERY_SAMPLE = 300;
+/** Probes of each kind whose source row is looked for with transcript_grep, at most (spread evenly). */
+export const PROBE_SAMPLE = 100;
 const SESSION = 'eval';
 const ENTRY = path.join(path.dirname(fileURLToPath(import.meta.url)), 'daemon-entry.ts');
 
@@ -37,6 +43,8 @@ export interface RunOptions {
   tmp?: string;
   /** Evicted identifiers checked through the memory tools, at most; default RECOVERY_SAMPLE. */
   recoverySample?: number;
+  /** Probes of each kind checked through transcript_grep, at most; default PROBE_SAMPLE. */
+  probeSample?: number;
   /** Called per prepare with the turn number (progress). */
   progress?: (turn: number) => void;
 }
@@ -87,12 +95,19 @@ export interface RunMetrics {
     recoverable: number;
     recoverable_share: number;
   };
+  /** Probes kept by the requests from the first at which rows left, and found again by transcript_grep (probes.ts). */
+  probes: Record<ProbeKind, ProbeScore>;
   latency_ms: { p50: number; p99: number };
   failures: string[];
   wall_ms: number;
   /** Of which the memory-tool checks took. */
   recovery_ms: number;
   turns: TurnPoint[];
+}
+
+export interface ProbeScore extends ProbeTally {
+  kept_share: number;
+  retrievable_share: number;
 }
 
 /** The extensions.json an eval daemon runs `strategy` with. */
@@ -125,6 +140,12 @@ export async function runEval(name: string, imported: ImportedTranscript, strate
   let db: Db | undefined;
   try {
     const tracker = new EvictionTracker(imported.rows);
+    const probeSet = new ProbeSet(imported.rows);
+    const gone = new Set<number>();
+    const tallies = Object.fromEntries(PROBE_KINDS.map((k) => [k, emptyTally()])) as Record<ProbeKind, ProbeTally>;
+    /** Every probe scored, by kind, once per source row and grep literal: the retrieval check's pool. */
+    const pool = Object.fromEntries(PROBE_KINDS.map((k) => [k, new Map<string, Probe>()])) as Record<ProbeKind, Map<string, Probe>>;
+    let frames: { at: number | null; text: string } | undefined;
     const bytes = new Map<string, Buffer>();
     const shares: Array<{ share: number; compacted: boolean; broke: boolean }> = [];
     const turns: TurnPoint[] = [];
@@ -168,10 +189,16 @@ export async function runEval(name: string, imported: ImportedTranscript, strate
           summarizerOut += last.summarizer_tokens_out;
         }
         const left = tracker.evict(appended, p.inputs);
+        for (const i of left) gone.add(i);
+        if (gone.size === 0) return;
+        // The archive changes only when snapcompact compacts: read once per compaction.
+        if (!p.observation.sections.some((s) => s.name === 'frames')) frames = undefined;
+        else if (frames === undefined || frames.at !== lastCompactionAt) frames = { at: lastCompactionAt, text: archiveText() };
+        const text = `${inputsText(p.inputs)}\n${frames?.text ?? ''}`;
+        scoreProbes(probeSet.at(appended, gone), text, probeSet.modifiedRoot(appended), left.length > 0, tallies, pool);
         if (left.length === 0) return;
         const ids = extractIdentifiers(left.map((i) => rowInText(imported.rows[i]!)).join('\n'));
-        const frames = p.observation.sections.some((s) => s.name === 'frames') ? archiveText() : '';
-        const kept = retainedShare(ids.keys(), `${inputsText(p.inputs)}\n${frames}`);
+        const kept = retainedShare(ids.keys(), text);
         ret.evictions++;
         ret.evicted_rows += left.length;
         ret.identifiers += kept.total;
@@ -194,6 +221,8 @@ export async function runEval(name: string, imported: ImportedTranscript, strate
       }
       if (found) recoverable++;
     }
+
+    const probes = await retrievalCheck(d.client, imported.rows, tallies, pool, opts.probeSample ?? PROBE_SAMPLE);
 
     const within = turns.filter((t) => t.tokens <= opts.window).length;
     const maxTokens = turns.reduce((m, t) => Math.max(m, t.tokens), 0);
@@ -228,6 +257,7 @@ export async function runEval(name: string, imported: ImportedTranscript, strate
         recoverable,
         recoverable_share: checked.length === 0 ? 1 : recoverable / checked.length,
       },
+      probes,
       latency_ms: { p50: percentile(stats.records.map((r) => r.ms), 50), p99: percentile(stats.records.map((r) => r.ms), 99) },
       failures: stats.failure_reasons,
       wall_ms: performance.now() - t0,
@@ -238,6 +268,58 @@ export async function runEval(name: string, imported: ImportedTranscript, strate
     db?.close();
     await d.stop();
   }
+}
+
+/**
+ * Scores one request: each kind's probes in force and how many its text keeps. Recall is scored
+ * only where rows left (its probes change only then, and it is the costly kind); the others on
+ * every request from the first such one.
+ */
+function scoreProbes(probes: readonly Probe[], text: string, root: string, evicted: boolean, tallies: Record<ProbeKind, ProbeTally>, pool: Record<ProbeKind, Map<string, Probe>>): void {
+  const flat = normalise(text);
+  const counts = Object.fromEntries(PROBE_KINDS.map((k) => [k, { total: 0, kept: 0 }])) as Record<ProbeKind, { total: number; kept: number }>;
+  for (const probe of probes) {
+    if (probe.kind === 'recall' && !evicted) continue;
+    const c = counts[probe.kind];
+    c.total++;
+    if (kept(probe, text, flat, root)) c.kept++;
+    pool[probe.kind].set(`${probe.row}\u0000${probe.grep}`, probe);
+  }
+  for (const k of PROBE_KINDS) if (k !== 'recall' || evicted) addScore(tallies[k], counts[k].total, counts[k].kept);
+}
+
+/**
+ * Whether transcript_grep finds each probe's source row with one call (a spread sample per
+ * kind): the row's seq among the matches of its grep literal. Rows are matched to seqs by
+ * their key, or in order when the transcript's rows carry none.
+ */
+async function retrievalCheck(client: AlbedoClient, rows: readonly RowIn[], tallies: Record<ProbeKind, ProbeTally>, pool: Record<ProbeKind, Map<string, Probe>>, sample: number): Promise<Record<ProbeKind, ProbeScore>> {
+  const stored: Array<{ seq: number; key: string | null }> = [];
+  for (let after = 0; ; ) {
+    const page = await client.call('transcript.rows', { session: SESSION, after, limit: 500 });
+    for (const r of page.rows) if (r.body.kind !== 'notice' && !(r.body.kind === 'user' && r.body.origin !== 'user')) stored.push({ seq: r.seq, key: r.key });
+    if (page.next_after === null) break;
+    after = page.next_after;
+  }
+  const byKey = new Map(stored.flatMap((r) => (r.key === null ? [] : [[r.key, r.seq] as const])));
+  const seqOf = (i: number): number | undefined => {
+    const key = rows[i]!.key;
+    if (key !== undefined) return byKey.get(key);
+    return stored.length === rows.length ? stored[i]!.seq : undefined;
+  };
+  const out = {} as Record<ProbeKind, ProbeScore>;
+  for (const k of PROBE_KINDS) {
+    const t = { ...tallies[k] };
+    for (const probe of spread([...pool[k].values()], sample)) {
+      const seq = seqOf(probe.row);
+      t.retrieval_checked++;
+      if (seq === undefined || probe.grep === '') continue;
+      const found = await client.call('transcript_grep', { session: SESSION, pattern: probe.grep, limit: MAX_GREP_LIMIT });
+      if (found.matches.some((m) => m.seq === seq)) t.retrievable++;
+    }
+    out[k] = { ...t, kept_share: t.probes === 0 ? 1 : t.kept / t.probes, retrievable_share: t.retrieval_checked === 0 ? 1 : t.retrievable / t.retrieval_checked };
+  }
+  return out;
 }
 
 /** Fills each run's cost relative to the `none` run of the same transcript. */

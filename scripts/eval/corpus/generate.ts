@@ -2,8 +2,10 @@
 // Code, Codex, pi), each long enough to compact several times at the default eval window. The
 // sessions are made up but shaped like real ones (reads of source files, greps, failing and
 // passing test runs with error names, git logs with hashes, edits), so every kind of identifier
-// the retention metric counts occurs in them. Deterministic: `npx tsx scripts/eval/corpus/generate.ts`
-// rewrites the same bytes.
+// the retention metric counts occurs in them. Some requests set a constraint (must, never, ...)
+// and the agent keeps a plan with its own plan tool (Claude Code's TodoWrite, Codex's
+// update_plan; pi has none), so every kind of probe has something to find. Deterministic:
+// `npx tsx scripts/eval/corpus/generate.ts` rewrites the same bytes.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,21 +31,21 @@ const PROJECTS: Project[] = [
     root: '/home/dev/shop',
     modules: ['src/cart/total.ts', 'src/cart/discounts.ts', 'src/checkout/payment.ts', 'src/checkout/address.ts', 'src/api/orders.ts', 'src/db/orderRepository.ts', 'test/cart.test.ts', 'test/checkout.test.ts'],
     errors: ['TypeError: Cannot read properties of undefined (reading \'qty\')', 'AssertionError [ERR_ASSERTION]: 1180 !== 1062', 'ECONNREFUSED 127.0.0.1:5432'],
-    asks: ['The cart total ignores per-item discounts. Fix it in src/cart/total.ts and run the tests.', 'Now make applyCoupon reject expired coupons; COUPON_GRACE_DAYS should be 3.', 'Checkout fails against the staging database with ECONNREFUSED. Find out why.', 'Add an orders endpoint that returns the last 20 orders with their totals.', 'Clean up: run the linter and commit with a good message.'],
+    asks: ['The cart total ignores per-item discounts. Fix it in src/cart/total.ts and run the tests. Never change the exported signature of computeTotal.', 'Now make applyCoupon reject expired coupons; COUPON_GRACE_DAYS should be 3. Old coupon codes must keep working.', 'Checkout fails against the staging database with ECONNREFUSED. Find out why.', 'Add an orders endpoint that returns the last 20 orders with their totals.', 'Clean up: run the linter and commit with a good message.'],
   },
   {
     name: 'ingest',
     root: '/srv/ingest',
     modules: ['ingest/reader.py', 'ingest/parser.py', 'ingest/schema.py', 'ingest/sink/postgres.py', 'ingest/sink/s3.py', 'tests/test_parser.py', 'tests/test_reader.py', 'pyproject.toml'],
     errors: ['KeyError: \'event_ts\'', 'ValueError: invalid literal for int() with base 10: \'N/A\'', 'psycopg.errors.UniqueViolation: duplicate key value violates unique constraint "events_pkey"'],
-    asks: ['The nightly import dies on the 2025-11 files. Reproduce with tests/test_parser.py and fix parse_row.', 'Rows with event_ts missing should go to a dead-letter file, not crash the batch.', 'Postgres sink hits UniqueViolation on re-runs; make write_batch idempotent with ON CONFLICT.', 'Bump the batch size to 5000 and measure the import of fixtures/big.csv.', 'Write a short CHANGELOG entry and commit.'],
+    asks: ['The nightly import dies on the 2025-11 files. Reproduce with tests/test_parser.py and fix parse_row. Do not edit the fixtures, they are generated.', 'Rows with event_ts missing should go to a dead-letter file, not crash the batch. Always log the source file name with the row number.', 'Postgres sink hits UniqueViolation on re-runs; make write_batch idempotent with ON CONFLICT.', 'Bump the batch size to 5000 and measure the import of fixtures/big.csv.', 'Write a short CHANGELOG entry and commit.'],
   },
   {
     name: 'router',
     root: '/Users/sam/code/router',
     modules: ['src/router.rs', 'src/matcher.rs', 'src/params.rs', 'src/middleware/auth.rs', 'src/middleware/log.rs', 'tests/routes.rs', 'benches/match_bench.rs', 'Cargo.toml'],
     errors: ['thread \'routes::nested_params\' panicked at src/params.rs:88:14: index out of bounds: the len is 2 but the index is 2', 'error[E0502]: cannot borrow `self.routes` as mutable because it is also borrowed as immutable', 'error[E0308]: mismatched types'],
-    asks: ['Nested params like /users/:id/posts/:post_id panic. Fix PathParams::parse and add a test.', 'Route matching is slow with 500 routes; look at match_bench and make Matcher use a radix tree.', 'AuthLayer should skip /healthz. Add it and a test.', 'Run clippy and the whole test suite, fix what it finds.', 'Commit everything with a message that explains the radix change.'],
+    asks: ['Nested params like /users/:id/posts/:post_id panic. Fix PathParams::parse and add a test.', 'Route matching is slow with 500 routes; look at match_bench and make Matcher use a radix tree. Keep the public Router API instead of adding a new one.', 'AuthLayer should skip /healthz. Add it and a test.', 'Run clippy and the whole test suite, fix what it finds.', 'Commit everything with a message that explains the radix change.'],
   },
 ];
 
@@ -90,6 +92,9 @@ function session(p: Project, seed: number): Step[] {
   const id = (): string => `${p.name}_call_${String(++call).padStart(4, '0')}`;
   for (const [n, ask] of p.asks.entries()) {
     steps.push({ kind: 'user', text: ask });
+    // The plan: every request so far, the current one in progress.
+    const items = p.asks.map((a, k) => ({ text: a.split('.')[0]!, status: k < n ? 'completed' : k === n ? 'in_progress' : 'pending' }));
+    steps.push({ kind: 'assistant', text: `Updating the plan for step ${n + 1}.`, calls: [{ id: id(), name: 'plan', args: { items }, output: 'Plan updated.' }] });
     const turns = 8 + Math.floor(r.next() * 4);
     for (let t = 0; t < turns; t++) {
       const file = r.pick(p.modules);
@@ -117,6 +122,15 @@ function session(p: Project, seed: number): Step[] {
   return steps;
 }
 
+type Call = (Step & { kind: 'assistant' })['calls'][number];
+type PlanArgs = { items: Array<{ text: string; status: string }> };
+
+/** A call as Claude Code names it: Read, Edit, Bash, Grep, and the plan as TodoWrite. */
+function claudeTool(c: Call): { name: string; input: Record<string, unknown> } {
+  if (c.name === 'plan') return { name: 'TodoWrite', input: { todos: (c.args as PlanArgs).items.map((i) => ({ content: i.text, status: i.status, activeForm: i.text })) } };
+  return { name: c.name[0]!.toUpperCase() + c.name.slice(1), input: c.args };
+}
+
 function claudeCode(p: Project, steps: Step[]): string {
   const lines: unknown[] = [];
   let n = 0;
@@ -135,7 +149,7 @@ function claudeCode(p: Project, steps: Step[]): string {
       continue;
     }
     const mid = `msg_01${String(++msg).padStart(20, '0')}`;
-    const blocks = [{ type: 'text', text: s.text }, ...s.calls.map((c) => ({ type: 'tool_use', id: `toolu_${c.id}`, name: c.name[0]!.toUpperCase() + c.name.slice(1), input: c.args }))];
+    const blocks = [{ type: 'text', text: s.text }, ...s.calls.map((c) => ({ type: 'tool_use', id: `toolu_${c.id}`, ...claudeTool(c) }))];
     for (const b of blocks) lines.push(base('assistant', { requestId: `req_${msg}`, message: { id: mid, type: 'message', role: 'assistant', model: 'claude-sonnet-4-5-20250929', content: [b], stop_reason: null, usage: { input_tokens: 3, output_tokens: 60 } } }));
     for (const c of s.calls) lines.push(base('user', { message: { role: 'user', content: [{ tool_use_id: `toolu_${c.id}`, type: 'tool_result', content: c.output, ...(c.error === true ? { is_error: true } : {}) }] } }));
   }
@@ -156,8 +170,17 @@ function codex(p: Project, steps: Step[]): string {
     }
     lines.push({ timestamp: ts, type: 'response_item', payload: { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: s.text }] } });
     for (const c of s.calls) {
-      const cmd = c.name === 'bash' ? String(c.args.command) : c.name === 'read' ? `sed -n 1,200p ${String(c.args.path)}` : c.name === 'grep' ? `rg -n ${String(c.args.pattern)} ${String(c.args.path)}` : `apply_patch ${String(c.args.path)}`;
-      lines.push({ timestamp: ts, type: 'response_item', payload: { type: 'function_call', name: 'shell', arguments: JSON.stringify({ command: ['bash', '-lc', cmd], workdir: p.root }), call_id: `call_${c.id}` } });
+      if (c.name === 'plan') {
+        const plan = (c.args as PlanArgs).items.map((i) => ({ step: i.text, status: i.status }));
+        lines.push({ timestamp: ts, type: 'response_item', payload: { type: 'function_call', name: 'update_plan', arguments: JSON.stringify({ plan }), call_id: `call_${c.id}` } });
+        continue;
+      }
+      // An edit is a patch, run the way Codex runs it: apply_patch with the patch as its argument.
+      const command =
+        c.name === 'edit'
+          ? ['apply_patch', `*** Begin Patch\n*** Update File: ${String(c.args.path)}\n@@\n-${String(c.args.old_string)}\n+${String(c.args.new_string)}\n*** End Patch\n`]
+          : ['bash', '-lc', c.name === 'bash' ? String(c.args.command) : c.name === 'read' ? `sed -n 1,200p ${String(c.args.path)}` : `rg -n ${String(c.args.pattern)} ${String(c.args.path)}`];
+      lines.push({ timestamp: ts, type: 'response_item', payload: { type: 'function_call', name: 'shell', arguments: JSON.stringify({ command, workdir: p.root }), call_id: `call_${c.id}` } });
     }
     for (const c of s.calls) {
       lines.push({ timestamp: ts, type: 'response_item', payload: { type: 'function_call_output', call_id: `call_${c.id}`, output: JSON.stringify({ output: c.output, metadata: { exit_code: c.error === true ? 1 : 0, duration_seconds: 0.4 } }) } });
@@ -170,6 +193,8 @@ function pi(p: Project, steps: Step[]): string {
   const lines: unknown[] = [{ type: 'session', id: 'b7d0c9e2-41aa-4e55-9a3c-0c2f9e6d1a77', timestamp: '2025-12-09T00:53:29.825Z', cwd: p.root, provider: 'anthropic', modelId: 'claude-opus-4-5', thinkingLevel: 'off' }];
   let t = 1765234000000;
   for (const s of steps) {
+    // pi has no plan tool: its plan steps are left out.
+    if (s.kind === 'assistant' && s.calls.some((c) => c.name === 'plan')) continue;
     t += 1000;
     if (s.kind === 'user') {
       lines.push({ type: 'message', timestamp: new Date(t).toISOString(), message: { role: 'user', content: [{ type: 'text', text: s.text }], timestamp: t } });
