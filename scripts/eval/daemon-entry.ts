@@ -1,4 +1,4 @@
-// The eval's daemon: albedod with the eval-only baselines (none, single-summary) registered
+// The eval's daemon: albedod with the eval-only baselines (none, single-summary, masking) registered
 // before the daemon's modules load (strategies/index.ts addStrategies), then the ordinary entry.
 import { addStrategies } from '../../strategies/index.ts';
 import { BASELINES } from './baselines.ts';
