@@ -152,7 +152,10 @@ function projectMasking(input: StrategyInput): Projection {
   const tailTokens = inputsTokens(tailInputs);
   const room = roomUnderWindow(input.window, input.pinnedTokens + tailTokens);
   const groups = groupUnits(before, (r) => opensUnit(r) || opensExchange(r), tokenCounter(before, input.target));
+  // Skip by the groups' sizes first, then settle on the exact estimate (as `none` does).
   let start = 0;
+  let total = groups.reduce((n, g) => n + g.tokens, 0);
+  while (room !== null && start < groups.length && total > room) total -= groups[start++]!.tokens;
   for (;;) {
     const kept = groups.slice(start).flatMap((g) => g.items);
     const maskedInputs = forModel(kept, input.target);

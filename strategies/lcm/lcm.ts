@@ -177,7 +177,8 @@ function* choose(input: StrategyInput, forced: boolean): Steps<Choice> {
   const cap = nodeCap(input.window.window ?? historyTokens + frontierTokens + input.pinnedTokens, input.pinnedTokens);
   const fixed = input.pinnedTokens + cap;
   let budget = tailBudget(input.window, historyTokens, forced);
-  const room = roomUnderTrigger(input.window, fixed);
+  // The layers' share (the notes at their cap) lands in the request after the compaction too.
+  const room = roomUnderTrigger(input.window, fixed + (input.window.reserved ?? 0));
   if (room !== null) budget = Math.min(budget, Math.max(0, Math.floor(room / 2)));
   const plan = yield* planCutSteps(input, view.located, rows, {
     tokens,
@@ -283,7 +284,8 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   const overWhole = (items: readonly FrontierItem[]) => overWindow(sizeOf(items) + (input.window.reserved ?? 0), input.window);
   const notes: string[] = [];
   let rounds = 0;
-  const wantsRound = () => (drafts.length === 0 && rounds === 0) || isDue(sizeOf(frontier) + c.cap, input.window);
+  // The layers (the notes at their cap) go out beside the frontier: the spare is above them.
+  const wantsRound = () => (drafts.length === 0 && rounds === 0) || isDue(sizeOf(frontier) + (input.window.reserved ?? 0) + c.cap, input.window);
   for (let run = condenseRun(frontier.map((n) => n.depth)); run !== undefined && wantsRound(); run = condenseRun(frontier.map((n) => n.depth))) {
     if (rounds >= MAX_CONDENSE_ROUNDS && !overWhole(frontier)) {
       const frontierTokens = frontier.reduce((t, n) => t + n.tokens, 0);

@@ -141,6 +141,8 @@ describe('lcm over the socket', () => {
     await client.call('session.open', { session });
     for (let i = 0; i < 40; i++) await client.call('transcript.append', { session, rows: turn(i) });
     await prepare(session);
+    // History after lcm's compaction, for rolling to evict beside the nodes it folds.
+    for (let i = 40; i < 50; i++) await client.call('transcript.append', { session, rows: turn(i) });
     const r1 = await client.call('compact', { session, strategy: 'rolling' });
     assert.equal(r1.strategy, 'rolling');
     assert.equal(r1.compacted, true);
@@ -148,7 +150,7 @@ describe('lcm over the socket', () => {
     assert.equal(viaRolling.observation.strategy, 'rolling');
     const rollingCalls = calls.filter((c) => c.purpose === 'rolling');
     assert.ok(rollingCalls.length > 0 && rollingCalls.some((c) => c.prompt.includes('[stored summary from lcm-memory')), 'rolling folded the lcm nodes');
-    for (let i = 40; i < 50; i++) await client.call('transcript.append', { session, rows: turn(i) });
+    for (let i = 50; i < 60; i++) await client.call('transcript.append', { session, rows: turn(i) });
     const lcmBefore = calls.filter((c) => c.purpose === 'lcm').length;
     const r2 = await client.call('command', { session, line: '/compact lcm' });
     assert.equal(r2.command, 'compact');
