@@ -428,8 +428,9 @@ function fittedStanding(ledger: Ledger, budgetTokens: number): string[] {
  * commands, the test runs, paths under the directory they all share. Over
  * the budget the oldest files only read go first; then the oldest commands, down to the newest
  * three; then changed files are shown by directory, the fullest directory first and a level up
- * at a time, so that a changed file is never left out without its directory named; then the
- * remaining commands go. Empty when the ledger holds nothing.
+ * at a time, so that a changed file is never left out without its directory named, down to the
+ * directories below the one all changed files share; then the remaining commands go; then the
+ * collapse goes on. Empty when the ledger holds nothing.
  */
 export function renderLedger(ledger: Ledger, budgetTokens: number): string {
   const changed = ledger.files.filter(isChanged);
@@ -458,15 +459,23 @@ export function renderLedger(ledger: Ledger, budgetTokens: number): string {
     commands = commands.slice(1);
     text = render();
   }
-  while (textTokens(text) > budgetTokens) {
-    const next = collapseOnce(units);
-    if (next === null) break;
-    units = next;
-    text = render();
-  }
+  // Changed files collapse into directories below the one they all share; the last commands go
+  // before a collapse would name only that shared directory, which tells the agent little.
+  const changedRoot = commonDirectory(changed.map((f) => f.path));
+  const belowRoot = (u: Shown | undefined): boolean => u === undefined || 'file' in u || changedRoot === '' || (`${u.dir}/`.startsWith(changedRoot) && `${u.dir}/` !== changedRoot);
+  const collapse = (stopAtRoot: boolean): void => {
+    while (textTokens(text) > budgetTokens) {
+      const next = collapseOnce(units);
+      if (next === null || (stopAtRoot && !belowRoot(next[next.length - 1]))) break;
+      units = next;
+      text = render();
+    }
+  };
+  collapse(true);
   while (textTokens(text) > budgetTokens && commands.length > 0) {
     commands = commands.slice(1);
     text = render();
   }
+  collapse(false);
   return text;
 }

@@ -163,3 +163,20 @@ test('where the work stood: the text before the latest user message, the last wo
   assert.match(tight, /Open plan items/);
   assert.match(tight, /m0\/ \(10 files changed/);
 });
+
+test('the last commands go before the changed files collapse into the one directory they all share', () => {
+  const files = [
+    ...Array.from({ length: 12 }, (_, i) => ({ path: `/repo/app/lib/m${i % 3}/f${i}.ex`, reads: 0, changes: 1, created: false, deleted: false, lastSeq: i + 1 })),
+    ...Array.from({ length: 12 }, (_, i) => ({ path: `/repo/app/test/t${i % 3}/g${i}_test.exs`, reads: 0, changes: 1, created: false, deleted: false, lastSeq: 20 + i })),
+  ];
+  const commands = Array.from({ length: 3 }, (_, i) => ({ command: `mix test test/t${i} --trace --seed ${1000 + i}`, seq: 40 + i, exit: 0, failed: false }));
+  const l: Ledger = { ...emptyLedger(), files, commands, through: 50 };
+  let sawDirs = false;
+  for (let budget = 60; budget <= 400; budget += 5) {
+    const text = renderLedger(l, budget);
+    const atRoot = /Changed: \/repo\/app\/ \(24 files changed/.test(text) || /Changed: [^\n]*\bapp\/ \(24 files/.test(text);
+    if (atRoot) assert.doesNotMatch(text, /Last commands/, `budget ${budget}: commands kept while the files collapsed into their shared directory:\n${text}`);
+    if (/lib\/ \(12 files changed|test\/ \(12 files changed/.test(text)) sawDirs = true;
+  }
+  assert.ok(sawDirs, 'some budget shows the files by directories below the shared one');
+});
