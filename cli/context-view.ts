@@ -152,10 +152,9 @@ export function renderContext(o: Observation, opts: ViewOptions): string {
   lines.push(row(st.bold(pad('total')), `~${n(total)}`, pct(total, o.window), how));
   lines.push('');
 
-  const measured =
-    o.provider_input_tokens === null
-      ? st.dim('not reported yet (usage.report)')
-      : `${n(o.provider_input_tokens)}${o.provider_cached_tokens === null ? '' : ` (${n(o.provider_cached_tokens)} cached, ${((o.provider_cached_tokens * 100) / Math.max(1, o.provider_input_tokens)).toFixed(0)}%)`}`;
+  const measured = o.provider_input_tokens === null
+    ? st.dim('not reported yet (usage.report)')
+    : `${n(o.provider_input_tokens)}${o.provider_cached_tokens === null ? '' : ` (${n(o.provider_cached_tokens)} cached, ${((o.provider_cached_tokens * 100) / Math.max(1, o.provider_input_tokens)).toFixed(0)}%)`}`;
   lines.push(`estimate ~${n(o.estimated_input_tokens)} · provider measured ${measured}${o.prepared_id === null ? '' : st.dim(` · request ${o.prepared_id}`)}`);
   const due = o.due ? st.yellow('due') : 'not due';
   lines.push(`compaction ${due}${o.compacted ? ' · compacted for this request' : ''} · head #${o.head}`);

@@ -15,7 +15,7 @@ const HINTS: Record<string, string> = {
   unknown_strategy: 'list the strategies with: albedo extensions',
   unknown_extension: 'list the extensions with: albedo extensions',
   unknown_command: 'the slash commands are /compact, /context, /extensions and /reload',
-  invalid_params: 'see the verb\'s --help',
+  invalid_params: "see the verb's --help",
   busy: 'the daemon is at its limit of requests in flight; try again shortly',
   shutting_down: 'the daemon is stopping; start it again with: albedod',
   summarizer_failed: 'see albedo context <session> and the daemon log ($ALBEDO_HOME/albedod.log)',
@@ -49,7 +49,7 @@ export class DaemonLink {
           'start it with: albedod (in a checkout: npm start); set ALBEDO_HOME or ALBEDO_SOCKET if it runs elsewhere',
         );
       }
-      if (code === 'EACCES') throw new CliError(`permission denied on ${this.socket}`, undefined, 'the socket belongs to another user; run albedo as the daemon\'s user');
+      if (code === 'EACCES') throw new CliError(`permission denied on ${this.socket}`, undefined, "the socket belongs to another user; run albedo as the daemon's user");
       throw new CliError(`cannot reach albedod at ${this.socket}: ${errorText(err)}`);
     }
     return this.client;

@@ -54,13 +54,11 @@ Slash forms work as agent UIs type them: albedo --session S /compact [strategy] 
 /context, /extensions [enable X…|disable Y…], /reload.`,
     );
 
-  const run =
-    <A extends unknown[]>(action: Action<A>) =>
-    (...args: unknown[]): Promise<void> => {
-      const p = perform(action, args);
-      started.push(p);
-      return p;
-    };
+  const run = <A extends unknown[]>(action: Action<A>) => (...args: unknown[]): Promise<void> => {
+    const p = perform(action, args);
+    started.push(p);
+    return p;
+  };
   const perform = async <A extends unknown[]>(action: Action<A>, args: unknown[]): Promise<void> => {
     // commander passes the positional arguments, then the verb's options, then the command.
     const command = args[args.length - 1] as Command;

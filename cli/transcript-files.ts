@@ -52,8 +52,7 @@ async function toRowIn(row: StoredRow, images: ImageSource): Promise<RowIn | nul
   const b = row.body;
   // Rows appended without a key get one from their seq, so a re-import is idempotent too.
   const key = row.key ?? `seq:${row.seq}`;
-  const content = async <P extends { type: string }>(parts: readonly P[]) =>
-    Promise.all(parts.map(async (p) => (p.type === 'image' ? images.part(p as unknown as StoredImage) : p)));
+  const content = async <P extends { type: string }>(parts: readonly P[]) => Promise.all(parts.map(async (p) => (p.type === 'image' ? images.part(p as unknown as StoredImage) : p)));
   switch (b.kind) {
     case 'notice':
       return null;

@@ -173,7 +173,7 @@ export async function tellCapabilities(d: { db: Db; kernels: SessionKernels; log
           },
           'all',
         )
-        .catch((err: unknown) => d.log.error({ err, session, method: 'reload' }, 'could not tell the session of its changed capabilities')),
+        .catch((err: unknown) => d.log.error({ err, session, method: 'reload' }, 'could not tell the session of its changed capabilities'))
     ),
   );
   return told;

@@ -349,8 +349,7 @@ export class Daemon implements DaemonServices {
         this.log.warn({ conn: conn.id, method, code: error.data?.code ?? error.code }, `notification failed: ${error.message}`);
       },
       onInternalError: (err, method) => this.log.error({ err, conn: conn.id, method }, 'connection error'),
-      onSlowReader: (queuedBytes) =>
-        this.log.warn({ conn: conn.id, queued_bytes: queuedBytes }, 'closed a connection that stopped reading its replies'),
+      onSlowReader: (queuedBytes) => this.log.warn({ conn: conn.id, queued_bytes: queuedBytes }, 'closed a connection that stopped reading its replies'),
       onClose: () => {
         this.connections.delete(conn);
         this.summarizeRoutes.forgetConnection(conn);

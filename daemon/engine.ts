@@ -35,7 +35,7 @@ const RESOLUTIONS_KEPT = 64;
 export function resolveExtensions(db: Db, config: ConfigSnapshot, sid: number | undefined): Resolution {
   const stored = sid === undefined ? [] : sessionChoices(db, sid);
   let made = resolutions.get(config.extensions);
-  if (made === undefined) resolutions.set(config.extensions, (made = new Map<string, Resolution>()));
+  if (made === undefined) resolutions.set(config.extensions, made = new Map<string, Resolution>());
   const key = JSON.stringify(stored);
   let r = made.get(key);
   if (r === undefined) {
@@ -145,10 +145,9 @@ export function engineSetup(args: {
   const strategy = resolution.strategy === null ? null : (STRATEGIES[resolution.strategy] ?? null);
   const conn = args.conn;
   const peer = conn?.peer;
-  const clientCall =
-    conn?.canSummarize === true && peer !== undefined
-      ? (params: Record<string, unknown>, signal?: AbortSignal) => peer.request('summarize', params, { signal })
-      : undefined;
+  const clientCall = conn?.canSummarize === true && peer !== undefined
+    ? (params: Record<string, unknown>, signal?: AbortSignal) => peer.request('summarize', params, { signal })
+    : undefined;
   const summarizerConfig = args.config.extensions.summarizer ?? SummarizerConfig.parse({});
   return {
     strategy,

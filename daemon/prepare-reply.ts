@@ -92,7 +92,7 @@ const imageKeys = new WeakMap<object, string>();
 /** An image part with its bytes (inlinePart), kept while its payload was there to inline. */
 function inlinedImageJson(part: Extract<OutPart, { type: 'image' }>, bytesOf: ImageBytes): Buffer {
   let key = imageKeys.get(part);
-  if (key === undefined) imageKeys.set(part, (key = partJson(part).toString()));
+  if (key === undefined) imageKeys.set(part, key = partJson(part).toString());
   const kept = inlinedImages.find(key);
   if (kept !== undefined) return kept;
   const inlined = inlinePart(part, bytesOf);

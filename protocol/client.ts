@@ -4,15 +4,7 @@
 import net from 'node:net';
 import type { z } from 'zod';
 import { AlbedoError, RpcCode, rpcError } from './errors.ts';
-import {
-  MAX_ROWS_LIMIT,
-  methods,
-  PROTOCOL_VERSION,
-  reverseMethods,
-  type MethodName,
-  type ParamsIn,
-  type Result,
-} from './methods.ts';
+import { MAX_ROWS_LIMIT, methods, PROTOCOL_VERSION, reverseMethods, type MethodName, type ParamsIn, type Result } from './methods.ts';
 import { RpcPeer } from './rpc-peer.ts';
 import type { StoredRow } from './rows.ts';
 

@@ -10,18 +10,7 @@
 //
 // Nothing here recurses: open containers are kept on explicit stacks, so no nesting depth can
 // overflow the call stack (JSON.parse, which parses the runs, bounds its own depth).
-import {
-  BACKSLASH,
-  CLOSE_BRACE,
-  CLOSE_BRACKET,
-  COLON,
-  COMMA,
-  isSpace,
-  OPEN_BRACE,
-  OPEN_BRACKET,
-  QUOTE,
-  topLevelMemberTokens,
-} from './json-tokens.ts';
+import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, isSpace, OPEN_BRACE, OPEN_BRACKET, QUOTE, topLevelMemberTokens } from './json-tokens.ts';
 
 /**
  * Lines up to this many bytes are decoded whole. UTF-8 of n bytes decodes to at most n UTF-16
@@ -267,7 +256,7 @@ function build(sc: Scan, start: number, end: number, sb: number, bb: number, nam
       } else {
         // Object.assign sets, so a `__proto__` member is copied by define.
         if (members === undefined) members = value;
-        else if (Object.hasOwn(value, '__proto__')) for (const key of Object.keys(value)) define(key, value[key]);
+        else if (Object.hasOwn(value, '__proto__')) { for (const key of Object.keys(value)) define(key, value[key]); }
         else Object.assign(members, value);
         if (name !== undefined && Object.hasOwn(value, name)) token = topLevelMemberTokens(wrapped, name)[0];
       }

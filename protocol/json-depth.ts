@@ -52,7 +52,12 @@ function nestsWithin(value: Container, limit: number): boolean {
  */
 export function tooDeepPath(value: unknown, limit: number = MAX_JSON_DEPTH): Array<string | number> | null {
   if (!isContainer(value) || nestsWithin(value, limit)) return null;
-  interface Frame { value: Container; depth: number; key: string | number; parent: Frame | null }
+  interface Frame {
+    value: Container;
+    depth: number;
+    key: string | number;
+    parent: Frame | null;
+  }
   const stack: Frame[] = [{ value, depth: 1, key: '', parent: null }];
   for (let frame = stack.pop(); frame !== undefined; frame = stack.pop()) {
     if (frame.depth > limit) {

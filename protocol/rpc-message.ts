@@ -129,10 +129,10 @@ export function invalidUtf8Answer(m: Msg, id: Id | null, marker: string): Invali
   const inParams = bad.path[0] === 'params' && bad.path.length > 1;
   const wire: WireError = inParams
     ? {
-        code: RpcCode.InvalidParams,
-        message: `invalid params${method === undefined ? '' : ` for ${method}`}: ${what}`,
-        data: { code: 'invalid_params', ...(method === undefined ? {} : { method }), issues: [{ path: bad.path.slice(1).map(String), message: 'not valid UTF-8', code: 'invalid_utf8' }] },
-      }
+      code: RpcCode.InvalidParams,
+      message: `invalid params${method === undefined ? '' : ` for ${method}`}: ${what}`,
+      data: { code: 'invalid_params', ...(method === undefined ? {} : { method }), issues: [{ path: bad.path.slice(1).map(String), message: 'not valid UTF-8', code: 'invalid_utf8' }] },
+    }
     : { code: RpcCode.InvalidRequest, message: what, data: { code: 'invalid_request', path: bad.path.map(String) } };
   if (id !== null) return { reply: errorLine(id, wire) };
   if (!('id' in m)) return { report: wire, method: method ?? '?' };

@@ -466,12 +466,11 @@ export class RpcPeer {
 
   private onResponse(id: Id | null, m: Msg): void {
     const error = m.error;
-    const remote =
-      'error' in m
-        ? isObject(error) && typeof error.code === 'number' && typeof error.message === 'string'
-          ? new RpcRemoteError(error.code, error.message, error.data)
-          : new RpcRemoteError(RpcCode.InternalError, 'malformed error response', error)
-        : undefined;
+    const remote = 'error' in m
+      ? isObject(error) && typeof error.code === 'number' && typeof error.message === 'string'
+        ? new RpcRemoteError(error.code, error.message, error.data)
+        : new RpcRemoteError(RpcCode.InternalError, 'malformed error response', error)
+      : undefined;
     if (id === null) {
       if (remote?.code === DomainCode.message_too_large) this.remoteFailure = remote;
       return;

@@ -6,7 +6,7 @@ let cached: string | undefined;
 
 export function packageVersion(): string {
   if (cached !== undefined) return cached;
-  for (let dir = new URL('./', import.meta.url); ; dir = new URL('../', dir)) {
+  for (let dir = new URL('./', import.meta.url);; dir = new URL('../', dir)) {
     const file = new URL('package.json', dir);
     if (fs.existsSync(file)) {
       const pkg = JSON.parse(fs.readFileSync(file, 'utf8')) as { name?: string; version?: string };

@@ -97,7 +97,7 @@ export function layout(text: string, geometry: Geometry, options: LayoutOptions 
   const rowStarts: number[] = [];
   const marks: FrameMark[] = [];
   let n = 0;
-  for (let i = 0; i < norm.length; ) {
+  for (let i = 0; i < norm.length;) {
     const cp = norm.codePointAt(i)!;
     let len = cp > 0xffff ? 2 : 1;
     let glyph: number;

@@ -112,8 +112,7 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   // The prepare baseline stays open for the whole run: every size is timed against it in
   // alternating blocks, so the ratio compares the two at the same moment.
   // This section times no writes, so its own databases are built without an fsync per commit.
-  const lcmTools = (large: Dataset, largeDataset: 'size' | 'own'): Promise<LcmResult> =>
-    withDataset(root, args.lcm.smallRows, corpus, (small) => benchLcm(small, large, { nodes: args.lcm.nodes, largeDataset }, log), 'NORMAL');
+  const lcmTools = (large: Dataset, largeDataset: 'size' | 'own'): Promise<LcmResult> => withDataset(root, args.lcm.smallRows, corpus, (small) => benchLcm(small, large, { nodes: args.lcm.nodes, largeDataset }, log), 'NORMAL');
 
   let baseline: PrepareSession | undefined;
   const socketPrepares: SocketPrepareResult[] = [];
@@ -143,7 +142,7 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
           // The lcm tools reuse this size's dataset (and the index grep just filled) when it is
           // theirs, before prepare appends its closing turn; the tree is removed afterwards.
           if (args.only.has('lcm') && size === args.lcm.rows) {
-            log('lcm tools, on this size\'s dataset ...');
+            log("lcm tools, on this size's dataset ...");
             results.lcm = await lcmTools(ds, 'size');
             clearTree(ds);
           }

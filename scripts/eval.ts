@@ -48,7 +48,12 @@ function parseArgs(argv: readonly string[]): Args {
   }
   if (!Number.isInteger(a.window) || a.window < 1000) throw new Error(`--window needs an integer of at least 1000\n${USAGE}`);
   if (s.provider !== undefined && s.provider !== 'extractive' && s.provider !== 'openai') throw new Error(`--summarizer is extractive or openai\n${USAGE}`);
-  const summarizer = { provider: s.provider ?? 'extractive', ...(s.baseUrl === undefined ? {} : { baseUrl: s.baseUrl }), ...(s.model === undefined ? {} : { model: s.model }), ...(s.apiKeyEnv === undefined ? {} : { apiKeyEnv: s.apiKeyEnv }) };
+  const summarizer = {
+    provider: s.provider ?? 'extractive',
+    ...(s.baseUrl === undefined ? {} : { baseUrl: s.baseUrl }),
+    ...(s.model === undefined ? {} : { model: s.model }),
+    ...(s.apiKeyEnv === undefined ? {} : { apiKeyEnv: s.apiKeyEnv }),
+  };
   // Checked here with the daemon's own schema, so a bad URL fails before any daemon starts.
   const checked = SummarizerConfig.safeParse(summarizer);
   if (!checked.success) throw new Error(`bad summarizer flags: ${checked.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}\n${USAGE}`);

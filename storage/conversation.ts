@@ -182,7 +182,7 @@ export function loadSources(db: Db, refs: readonly SourceRef[]): StoredRow[] {
       });
     }
     let row = decoded.get(ref.seq);
-    if (row === undefined) decoded.set(ref.seq, (row = decodeRow(raw)));
+    if (row === undefined) decoded.set(ref.seq, row = decodeRow(raw));
     return row;
   });
 }

@@ -213,7 +213,7 @@ export function perDb<T>(make: (db: Db) => T): (db: Db) => T {
   const cache = new WeakMap<Db, T>();
   return (db) => {
     let s = cache.get(db);
-    if (s === undefined) cache.set(db, (s = make(db)));
+    if (s === undefined) cache.set(db, s = make(db));
     return s;
   };
 }

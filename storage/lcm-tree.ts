@@ -201,8 +201,7 @@ export function indexWaitingSummaries(db: Db, sid: number | null, maxChars: numb
         indexed++;
       }
       return indexed;
-    })(),
-  );
+    })());
 }
 
 /**

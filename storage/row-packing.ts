@@ -48,27 +48,28 @@ const stmts = perDb(prepare);
  */
 export function packPending(db: Db, maxRows: number = DEFAULT_PACK_BATCH_ROWS, maxBytes = Infinity): number {
   const st = stmts(db);
-  return withoutFsync(db, () => db.transaction(() => {
-    const from = st.cursor.get() ?? 0;
-    const seqs = st.next.all(from, maxRows);
-    if (seqs.length === 0) return 0;
-    let through = seqs[seqs.length - 1]!;
-    let bytes = 0;
-    for (const c of st.candidates.all(from, through, PACK_MIN_CHARS)) {
-      if (bytes > 0 && bytes + c.bytes > maxBytes) {
-        through = c.seq - 1;
-        break;
+  return withoutFsync(db, () =>
+    db.transaction(() => {
+      const from = st.cursor.get() ?? 0;
+      const seqs = st.next.all(from, maxRows);
+      if (seqs.length === 0) return 0;
+      let through = seqs[seqs.length - 1]!;
+      let bytes = 0;
+      for (const c of st.candidates.all(from, through, PACK_MIN_CHARS)) {
+        if (bytes > 0 && bytes + c.bytes > maxBytes) {
+          through = c.seq - 1;
+          break;
+        }
+        const stored = packBody(st.body.get(c.seq)!);
+        // A body that would not shrink enough stays as it is (packBody's rule).
+        if (stored.packed !== null) st.pack.run(stored.packed, c.seq);
+        bytes += c.bytes;
       }
-      const stored = packBody(st.body.get(c.seq)!);
-      // A body that would not shrink enough stays as it is (packBody's rule).
-      if (stored.packed !== null) st.pack.run(stored.packed, c.seq);
-      bytes += c.bytes;
-    }
-    st.advance.run(through);
-    let looked = 0;
-    while (looked < seqs.length && seqs[looked]! <= through) looked++;
-    return looked;
-  })());
+      st.advance.run(through);
+      let looked = 0;
+      while (looked < seqs.length && seqs[looked]! <= through) looked++;
+      return looked;
+    })());
 }
 
 /** Packs everything pending at once: what idle time does over many units (tools, benchmarks, tests). Returns rows looked at. */

@@ -49,26 +49,27 @@ export function indexedThrough(db: Db): number {
  */
 export function indexPending(db: Db, maxRows: number = DEFAULT_INDEX_BATCH_ROWS, maxChars = Infinity): number {
   const st = stmts(db);
-  return withoutFsync(db, () => db.transaction(() => {
-    const from = st.cursor.get() ?? 0;
-    const end = st.batchEnd.get(from, maxRows);
-    if (end === null || end === undefined) return 0;
-    // Folded here once per row for both tables (the schema triggers fold through SQL functions).
-    let indexed = 0;
-    let chars = 0;
-    let last = from;
-    for (const r of st.pending.all(from, end)) {
-      if (indexed > 0 && chars + r.text.length > maxChars) break;
-      const folded = fold(r.text);
-      st.index.run(r.seq, folded, r.sid);
-      st.row.run(r.seq, r.sid, lastTwoChars(folded), distinctChars(folded));
-      indexed++;
-      chars += r.text.length;
-      last = r.seq;
-    }
-    st.advance.run(indexed === 0 ? end : last);
-    return indexed;
-  })());
+  return withoutFsync(db, () =>
+    db.transaction(() => {
+      const from = st.cursor.get() ?? 0;
+      const end = st.batchEnd.get(from, maxRows);
+      if (end === null || end === undefined) return 0;
+      // Folded here once per row for both tables (the schema triggers fold through SQL functions).
+      let indexed = 0;
+      let chars = 0;
+      let last = from;
+      for (const r of st.pending.all(from, end)) {
+        if (indexed > 0 && chars + r.text.length > maxChars) break;
+        const folded = fold(r.text);
+        st.index.run(r.seq, folded, r.sid);
+        st.row.run(r.seq, r.sid, lastTwoChars(folded), distinctChars(folded));
+        indexed++;
+        chars += r.text.length;
+        last = r.seq;
+      }
+      st.advance.run(indexed === 0 ? end : last);
+      return indexed;
+    })());
 }
 
 /**

@@ -56,7 +56,6 @@ const PREVIEW_CHARS = 160;
 /** How much of the preview comes before the match. */
 const PREVIEW_LEAD = 60;
 
-
 /** A row to match: `id` is its seq. */
 interface Candidate {
   id: number;
@@ -79,7 +78,6 @@ function prepare(db: Db) {
 }
 
 const stmts = perDb(prepare);
-
 
 /**
  * An index query over transcript rows: rows with from <= seq <= to (all indexed) whose folded text
@@ -341,8 +339,7 @@ export async function grep(
   let sids: Set<number> | null = params.workspace === undefined ? null : new Set(st.workspaceSids.all(params.workspace));
   if (scope !== null) sids = sids === null || sids.has(scope.sid) ? new Set([scope.sid]) : new Set();
   const range = opts.range ?? { from: 1, to: Number.MAX_SAFE_INTEGER };
-  const accept = (seq: number, sid: number): boolean =>
-    (sids === null || sids.has(sid)) && seq >= range.from && seq <= range.to;
+  const accept = (seq: number, sid: number): boolean => (sids === null || sids.has(sid)) && seq >= range.from && seq <= range.to;
   const matches = new MatchPage(params.pattern, params.offset, params.limit, accept);
 
   if ((sids === null || sids.size > 0) && range.from <= range.to) {
@@ -355,10 +352,9 @@ export async function grep(
     }
     for (;;) {
       await yieldNow();
-      const rows =
-        scope === null
-          ? st.globalPage.all(after, range.to, GREP_BATCH_ROWS)
-          : st.sessionPage.all(scope.sid, after, range.to, GREP_BATCH_ROWS);
+      const rows = scope === null
+        ? st.globalPage.all(after, range.to, GREP_BATCH_ROWS)
+        : st.sessionPage.all(scope.sid, after, range.to, GREP_BATCH_ROWS);
       await matches.scan(rows, slice);
       if (rows.length < GREP_BATCH_ROWS) break;
       after = rows[rows.length - 1]!.id;
@@ -370,7 +366,7 @@ export async function grep(
   const names = new Map<number, string>();
   const nameOf = (sid: number): string => {
     let name = names.get(sid);
-    if (name === undefined) names.set(sid, (name = st.nameOf.get(sid) ?? ''));
+    if (name === undefined) names.set(sid, name = st.nameOf.get(sid) ?? '');
     return name;
   };
   const page = found.map((m) => ({ session: nameOf(m.sid), seq: m.id, preview: m.preview }));

@@ -89,7 +89,6 @@ function prepare(db: Db) {
 
 const stmts = perDb(prepare);
 
-
 function corrupt(seq: number, what: string): Error {
   return new Error(`transcript row ${seq} is corrupt: ${what}`);
 }
@@ -135,7 +134,6 @@ function* chunks(piece: string): Generator<string> {
   }
   yield from === 0 ? piece : piece.slice(from);
 }
-
 
 /**
  * Collects graphemes [offset, offset + limit) of a rendering fed to it in pieces, plus one

@@ -300,7 +300,7 @@ async function prepareImages(db: Db, rows: readonly RowIn[], maxBytes: number): 
   const pending = parts.map((p) => {
     const id = 'hash' in p ? p.hash : `${p.media_type};${p.data}`;
     let job = byContent.get(id);
-    if (job === undefined) byContent.set(id, (job = prepareImage(p, { maxBytes }, db)));
+    if (job === undefined) byContent.set(id, job = prepareImage(p, { maxBytes }, db));
     return job;
   });
   const settled = await Promise.allSettled(pending);
@@ -413,7 +413,7 @@ class CallBook {
     const ids = new Set<string>();
     for (const r of rows) {
       if (r.kind === 'tool_result') ids.add(r.call_id);
-      else if (r.kind === 'assistant') for (const p of r.content) if (p.type === 'tool_call') ids.add(p.id);
+      else if (r.kind === 'assistant') { for (const p of r.content) if (p.type === 'tool_call') ids.add(p.id); }
     }
     if (ids.size === 0) return;
     for (const c of st.openCalls.all(sid, JSON.stringify([...ids]))) this.stored.set(c.call_id, c.seq);
@@ -584,13 +584,19 @@ function writeRow(
   index: number,
 ): { seq: number; callSeq: number | undefined } {
   const { db, st, sid, session } = cx;
-  const seq = insertRow(st, sid, {
-    kind: body.kind,
-    row_class: rowClassOf(body),
-    key,
-    call_id: body.kind === 'tool_result' ? body.call_id : null,
-    created_at: cx.now,
-  }, stored, body);
+  const seq = insertRow(
+    st,
+    sid,
+    {
+      kind: body.kind,
+      row_class: rowClassOf(body),
+      key,
+      call_id: body.kind === 'tool_result' ? body.call_id : null,
+      created_at: cx.now,
+    },
+    stored,
+    body,
+  );
 
   if (body.kind === 'assistant') {
     for (const p of body.content) {
@@ -720,13 +726,19 @@ export function appendNotice(db: Db, sid: number, notice: Notice, opts: { key?: 
         throw new AlbedoError('key_conflict', `key "${key}" is already stored with another notice`, { key, seq: hit.seq });
       }
     }
-    const seq = insertRow(st, sid, {
-      kind: 'notice',
-      row_class: rowClassOf(body),
-      key,
-      call_id: null,
-      created_at: (opts.now ?? Date.now)(),
-    }, packBody(json), body);
+    const seq = insertRow(
+      st,
+      sid,
+      {
+        kind: 'notice',
+        row_class: rowClassOf(body),
+        key,
+        call_id: null,
+        created_at: (opts.now ?? Date.now)(),
+      },
+      packBody(json),
+      body,
+    );
     if (notice.notice === 'image_fit') {
       if (!hasPayload(db, notice.to.hash)) {
         throw new AlbedoError('unknown_payload', `unknown payload ${notice.to.hash}`, { hash: notice.to.hash });

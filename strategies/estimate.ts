@@ -99,4 +99,3 @@ export function pinnedTokens(system: string, tools: readonly ToolSpec[]): number
   for (const t of tools) n += textTokens(t.name) + textTokens(t.description) + textTokens(JSON.stringify(t.input_schema));
   return n;
 }
-

@@ -84,12 +84,11 @@ export function imageLimits(args: { upstream?: Upstream | undefined; provider?: 
     if (ours !== undefined && provider !== undefined) return { value: ours, source: provider };
     return { value: fallback, source: 'the safe defaults' };
   };
-  const pixels =
-    up?.max_image_pixels !== undefined
-      ? { value: up.max_image_pixels, source: 'the upstream' }
-      : table?.pixels !== undefined && provider !== undefined
-        ? { value: table.pixels, source: provider }
-        : null;
+  const pixels = up?.max_image_pixels !== undefined
+    ? { value: up.max_image_pixels, source: 'the upstream' }
+    : table?.pixels !== undefined && provider !== undefined
+    ? { value: table.pixels, source: provider }
+    : null;
   return {
     edgePx: pick(up?.max_image_accepted_edge_px, table?.edgePx, SAFE_IMAGE_LIMITS.edgePx),
     pixels,

@@ -155,7 +155,9 @@ function frame(setup: EngineSetup, args: PrepareArgs, prompt = setup.pinnedPromp
   const systemSection: Section = {
     name: 'system',
     // A proxied agent's own prompt stands where the instructions would (the daemon composes none).
-    source: `${own > 0 && instructions === '' ? `the agent's own system prompt (~${own} tokens)` : `instructions${instructions === args.instructions ? '' : ' from before the last restart'} (~${textTokens(instructions) + own} tokens)`}${context === '' ? '' : context === setup.extensionContext ? ' + extension context' : ' + the extension context from before the last reload'} + ${tools.length} tool schema(s)`,
+    source: `${own > 0 && instructions === '' ? `the agent's own system prompt (~${own} tokens)` : `instructions${instructions === args.instructions ? '' : ' from before the last restart'} (~${textTokens(instructions) + own} tokens)`}${
+      context === '' ? '' : context === setup.extensionContext ? ' + extension context' : ' + the extension context from before the last reload'
+    } + ${tools.length} tool schema(s)`,
     estimated_tokens: pinned,
   };
   return { input, system, tools, systemSection, problems: validateWindow(window, pinned), instructions, context };
@@ -357,7 +359,9 @@ function deferral(pace: Pace, p: Projection, input: StrategyInput): string | nul
  */
 function layersHold(setup: EngineSetup, p: Projection, sent: Projection, input: StrategyInput): string {
   const names = setup.layers.map((l) => l.name).join(', ');
-  return `automatic compaction waits one turn: the request reaches the trigger only with ${names} (~${sent.estimate - p.estimate} tokens), which the ${setup.strategy?.name ?? 'strategy'} trigger does not count (its own request is ~${calibrated(p.estimate, input.window)} tokens); the next request at the trigger compacts`;
+  return `automatic compaction waits one turn: the request reaches the trigger only with ${names} (~${sent.estimate - p.estimate} tokens), which the ${setup.strategy?.name ?? 'strategy'} trigger does not count (its own request is ~${
+    calibrated(p.estimate, input.window)
+  } tokens); the next request at the trigger compacts`;
 }
 
 const OVERDUE = 'compaction ran because the previous request had also gone out at the trigger (counted with what the layers add)';
@@ -410,7 +414,16 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     observePace(pace, first.estimate, false);
     const failure = first.due && latched ? `automatic compaction is paused after ${LATCH_LIMIT} consecutive failures; run /compact to retry` : deferred === null ? null : pace.reason;
     const notes = waits === null ? [] : [waits];
-    const prepared: Prepared = { system: f.system, tools: f.tools, inputs: sent.inputs, compacted: false, reason: null, observation: observe(setup, f, sent, { compacted: false, failure, db: args.db, notes }), extensionContext: f.context, instructions: f.instructions };
+    const prepared: Prepared = {
+      system: f.system,
+      tools: f.tools,
+      inputs: sent.inputs,
+      compacted: false,
+      reason: null,
+      observation: observe(setup, f, sent, { compacted: false, failure, db: args.db, notes }),
+      extensionContext: f.context,
+      instructions: f.instructions,
+    };
     return { first, pace, sent: prepared, overdue: false };
   };
   // The usual request has nothing to warm: the frame, the warm check and the decision then share

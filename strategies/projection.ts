@@ -155,7 +155,7 @@ function capText(text: string, capTokens: number, session: string, seq: number):
   const tailBytes = room > 0 ? room - headBytes : 0;
 
   let head = 0;
-  for (let used = 0; head < text.length; ) {
+  for (let used = 0; head < text.length;) {
     const bytes = codePointAt(text, head);
     if (used + bytes > headBytes) break;
     used += bytes;
@@ -167,7 +167,7 @@ function capText(text: string, capTokens: number, session: string, seq: number):
   }
 
   let tail = text.length;
-  for (let used = 0; tail > head; ) {
+  for (let used = 0; tail > head;) {
     const bytes = codePointBefore(text, tail);
     if (used + bytes > tailBytes) break;
     used += bytes;
@@ -400,7 +400,7 @@ export function* tokenCounterSteps(rows: readonly StoredRow[], target: Projectio
   let calls = 0;
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i]!;
-    sizeInto(memo, row, target, (calls = callsBefore(row, calls)), inputs);
+    sizeInto(memo, row, target, calls = callsBefore(row, calls), inputs);
     if (i % ROWS_PER_STEP === ROWS_PER_STEP - 1) yield;
   }
   return (row) => memo.get(row) ?? rowTokens(row, target);
@@ -431,7 +431,7 @@ export async function tokenCounterYielding(rows: readonly StoredRow[], target: P
   let calls = 0;
   const slice = timeSlicer();
   for (const row of rows) {
-    sizeInto(memo, row, target, (calls = callsBefore(row, calls)), inputs);
+    sizeInto(memo, row, target, calls = callsBefore(row, calls), inputs);
     await slice();
   }
 }

@@ -143,7 +143,6 @@ export function importClaudeCode(text: string): ImportedTranscript {
 /** Whether parsed JSONL records look like a Claude Code session. */
 export function looksLikeClaudeCode(recs: readonly Json[]): boolean {
   return recs.some(
-    (r) =>
-      (r.type === 'user' || r.type === 'assistant') && isObject(r.message) && ('uuid' in r || 'sessionId' in r),
+    (r) => (r.type === 'user' || r.type === 'assistant') && isObject(r.message) && ('uuid' in r || 'sessionId' in r),
   ) || recs.some((r) => r.type === 'file-history-snapshot' || r.type === 'queue-operation' || (r.type === 'summary' && 'leafUuid' in r));
 }

@@ -8,9 +8,9 @@ import { FORMATS, ImportError, isObject, type ImportedTranscript, type ImportFor
 import { importPi, looksLikePi } from './pi.ts';
 import { importSweAgent, looksLikeSweAgent } from './swe-agent.ts';
 
-export { FORMATS, ImportError, rowCounts, type ImportedTranscript, type ImportFormat } from './common.ts';
 export { importClaudeCode } from './claude-code.ts';
 export { importCodex } from './codex.ts';
+export { FORMATS, ImportError, rowCounts, type ImportedTranscript, type ImportFormat } from './common.ts';
 export { importPi } from './pi.ts';
 export { importSweAgent } from './swe-agent.ts';
 

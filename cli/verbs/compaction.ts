@@ -18,7 +18,7 @@ function compactReport(out: Output, r: Result<'compact'>): Report {
     const p = r.plan;
     const range = p.evict_from_seq === null ? 'nothing' : `rows #${p.evict_from_seq}-#${p.evict_to_seq} (${n(p.evict_rows)} rows)`;
     head = `${st.bold('dry run')}: would evict ${range}, keep ${n(p.tail_rows)} tail rows · ~${n(p.estimated_tokens_before)} -> ~${n(p.estimated_tokens_after)} tokens`;
-  } else if (r.compacted) head = st.green(`compacted with ${r.strategy ?? 'the session\'s strategy'}`);
+  } else if (r.compacted) head = st.green(`compacted with ${r.strategy ?? "the session's strategy"}`);
   else head = st.yellow(`not compacted: ${r.reason ?? 'nothing to do'}`);
   // A compaction that did nothing is a refusal for scripts; a dry run is not.
   return { json: r, text: `${head}\n\n${inspector(out, r.observation)}`, exitCode: r.compacted || r.plan !== null ? EXIT_OK : EXIT_REFUSED };
@@ -86,7 +86,7 @@ const SLASH = {
 export const compactionVerbs: VerbModule = (program, run) => {
   program
     .command('context')
-    .description('inspect the session\'s prepared request: the window by section, the estimate beside the provider\'s count, the last compaction, failures')
+    .description("inspect the session's prepared request: the window by section, the estimate beside the provider's count, the last compaction, failures")
     .argument('[session]', 'the session (default --session or ALBEDO_SESSION)')
     .action(
       run(async (ctx, given: string | undefined) => {

@@ -37,7 +37,9 @@ export const frameVerbs: VerbModule = (program, run) => {
           files.push(file);
         }
         const st = ctx.out.style;
-        const lines = r.frames.length === 0 ? [st.dim(`no frames for ${session} (${r.model ?? 'no model yet'}): nothing archived, or the model reads no images`)] : r.frames.map((f, i) => `${files[i]}  ${st.dim(`${f.width}x${f.height}`)}  ${f.caption}`);
+        const lines = r.frames.length === 0
+          ? [st.dim(`no frames for ${session} (${r.model ?? 'no model yet'}): nothing archived, or the model reads no images`)]
+          : r.frames.map((f, i) => `${files[i]}  ${st.dim(`${f.width}x${f.height}`)}  ${f.caption}`);
         return { json: { ...r, files }, text: lines.join('\n') };
       }),
     );

@@ -36,14 +36,16 @@ export const lcmVerbs: VerbModule = (program, run) => {
     .action(
       run(async (ctx, node: number, given: string | undefined) => {
         const r = await ctx.link.call('lcm_describe', { session: ctx.session(given), node });
-        const head = `node ${r.node} · rows #${r.first_seq}-#${r.last_seq} · depth ${r.depth} · ${r.frontier ? 'frontier' : `parent ${r.parent ?? '-'}`} · children ${r.children.length === 0 ? 'none' : r.children.join(', ')} · by ${r.backend ?? 'unknown'}`;
+        const head = `node ${r.node} · rows #${r.first_seq}-#${r.last_seq} · depth ${r.depth} · ${r.frontier ? 'frontier' : `parent ${r.parent ?? '-'}`} · children ${r.children.length === 0 ? 'none' : r.children.join(', ')} · by ${
+          r.backend ?? 'unknown'
+        }`;
         return { json: r, text: `${ctx.out.style.bold(head)}\n\n${r.summary}` };
       }),
     );
 
   lcm
     .command('expand')
-    .description("the original rows a node stands for, as transcript_read renders them, paged in graphemes")
+    .description('the original rows a node stands for, as transcript_read renders them, paged in graphemes')
     .argument('<node>', 'the node id', positiveInt)
     .argument('[session]', 'the session (default --session or ALBEDO_SESSION)')
     .option('--offset <n>', 'first grapheme to print', nonNegativeInt)

@@ -108,7 +108,7 @@ export const proxyVerbs: VerbModule = (program, run) => {
     .command('env')
     .description("print what points an agent at the daemon's proxy (claude, pi: ANTHROPIC_BASE_URL; openai: OPENAI_BASE_URL; codex: a model provider for ~/.codex/config.toml and the token it sends)")
     .argument('[agent]', `one of ${Object.keys(AGENTS).join(', ')}; all of them when omitted`)
-    .option('--toml', "codex only: print just the config.toml entry, uncommented (the token stays in $ALBEDO_PROXY_TOKEN)")
+    .option('--toml', 'codex only: print just the config.toml entry, uncommented (the token stays in $ALBEDO_PROXY_TOKEN)')
     .action(
       run(async ({ link, io }, name: string | undefined, opts: { toml?: boolean }) => {
         const agent = agentOf(name);
@@ -129,8 +129,8 @@ export const proxyVerbs: VerbModule = (program, run) => {
     .command('run')
     .description("run an agent with its provider's base URL pointed at the daemon's proxy; its arguments go to it unchanged (put -- before them if they look like albedo's own --json or --session)")
     .argument('<agent>', `one of ${Object.keys(AGENTS).join(', ')}`)
-    .argument('[args...]', 'the agent\'s own arguments')
-    .option('--bin <path>', 'the agent program (default: the agent\'s name, from PATH)')
+    .argument('[args...]', "the agent's own arguments")
+    .option('--bin <path>', "the agent program (default: the agent's name, from PATH)")
     .allowUnknownOption()
     .action(
       run(async ({ link, io }, name: string, args: string[], opts: { bin?: string }) => {

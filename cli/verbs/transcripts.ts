@@ -24,7 +24,7 @@ export const transcriptVerbs: VerbModule = (program, run) => {
 
   program
     .command('read')
-    .description('print a session\'s transcript as the transcript_read tool renders it, paged in graphemes')
+    .description("print a session's transcript as the transcript_read tool renders it, paged in graphemes")
     .argument('[session]', 'the session (default --session or ALBEDO_SESSION)')
     .option('--offset <n>', 'first grapheme to print', nonNegativeInt)
     .option('--limit <n>', 'graphemes to print at most (default 20000)', positiveInt)

@@ -10,7 +10,7 @@ export const transferVerbs: VerbModule = (program, run) => {
     .description('write a session as JSON lines of rows that transcript.append (and albedo import) take back; the rows go to stdout, or to --out with a summary (JSON with --json)')
     .argument('[session]', 'the session (default --session or ALBEDO_SESSION)')
     .option('-o, --out <file>', 'write to this file instead of stdout')
-    .option('--image-refs', 'keep images as hashes of this daemon\'s payloads instead of inlining their bytes')
+    .option('--image-refs', "keep images as hashes of this daemon's payloads instead of inlining their bytes")
     .action(
       run(async (ctx, given: string | undefined, opts: { out?: string; imageRefs?: boolean }) => {
         const files = await import('../transcript-files.ts');

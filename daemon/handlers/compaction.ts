@@ -244,8 +244,7 @@ export async function preparedRequest(params: Params<'prepare'>, ctx: CallContex
   return { result: reply.result, bytes: reply.bytes };
 }
 
-export const prepare: EncodingHandler<'prepare'> = (params, ctx) =>
-  ctx.daemon.kernels.run(params.session, async (kernel) => new EncodedJson<Result<'prepare'>>((await preparedRequest(params, ctx, kernel)).bytes()));
+export const prepare: EncodingHandler<'prepare'> = (params, ctx) => ctx.daemon.kernels.run(params.session, async (kernel) => new EncodedJson<Result<'prepare'>>((await preparedRequest(params, ctx, kernel)).bytes()));
 
 export const usageReport: Handler<'usage.report'> = (params, { daemon }) =>
   daemon.kernels.run(params.session, (kernel) => {
@@ -292,7 +291,9 @@ export const compact: Handler<'compact'> = (params, ctx) =>
 function proxyNote(db: Db, sid: number): string | null {
   const p = proxySession(db, sid);
   if (p === undefined) return null;
-  const side = p.side_requests === 0 ? 'no side requests yet' : `${p.side_requests} side request(s) forwarded as they came and not recorded (~${p.side_input_tokens} input and ${p.side_output_tokens} output tokens as the upstream counted them)`;
+  const side = p.side_requests === 0
+    ? 'no side requests yet'
+    : `${p.side_requests} side request(s) forwarded as they came and not recorded (~${p.side_input_tokens} input and ${p.side_output_tokens} output tokens as the upstream counted them)`;
   const passed = p.passed_through === 0 ? '' : `; ${p.passed_through} request(s) forwarded uncompacted (${p.passed_through_reason ?? 'no reason kept'})`;
   const own = p.client_compactions === 0 ? '' : `; the agent ran its own compaction ${p.client_compactions} time(s)`;
   return `proxy session (${p.wire}) of ${p.agent ?? 'an agent that sent no user-agent'}: ${side}${passed}${own}`;
@@ -322,7 +323,9 @@ function memoryToolNotes(db: Db, sid: number): string[] {
   const failed = turn.filter((c) => c.is_error === 1).length;
   const recent = recentMemoryCalls(db, sid, 5).map((c) => callGist(c.name, c.arguments));
   return [
-    `memory tools run by the proxy in the last turn that used them: ${rounds.size} round(s), ${turn.length} call(s)${failed === 0 ? '' : ` (${failed} answered with an error)`}, ~${input} input and ${output} output tokens upstream for those rounds`,
+    `memory tools run by the proxy in the last turn that used them: ${rounds.size} round(s), ${turn.length} call(s)${
+      failed === 0 ? '' : ` (${failed} answered with an error)`
+    }, ~${input} input and ${output} output tokens upstream for those rounds`,
     `last memory-tool calls, newest first: ${recent.join(', ')}`,
   ];
 }

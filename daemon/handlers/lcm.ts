@@ -6,8 +6,7 @@
 import { describeNode, expandNode, grepTree, listNodes } from '../../storage/lcm-read.ts';
 import type { Handler } from '../context.ts';
 
-export const lcmList: Handler<'lcm_list'> = (params, { daemon }) =>
-  daemon.kernels.run(params.session, () => listNodes(daemon.db, params), 'transcript');
+export const lcmList: Handler<'lcm_list'> = (params, { daemon }) => daemon.kernels.run(params.session, () => listNodes(daemon.db, params), 'transcript');
 
 export const lcmGrep: Handler<'lcm_grep'> = (params, { daemon }) =>
   daemon.kernels.run(
@@ -20,8 +19,6 @@ export const lcmGrep: Handler<'lcm_grep'> = (params, { daemon }) =>
     'transcript',
   );
 
-export const lcmDescribe: Handler<'lcm_describe'> = (params, { daemon }) =>
-  daemon.kernels.run(params.session, () => describeNode(daemon.db, params), 'transcript');
+export const lcmDescribe: Handler<'lcm_describe'> = (params, { daemon }) => daemon.kernels.run(params.session, () => describeNode(daemon.db, params), 'transcript');
 
-export const lcmExpand: Handler<'lcm_expand'> = (params, { daemon }) =>
-  daemon.kernels.run(params.session, () => expandNode(daemon.db, params), 'transcript');
+export const lcmExpand: Handler<'lcm_expand'> = (params, { daemon }) => daemon.kernels.run(params.session, () => expandNode(daemon.db, params), 'transcript');

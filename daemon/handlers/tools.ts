@@ -3,14 +3,7 @@
 // extensions (strategies/extensions/tools.ts); each tool is also an RPC method of its own.
 import { z } from 'zod';
 import { AlbedoError } from '../../protocol/errors.ts';
-import {
-  LcmDescribeParams,
-  LcmExpandParams,
-  LcmGrepParams,
-  LcmListParams,
-  TranscriptGrepParams,
-  TranscriptReadParams,
-} from '../../protocol/methods.ts';
+import { LcmDescribeParams, LcmExpandParams, LcmGrepParams, LcmListParams, TranscriptGrepParams, TranscriptReadParams } from '../../protocol/methods.ts';
 import { requireSession } from '../../storage/sessions.ts';
 import { enabledMemoryTools, toolSpec, type MemoryTool } from '../../strategies/extensions/tools.ts';
 import type { CallContext, Handler } from '../context.ts';

@@ -16,11 +16,9 @@ export const transcriptAppend: Handler<'transcript.append'> = (params, { daemon 
     return { seqs: appended.seqs, head: appended.head };
   }, 'transcript');
 
-export const transcriptRows: Handler<'transcript.rows'> = (params, { daemon }) =>
-  daemon.kernels.run(params.session, () => rowsAfter(daemon.db, params.session, params.after, params.limit), 'transcript');
+export const transcriptRows: Handler<'transcript.rows'> = (params, { daemon }) => daemon.kernels.run(params.session, () => rowsAfter(daemon.db, params.session, params.after, params.limit), 'transcript');
 
-export const transcriptRead: Handler<'transcript_read'> = (params, { daemon }) =>
-  daemon.kernels.run(params.session, () => readTranscript(daemon.db, params), 'transcript');
+export const transcriptRead: Handler<'transcript_read'> = (params, { daemon }) => daemon.kernels.run(params.session, () => readTranscript(daemon.db, params), 'transcript');
 
 /** A session-scoped search queues on its session; a cross-session one runs on its own. */
 export const transcriptGrep: Handler<'transcript_grep'> = (params, { daemon }) => {

@@ -174,7 +174,6 @@ export const anthropicWire: Wire<WireMessage, MessagesRead> = {
   },
 };
 
-
 /**
  * `POST /v1/messages/count_tokens`: the prepared request's size, so the agent's own accounting
  * sees what compaction made of its history. Nothing is written and no summarizer runs: the

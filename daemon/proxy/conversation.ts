@@ -258,8 +258,7 @@ export async function handleConversation<M, R extends WireRequest<M>>(call: Prox
         preparedRequest(params, callCtx, kernel, (p) => {
           maxTokens = fitMaxTokens(request.maxTokens, p.observation.calibrated_input_tokens ?? p.observation.estimated_input_tokens, modelWindow(daemon, request.model));
           return maxTokens.note === null ? [] : [maxTokens.note];
-        }),
-      );
+        }));
       if (!last && memory.length === 0 && wire.memoryTools !== undefined) memory = proxyMemoryTools(result.tools, request.tools, daemon.config().extensions.proxy.memoryTools);
       // With no instructions of the daemon's, `system` is the daemon's own block (extension context).
       const out = request.outgoing({ inputs: result.inputs, system: result.system }, imageBytes(daemon), maxTokens.value);

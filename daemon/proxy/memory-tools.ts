@@ -188,7 +188,16 @@ export async function runTurn<M, R extends WireRequest<M>>(t: Turn<M, R>): Promi
     lastSeq = Math.max(lastSeq, await storeRound(t, turnIdx, round, outcome, results.map((r) => r.row)));
     if (outcome.usage !== null && outcome.usage.inputTokens > 0) await t.reportUsage(next.preparedId, outcome.usage);
     for (const [k, c] of outcome.memoryCalls.entries()) {
-      noteMemoryCall(daemon.db, target.sid, { turn: turnIdx, round, name: c.name, arguments: c.arguments, isError: results[k]!.isError, inputTokens: outcome.usage?.inputTokens ?? 0, outputTokens: outcome.usage?.outputTokens ?? 0, now: Date.now() });
+      noteMemoryCall(daemon.db, target.sid, {
+        turn: turnIdx,
+        round,
+        name: c.name,
+        arguments: c.arguments,
+        isError: results[k]!.isError,
+        inputTokens: outcome.usage?.inputTokens ?? 0,
+        outputTokens: outcome.usage?.outputTokens ?? 0,
+        now: Date.now(),
+      });
     }
     // The client's own calls, or a round past the last (whose follow-up allowed no tools), end
     // the turn. The memory exchange is stored before the client gets its message, so that its

@@ -171,13 +171,12 @@ export function itemRows(provider: string, item: Item): RowIn[] {
     case 'function_call_output': {
       if (typeof item.call_id !== 'string' || item.call_id === '') return whole();
       const out = item.output;
-      const content: Array<TextPart | ImagePartIn> =
-        typeof out === 'string'
-          ? [{ type: 'text', text: out }]
-          : contentParts(out).map((p) => {
-              const u = userPart(provider, p);
-              return u.type === 'opaque' ? { type: 'text', text: JSON.stringify(p) } : u;
-            });
+      const content: Array<TextPart | ImagePartIn> = typeof out === 'string'
+        ? [{ type: 'text', text: out }]
+        : contentParts(out).map((p) => {
+          const u = userPart(provider, p);
+          return u.type === 'opaque' ? { type: 'text', text: JSON.stringify(p) } : u;
+        });
       return [{ kind: 'tool_result', call_id: item.call_id, is_error: false, content }];
     }
     case 'reasoning': {

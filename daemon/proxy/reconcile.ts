@@ -29,7 +29,7 @@ export function chainHash(previous: string, canonical: string): string {
 /** `stem`, or `stem@2`, `stem@3`, ... for the first name no session has. */
 function uniqueName(db: Db, stem: string): string {
   if (findSession(db, stem) === undefined) return stem;
-  for (let n = 2; ; n++) if (findSession(db, `${stem}@${n}`) === undefined) return `${stem}@${n}`;
+  for (let n = 2;; n++) if (findSession(db, `${stem}@${n}`) === undefined) return `${stem}@${n}`;
 }
 
 /**

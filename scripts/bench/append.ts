@@ -38,15 +38,15 @@ function textChars(rows: readonly RowIn[]): number {
 export async function benchAppend(tmp: string, corpus: Corpus, opts: { quick: boolean }): Promise<AppendResult[]> {
   const plan: Array<{ batch: number; rows: number }> = opts.quick
     ? [
-        { batch: 1, rows: 300 },
-        { batch: 100, rows: 5_000 },
-        { batch: 1000, rows: 10_000 },
-      ]
+      { batch: 1, rows: 300 },
+      { batch: 100, rows: 5_000 },
+      { batch: 1000, rows: 10_000 },
+    ]
     : [
-        { batch: 1, rows: 2_000 },
-        { batch: 100, rows: 30_000 },
-        { batch: 1000, rows: 100_000 },
-      ];
+      { batch: 1, rows: 2_000 },
+      { batch: 100, rows: 30_000 },
+      { batch: 1000, rows: 100_000 },
+    ];
   const prefill = opts.quick ? 2_000 : 20_000;
   const out: AppendResult[] = [];
   for (const { batch, rows } of plan) {
@@ -153,7 +153,6 @@ function ownCpuMs(): number {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 }
-
 
 /**
  * Our side and the floor, given the same prefill and then the same batches in alternating
@@ -266,13 +265,13 @@ export async function benchAppendFloor(tmp: string, corpus: Corpus, opts: { quic
   const prefill = opts.quick ? 2_000 : 20_000;
   const plan = opts.quick
     ? [
-        { batch: 100, blocks: 6, perBlock: 10 },
-        { batch: 1000, blocks: 4, perBlock: 2 },
-      ]
+      { batch: 100, blocks: 6, perBlock: 10 },
+      { batch: 1000, blocks: 4, perBlock: 2 },
+    ]
     : [
-        { batch: 100, blocks: 10, perBlock: 30 },
-        { batch: 1000, blocks: 8, perBlock: 5 },
-      ];
+      { batch: 100, blocks: 10, perBlock: 30 },
+      { batch: 1000, blocks: 8, perBlock: 5 },
+    ];
   for (const p of plan) {
     const dir = fs.mkdtempSync(path.join(tmp, `floor-${p.batch}-`));
     const db = openDb(path.join(dir, 'albedo.db'), { synchronous: 'FULL' });

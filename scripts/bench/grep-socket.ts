@@ -64,7 +64,11 @@ export async function benchGrepSocket(ds: Dataset, dump: { all: string; main: st
         const A = stats(sa);
         const c: SocketGrepCase = { scope, pattern_name: p.name, pattern: p.pattern, matches, anchor_matches: anchorMatches, ours: O, anchor: A, ratio: O.min_ms / A.min_ms };
         cases.push(c);
-        log(`  grep over the socket ${scope} ${p.name}: best ${O.min_ms.toFixed(1)} ms (median ${O.median_ms.toFixed(1)}) vs anchor ${A.min_ms.toFixed(1)} ms (median ${A.median_ms.toFixed(1)}) = ${c.ratio.toFixed(2)}x, ${matches}/${anchorMatches} matches`);
+        log(
+          `  grep over the socket ${scope} ${p.name}: best ${O.min_ms.toFixed(1)} ms (median ${O.median_ms.toFixed(1)}) vs anchor ${A.min_ms.toFixed(1)} ms (median ${A.median_ms.toFixed(1)}) = ${
+            c.ratio.toFixed(2)
+          }x, ${matches}/${anchorMatches} matches`,
+        );
       }
     }
     return cases;

@@ -100,7 +100,17 @@ function plantTree(db: Dataset['db'], sid: number, leaves: number): number {
         continue;
       }
       const depth = Math.max(...group.map((g) => g.depth)) + 1;
-      drafts.push({ depth, firstSeq: group[0]!.first, lastSeq: group[group.length - 1]!.last, summary: `parent of ${group.length}`, estimatedTokens: 30, sourceTokens: 120, pointer: false, backend: 'client', children: group.map((g) => ({ draft: g.draft })) });
+      drafts.push({
+        depth,
+        firstSeq: group[0]!.first,
+        lastSeq: group[group.length - 1]!.last,
+        summary: `parent of ${group.length}`,
+        estimatedTokens: 30,
+        sourceTokens: 120,
+        pointer: false,
+        backend: 'client',
+        children: group.map((g) => ({ draft: g.draft })),
+      });
       next.push({ draft: drafts.length - 1, depth, first: group[0]!.first, last: group[group.length - 1]!.last });
     }
     level = next;
@@ -117,9 +127,16 @@ export async function benchLcmPrepare(tmp: string, log: (s: string) => void, run
     const make = async (name: string, leaves: number) => {
       const s = openSession(db, { session: name });
       const rows = [];
-      for (let i = 0; i < leaves; i++) rows.push({ kind: 'user' as const, origin: 'user' as const, content: [{ type: 'text' as const, text: `request ${i}` }] }, { kind: 'assistant' as const, content: [{ type: 'text' as const, text: `answer ${i}` }] });
+      for (let i = 0; i < leaves; i++) {
+        rows.push({ kind: 'user' as const, origin: 'user' as const, content: [{ type: 'text' as const, text: `request ${i}` }] }, { kind: 'assistant' as const, content: [{ type: 'text' as const, text: `answer ${i}` }] });
+      }
       // The same verbatim tail after either tree.
-      for (let i = 0; i < 20; i++) rows.push({ kind: 'user' as const, origin: 'user' as const, content: [{ type: 'text' as const, text: `tail request ${i} ${'context '.repeat(40)}` }] }, { kind: 'assistant' as const, content: [{ type: 'text' as const, text: `tail answer ${i}` }] });
+      for (let i = 0; i < 20; i++) {
+        rows.push({ kind: 'user' as const, origin: 'user' as const, content: [{ type: 'text' as const, text: `tail request ${i} ${'context '.repeat(40)}` }] }, {
+          kind: 'assistant' as const,
+          content: [{ type: 'text' as const, text: `tail answer ${i}` }],
+        });
+      }
       let head = 0;
       for (let i = 0; i < rows.length; i += 1000) head = (await appendRows(db, name, rows.slice(i, i + 1000))).head;
       const first = db.prepare<[number], number>('SELECT min(seq) FROM transcript WHERE sid = ?').pluck().get(s.sid)!;
@@ -157,10 +174,18 @@ export async function benchLcmPrepare(tmp: string, log: (s: string) => void, run
 export function judgeLcmEngine(compaction: LcmCompaction | undefined, prepare: LcmPrepare | undefined): Array<{ target: string; measured: string; pass: boolean }> {
   const out: Array<{ target: string; measured: string; pass: boolean }> = [];
   if (compaction !== undefined) {
-    out.push({ target: `lcm: event-loop stall < ${STALL_TARGET_MS} ms during a forced compaction of ${compaction.history_rows} uncovered rows`, measured: `${compaction.max_stall_ms.toFixed(1)} ms (compaction ${compaction.ms.toFixed(0)} ms, ${compaction.nodes} nodes)`, pass: compaction.compacted && compaction.max_stall_ms < STALL_TARGET_MS });
+    out.push({
+      target: `lcm: event-loop stall < ${STALL_TARGET_MS} ms during a forced compaction of ${compaction.history_rows} uncovered rows`,
+      measured: `${compaction.max_stall_ms.toFixed(1)} ms (compaction ${compaction.ms.toFixed(0)} ms, ${compaction.nodes} nodes)`,
+      pass: compaction.compacted && compaction.max_stall_ms < STALL_TARGET_MS,
+    });
   }
   if (prepare !== undefined) {
-    out.push({ target: `lcm: prepare with nothing due at ${prepare.large_nodes} nodes within ${FLAT_TARGET}x of ${prepare.small_nodes} nodes`, measured: `${prepare.ratio.toFixed(2)}x (${prepare.large.median_ms.toFixed(3)} / ${prepare.small.median_ms.toFixed(3)} ms)`, pass: prepare.ratio <= FLAT_TARGET });
+    out.push({
+      target: `lcm: prepare with nothing due at ${prepare.large_nodes} nodes within ${FLAT_TARGET}x of ${prepare.small_nodes} nodes`,
+      measured: `${prepare.ratio.toFixed(2)}x (${prepare.large.median_ms.toFixed(3)} / ${prepare.small.median_ms.toFixed(3)} ms)`,
+      pass: prepare.ratio <= FLAT_TARGET,
+    });
   }
   return out;
 }

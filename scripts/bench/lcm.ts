@@ -156,7 +156,9 @@ async function grepCases(ds: Dataset, dumpFile: string, log: (s: string) => void
       const { value, timing } = await versusGnu(p, dumpFile, once);
       const c: LcmGrepCase = { ...timing, source_matches: value.source.total, summary_matches: value.summaries.total };
       cases.push(c);
-      log(`  lcm_grep ${p.name}: ours ${c.ours_best_ms.toFixed(1)} ms vs GNU ${c.gnu_best_ms.toFixed(1)} ms (${c.ratio.toFixed(2)}x), ${c.source_matches}+${c.summary_matches}/${c.gnu_matches} matches, stall ${c.max_stall_ms.toFixed(1)} ms`);
+      log(
+        `  lcm_grep ${p.name}: ours ${c.ours_best_ms.toFixed(1)} ms vs GNU ${c.gnu_best_ms.toFixed(1)} ms (${c.ratio.toFixed(2)}x), ${c.source_matches}+${c.summary_matches}/${c.gnu_matches} matches, stall ${c.max_stall_ms.toFixed(1)} ms`,
+      );
     }
     return cases;
   } finally {

@@ -184,7 +184,11 @@ export async function benchCompactionWork(ds: Dataset, log: (s: string) => void)
     },
     instant: { total_ms: instant.ms, evicted_rows: instantEvicted, compacted: instant.prepared.compacted, max_stall_ms: instant.maxStallMs },
   };
-  log(`  compaction of ${ds.main.rows} rows: extractive ${out.extractive.total_ms.toFixed(0)} ms (summarizer ${out.extractive.summarizer_ms.toFixed(0)} ms), instant ${out.instant.total_ms.toFixed(0)} ms; longest stall ${out.extractive.max_stall_ms.toFixed(1)} / ${out.instant.max_stall_ms.toFixed(1)} ms`);
+  log(
+    `  compaction of ${ds.main.rows} rows: extractive ${out.extractive.total_ms.toFixed(0)} ms (summarizer ${out.extractive.summarizer_ms.toFixed(0)} ms), instant ${out.instant.total_ms.toFixed(0)} ms; longest stall ${
+      out.extractive.max_stall_ms.toFixed(1)
+    } / ${out.instant.max_stall_ms.toFixed(1)} ms`,
+  );
   return out;
 }
 
@@ -240,7 +244,7 @@ export async function preparedSession(ds: Dataset, corpus: Corpus, log: (s: stri
   const cache = new KernelCache();
   adoptSession(setup, argsFor(ds, ds.main.head, cache, false));
   const setupCompactions: PrepareResult['setup_compactions'] = [];
-  for (let target = Math.min(COMPACT_EVERY, ds.main.rows); ; target = Math.min(target + COMPACT_EVERY, ds.main.rows)) {
+  for (let target = Math.min(COMPACT_EVERY, ds.main.rows);; target = Math.min(target + COMPACT_EVERY, ds.main.rows)) {
     const entry = [...ds.mainHeads].reverse().find((h) => h.rows <= target);
     const head = target === ds.main.rows ? ds.main.head : (entry?.head ?? ds.main.head);
     const summarizer = opts.extractiveAll === true || target > ds.main.rows - COMPACT_EVERY ? 'extractive' : 'instant';
@@ -324,7 +328,11 @@ export async function measurePrepare(ps: PrepareSession, opts: { runs: number },
     handler: handlerStats,
     parts: { session_head: stats(snap), engine_setup: stats(eng), save_prepared: stats(save) },
   };
-  log(`  prepare @${ds.main.rows}: median ${prepStats.median_ms.toFixed(2)} ms, stringify ${jsonStats.median_ms.toFixed(2)} ms, cold ${ps.coldMs.toFixed(0)} ms, handler ${handlerStats.median_ms.toFixed(2)} ms (tail ${tailRows} rows, summary ${out.summary_chars} chars)`);
+  log(
+    `  prepare @${ds.main.rows}: median ${prepStats.median_ms.toFixed(2)} ms, stringify ${jsonStats.median_ms.toFixed(2)} ms, cold ${ps.coldMs.toFixed(0)} ms, handler ${
+      handlerStats.median_ms.toFixed(2)
+    } ms (tail ${tailRows} rows, summary ${out.summary_chars} chars)`,
+  );
   return out;
 }
 

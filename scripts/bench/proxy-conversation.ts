@@ -34,9 +34,7 @@ const anthropic: Shape = {
   push(items, row, tag) {
     const last = items[items.length - 1];
     if (row.kind === 'assistant') {
-      const content = row.parts.flatMap((p): Json[] =>
-        p.type === 'text' ? [{ type: 'text', text: p.text }] : p.type === 'call' ? [{ type: 'tool_use', id: callId(tag, p.ref), name: p.name, input: p.args }] : [],
-      );
+      const content = row.parts.flatMap((p): Json[] => p.type === 'text' ? [{ type: 'text', text: p.text }] : p.type === 'call' ? [{ type: 'tool_use', id: callId(tag, p.ref), name: p.name, input: p.args }] : []);
       if (content.length === 0) return;
       if (last?.role === 'assistant') (last.content as Json[]).push(...content);
       else items.push({ role: 'assistant', content });
@@ -137,7 +135,7 @@ export class WireConversation {
     this.shape = SHAPES[wire];
     this.shape.push(this.items, { kind: 'user', text: `[bench conversation ${tag}] Work through the repository as before.` }, tag);
     let chars = 0;
-    for (let i = 0; ; i++) {
+    for (let i = 0;; i++) {
       const row = corpus.rows[i % corpus.rows.length]!;
       // Stop before a prompt, once there is enough: every call before it has its result.
       if (row.kind === 'user' && chars >= historyChars) break;

@@ -147,7 +147,15 @@ async function settle(pid: number): Promise<number> {
   return nowMs() - t0;
 }
 
-async function benchWire(wire: ProxyWire, d: ReplayDaemon, peers: Anchors, base: { anthropic: string; openai: string }, corpus: Corpus, opts: { blocks: number; perBlock: number; memoryRequests: number; bigRuns: number }, log: (s: string) => void): Promise<ProxyWireResult> {
+async function benchWire(
+  wire: ProxyWire,
+  d: ReplayDaemon,
+  peers: Anchors,
+  base: { anthropic: string; openai: string },
+  corpus: Corpus,
+  opts: { blocks: number; perBlock: number; memoryRequests: number; bigRuns: number },
+  log: (s: string) => void,
+): Promise<ProxyWireResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   try {
     const conv = new WireConversation(wire, corpus, HISTORY_CHARS, `${wire}-main`);
@@ -201,7 +209,11 @@ async function benchWire(wire: ProxyWire, d: ReplayDaemon, peers: Anchors, base:
     const sum = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0);
     const blockRatios = cpu.proxy.map((p, i) => p / cpu.bare[i]!);
     const cpuMsPer = { proxy: sum(cpu.proxy) / n, bare: sum(cpu.bare) / n, ratio: stats(blockRatios).median_ms, block_ratios: blockRatios };
-    log(`  proxy ${wire}: first byte ${fmtMs(stats(ttfb.proxy).median_ms)} vs direct ${fmtMs(stats(ttfb.direct).median_ms)}; CPU a request ${cpuMsPer.proxy.toFixed(2)} vs bare ${cpuMsPer.bare.toFixed(2)} ms (median block ratio ${cpuMsPer.ratio.toFixed(2)}x)`);
+    log(
+      `  proxy ${wire}: first byte ${fmtMs(stats(ttfb.proxy).median_ms)} vs direct ${fmtMs(stats(ttfb.direct).median_ms)}; CPU a request ${cpuMsPer.proxy.toFixed(2)} vs bare ${cpuMsPer.bare.toFixed(2)} ms (median block ratio ${
+        cpuMsPer.ratio.toFixed(2)
+      }x)`,
+    );
 
     // Memory: the same conversation goes on for `memoryRequests` more requests.
     const rss: number[] = [];
@@ -319,14 +331,18 @@ export function judgeProxy(r: ProxyResult): Array<{ target: string; measured: st
       },
       {
         target: `proxy ${w.wire}: CPU a request within ${t.cpuRatio}x a bare pass-through proxy's`,
-        measured: `${w.cpu_ms.proxy.toFixed(2)} vs ${w.cpu_ms.bare.toFixed(2)} ms a request; median of ${w.cpu_ms.block_ratios.length} blocks ${w.cpu_ms.ratio.toFixed(2)}x (blocks ${[...w.cpu_ms.block_ratios].sort((a, b) => a - b).map((x) => x.toFixed(2)).join(' ')})`,
+        measured: `${w.cpu_ms.proxy.toFixed(2)} vs ${w.cpu_ms.bare.toFixed(2)} ms a request; median of ${w.cpu_ms.block_ratios.length} blocks ${w.cpu_ms.ratio.toFixed(2)}x (blocks ${
+          [...w.cpu_ms.block_ratios].sort((a, b) => a - b).map((x) => x.toFixed(2)).join(' ')
+        })`,
         pass: w.cpu_ms.ratio <= t.cpuRatio,
       },
       {
         target: `proxy ${w.wire}: a ${fmtBytes(w.big.answer_bytes)} streamed answer within ${t.bigRatio}x direct`,
         measured: `median ${fmtMs(w.big.proxy.median_ms)} vs ${fmtMs(w.big.direct.median_ms)} (${w.big.ratio.toFixed(2)}x)`,
         pass: w.big.ratio <= t.bigRatio,
-        note: `floors: the extra hop alone (the pipe proxy) ${fmtMs(w.big.pipe.median_ms)} (${(w.big.pipe.median_ms / w.big.direct.median_ms).toFixed(2)}x); the bare proxy ${fmtMs(w.big.bare.median_ms)} (${(w.big.bare.median_ms / w.big.direct.median_ms).toFixed(2)}x)`,
+        note: `floors: the extra hop alone (the pipe proxy) ${fmtMs(w.big.pipe.median_ms)} (${(w.big.pipe.median_ms / w.big.direct.median_ms).toFixed(2)}x); the bare proxy ${fmtMs(w.big.bare.median_ms)} (${
+          (w.big.bare.median_ms / w.big.direct.median_ms).toFixed(2)
+        }x)`,
       },
       {
         target: `proxy ${w.wire}: daemon RSS flat over ${w.memory.requests} requests (lowest of the last half within ${t.rssGrowth}x of the lowest of the first)`,
@@ -350,7 +366,12 @@ export function renderProxy(r: ProxyResult): string {
     lines.push(row('first byte, proxy', w.ttfb.proxy), row('first byte, bare proxy', w.ttfb.bare), row('first byte, pipe proxy', w.ttfb.pipe), row('first byte, direct', w.ttfb.direct));
     lines.push(row('whole answer, proxy', w.total.proxy), row('whole answer, direct', w.total.direct));
     lines.push(`    CPU a request: daemon ${w.cpu_ms.proxy.toFixed(2)} ms, bare proxy ${w.cpu_ms.bare.toFixed(2)} ms (median block ratio ${w.cpu_ms.ratio.toFixed(2)}x)`);
-    lines.push(row(`${fmtBytes(w.big.answer_bytes)} answer, proxy`, w.big.proxy), row(`${fmtBytes(w.big.answer_bytes)} answer, bare proxy`, w.big.bare), row(`${fmtBytes(w.big.answer_bytes)} answer, pipe proxy`, w.big.pipe), row(`${fmtBytes(w.big.answer_bytes)} answer, direct`, w.big.direct));
+    lines.push(
+      row(`${fmtBytes(w.big.answer_bytes)} answer, proxy`, w.big.proxy),
+      row(`${fmtBytes(w.big.answer_bytes)} answer, bare proxy`, w.big.bare),
+      row(`${fmtBytes(w.big.answer_bytes)} answer, pipe proxy`, w.big.pipe),
+      row(`${fmtBytes(w.big.answer_bytes)} answer, direct`, w.big.direct),
+    );
     lines.push(`    RSS every 100 requests: ${w.memory.rss_bytes.map((x) => (x / 2 ** 20).toFixed(0)).join(' ')} MiB`);
   }
   return lines.join('\n');

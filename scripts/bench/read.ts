@@ -81,7 +81,7 @@ export async function benchRead(ds: Dataset, opts: { budgetMs: number }, log: (s
   ];
   const pages: ReadResult[] = [];
   for (const p of plan) {
-    if (p.page === 'first') for (let i = 0; i < 2; i++) await readOnce(ds, 0, opts.budgetMs);
+    if (p.page === 'first') { for (let i = 0; i < 2; i++) await readOnce(ds, 0, opts.budgetMs); }
     const mon = await withLoopMonitor(async () => {
       const samples: number[] = [];
       let last = await readOnce(ds, p.offset, opts.budgetMs);

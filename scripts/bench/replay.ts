@@ -79,25 +79,31 @@ export async function benchReplay(dir: string, tmp: string, log: (s: string) => 
   // One daemon per strategy and window, each transcript in a session of its own: a daemon's
   // start (~1 s with the TypeScript loader) cost ten times the replay of most fixtures.
   const runs = new Map<string, ReplayRun>();
-  for (const strategy of strategies) for (const window of REPLAY_WINDOWS) {
-    const d = await startReplayDaemon({ window, tmp, extensions: replayExtensions(strategy, window) });
-    try {
-      for (const [i, { name, imported }] of transcripts.entries()) {
-        const { records: _records, ...stats } = await replayTranscript(d.client, `replay-${i}`, imported, { window, measuredRatio: MEASURED_RATIO });
-        runs.set(`${i} ${strategy} ${window}`, { transcript: name, strategy, format: imported.format, model: imported.model ?? null, window, stats });
-        log(
-          `replay ${name} ${strategy} @${window}: ${rowCounts(imported.rows).rows} rows, ${stats.prepares} prepares, ${stats.over_window} over the window, largest ${stats.max_calibrated_ratio.toFixed(2)}x, ${(stats.wall_ms / 1000).toFixed(1)} s`,
-        );
+  for (const strategy of strategies) {
+    for (const window of REPLAY_WINDOWS) {
+      const d = await startReplayDaemon({ window, tmp, extensions: replayExtensions(strategy, window) });
+      try {
+        for (const [i, { name, imported }] of transcripts.entries()) {
+          const { records: _records, ...stats } = await replayTranscript(d.client, `replay-${i}`, imported, { window, measuredRatio: MEASURED_RATIO });
+          runs.set(`${i} ${strategy} ${window}`, { transcript: name, strategy, format: imported.format, model: imported.model ?? null, window, stats });
+          log(
+            `replay ${name} ${strategy} @${window}: ${rowCounts(imported.rows).rows} rows, ${stats.prepares} prepares, ${stats.over_window} over the window, largest ${stats.max_calibrated_ratio.toFixed(2)}x, ${
+              (stats.wall_ms / 1000).toFixed(1)
+            } s`,
+          );
+        }
+      } finally {
+        await d.stop();
       }
-    } finally {
-      await d.stop();
     }
   }
   // Reported transcript by transcript, as they were run before.
   for (const [i] of transcripts.entries()) {
-    for (const strategy of strategies) for (const window of REPLAY_WINDOWS) {
-      const run = runs.get(`${i} ${strategy} ${window}`);
-      if (run !== undefined) result.runs.push(run);
+    for (const strategy of strategies) {
+      for (const window of REPLAY_WINDOWS) {
+        const run = runs.get(`${i} ${strategy} ${window}`);
+        if (run !== undefined) result.runs.push(run);
+      }
     }
   }
   return result;
@@ -124,7 +130,11 @@ export function renderReplay(r: ReplayResult): string {
     const s = run.stats;
     const codes = Object.entries(s.rows.rejected_by_code).map(([k, v]) => `${k} ${v}`).join(', ');
     out.push(
-      `| ${run.transcript} | ${run.strategy} | ${fmtWindow(run.window)} | ${s.rows.accepted}/${s.rows.total} | ${s.rows.rejected}${codes === '' ? '' : ` (${codes})`} | ${s.prepares} | ${s.over_window} | ${s.first_due === null ? 'never due' : `${s.over_window_after_due} of ${s.prepares_after_due}`} | ${s.max_calibrated_ratio.toFixed(2)}x | ${s.compactions} | ${s.failures} | ${s.latched} | ${s.calls_without_results} (${s.prepares_with_unanswered_calls}) | ${s.results_without_calls} | ${s.prefix_breaks}/${s.prefix_checks} | ${(s.wall_ms / 1000).toFixed(1)} s |`,
+      `| ${run.transcript} | ${run.strategy} | ${fmtWindow(run.window)} | ${s.rows.accepted}/${s.rows.total} | ${s.rows.rejected}${codes === '' ? '' : ` (${codes})`} | ${s.prepares} | ${s.over_window} | ${
+        s.first_due === null ? 'never due' : `${s.over_window_after_due} of ${s.prepares_after_due}`
+      } | ${s.max_calibrated_ratio.toFixed(2)}x | ${s.compactions} | ${s.failures} | ${s.latched} | ${s.calls_without_results} (${s.prepares_with_unanswered_calls}) | ${s.results_without_calls} | ${s.prefix_breaks}/${s.prefix_checks} | ${
+        (s.wall_ms / 1000).toFixed(1)
+      } s |`,
     );
   }
   for (const e of r.import_errors) out.push(`\n  import failed: ${e.transcript}: ${e.error}`);

@@ -170,10 +170,9 @@ export function judge(r: Results): Verdict[] {
     const ratio = alt?.ratio ?? top.prepare.prepare.median_ms / base.prepare.median_ms;
     out.push({
       target: `prepare (nothing due) at ${top.prepare.history_rows} history rows within ${PREPARE_SCALE_TARGET}x of ${base.history_rows}`,
-      measured:
-        alt === undefined
-          ? `${fmtMs(top.prepare.prepare.median_ms)} vs ${fmtMs(base.prepare.median_ms)} (${ratio.toFixed(2)}x)`
-          : `${fmtMs(alt.this.median_ms)} vs ${fmtMs(alt.baseline.median_ms)} timed in alternating blocks (${ratio.toFixed(2)}x)`,
+      measured: alt === undefined
+        ? `${fmtMs(top.prepare.prepare.median_ms)} vs ${fmtMs(base.prepare.median_ms)} (${ratio.toFixed(2)}x)`
+        : `${fmtMs(alt.this.median_ms)} vs ${fmtMs(alt.baseline.median_ms)} timed in alternating blocks (${ratio.toFixed(2)}x)`,
       pass: ratio <= PREPARE_SCALE_TARGET,
       ...(top.size === 1_000_000 ? {} : { note: `judged at ${fmtCount(top.size)}: 1M not run` }),
     });
@@ -304,9 +303,9 @@ export function render(r: Results): string {
           ...((x.prepare as IndexerLatency['prepare'] | undefined) === undefined
             ? []
             : [
-                ['prepare', 'on', x.prepare.on.runs, fmtMs(x.prepare.on.median_ms), fmtMs(x.prepare.on.min_ms), fmtMs(x.prepare.on.max_ms)],
-                ['prepare', 'off', x.prepare.off.runs, fmtMs(x.prepare.off.median_ms), fmtMs(x.prepare.off.min_ms), fmtMs(x.prepare.off.max_ms)],
-              ]),
+              ['prepare', 'on', x.prepare.on.runs, fmtMs(x.prepare.on.median_ms), fmtMs(x.prepare.on.min_ms), fmtMs(x.prepare.on.max_ms)],
+              ['prepare', 'off', x.prepare.off.runs, fmtMs(x.prepare.off.median_ms), fmtMs(x.prepare.off.min_ms), fmtMs(x.prepare.off.max_ms)],
+            ]),
         ],
       ),
     );
@@ -316,7 +315,18 @@ export function render(r: Results): string {
       table(
         'prepare over the socket, nothing due (round trip with the client parse) vs the transport floor and JSON.stringify of the response',
         ['history rows', 'response', 'prepare median', 'min', 'transport floor', 'vs floor', 'stringify median', 'ratio'],
-        r.prepare_socket.map((p) => [fmtCount(p.history_rows), fmtBytes(p.response_bytes), fmtMs(p.prepare.median_ms), fmtMs(p.prepare.min_ms), p.floor === undefined ? '-' : fmtMs(p.floor.median_ms), p.floor === undefined ? '-' : `${p.floor_ratio.toFixed(1)}x`, fmtMs(p.stringify.median_ms), `${p.ratio.toFixed(1)}x`]),
+        r.prepare_socket.map((
+          p,
+        ) => [
+          fmtCount(p.history_rows),
+          fmtBytes(p.response_bytes),
+          fmtMs(p.prepare.median_ms),
+          fmtMs(p.prepare.min_ms),
+          p.floor === undefined ? '-' : fmtMs(p.floor.median_ms),
+          p.floor === undefined ? '-' : `${p.floor_ratio.toFixed(1)}x`,
+          fmtMs(p.stringify.median_ms),
+          `${p.ratio.toFixed(1)}x`,
+        ]),
       ),
     );
   }
@@ -347,7 +357,7 @@ export function render(r: Results): string {
             p.stopped === undefined ? '-' : p.stopped.extrapolated_ms === null ? '?' : `~${fmtMs(p.stopped.extrapolated_ms)}`,
             p.stopped?.basis == null ? '-' : `${p.stopped.basis.offset} (${fmtMs(p.stopped.basis.ms)})`,
             fmtMs(p.max_stall_ms),
-          ]),
+          ])
         ),
       ),
     );
@@ -376,7 +386,7 @@ export function render(r: Results): string {
     );
     out.push(
       table(
-        'disk once indexed and checkpointed: file and its parts (dbstat pages) vs the rows\' raw text',
+        "disk once indexed and checkpointed: file and its parts (dbstat pages) vs the rows' raw text",
         ['N', 'text', 'file', 'file/text', 'rows', 'row indexes', 'search index', 'free', 'other parts'],
         greps.map((s) => {
           const d = s.grep!.disk;
@@ -390,7 +400,21 @@ export function render(r: Results): string {
         `transcript_grep in process vs ${ANCHOR_CMD} (LC_ALL=C.UTF-8) over the same texts, best of >=3`,
         ['N', 'scope', 'pattern', 'matches', ANCHOR, 'ours best', 'ours median', `${ANCHOR} best`, `ours/${ANCHOR}`, 'max stall', 'unindexed'],
         greps.flatMap((s) =>
-          s.grep!.cases.map((c) => [fmtCount(s.size), c.scope, c.pattern, c.matches, c.gnu_matches, fmtMs(c.ours_best_ms), fmtMs(c.ours_median_ms), fmtMs(c.gnu_best_ms), `${c.ratio.toFixed(2)}x`, fmtMs(c.max_stall_ms), c.unindexed_ms === undefined ? '-' : fmtMs(c.unindexed_ms)]),
+          s.grep!.cases.map((
+            c,
+          ) => [
+            fmtCount(s.size),
+            c.scope,
+            c.pattern,
+            c.matches,
+            c.gnu_matches,
+            fmtMs(c.ours_best_ms),
+            fmtMs(c.ours_median_ms),
+            fmtMs(c.gnu_best_ms),
+            `${c.ratio.toFixed(2)}x`,
+            fmtMs(c.max_stall_ms),
+            c.unindexed_ms === undefined ? '-' : fmtMs(c.unindexed_ms),
+          ])
         ),
       ),
     );
@@ -399,7 +423,7 @@ export function render(r: Results): string {
         `transcript_grep over a daemon's socket (request written to response parsed) vs ${ANCHOR_CMD}, alternating blocks`,
         ['N', 'scope', 'pattern', 'matches', ANCHOR, 'ours best', 'ours median', `${ANCHOR} best`, `${ANCHOR} median`, `ours/${ANCHOR}`],
         greps.flatMap((s) =>
-          s.grep!.socket.map((c) => [fmtCount(s.size), c.scope, c.pattern, c.matches, c.anchor_matches, fmtMs(c.ours.min_ms), fmtMs(c.ours.median_ms), fmtMs(c.anchor.min_ms), fmtMs(c.anchor.median_ms), `${c.ratio.toFixed(2)}x`]),
+          s.grep!.socket.map((c) => [fmtCount(s.size), c.scope, c.pattern, c.matches, c.anchor_matches, fmtMs(c.ours.min_ms), fmtMs(c.ours.median_ms), fmtMs(c.anchor.min_ms), fmtMs(c.anchor.median_ms), `${c.ratio.toFixed(2)}x`])
         ),
       ),
     );
@@ -437,7 +461,16 @@ export function render(r: Results): string {
         `one forced compaction of ${fmtCount(c.history_rows)} history rows (prepareRequest force, fresh kernel)`,
         ['summarizer', 'total', 'summarizer', 'own work', 'calls', 'prompt chars', 'evicted rows', 'max stall'],
         [
-          ['extractive (timed)', fmtMs(c.extractive.total_ms), fmtMs(c.extractive.summarizer_ms), fmtMs(c.extractive.own_ms), c.extractive.summarizer_calls, c.extractive.prompt_chars, c.extractive.evicted_rows, fmtMs(c.extractive.max_stall_ms)],
+          [
+            'extractive (timed)',
+            fmtMs(c.extractive.total_ms),
+            fmtMs(c.extractive.summarizer_ms),
+            fmtMs(c.extractive.own_ms),
+            c.extractive.summarizer_calls,
+            c.extractive.prompt_chars,
+            c.extractive.evicted_rows,
+            fmtMs(c.extractive.max_stall_ms),
+          ],
           ['instant', fmtMs(c.instant.total_ms), '0', fmtMs(c.instant.total_ms), '-', '-', c.instant.evicted_rows, fmtMs(c.instant.max_stall_ms)],
         ],
       ),
@@ -467,7 +500,30 @@ export function render(r: Results): string {
     out.push(
       table(
         `frames: archive text of ${f.archive_rows} corpus rows (${f.archive_chars} chars) per shape; deflate ${f.deflate}; CPU times (the cheapest of 3 runs, median over the timed full frames; render, deflate, draw and sharp interleaved frame by frame), wall times for comparison`,
-        ['shape', 'frame px', 'cells', 'frames (timed)', 'layout all', 'frames/CPU s', 'frames/wall s', 'render+encode', 'wall', 'deflate alone', 'ratio', 'draw', 'sharp', 'sharp same px', 'PNG/frame', 'sharp PNG/frame', 'PNG/1k chars', 'chars/frame', 'img tokens (edge)', 'chars/img token', 'chars/text token', 'gain'],
+        [
+          'shape',
+          'frame px',
+          'cells',
+          'frames (timed)',
+          'layout all',
+          'frames/CPU s',
+          'frames/wall s',
+          'render+encode',
+          'wall',
+          'deflate alone',
+          'ratio',
+          'draw',
+          'sharp',
+          'sharp same px',
+          'PNG/frame',
+          'sharp PNG/frame',
+          'PNG/1k chars',
+          'chars/frame',
+          'img tokens (edge)',
+          'chars/img token',
+          'chars/text token',
+          'gain',
+        ],
         f.shapes.map((s) => [
           s.shape,
           `${s.width}x${s.height}`,

@@ -99,10 +99,12 @@ export async function alternateTimed(
   const sa: number[] = [];
   const sb: number[] = [];
   for (let blk = 0; blk < opts.blocks; blk++) {
-    for (const [f, into] of [
-      [fa, sa],
-      [fb, sb],
-    ] as const) {
+    for (
+      const [f, into] of [
+        [fa, sa],
+        [fb, sb],
+      ] as const
+    ) {
       for (let i = 0; i < opts.perBlock; i++) {
         const t0 = nowMs();
         await f();

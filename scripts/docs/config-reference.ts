@@ -136,8 +136,7 @@ export function renderConfigDoc(text: string, fields: ConfigField[] = configFiel
   const placed = new Set<ConfigField>();
   const undescribed: string[] = [];
   const prefixes = [...text.matchAll(BLOCK)].map((m) => ({ file: m[1]!, prefix: m[2]! }));
-  const claims = (f: ConfigField, prefix: string) =>
-    prefix === '*' ? !prefixes.some((p) => p.file === f.file && p.prefix !== '*' && inBlock(f, p.prefix)) : inBlock(f, prefix);
+  const claims = (f: ConfigField, prefix: string) => prefix === '*' ? !prefixes.some((p) => p.file === f.file && p.prefix !== '*' && inBlock(f, p.prefix)) : inBlock(f, prefix);
   const out = text.replace(BLOCK, (_all, file: string, prefix: string) => {
     const rows = fields.filter((f) => f.file === file && claims(f, prefix));
     const lines = rows.map((f) => {

@@ -27,7 +27,8 @@ const RULES: readonly [IdentifierKind, RegExp][] = [
 ];
 
 /** Extensions that make `word.ext` a file name rather than a sentence's `end.Next`. */
-const FILE_EXTENSION = /\.(?:[cm]?[jt]sx?|py|rs|go|rb|java|kt|c|cc|cpp|h|hpp|cs|swift|php|sh|bash|zsh|md|rst|txt|json|jsonl|ya?ml|toml|ini|cfg|conf|lock|sql|db|html?|css|scss|xml|csv|tsv|log|png|jpe?g|gif|webp|svg|pdf|env|proto|gradle|mk|cmake|vue|svelte|lua|pl|r|ex|exs|erl|hs|ml|scala|zig|nim|dart|tf|dockerfile|patch|diff)$/i;
+const FILE_EXTENSION =
+  /\.(?:[cm]?[jt]sx?|py|rs|go|rb|java|kt|c|cc|cpp|h|hpp|cs|swift|php|sh|bash|zsh|md|rst|txt|json|jsonl|ya?ml|toml|ini|cfg|conf|lock|sql|db|html?|css|scss|xml|csv|tsv|log|png|jpe?g|gif|webp|svg|pdf|env|proto|gradle|mk|cmake|vue|svelte|lua|pl|r|ex|exs|erl|hs|ml|scala|zig|nim|dart|tf|dockerfile|patch|diff)$/i;
 
 function trimmed(s: string): string {
   return s.replace(/[.,;:!?)\]}'"`]+$/, '').replace(/^[(['"`]+/, '');

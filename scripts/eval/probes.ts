@@ -113,8 +113,8 @@ export class ProbeSet {
   /** The probes at a request made after `appended` rows, of which `gone` have left it. */
   at(appended: number, gone: ReadonlySet<number>): Probe[] {
     const out: Probe[] = [];
-    for (const [row, keys] of this.recall) if (row < appended && gone.has(row)) for (const key of keys) out.push({ kind: 'recall', row, key, grep: key });
-    for (const [row, keys] of this.decisions) if (row < appended && gone.has(row)) for (const key of keys) out.push({ kind: 'decision', row, key, grep: key.slice(0, GREP_CHARS) });
+    for (const [row, keys] of this.recall) if (row < appended && gone.has(row)) { for (const key of keys) out.push({ kind: 'recall', row, key, grep: key }); }
+    for (const [row, keys] of this.decisions) if (row < appended && gone.has(row)) { for (const key of keys) out.push({ kind: 'decision', row, key, grep: key.slice(0, GREP_CHARS) }); }
     const files = new Map<string, number>();
     for (const m of this.modified) if (m.row < appended) files.set(m.path, m.row);
     for (const [path, row] of files) out.push({ kind: 'artifact', row, key: path, path: true, grep: path });
@@ -130,7 +130,7 @@ export class ProbeSet {
       }
     }
     const plan = this.plans.filter((p) => p.row < appended).at(-1);
-    if (plan !== undefined) for (const key of plan.open) out.push({ kind: 'continuation', row: plan.row, key, grep: key });
+    if (plan !== undefined) { for (const key of plan.open) out.push({ kind: 'continuation', row: plan.row, key, grep: key }); }
     return out;
   }
 

@@ -54,10 +54,9 @@ export function renderProbeTables(runs: readonly RunMetrics[]): string {
     out.push('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
     for (const r of runs) {
       const t = r.probes[kind];
-      const cells =
-        t.requests === 0
-          ? [r.transcript, r.strategy, '0', '-', '-', '-', '-']
-          : [r.transcript, r.strategy, String(t.requests), `${pct(t.kept_share)} of ${t.probes}`, `${t.complete}/${t.requests}`, pct(t.worst), t.retrieval_checked === 0 ? '-' : `${pct(t.retrievable_share)} of ${t.retrieval_checked}`];
+      const cells = t.requests === 0
+        ? [r.transcript, r.strategy, '0', '-', '-', '-', '-']
+        : [r.transcript, r.strategy, String(t.requests), `${pct(t.kept_share)} of ${t.probes}`, `${t.complete}/${t.requests}`, pct(t.worst), t.retrieval_checked === 0 ? '-' : `${pct(t.retrievable_share)} of ${t.retrieval_checked}`];
       cells.push(`${usd(r.cost.total_usd)}${r.cost.vs_none === null ? '' : ` (${r.cost.vs_none.toFixed(2)}x)`}`, String(r.cache_breaks));
       out.push(`| ${cells.join(' | ')} |`);
     }
@@ -71,12 +70,11 @@ export function priceNotes(runs: readonly RunMetrics[]): string[] {
   const seen = new Map<string, string>();
   for (const r of runs) {
     const p = r.cost.price;
-    const what =
-      p.source === 'catalog'
-        ? `catalog price of ${p.model}`
-        : p.source === 'eval-default'
-          ? `eval default price of ${p.model} (scripts/eval/prices.ts; the catalog has none)`
-          : `eval fallback price of ${p.model} (scripts/eval/prices.ts; neither the catalog nor the eval table knows ${r.model})`;
+    const what = p.source === 'catalog'
+      ? `catalog price of ${p.model}`
+      : p.source === 'eval-default'
+      ? `eval default price of ${p.model} (scripts/eval/prices.ts; the catalog has none)`
+      : `eval fallback price of ${p.model} (scripts/eval/prices.ts; neither the catalog nor the eval table knows ${r.model})`;
     seen.set(r.model, `${r.model}: ${what}: $${p.price.input} in, $${p.price.cache_read ?? p.price.input} cache read, $${p.price.cache_write ?? p.price.input} cache write, $${p.price.output} out per Mtok`);
   }
   return [...seen.values()];

@@ -295,7 +295,7 @@ function scoreProbes(probes: readonly Probe[], text: string, root: string, evict
  */
 async function retrievalCheck(client: AlbedoClient, rows: readonly RowIn[], tallies: Record<ProbeKind, ProbeTally>, pool: Record<ProbeKind, Map<string, Probe>>, sample: number): Promise<Record<ProbeKind, ProbeScore>> {
   const stored: Array<{ seq: number; key: string | null }> = [];
-  for (let after = 0; ; ) {
+  for (let after = 0;;) {
     const page = await client.call('transcript.rows', { session: SESSION, after, limit: 500 });
     for (const r of page.rows) if (r.body.kind !== 'notice' && !(r.body.kind === 'user' && r.body.origin !== 'user')) stored.push({ seq: r.seq, key: r.key });
     if (page.next_after === null) break;

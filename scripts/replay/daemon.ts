@@ -25,7 +25,9 @@ export interface ReplayDaemon {
  * `home`: an existing folder to run in (a benchmark's database as its albedo.db), kept on stop;
  * by default a fresh one under `tmp`, deleted on stop.
  */
-export async function startReplayDaemon(opts: { window: number; tmp?: string; home?: string; extensions?: Record<string, unknown>; env?: Record<string, string>; nodeArgs?: string[]; entry?: string; built?: boolean }): Promise<ReplayDaemon> {
+export async function startReplayDaemon(
+  opts: { window: number; tmp?: string; home?: string; extensions?: Record<string, unknown>; env?: Record<string, string>; nodeArgs?: string[]; entry?: string; built?: boolean },
+): Promise<ReplayDaemon> {
   const home = opts.home ?? fs.mkdtempSync(path.join(opts.tmp ?? os.tmpdir(), 'albedo-replay-'));
   fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify(opts.extensions ?? { rolling: { contextWindowTokens: opts.window } }));
   const entry = opts.built === true ? [path.join(root, 'bin/albedod.js')] : ['--import', 'tsx', opts.entry ?? path.join(root, 'daemon/main.ts')];

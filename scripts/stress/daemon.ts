@@ -120,7 +120,6 @@ export function rssOf(pid: number): number {
 
 export const MB = 1024 * 1024;
 
-
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -91,14 +91,19 @@ function makeMessage(prng: Prng, n: number): Message {
         where === 0
           ? `{"jsonrpc":"2.0","id":"${id}","method":"transcript.append","params":{"session":"${SEED_SESSION}","rows":[{"kind":"user","content":[{"type":"text","text":"bad`
           : where === 1
-            ? `{"jsonrpc":"2.0","id":"${id}","method":"session.open","params":{"session":"x`
-            : `{"jsonrpc":"2.0","id":"${id}","method":"daemon.`,
+          ? `{"jsonrpc":"2.0","id":"${id}","method":"session.open","params":{"session":"x`
+          : `{"jsonrpc":"2.0","id":"${id}","method":"daemon.`,
       );
       const tail = Buffer.from(where === 0 ? ` end"}]}]}}\n` : where === 1 ? `"}}\n` : `status"}\n`);
       return { category, bytes: Buffer.concat([head, bad, tail]), id: null, quiet: false, answersId: id };
     }
     case 'nul': {
-      const s = prng.pick([`{"jsonrpc":"2.0","id":"${id}","method":"daemon.status"\u0000}`, `\u0000\u0000\u0000`, `{"jsonrpc":"2.0","id":"${id}","method":"daemon\u0000.status"}`, `{"jsonrpc":"2.0","id":"${id}",\u0000"method":"session.list"}`]);
+      const s = prng.pick([
+        `{"jsonrpc":"2.0","id":"${id}","method":"daemon.status"\u0000}`,
+        `\u0000\u0000\u0000`,
+        `{"jsonrpc":"2.0","id":"${id}","method":"daemon\u0000.status"}`,
+        `{"jsonrpc":"2.0","id":"${id}",\u0000"method":"session.list"}`,
+      ]);
       return { category, bytes: Buffer.from(`${s}\n`), id: null, quiet: false };
     }
     case 'huge_numbers': {
@@ -130,16 +135,15 @@ function makeMessage(prng: Prng, n: number): Message {
     }
     case 'batch': {
       const which = prng.int(0, 4);
-      const body =
-        which === 0
-          ? '[]'
-          : which === 1
-            ? '[1,2,3]'
-            : which === 2
-              ? `[[],{},${JSON.stringify({ jsonrpc: '2.0', id, method: 'daemon.status' })}]`
-              : which === 3
-                ? `[${Array.from({ length: 200 }, () => '{"jsonrpc":"2.0"}').join(',')}]`
-                : `[${JSON.stringify({ jsonrpc: '2.0', id, method: 'nope' })},`;
+      const body = which === 0
+        ? '[]'
+        : which === 1
+        ? '[1,2,3]'
+        : which === 2
+        ? `[[],{},${JSON.stringify({ jsonrpc: '2.0', id, method: 'daemon.status' })}]`
+        : which === 3
+        ? `[${Array.from({ length: 200 }, () => '{"jsonrpc":"2.0"}').join(',')}]`
+        : `[${JSON.stringify({ jsonrpc: '2.0', id, method: 'nope' })},`;
       return { category, bytes: Buffer.from(`${body}\n`), id: null, quiet: false };
     }
     case 'proto': {

@@ -34,10 +34,9 @@ export async function halfClosePart(tmp: string, prng: Prng, scale: Scale, log: 
       const slow = i % 3 === 0;
       const id = `${t}-${i}`;
       ids.set(id, slow ? 'slow' : 'fast');
-      const slowCall =
-        prng.next() < 0.5
-          ? { method: 'prepare', params: { session: SESSION, model: 'claude-sonnet-4-5', force: true } }
-          : { method: 'transcript_grep', params: { pattern: 'half', limit: 500 } };
+      const slowCall = prng.next() < 0.5
+        ? { method: 'prepare', params: { session: SESSION, model: 'claude-sonnet-4-5', force: true } }
+        : { method: 'transcript_grep', params: { pattern: 'half', limit: 500 } };
       conn.send(slow ? { jsonrpc: '2.0', id, ...slowCall } : { jsonrpc: '2.0', id, method: 'daemon.status' });
     }
     conn.sock.end();
@@ -49,8 +48,10 @@ export async function halfClosePart(tmp: string, prng: Prng, scale: Scale, log: 
       if (typeof id === 'string' && ids.delete(id)) answered++;
       if (ids.size === 0) break;
     }
-    for (const kind of ids.values()) if (kind === 'slow') slowLost++;
-    else fastLost++;
+    for (const kind of ids.values()) {
+      if (kind === 'slow') slowLost++;
+      else fastLost++;
+    }
     conn.destroy();
   }
   const alive = d.alive();

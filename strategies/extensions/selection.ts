@@ -199,7 +199,7 @@ export function validateSelection(registry: Registry, current: Resolution, chang
 
   const after = new Set(current.enabled);
   for (const n of disable) after.delete(n);
-  if (strategiesEnabled.length > 0) for (const s of registry.strategies) after.delete(s.name);
+  if (strategiesEnabled.length > 0) { for (const s of registry.strategies) after.delete(s.name); }
   for (const n of enable) after.add(n);
   for (const n of after) {
     for (const r of registry.get(n)?.requires ?? []) {

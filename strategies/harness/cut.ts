@@ -36,18 +36,7 @@ import { createHash } from 'node:crypto';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { foldSources } from '../../storage/conversation.ts';
 import type { CutHints, SavedCut } from '../../storage/saved-cut.ts';
-import {
-  firstSeq,
-  fitsBetween,
-  newestRowsBefore,
-  nthFitAfter,
-  nthUserSeq,
-  openerAtOrBefore,
-  rowsBeforeCount,
-  sessionRewrites,
-  userRowsAfter,
-  userRowsBeforeCount,
-} from '../../storage/user-rows.ts';
+import { firstSeq, fitsBetween, newestRowsBefore, nthFitAfter, nthUserSeq, openerAtOrBefore, rowsBeforeCount, sessionRewrites, userRowsAfter, userRowsBeforeCount } from '../../storage/user-rows.ts';
 import { runSteps, type Steps } from '../../storage/db.ts';
 import type { StrategyInput } from '../contract.ts';
 import type { CacheSlot } from './kernel-cache.ts';
@@ -371,7 +360,7 @@ function* unitCut(input: StrategyInput, located: LocatedCut, evicted: readonly S
   // The stored text of the newly evicted user inputs, in order, extends the fingerprint.
   let fingerprint = located.cut.fingerprint;
   let after = located.openerSeq - 1;
-  for (let read = 0; read < newUsers; ) {
+  for (let read = 0; read < newUsers;) {
     const batch = userRowsAfter(db, sid, after, Math.min(USER_BATCH_STEP, newUsers - read));
     if (batch.length === 0) break;
     fingerprint = extendFingerprint(fingerprint, batch.map((r) => r.text));

@@ -68,10 +68,9 @@ function treeView(input: StrategyInput): TreeView {
   const key = viewKey(state);
   const cached = input.cache.get(VIEW);
   if (cached?.key === key) return cached.view;
-  const view: TreeView =
-    state === undefined
-      ? { state, frontier: [], located: startCut() }
-      : { state, frontier: frontierNodes(input.db, input.session.sid), located: locateCursor(input, state.coveredSeq) };
+  const view: TreeView = state === undefined
+    ? { state, frontier: [], located: startCut() }
+    : { state, frontier: frontierNodes(input.db, input.session.sid), located: locateCursor(input, state.coveredSeq) };
   input.cache.set(VIEW, { key, view });
   return view;
 }
@@ -289,7 +288,9 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   for (let run = condenseRun(frontier.map((n) => n.depth)); run !== undefined && wantsRound(); run = condenseRun(frontier.map((n) => n.depth))) {
     if (rounds >= MAX_CONDENSE_ROUNDS && !overWhole(frontier)) {
       const frontierTokens = frontier.reduce((t, n) => t + n.tokens, 0);
-      notes.push(`lcm stopped condensing after ${rounds} rounds with the request within the window but above the trigger: the frontier holds ${frontier.length} nodes (~${frontierTokens} tokens) and the tail ~${c.tailTokens}; the next compaction joins more`);
+      notes.push(
+        `lcm stopped condensing after ${rounds} rounds with the request within the window but above the trigger: the frontier holds ${frontier.length} nodes (~${frontierTokens} tokens) and the tail ~${c.tailTokens}; the next compaction joins more`,
+      );
       break;
     }
     const children = frontier.slice(run.start, run.start + run.count);
@@ -302,7 +303,12 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
     const others = sizeOf(frontier) - input.pinnedTokens - c.tailTokens - sourceTokens;
     const left = roomUnderWindow(input.window, input.pinnedTokens + c.tailTokens + others + nodeTokens({ firstSeq: first, lastSeq: last, depth, summary: '' }));
     const limit = left === null ? c.cap : Math.max(MIN_NODE_TOKENS, Math.min(c.cap, left));
-    const s = await shrink(sourceTokens, limit, (limit) => ask('one summary that replaces these summaries of consecutive parts of the conversation', childrenText(children), limit), () => pointerSummary(first, last, `its ${children.length} child summaries`));
+    const s = await shrink(
+      sourceTokens,
+      limit,
+      (limit) => ask('one summary that replaces these summaries of consecutive parts of the conversation', childrenText(children), limit),
+      () => pointerSummary(first, last, `its ${children.length} child summaries`),
+    );
     backend = s.backend ?? backend;
     const item: FrontierItem = { ref: { draft: drafts.length }, node: undefined, depth, firstSeq: first, lastSeq: last, summary: s.summary, tokens: nodeTokens({ firstSeq: first, lastSeq: last, depth, summary: s.summary }) };
     drafts.push({ depth, firstSeq: first, lastSeq: last, summary: s.summary, estimatedTokens: item.tokens, sourceTokens, pointer: s.pointer, backend: s.backend, children: children.map((n) => n.ref) });

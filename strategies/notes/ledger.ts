@@ -211,7 +211,8 @@ export function exitStatus(output: string): number | null {
   return m === null ? null : Number(m[1]);
 }
 
-const TEST_COMMAND = /\b(?:(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test|npx\s+(?:jest|vitest|mocha)|pytest|py\.test|go\s+test|cargo\s+(?:test|nextest)|jest|vitest|mocha|node\s+--test|make\s+(?:test|check)|phpunit|rspec|tox|dotnet\s+test|mvn\s+test|gradle\w*\s+test|deno\s+test)\b/;
+const TEST_COMMAND =
+  /\b(?:(?:npm|pnpm|yarn|bun)\s+(?:run\s+)?test|npx\s+(?:jest|vitest|mocha)|pytest|py\.test|go\s+test|cargo\s+(?:test|nextest)|jest|vitest|mocha|node\s+--test|make\s+(?:test|check)|phpunit|rspec|tox|dotnet\s+test|mvn\s+test|gradle\w*\s+test|deno\s+test)\b/;
 
 export function isTestCommand(command: string): boolean {
   return TEST_COMMAND.test(command);

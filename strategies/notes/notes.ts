@@ -39,7 +39,7 @@ const ledgers = new WeakMap<NotesState, { ledger: Ledger | { unreadable: string 
 
 function savedLedger(state: NotesState): Ledger | { unreadable: string } {
   let e = ledgers.get(state);
-  if (e === undefined) ledgers.set(state, (e = { ledger: readLedger(state.ledger) }));
+  if (e === undefined) ledgers.set(state, e = { ledger: readLedger(state.ledger) });
   return e.ledger;
 }
 

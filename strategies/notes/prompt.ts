@@ -57,7 +57,7 @@ const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/;
  */
 export function notesAnswerProblem(text: string): string | null {
   if (text.trim() === '') return 'the answer is empty';
-  if (TAG_LINE.test(text)) return 'the answer repeats the prompt\'s section tags instead of writing notes';
+  if (TAG_LINE.test(text)) return "the answer repeats the prompt's section tags instead of writing notes";
   if (CONTROL.test(text)) return 'the answer contains control characters';
   return null;
 }

@@ -171,7 +171,11 @@ function framesOf(input: StrategyInput, state: ArchiveState): FramesView {
     const why = err instanceof Error ? err.message : String(err);
     const text = `[snapcompact archive of ${state.text.length} characters withheld from this request: its frames could not be rendered; transcript_read and transcript_grep read that history]`;
     const inputs: PlainInput[] = [{ role: 'user', content: [{ type: 'text', text }] }];
-    return { inputs, section: { name: 'frames', source: 'snapcompact archive withheld (rendering failed)', estimated_tokens: inputsTokens(inputs) }, notes: [`snapcompact could not render its frames (${why}); the archive was left out of this request`] };
+    return {
+      inputs,
+      section: { name: 'frames', source: 'snapcompact archive withheld (rendering failed)', estimated_tokens: inputsTokens(inputs) },
+      notes: [`snapcompact could not render its frames (${why}); the archive was left out of this request`],
+    };
   }
 }
 

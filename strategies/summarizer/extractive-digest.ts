@@ -3,17 +3,7 @@
 // errors and their fixes, what is verified, open work, the next step). A previous summary in
 // this layout is read back into the same digest, so incremental summaries merge rather than
 // repeat; any other previous summary counts as findings. Choosing within a budget is extractive.ts's.
-import {
-  contentScore,
-  focusWords,
-  hasWords,
-  identifiers,
-  entrySteps,
-  isProse,
-  References,
-  type Call,
-  type Entry,
-} from './extractive-facts.ts';
+import { contentScore, focusWords, hasWords, identifiers, entrySteps, isProse, References, type Call, type Entry } from './extractive-facts.ts';
 import { runSteps, type Steps } from '../../storage/db.ts';
 import { parseSummaryPrompt, redactBlobs } from './prompt-format.ts';
 
@@ -102,7 +92,8 @@ const VERIFIED_LINE = /\b(?:\d+ (?:tests?|checks?|specs?) (?:pass|passed|passes|
 const TEST_COUNT = /\b\d+ (?=tests?\b)/g;
 const LIST_ITEM = /^\s*(?:\d+[.)]|[-*•])\s+/;
 const DONE_HEADER = /\b(?:done|completed|finished|summary|what i did|changes made)\b/i;
-const ERROR_LINE = /(?:^|\s)(?:error|fatal|panic)(?:\[\w+\])?:|\*\* \(\w+\)|\b[A-Z]\w*(?:Error|Exception)\b|\btraceback\b|\bfailed\b|\b[1-9]\d* (?:failures?|failed|errors?)\b|command not found|no such file|cannot find|undefined (?:function|variable|method|reference|symbol|module)|✗|✘/i;
+const ERROR_LINE =
+  /(?:^|\s)(?:error|fatal|panic)(?:\[\w+\])?:|\*\* \(\w+\)|\b[A-Z]\w*(?:Error|Exception)\b|\btraceback\b|\bfailed\b|\b[1-9]\d* (?:failures?|failed|errors?)\b|command not found|no such file|cannot find|undefined (?:function|variable|method|reference|symbol|module)|✗|✘/i;
 const NOT_AN_ERROR = /\b0 (?:errors?|failures?|failed)\b|\bno (?:errors?|failures?)\b/i;
 const WARNING_LINE = /(?:^|\s)warning:/i;
 /** An assistant line about something that went wrong (and usually what it does about it). */
@@ -432,8 +423,7 @@ function* readTranscript(b: Builder, entries: readonly Entry[], focus: ReadonlyS
         const said = sentence(line, VERIFIED_LINE);
         const counts = said.match(TEST_COUNT) ?? [];
         if (counts.length === 0 || counts.some((c) => !testCounts.has(c))) add('verified', said, 5, at);
-      }
-      else if (AI_ERROR_LINE.test(line) && !DECISION_LINE.test(line) && !isItem) add('errors', line, 5, at);
+      } else if (AI_ERROR_LINE.test(line) && !DECISION_LINE.test(line) && !isItem) add('errors', line, 5, at);
       else if (OPEN_LINE.test(line) && !isItem) add('open', line, 6, at);
       else if (/^#+\s/.test(line)) finding(e, line.replace(/^#+\s+/, ''), sub, factor * 0.3);
       else finding(e, line, sub, factor);
@@ -568,9 +558,13 @@ export function* digestSteps(prompt: string): Steps<Digest> {
     readSummary(b, parts.transcript, focus, refs, 0);
   } else {
     const paths: string[] = [];
-    for (const e of entries) if (e.call !== undefined) for (const n of PATH_ARGS) {
-      const v = e.call.args.get(n);
-      if (typeof v === 'string') paths.push(v);
+    for (const e of entries) {
+      if (e.call !== undefined) {
+        for (const n of PATH_ARGS) {
+          const v = e.call.args.get(n);
+          if (typeof v === 'string') paths.push(v);
+        }
+      }
     }
     b.workspace ??= commonWorkspace(paths);
     yield* readTranscript(b, entries, focus, refs);

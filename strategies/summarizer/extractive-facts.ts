@@ -10,6 +10,7 @@ import { IMAGE_MARKER_PATTERN } from '../../storage/row-text.ts';
 // ---------------------------------------------------------------------------------------------
 // Identifiers and line features
 
+// dprint-ignore
 const FILE_EXTENSIONS = new Set([
   'ts', 'tsx', 'mts', 'cts', 'js', 'jsx', 'mjs', 'cjs', 'json', 'jsonl', 'py', 'pyi', 'rs', 'go', 'java', 'kt',
   'c', 'h', 'cc', 'cpp', 'hpp', 'cs', 'rb', 'php', 'swift', 'scala', 'ex', 'exs', 'heex', 'eex', 'erl', 'gleam', 'hs', 'ml',
@@ -17,6 +18,7 @@ const FILE_EXTENSIONS = new Set([
   'lock', 'sql', 'db', 'css', 'scss', 'html', 'vue', 'svelte', 'xml', 'proto', 'gradle', 'tf', 'nix', 'log',
   'csv', 'png', 'jpg', 'svg', 'wasm', 'zig', 'dart', 'r', 'jl', 'sol',
 ]);
+// dprint-ignore
 const KEYWORDS = new Set([
   'decided', 'decide', 'decision', 'agreed', 'must', 'should', 'will', 'need', 'needs', 'required',
   'never', 'always', "don't", 'dont', 'instead', 'because', 'plan', 'planned', 'next', 'todo',
@@ -25,6 +27,7 @@ const KEYWORDS = new Set([
   "can't", 'problem', 'issue', 'cause', 'caused', 'found', 'reverted', 'revert', 'blocked', 'remaining',
   'done', 'verified', 'verify', 'works', 'passes', 'passing', 'tested', 'confirmed',
 ]);
+// dprint-ignore
 const STOPWORDS = new Set([
   'the', 'and', 'for', 'with', 'that', 'this', 'from', 'into', 'about', 'what', 'when', 'where',
   'which', 'keep', 'are', 'was', 'were', 'has', 'have', 'had', 'not', 'but', 'all', 'any', 'our',
@@ -344,7 +347,7 @@ export class References {
     const text = e.text.includes('[image ') ? e.text.replace(IMAGE_MARKER_PATTERN, ' ') : e.text;
     for (const id of identifiers(text).keys()) {
       let r = this.at.get(id);
-      if (r === undefined) this.at.set(id, (r = { index: [], weight: [] }));
+      if (r === undefined) this.at.set(id, r = { index: [], weight: [] });
       r.index.push(e.index);
       r.weight.push(w);
       if (e.kind === 'ai' || e.kind === 'user' || e.kind === 'thinking') this.spoken.add(id);

@@ -144,7 +144,7 @@ function select(all: Candidate[], budget: number, headings: boolean): Set<Candid
   const previousLimit = Math.floor(budget * PREVIOUS_SHARE);
   for (const c of ranked) if (c.fact.foreign === true && total < previousLimit) take(c, positive, previousLimit);
   for (const c of ranked) take(c, positive);
-  if (chosen.size === 0) for (const c of ranked) take(c, 0);
+  if (chosen.size === 0) { for (const c of ranked) take(c, 0); }
   return chosen;
 }
 

@@ -156,8 +156,7 @@ export async function postSummary(
 ): Promise<{ text: string; outputTokens?: number; model?: string }> {
   const deadline = startDeadline(opts.timeoutMs, opts.signal);
   const signal = deadline.signal;
-  const fail = (f: Failure, attempts: number): Error =>
-    summarizerFailed(call.backend, f.reason, f.message, { status: f.status, attempts });
+  const fail = (f: Failure, attempts: number): Error => summarizerFailed(call.backend, f.reason, f.message, { status: f.status, attempts });
   const stopped = (): Failure =>
     deadline.cancelled()
       ? { reason: 'cancelled', message: 'cancelled', retryable: false }
@@ -209,7 +208,7 @@ export async function postSummary(
   };
 
   try {
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0;; attempt++) {
       const outcome = await attemptOnce();
       if (outcome.ok) return { text: outcome.text, outputTokens: outcome.outputTokens, model: outcome.model };
       if (!outcome.retryable || attempt >= opts.maxRetries) {

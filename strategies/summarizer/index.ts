@@ -10,28 +10,16 @@ import { createUpstreamSummarizer, type UpstreamCall } from './upstream.ts';
 import { capOutput } from './output-cap.ts';
 import { summarizerFailed, type BackendName, type Summarizer, type SummarizerConfig } from './types.ts';
 
+export type { ClientCall, ClientSummarizeParams } from './client.ts';
+export { extractSummary } from './extractive.ts';
+export { ANTHROPIC_DEFAULT_MODEL } from './http-anthropic.ts';
+export { OPENAI_DEFAULT_MODEL } from './http-openai.ts';
+export { TRUNCATION_MARKER } from './output-cap.ts';
+export { BLOB_PLACEHOLDER, LINE_MARKERS, SECTION_TAGS, aiLine, buildSummaryPrompt, callLine, outLine, parseSummaryPrompt, parseTranscriptLine, redactBlobs, userLine } from './prompt-format.ts';
+export type { SectionTag, SummaryPromptParts, TranscriptLine, TranscriptLineKind } from './prompt-format.ts';
 export { BackendName, SummarizerConfig, summarizerFailed } from './types.ts';
 export type { FailureReason, Summarizer, SummaryRequest, SummaryResult } from './types.ts';
-export {
-  BLOB_PLACEHOLDER,
-  LINE_MARKERS,
-  SECTION_TAGS,
-  aiLine,
-  buildSummaryPrompt,
-  callLine,
-  outLine,
-  parseSummaryPrompt,
-  parseTranscriptLine,
-  redactBlobs,
-  userLine,
-} from './prompt-format.ts';
-export type { SectionTag, SummaryPromptParts, TranscriptLine, TranscriptLineKind } from './prompt-format.ts';
-export { extractSummary } from './extractive.ts';
-export type { ClientCall, ClientSummarizeParams } from './client.ts';
-export { ANTHROPIC_DEFAULT_MODEL } from './http-anthropic.ts';
 export type { UpstreamCall } from './upstream.ts';
-export { TRUNCATION_MARKER } from './output-cap.ts';
-export { OPENAI_DEFAULT_MODEL } from './http-openai.ts';
 
 export interface SummarizerDeps {
   /** Where API keys are read from. Default process.env. */

@@ -8,12 +8,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { after, test } from 'node:test';
 import pino from 'pino';
-import {
-  ConfigStore,
-  ExtensionsFile,
-  parseExtensionsText,
-  type ConfigSnapshot,
-} from '../../daemon/config.ts';
+import { ConfigStore, ExtensionsFile, parseExtensionsText, type ConfigSnapshot } from '../../daemon/config.ts';
 import { BUILTIN_EXTENSIONS, BUILTIN_REGISTRY, createRegistry } from '../../strategies/extensions/catalog.ts';
 
 const roots: string[] = [];
@@ -80,8 +75,7 @@ function setup(opts: { registry?: typeof BUILTIN_REGISTRY } = {}) {
     store,
     cap,
     changes,
-    write: (name: 'extensions.json' | 'models.json', content: unknown) =>
-      fs.writeFileSync(path.join(home, name), typeof content === 'string' ? content : JSON.stringify(content)),
+    write: (name: 'extensions.json' | 'models.json', content: unknown) => fs.writeFileSync(path.join(home, name), typeof content === 'string' ? content : JSON.stringify(content)),
     /** Resolves on the next onChange call. Set it up before causing the change. */
     nextChange: () => new Promise<ConfigSnapshot>((done) => (waiting = done)),
   };

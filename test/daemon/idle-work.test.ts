@@ -110,8 +110,7 @@ test("once the rows are indexed, lcm summaries a compaction left waiting go into
   const a = openSession(db, { session: 's' });
   const b = openSession(db, { session: 'b' });
   // Enough summaries for several units and segments, as a large pass leaves them.
-  const leaves = (from: number, word: string) =>
-    Array.from({ length: 150 }, (_v, i) => ({ first: from + i, last: from + i, summary: `${word} leaf ${i}: ${'the agent edited the parser and ran the tests. '.repeat(20)}` }));
+  const leaves = (from: number, word: string) => Array.from({ length: 150 }, (_v, i) => ({ first: from + i, last: from + i, summary: `${word} leaf ${i}: ${'the agent edited the parser and ran the tests. '.repeat(20)}` }));
   writeTree(db, a.sid, { leaves: leaves(1, 'alpha') });
   writeTree(db, b.sid, { leaves: leaves(200, 'bravo') });
   const waiting = (): number => db.prepare('SELECT count(*) FROM lcm_nodes WHERE indexed = 0').pluck().get() as number;
@@ -133,7 +132,7 @@ test("once the rows are indexed, lcm summaries a compaction left waiting go into
   assert.ok(w.done.summaries >= 3 && w.done.summaryMerge >= 1, JSON.stringify(w.done));
   assert.equal(mergeSummaryIndex(db, 1), false, 'nothing left to merge');
   assert.ok(segments() > 0);
-  const hits = db.prepare("SELECT count(*) FROM lcm_summary_fts WHERE lcm_summary_fts MATCH '\"bravo leaf\"'").pluck().get();
+  const hits = db.prepare('SELECT count(*) FROM lcm_summary_fts WHERE lcm_summary_fts MATCH \'"bravo leaf"\'').pluck().get();
   assert.equal(hits, 150);
 });
 

@@ -69,10 +69,12 @@ test('an append lane task never waits behind an engine task of the same session;
     await summarizer.opened; // a model call
     order.push('prepare end');
   });
-  const appends = [1, 2, 3].map((i) => kernels.run('s', async () => {
-    await new Promise((resolve) => setImmediate(resolve));
-    order.push(`append ${i}`);
-  }, 'transcript'));
+  const appends = [1, 2, 3].map((i) =>
+    kernels.run('s', async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      order.push(`append ${i}`);
+    }, 'transcript')
+  );
   const context = kernels.run('s', () => void order.push('context'));
   const remove = kernels.run('s', () => void order.push('delete'), 'all');
   const afterDelete = kernels.run('s', () => void order.push('append after delete'), 'transcript');

@@ -10,13 +10,7 @@ import zlib from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { ensureAgents, runClaude, runPi, type AgentRun } from '../support/agents.ts';
 import { fileReadScenario, isInstructionTurn, type FileReadScenario } from '../support/file-read-scenario.ts';
-import {
-  answer,
-  blocksOf,
-  startScriptedUpstream,
-  type ScriptedUpstream,
-  type ScriptRequest,
-} from '../support/scripted-upstream.ts';
+import { answer, blocksOf, startScriptedUpstream, type ScriptedUpstream, type ScriptRequest } from '../support/scripted-upstream.ts';
 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'albedo-agents-'));
 after(() => fs.rmSync(scratch, { recursive: true, force: true }));
@@ -142,10 +136,12 @@ describe('scripted upstream wire', () => {
 
   test('reads gzip and br request bodies; answers 404 outside its prefix', async () => {
     const up = await upstream({ prefix: '/tok/anthropic' });
-    for (const [coding, pack] of [
-      ['gzip', zlib.gzipSync],
-      ['br', zlib.brotliCompressSync],
-    ] as const) {
+    for (
+      const [coding, pack] of [
+        ['gzip', zlib.gzipSync],
+        ['br', zlib.brotliCompressSync],
+      ] as const
+    ) {
       const res = await fetch(`${up.baseUrl}/v1/messages`, {
         method: 'POST',
         headers: { ...headers, 'content-encoding': coding },

@@ -57,7 +57,6 @@ async function seed(client: AlbedoClient): Promise<string> {
   return image.hash;
 }
 
-
 /** Everything a bad input must leave alone: every session's summary, the seeded rows and payload. */
 async function snapshot(client: AlbedoClient, imageHash: string) {
   const status = await client.call('daemon.status', {});
@@ -70,7 +69,6 @@ async function snapshot(client: AlbedoClient, imageHash: string) {
     read: await client.call('transcript_read', { session: SEED, limit: 1_000_000 }),
   };
 }
-
 
 /** The distinct paths of a -32602 answer's issues, as `path.joined.by.dots`, sorted. */
 function issuePaths(err: RpcRemoteError | WireReply['error']): string[] {
@@ -316,8 +314,7 @@ describe('bad input against the default limits', { timeout: 180_000 }, () => {
     // and broke the session for good. JSON.stringify cannot build such lines, so they are spelled out.
     test('tool call arguments and a tool schema nested past 64 levels get -32602 naming the path and the limit', async () => {
       const deep = (levels: number): string => `${'{"a":'.repeat(levels - 1)}{"leaf":1}${'}'.repeat(levels - 1)}`;
-      const request = (id: string, method: string, params: string): string =>
-        `{"jsonrpc":"2.0","id":"${id}","method":"${method}","params":${params}}\n`;
+      const request = (id: string, method: string, params: string): string => `{"jsonrpc":"2.0","id":"${id}","method":"${method}","params":${params}}\n`;
       const cases: Array<[string, string, string, string]> = [];
       for (const levels of [65, 100, 100_000]) {
         const rows = `[{"kind":"assistant","content":[{"type":"tool_call","id":"deep-${levels}","name":"set","arguments":${deep(levels)}}]}]`;
@@ -351,10 +348,12 @@ describe('bad input against the default limits', { timeout: 180_000 }, () => {
       async () => {
         await c.call('session.open', { session: 'proto' });
         raw.write(
-          `${JSON.stringify({ jsonrpc: '2.0', id: 'p', method: 'transcript.append', params: { session: 'proto', rows: [] } }).replace(
-            '"rows":[]',
-            '"rows":[{"kind":"assistant","content":[{"type":"tool_call","id":"c","name":"set","arguments":{"__proto__":{"polluted":true},"b":2}}]}]',
-          )}\n`,
+          `${
+            JSON.stringify({ jsonrpc: '2.0', id: 'p', method: 'transcript.append', params: { session: 'proto', rows: [] } }).replace(
+              '"rows":[]',
+              '"rows":[{"kind":"assistant","content":[{"type":"tool_call","id":"c","name":"set","arguments":{"__proto__":{"polluted":true},"b":2}}]}]',
+            )
+          }\n`,
         );
         const reply = await next(raw);
         assert.equal(reply.error, undefined);

@@ -24,8 +24,7 @@ function stepTurn(i: number): Rows {
   ];
 }
 
-const notices = (rows: readonly StoredRow[]): string[] =>
-  rows.flatMap((r) => (r.body.kind === 'notice' && r.body.body.notice === 'capabilities_changed' ? [r.body.body.context] : []));
+const notices = (rows: readonly StoredRow[]): string[] => rows.flatMap((r) => (r.body.kind === 'notice' && r.body.body.notice === 'capabilities_changed' ? [r.body.body.context] : []));
 
 /** A fresh home whose extensions.json `write` replaces: the rolling window plus `extra`. */
 function homeWithExtensions(window: number): { home: string; write: (extra: Record<string, unknown>) => void } {

@@ -108,7 +108,7 @@ describe('albedo against a running daemon', () => {
   });
 
   // issue 30, defect 11: `albedo grep --help` did not mention --session, nor any verb its global options.
-  test('every verb\'s --help, nested ones too, lists the global --session and --json', async () => {
+  test("every verb's --help, nested ones too, lists the global --session and --json", async () => {
     const { program } = buildProgram({ stdout: { write: () => true }, stderr: { write: () => true }, env: {} }, () => undefined);
     const paths: string[][] = [];
     const walk = (cmd: typeof program, at: string[]) => {
@@ -128,7 +128,7 @@ describe('albedo against a running daemon', () => {
     }
   });
 
-  test('status: the daemon\'s version, pid and home; --json is daemon.status', async () => {
+  test("status: the daemon's version, pid and home; --json is daemon.status", async () => {
     const r = await cli(['status']);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, new RegExp(`^albedod \\S+ · pid ${d.proc.pid} · up \\d+ s\\nhome ${d.home} · socket ${d.socket}\\n\\d+ sessions`));
@@ -154,7 +154,7 @@ describe('albedo against a running daemon', () => {
     assert.deepEqual(await json(['sessions']), list);
   });
 
-  test('context: the window as a bar by section, shares, the estimate beside the provider\'s tokens; --json is the observation', async () => {
+  test("context: the window as a bar by section, shares, the estimate beside the provider's tokens; --json is the observation", async () => {
     const o = Observation.parse(await json(['context', SESSION]));
     assert.equal(o.session, SESSION);
     assert.equal(o.provider_input_tokens, 4321);
@@ -288,7 +288,7 @@ describe('albedo against a running daemon', () => {
     assert.equal((await client.call('session.list', {})).sessions.some((x) => x.session === 'cli-broken'), false);
   });
 
-  test('import reads another agent\'s transcript, and a malformed line stores nothing', async () => {
+  test("import reads another agent's transcript, and a malformed line stores nothing", async () => {
     const fixture = path.join(root, 'test/fixtures/transcripts/codex-rollout.jsonl');
     const r = await json<{ session: string; format: string; rows: number; added: number }>(['import', fixture]);
     assert.equal(r.format, 'codex');
@@ -316,7 +316,7 @@ describe('albedo against a running daemon', () => {
   });
 
   // issue 30, defect 9: a sentence only a subagent's file holds was found in no session.
-  test('importing a Claude Code session brings its subagents\' files as child sessions, says so, and again adds nothing', async () => {
+  test("importing a Claude Code session brings its subagents' files as child sessions, says so, and again adds nothing", async () => {
     const sid = '7c1f0e2a-5b7d-4c1e-9f3a-2d6b8e4a1c90';
     const dir = tempHome();
     const main = path.join(dir, `${sid}.jsonl`);

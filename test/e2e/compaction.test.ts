@@ -256,7 +256,12 @@ describe('compaction over the socket', () => {
     try {
       const sid = (db.prepare('SELECT sid FROM sessions WHERE name = ?').get(session) as { sid: number }).sid;
       db.prepare('INSERT INTO rolling_state (sid, summary, cut, cut_seq, backend, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(
-        sid, 'questions 0-3 answered', JSON.stringify({ items: 8 }), fifthUser, 'extractive', 1,
+        sid,
+        'questions 0-3 answered',
+        JSON.stringify({ items: 8 }),
+        fifthUser,
+        'extractive',
+        1,
       );
       const stored = () => JSON.stringify(db.prepare('SELECT * FROM rolling_state WHERE sid = ?').get(sid));
       const saved = stored();

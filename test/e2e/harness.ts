@@ -201,4 +201,3 @@ export async function failsWith(p: Promise<unknown>, dataCode: string, wireCode?
   if (expected !== undefined) assert.equal(caught.code, expected);
   return caught;
 }
-

@@ -340,7 +340,7 @@ describe('the verbatim tail keeps its images, whatever its results answer', () =
     await assertEveryImageServed(p);
   });
 
-  test('a call id reused inside the newest unit keeps the first answer\'s image', async () => {
+  test("a call id reused inside the newest unit keeps the first answer's image", async () => {
     const session = 'reused-id';
     const p = await compactWithNewest(session, [
       { kind: 'user', key: 'u-last', content: [{ type: 'text', text: 'take a screenshot, then list the files' }] },

@@ -23,7 +23,7 @@ function imagesOf(p: Prepared): Image[] {
   for (const input of p.inputs) {
     for (const part of input.content) {
       if (part.type === 'image') out.push(part);
-      if (part.type === 'tool_result') for (const q of part.content) if (q.type === 'image') out.push(q);
+      if (part.type === 'tool_result') { for (const q of part.content) if (q.type === 'image') out.push(q); }
     }
   }
   return out;

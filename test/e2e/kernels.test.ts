@@ -84,9 +84,7 @@ describe('session kernels', () => {
 
   test('work on one session runs in arrival order', async () => {
     await b.call('session.open', { session: 'ordered' });
-    const calls = Array.from({ length: 20 }, (_, i) =>
-      b.call('transcript.append', { session: 'ordered', rows: [{ kind: 'user', content: [{ type: 'text', text: `m${i}` }] }] }),
-    );
+    const calls = Array.from({ length: 20 }, (_, i) => b.call('transcript.append', { session: 'ordered', rows: [{ kind: 'user', content: [{ type: 'text', text: `m${i}` }] }] }));
     const results = await Promise.all(calls);
     const seqs = results.map((r) => r.seqs[0]!);
     assert.deepEqual([...seqs].sort((x, y) => x - y), seqs, 'seqs follow the order the requests were sent');

@@ -93,7 +93,7 @@ after(async () => {
 
 async function expandAll(node: number, limit: number): Promise<string> {
   let text = '';
-  for (let offset: number | null = 0; offset !== null; ) {
+  for (let offset: number | null = 0; offset !== null;) {
     const page: Result<'lcm_expand'> = await c.call('lcm_expand', { session: A, node, offset, limit });
     assert.equal(page.offset, offset);
     text += page.text;
@@ -112,10 +112,10 @@ describe('lcm-memory tools over the socket', { timeout: 60_000 }, () => {
       whole.nodes.map((n) => [n.first_seq, n.node]).sort((x, y) => x[0]! - y[0]! || x[1]! - y[1]!),
     );
     assert.deepEqual(whole.nodes.filter((n) => n.frontier).map((n) => n.node).sort(), [tree.parents[2]!, tree.root].sort());
-    assert.ok(!whole.nodes.some((n) => n.node === tree.other), "no node of another session");
+    assert.ok(!whole.nodes.some((n) => n.node === tree.other), 'no node of another session');
 
     const paged: Result<'lcm_list'>['nodes'] = [];
-    for (let offset: number | null = 0; offset !== null; ) {
+    for (let offset: number | null = 0; offset !== null;) {
       const page: Result<'lcm_list'> = await c.call('lcm_list', { session: A, offset, limit: 5 });
       assert.equal(page.total, whole.total);
       assert.ok(page.nodes.length > 0 && page.nodes.length <= 5);
@@ -170,7 +170,7 @@ describe('lcm-memory tools over the socket', { timeout: 60_000 }, () => {
 
     const src: number[] = [];
     const sums: number[] = [];
-    for (let offset: number | null = 0; offset !== null; ) {
+    for (let offset: number | null = 0; offset !== null;) {
       const page: Result<'lcm_grep'> = await c.call('lcm_grep', { session: A, pattern: 'error', offset, limit: 4 });
       assert.equal(page.source.total, whole.source.total);
       assert.equal(page.summaries.total, whole.summaries.total);
@@ -207,11 +207,13 @@ describe('lcm-memory tools over the socket', { timeout: 60_000 }, () => {
 
   test('an unknown node or one of another session is unknown_node, and nothing of it leaks', async () => {
     for (const node of [tree.other, 9_999_999]) {
-      for (const call of [
-        c.call('lcm_describe', { session: A, node }),
-        c.call('lcm_expand', { session: A, node }),
-        c.call('lcm_grep', { session: A, pattern: 'zebra', node }),
-      ]) {
+      for (
+        const call of [
+          c.call('lcm_describe', { session: A, node }),
+          c.call('lcm_expand', { session: A, node }),
+          c.call('lcm_grep', { session: A, pattern: 'zebra', node }),
+        ]
+      ) {
         const err = await failsWith(call, 'unknown_node');
         assert.deepEqual(err.data, { code: 'unknown_node', node });
         assert.ok(!/secret|zebra|lcm-b/.test(err.message), err.message);

@@ -205,7 +205,7 @@ describe('lcm at an 8,000-token window over the socket (issue 30)', () => {
     assert.equal(p.compacted, true);
     assert.ok(p.observation.estimated_input_tokens <= 8000, `~${p.observation.estimated_input_tokens} tokens; ${p.observation.notes.join('; ')}`);
     const list = await client.call('lcm_list', { session, limit: 500 });
-    assert.ok(Math.max(...list.nodes.map((n) => n.depth)) <= 4, `no chain: ${list.total} nodes, depths ${list.nodes.map((n) => n.depth).join(",")}; ~${p.observation.estimated_input_tokens} tokens`);
+    assert.ok(Math.max(...list.nodes.map((n) => n.depth)) <= 4, `no chain: ${list.total} nodes, depths ${list.nodes.map((n) => n.depth).join(',')}; ~${p.observation.estimated_input_tokens} tokens`);
   });
 
   test('a request the notes carry to the trigger waits one turn and says so; the next compacts', async () => {

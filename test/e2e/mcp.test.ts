@@ -37,7 +37,10 @@ test('albedo mcp lists the memory tools and greps a planted fact out of a compac
   const d = await start({});
   const c = await d.connect();
   const text = (t: string): [{ type: 'text'; text: string }] => [{ type: 'text', text: t }];
-  const rows = [{ kind: 'user' as const, content: text(`remember: ${FACT}`) }, ...Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? { kind: 'user' as const, content: text(`filler ${i} ${'lorem ipsum '.repeat(200)}`) } : { kind: 'assistant' as const, content: text(`filler ${i} ${'lorem ipsum '.repeat(200)}`) }))];
+  const rows = [
+    { kind: 'user' as const, content: text(`remember: ${FACT}`) },
+    ...Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? { kind: 'user' as const, content: text(`filler ${i} ${'lorem ipsum '.repeat(200)}`) } : { kind: 'assistant' as const, content: text(`filler ${i} ${'lorem ipsum '.repeat(200)}`) })),
+  ];
   await c.call('session.open', { session: 'mcp' });
   await c.call('transcript.append', { session: 'mcp', rows });
   await c.call('prepare', { session: 'mcp', model: 'claude-sonnet-4-5', instructions: 'test', tools: [] });
@@ -59,7 +62,7 @@ test('albedo mcp lists the memory tools and greps a planted fact out of a compac
   }
 });
 
-test('under albedo run (ALBEDO_RUN) the server finds the run\'s proxy session; without a session it names the recent ones', async () => {
+test("under albedo run (ALBEDO_RUN) the server finds the run's proxy session; without a session it names the recent ones", async () => {
   const up = await startScriptedUpstream({ script: () => answer.text('ok') });
   try {
     const d = await start({ env: { ALBEDO_ANTHROPIC_UPSTREAM: up.baseUrl } });

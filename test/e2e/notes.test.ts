@@ -127,8 +127,8 @@ describe('notes over the socket', () => {
     const forced = await client.call('compact', { session: branch });
     assert.equal(forced.compacted, true);
     const notesCalls = calls.slice(before).filter((c) => c.session === branch && c.purpose === 'notes');
-    assert.equal(parseSummaryPrompt(notesCalls[0]!.prompt).previousSummary, undefined, 'not the parent\'s notes');
-    assert.equal(stepsIn(notesCalls[0]!.prompt)[0], 0, 'from the branch\'s first row');
+    assert.equal(parseSummaryPrompt(notesCalls[0]!.prompt).previousSummary, undefined, "not the parent's notes");
+    assert.equal(stepsIn(notesCalls[0]!.prompt)[0], 0, "from the branch's first row");
     const p = await prepare(branch);
     assert.ok(firstText(p).startsWith(`${NOTES_HEADER}\n\nopen: steps 0-`));
   });

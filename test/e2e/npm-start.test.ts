@@ -81,7 +81,7 @@ async function npmStart() {
   return { npm, group: npm.pid!, home, socket, daemonPid, status, log, exited };
 }
 
-test('npm start: the daemon is npm\'s own child, a SIGHUP to the group reloads it, a SIGTERM stops it in order', async () => {
+test("npm start: the daemon is npm's own child, a SIGHUP to the group reloads it, a SIGTERM stops it in order", async () => {
   const s = await npmStart();
   // No sh and no tsx between npm and the daemon: nothing that could exit on a signal and orphan it.
   const parent = parentOf(s.daemonPid);

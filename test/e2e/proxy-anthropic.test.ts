@@ -97,11 +97,14 @@ test('a streamed turn goes upstream with the agent headers, streams back unchang
   assert.equal(up0.headers['x-api-key'], 'sk-ant-test');
   assert.equal(up0.query, 'beta=true');
   const call = /"id":"(toolu_[0-9a-f]+)"/.exec(first.text)![1]!;
-  const second = await post(`${p.base}/v1/messages`, request([
-    { role: 'user', content: 'list the dir' },
-    { role: 'assistant', content: [{ type: 'text', text: 'listing' }, { type: 'tool_use', id: call, name: 'Bash', input: { command: 'ls' } }] },
-    { role: 'user', content: [{ type: 'tool_result', tool_use_id: call, content: 'a.ts\nb.ts', cache_control: { type: 'ephemeral' } }] },
-  ]));
+  const second = await post(
+    `${p.base}/v1/messages`,
+    request([
+      { role: 'user', content: 'list the dir' },
+      { role: 'assistant', content: [{ type: 'text', text: 'listing' }, { type: 'tool_use', id: call, name: 'Bash', input: { command: 'ls' } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: call, content: 'a.ts\nb.ts', cache_control: { type: 'ephemeral' } }] },
+    ]),
+  );
   assert.equal(answerText(second), 'two files');
   const session = await onlySession(p.client);
   const rows = await rowsOf(p.client, session);

@@ -60,7 +60,11 @@ interface Run {
 
 function albedo(d: DaemonHandle, args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], { cwd: root, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ALBEDO_HOME: d.home, ALBEDO_SOCKET: d.socket, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ALBEDO_HOME: d.home, ALBEDO_SOCKET: d.socket, NO_COLOR: '1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));

@@ -91,7 +91,9 @@ function read(wire: OpenAIWire, stream: boolean, text: string): Seen {
     assert.ok(!chunks.some((c) => c.choices.some((x) => (x.delta.tool_calls ?? []).length > 0)), 'no tool call reaches the agent');
     return { texts: [content], usage: chunks.find((c) => c.usage !== undefined)?.usage ?? {}, echo: [{ role: 'assistant', content }] };
   }
-  const events = datas.map((d) => JSON.parse(d) as { type: string; sequence_number: number; output_index?: number; item?: { type: string; content?: Array<{ text: string }> }; response?: { usage: Record<string, number>; output: unknown[] } });
+  const events = datas.map((d) =>
+    JSON.parse(d) as { type: string; sequence_number: number; output_index?: number; item?: { type: string; content?: Array<{ text: string }> }; response?: { usage: Record<string, number>; output: unknown[] } }
+  );
   assert.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i), 'sequence numbers consecutive');
   assert.equal(events.filter((e) => e.type === 'response.created').length, 1);
   assert.equal(events.filter((e) => e.type === 'response.completed').length, 1);
@@ -154,12 +156,12 @@ function clientCallNames(wire: OpenAIWire, text: string): string[] {
   const items: Array<{ type?: string; name?: string }> = text.startsWith('{')
     ? ((JSON.parse(text) as { output: Array<{ type?: string; name?: string }> }).output)
     : text
-        .split('\n\n')
-        .map((f) => /^data: (.*)$/m.exec(f)?.[1])
-        .filter((d): d is string => d !== undefined)
-        .map((d) => JSON.parse(d) as { type: string; item?: { type?: string; name?: string } })
-        .filter((e) => e.type === 'response.output_item.done')
-        .map((e) => e.item ?? {});
+      .split('\n\n')
+      .map((f) => /^data: (.*)$/m.exec(f)?.[1])
+      .filter((d): d is string => d !== undefined)
+      .map((d) => JSON.parse(d) as { type: string; item?: { type?: string; name?: string } })
+      .filter((e) => e.type === 'response.output_item.done')
+      .map((e) => e.item ?? {});
   return items.filter((i) => i.type === 'function_call').map((i) => i.name ?? '?');
 }
 
@@ -187,8 +189,8 @@ for (const wire of ['chat', 'responses'] as const) {
       });
       const r = await post(`${base}${path}`, request(wire, history(wire), stream));
       assert.equal(r.status, 200, r.text.slice(0, 300));
-      assert.deepEqual(clientCallNames(wire, r.text), [own], 'only the agent\'s own call reaches it');
-      assert.equal(up.of(wire, { conversation: true }).length, 2, 'the turn ended at the round with the agent\'s call');
+      assert.deepEqual(clientCallNames(wire, r.text), [own], "only the agent's own call reaches it");
+      assert.equal(up.of(wire, { conversation: true }).length, 2, "the turn ended at the round with the agent's call");
     });
 
     test(`${label}: the ninth round of memory calls is refused and its follow-up allows no tools`, async () => {

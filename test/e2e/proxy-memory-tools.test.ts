@@ -205,7 +205,7 @@ test("each round's signed thinking stays with its round: the agent sees both, up
   const p = await proxyWith((req) =>
     grepResults(req).length === 0
       ? { kind: 'message', content: [{ type: 'thinking', thinking: 'search the transcript', signature: 'sig-round-one' }, { type: 'tool_use', name: 'transcript_grep', input: { pattern: 'ZEBRA' } }], stopReason: 'tool_use' }
-      : { kind: 'message', content: [{ type: 'thinking', thinking: 'found it', signature: 'sig-round-two' }, { type: 'text', text: 'the key is ZEBRA-4242' }], stopReason: 'end_turn' },
+      : { kind: 'message', content: [{ type: 'thinking', thinking: 'found it', signature: 'sig-round-two' }, { type: 'text', text: 'the key is ZEBRA-4242' }], stopReason: 'end_turn' }
   );
   const r = await post(`${p.base}/v1/messages`, request(HISTORY, true));
   const msg = assembled(events(r.text));
@@ -223,7 +223,9 @@ test("each round's signed thinking stays with its round: the agent sees both, up
   await post(`${p.base}/v1/messages`, request([...HISTORY, { role: 'assistant', content: msg.blocks }, { role: 'user', content: 'thanks' }], true));
   await onlySession(p.client);
   const sent = p.up.messages({ conversation: true }).at(-1)!;
-  const rounds = (sent.body.messages ?? []).filter((m) => m.role === 'assistant').map((m) => blocksOf(m).map((b) => (b.type === 'thinking' ? `thinking:${String(b.signature)}` : b.type === 'tool_use' ? `tool_use:${String(b.name)}` : b.type)));
+  const rounds = (sent.body.messages ?? []).filter((m) => m.role === 'assistant').map((m) =>
+    blocksOf(m).map((b) => (b.type === 'thinking' ? `thinking:${String(b.signature)}` : b.type === 'tool_use' ? `tool_use:${String(b.name)}` : b.type))
+  );
   assert.deepEqual(rounds.slice(-2), [
     ['thinking:sig-round-one', 'tool_use:transcript_grep'],
     ['thinking:sig-round-two', 'text'],

@@ -87,7 +87,12 @@ async function rows(client: AlbedoClient): Promise<Array<{ kind: string; body: s
 }
 
 test('a streamed turn with two parallel tool calls reaches the agent as sent and is stored assembled; usage the agent did not ask for is hidden from it', async () => {
-  const p = await proxyWith(() => ({ kind: 'message', text: 'two at once', calls: [{ name: 'bash', arguments: { command: 'ls -la /tmp' } }, { name: 'bash', arguments: { command: 'cat /etc/hostname' } }], usage: { input: 321, cached: 100, output: 12 } }));
+  const p = await proxyWith(() => ({
+    kind: 'message',
+    text: 'two at once',
+    calls: [{ name: 'bash', arguments: { command: 'ls -la /tmp' } }, { name: 'bash', arguments: { command: 'cat /etc/hostname' } }],
+    usage: { input: 321, cached: 100, output: 12 },
+  }));
   const r = await post(`${p.base}/chat/completions`, request([{ role: 'user', content: 'look around' }]));
   assert.equal(r.status, 200);
   const got = assemble(r.text);
@@ -111,7 +116,14 @@ test('an agent that asks for usage gets its chunk; a non-streamed answer is reco
   const r = await post(`${p.base}/chat/completions`, request([{ role: 'user', content: 'go' }], { stream_options: { include_usage: true } }));
   assert.ok(dataOf(r.text).some((d) => d !== '[DONE]' && (JSON.parse(d) as { choices: unknown[]; usage?: unknown }).choices.length === 0), 'the agent asked and sees the usage chunk');
   const call = assemble(r.text).calls[0]!;
-  const next = await post(`${p.base}/chat/completions`, request([{ role: 'user', content: 'go' }, { role: 'assistant', content: null, tool_calls: [{ id: call.id, type: 'function', function: { name: 'bash', arguments: call.arguments } }] }, { role: 'tool', tool_call_id: call.id, content: 'hi' }], { stream: false }));
+  const next = await post(
+    `${p.base}/chat/completions`,
+    request([{ role: 'user', content: 'go' }, { role: 'assistant', content: null, tool_calls: [{ id: call.id, type: 'function', function: { name: 'bash', arguments: call.arguments } }] }, {
+      role: 'tool',
+      tool_call_id: call.id,
+      content: 'hi',
+    }], { stream: false }),
+  );
   assert.equal(next.status, 200);
   assert.equal((JSON.parse(next.text) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content, 'plain answer');
   assert.deepEqual((await rows(p.client)).map((x) => x.kind), ['user', 'assistant', 'tool_result', 'assistant'], 'the recorded call was matched, not stored twice');

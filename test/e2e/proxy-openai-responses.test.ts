@@ -86,7 +86,12 @@ function inputOf(body: Record<string, unknown>): Array<Record<string, unknown>> 
 }
 
 test('a streamed turn with parallel calls streams back in order and is stored; the items Codex sends back match the chain', async () => {
-  const up = await upstream((req) => (inputOf(req.body).some((i) => i.type === 'function_call_output') ? openaiAnswer.text('both done', { input: 777, cached: 500 }) : { kind: 'message', text: 'two calls', calls: [{ name: 'exec_command', arguments: { cmd: 'ls' } }, { name: 'exec_command', arguments: { cmd: 'pwd' } }] }));
+  const up = await upstream((
+    req,
+  ) => (inputOf(req.body).some((i) => i.type === 'function_call_output')
+    ? openaiAnswer.text('both done', { input: 777, cached: 500 })
+    : { kind: 'message', text: 'two calls', calls: [{ name: 'exec_command', arguments: { cmd: 'ls' } }, { name: 'exec_command', arguments: { cmd: 'pwd' } }] })
+  );
   const p = await proxyOn(up);
   const r = await post(`${p.base}/responses`, request([user('look around')]));
   assert.equal(r.status, 200);

@@ -20,7 +20,19 @@ function transcript(): string {
   let parent: string | null = null;
   const base = (type: string, extra: Record<string, unknown>): Record<string, unknown> => {
     const uuid = `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`;
-    const rec = { parentUuid: parent, isSidechain: false, userType: 'external', cwd: '/home/dev/shop', sessionId: SESSION, version: '2.1.40', gitBranch: 'main', type, uuid, timestamp: new Date(Date.UTC(2026, 0, 12, 10, 0, n)).toISOString(), ...extra };
+    const rec = {
+      parentUuid: parent,
+      isSidechain: false,
+      userType: 'external',
+      cwd: '/home/dev/shop',
+      sessionId: SESSION,
+      version: '2.1.40',
+      gitBranch: 'main',
+      type,
+      uuid,
+      timestamp: new Date(Date.UTC(2026, 0, 12, 10, 0, n)).toISOString(),
+      ...extra,
+    };
     parent = uuid;
     return rec;
   };
@@ -36,7 +48,13 @@ function transcript(): string {
   const toolUse = (name: string, input: Record<string, unknown>): { type: string; id: string; name: string; input: Record<string, unknown> } => ({ type: 'tool_use', id: `toolu_01${String(++call).padStart(20, '0')}`, name, input });
   const result = (id: string, content: string, isError = false): void => user([{ tool_use_id: id, type: 'tool_result', content, ...(isError ? { is_error: true } : {}) }], { sourceToolAssistantUUID: parent });
   const source = (file: string, lines: number): string =>
-    Array.from({ length: lines }, (_, i) => `${String(i + 1).padStart(6)}\t${i % 7 === 0 ? `export function ${file.replace(/\W/g, '_')}_${i}(items: Item[]): number {` : i % 7 === 6 ? '}' : `  const v${i} = items.filter((x) => x.qty > ${i % 5}).reduce((s, x) => s + x.price * x.qty, 0);`}`).join('\n');
+    Array.from(
+      { length: lines },
+      (_, i) =>
+        `${String(i + 1).padStart(6)}\t${
+          i % 7 === 0 ? `export function ${file.replace(/\W/g, '_')}_${i}(items: Item[]): number {` : i % 7 === 6 ? '}' : `  const v${i} = items.filter((x) => x.qty > ${i % 5}).reduce((s, x) => s + x.price * x.qty, 0);`
+        }`,
+    ).join('\n');
 
   // Two ordinary turns.
   lines.push({ type: 'file-history-snapshot', messageId: 'x', snapshot: { trackedFileBackups: {} }, isSnapshotUpdate: false });
@@ -56,10 +74,21 @@ function transcript(): string {
   const steps: Array<[string, Record<string, unknown>, () => string]> = [];
   for (let i = 0; i < 34; i++) {
     const file = `src/pricing/part${i % 9}.ts`;
-    if (i === 17) steps.push(['Bash', { command: 'npm test -- --reporter=verbose', description: 'Run the whole suite' }, () => Array.from({ length: 1400 }, (_, k) => `  ${k % 13 === 0 ? '✗' : '✓'} pricing › case ${k}: discount ${k % 40}% on ${k % 9 + 1} items (${(k % 17) + 2} ms)`).join('\n').slice(0, 60_000)]);
-    else if (i % 3 === 0) steps.push(['Read', { file_path: `/home/dev/shop/${file}` }, () => source(file, 25)]);
-    else if (i % 3 === 1) steps.push(['Edit', { file_path: `/home/dev/shop/${file}`, old_string: 'x.price * x.qty', new_string: 'x.price * x.qty * (1 - (x.discount ?? 0))' }, () => `The file /home/dev/shop/${file} has been updated. Here's the result of running \`cat -n\` on a snippet:\n${source(file, 8)}`]);
-    else steps.push(['Bash', { command: `npx vitest run test/pricing/part${i % 9}.test.ts` }, () => ` ✓ test/pricing/part${i % 9}.test.ts (${4 + (i % 5)} tests) ${20 + i} ms\n\n Test Files  1 passed (1)\n      Tests  ${4 + (i % 5)} passed`]);
+    if (i === 17) {
+      steps.push([
+        'Bash',
+        { command: 'npm test -- --reporter=verbose', description: 'Run the whole suite' },
+        () => Array.from({ length: 1400 }, (_, k) => `  ${k % 13 === 0 ? '✗' : '✓'} pricing › case ${k}: discount ${k % 40}% on ${k % 9 + 1} items (${(k % 17) + 2} ms)`).join('\n').slice(0, 60_000),
+      ]);
+    } else if (i % 3 === 0) steps.push(['Read', { file_path: `/home/dev/shop/${file}` }, () => source(file, 25)]);
+    else if (i % 3 === 1) {
+      steps.push([
+        'Edit',
+        { file_path: `/home/dev/shop/${file}`, old_string: 'x.price * x.qty', new_string: 'x.price * x.qty * (1 - (x.discount ?? 0))' },
+        () => `The file /home/dev/shop/${file} has been updated. Here's the result of running \`cat -n\` on a snippet:\n${source(file, 8)}`,
+      ]);
+    } else {steps.push(['Bash', { command: `npx vitest run test/pricing/part${i % 9}.test.ts` }, () =>
+        ` ✓ test/pricing/part${i % 9}.test.ts (${4 + (i % 5)} tests) ${20 + i} ms\n\n Test Files  1 passed (1)\n      Tests  ${4 + (i % 5)} passed`]);}
   }
   steps.forEach(([name, input, out], i) => {
     const c = toolUse(name, input);

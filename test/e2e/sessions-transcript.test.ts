@@ -26,8 +26,6 @@ after(async () => {
 
 // ---- helpers ----
 
-
-
 function textOf(row: StoredRow): string {
   const b = row.body;
   if (b.kind === 'notice') return `notice:${b.body.notice}`;
@@ -494,7 +492,7 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       assert.deepEqual(await allRows(c, 'fork-p'), parentBefore);
     });
 
-    test('a fork keeps the parent\'s extension choices and last prompt, and leaves its compaction history behind', async () => {
+    test("a fork keeps the parent's extension choices and last prompt, and leaves its compaction history behind", async () => {
       await c.call('session.open', { session: 'fork-ext' });
       await c.call('transcript.append', { session: 'fork-ext', rows: [user('u1'), assistant('a1')] });
       const tools = [{ name: 'read_file', description: 'Read a file', input_schema: { type: 'object' } }];
@@ -509,7 +507,7 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
       // No prepare on the branch yet: /context sizes it from the inherited prompt.
       const ctx = await c.call('context', { session: 'fork-ext-b' });
       assert.equal(ctx.observation.model, 'claude-sonnet-4-5');
-      assert.match(ctx.observation.sections[0]?.source ?? '', /^instructions \(~4 tokens\).* 7 tool schema/, 'the agent\'s tool plus the six memory tools');
+      assert.match(ctx.observation.sections[0]?.source ?? '', /^instructions \(~4 tokens\).* 7 tool schema/, "the agent's tool plus the six memory tools");
       assert.equal(ctx.observation.last_compaction, null);
     });
 

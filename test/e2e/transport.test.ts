@@ -84,8 +84,7 @@ describe('transport against the real daemon', () => {
     await c.call('session.open', { session: 'ids' });
     const raw = await rawConnection(d.socket);
     await raw.initialize();
-    const appendWithId = (id: string, words: string): string =>
-      `{"jsonrpc":"2.0","id":${id},"method":"transcript.append","params":{"session":"ids","rows":[{"kind":"user","content":[{"type":"text","text":"${words}"}]}]}}\n`;
+    const appendWithId = (id: string, words: string): string => `{"jsonrpc":"2.0","id":${id},"method":"transcript.append","params":{"session":"ids","rows":[{"kind":"user","content":[{"type":"text","text":"${words}"}]}]}}\n`;
     for (const id of ['1.0000000000000000001', '12345678901234567890', '1e400', '2.0', '3e0']) {
       raw.write(appendWithId(id, `id ${id}`));
       const r = (await raw.next()) as WireReply;
@@ -190,7 +189,7 @@ test('connections made as soon as the socket appears are served, none is reset',
       first = await attempt();
       if (first === 'refused') {
         // The socket is there: connect many at once, the moment it is.
-        if (fs.existsSync(socketPath)) for (let k = 0; k < 40; k++) outcomes.push(attempt());
+        if (fs.existsSync(socketPath)) { for (let k = 0; k < 40; k++) outcomes.push(attempt()); }
         else await new Promise((r) => setTimeout(r, 2));
       }
     }

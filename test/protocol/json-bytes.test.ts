@@ -220,7 +220,6 @@ test('nesting far deeper than the call stack allows is parsed without recursion'
 
 // ---- random documents ----
 
-
 const SPACES = [' ', '\t', '\n', '\r'];
 const NUMBERS = ['0', '-0', '1', '-1', '1.0', '1e0', '1E+2', '2.5e-3', '1e400', '-1e400', '12345678901234567890', '0.1', '9007199254740993', '42'];
 const KEYS = ['id', 'a', 'b', '__proto__', '0', '1', '10', '01', '-1', '4294967294', '4294967295', 'ключ', '𝄞', '', 'a"b', 'a\\b', 'i\u0064'];
@@ -260,12 +259,11 @@ function corrupt(buf: Buffer, next: () => number): Buffer | undefined {
   const at = Math.floor(next() * (buf.length + 1));
   const byte = Buffer.from([CORRUPTION_BYTES[Math.floor(next() * CORRUPTION_BYTES.length)]!]);
   const kind = next();
-  const out =
-    kind < 1 / 3
-      ? Buffer.concat([buf.subarray(0, at), buf.subarray(at + 1)])
-      : kind < 2 / 3
-        ? Buffer.concat([buf.subarray(0, at), byte, buf.subarray(at)])
-        : Buffer.concat([buf.subarray(0, at), byte, buf.subarray(at + 1)]);
+  const out = kind < 1 / 3
+    ? Buffer.concat([buf.subarray(0, at), buf.subarray(at + 1)])
+    : kind < 2 / 3
+    ? Buffer.concat([buf.subarray(0, at), byte, buf.subarray(at)])
+    : Buffer.concat([buf.subarray(0, at), byte, buf.subarray(at + 1)]);
   return isUtf8(out) ? out : undefined;
 }
 

@@ -13,7 +13,8 @@ test('an entry is built when first read, once, and the others stay unbuilt', () 
   assert.equal(built(methods, 'daemon.status'), true);
   assert.equal(methods['daemon.status'], first, 'the same schemas on every read');
   assert.equal(built(methods, 'prepare'), false, 'reading one method builds no other');
-  assert.ok(first.result.safeParse({
+  assert.ok(
+    first.result.safeParse({
       version: '1',
       pid: 1,
       home: '/h',
@@ -26,7 +27,8 @@ test('an entry is built when first read, once, and the others stay unbuilt', () 
       storage: { file_bytes: 4096, wal_bytes: 0, free_bytes: 0, parts: null, measured_at: null },
       memory: { rss_bytes: 1, heap_used_bytes: 1, external_bytes: 1, queued_output_bytes: 0, partial_line_bytes: 0, partial_line_budget_bytes: 1 },
       proxy: { listening: false, port: null, error: 'off', anthropic_base_url: null, openai_base_url: null },
-    }).success);
+    }).success,
+  );
 });
 
 test('every method is listed and named without being built', () => {

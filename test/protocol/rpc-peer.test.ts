@@ -540,7 +540,7 @@ test('a request with invalid UTF-8 in a param is refused under its own id (-3260
   assert.equal(srv.started.n, 0);
 });
 
-test('invalid UTF-8 in the method name or a key gets the request\'s id; in the id itself, or in a line that is not JSON, -32700 with id null', async (t) => {
+test("invalid UTF-8 in the method name or a key gets the request's id; in the id itself, or in a line that is not JSON, -32700 with id null", async (t) => {
   const srv = await startServer(t);
   const c = await rawConnect(t, srv.sock);
   const parseError = { jsonrpc: '2.0', id: null, error: { code: RpcCode.ParseError, message: 'parse error', data: { code: 'parse_error' } } };
@@ -822,7 +822,7 @@ test('a connection whose output stays over the bound for the grace period is clo
 });
 
 // issue 11, defect 6: 4 x 32 MiB partial lines on four connections held +122 MB.
-test('a chunk that takes all connections\' partial lines over the shared budget closes that connection only', async (t) => {
+test("a chunk that takes all connections' partial lines over the shared budget closes that connection only", async (t) => {
   const budget = new PartialLineBudget(100 * 1024);
   const srv = await startServer(t, { partialLineBudget: budget });
   const a = await rawConnect(t, srv.sock);

@@ -17,7 +17,7 @@ interface Chunk {
 
 function chunks(png: Buffer): Chunk[] {
   const out: Chunk[] = [];
-  for (let at = 8; at < png.length; ) {
+  for (let at = 8; at < png.length;) {
     const len = png.readUInt32BE(at);
     out.push({ type: png.toString('latin1', at + 4, at + 8), data: png.subarray(at + 8, at + 8 + len), crc: png.readUInt32BE(at + 8 + len) });
     at += 12 + len;

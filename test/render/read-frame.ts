@@ -63,7 +63,7 @@ function readCell(cell: Bitmap): string {
 export function canonicalText(s: string): string {
   let out = '';
   const cps = [...s].map((c) => c.codePointAt(0)!);
-  for (let i = 0; i < cps.length; ) {
+  for (let i = 0; i < cps.length;) {
     let b = bitmapOf(cps[i]!);
     let j = i + 1;
     for (; j < cps.length && isFontMark(cps[j]!); j++) b = or(b, bitmapOf(cps[j]!));

@@ -4,15 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AlbedoError, type DomainCodeName } from '../../protocol/errors.ts';
 import { RowIn, type ImagePart, type StoredRow } from '../../protocol/rows.ts';
-import {
-  countUnitsAfter,
-  foldSources,
-  loadSources,
-  rowsAfter,
-  snapshot,
-  source,
-  units,
-} from '../../storage/conversation.ts';
+import { countUnitsAfter, foldSources, loadSources, rowsAfter, snapshot, source, units } from '../../storage/conversation.ts';
 import type { Db } from '../../storage/db.ts';
 import { putPayload } from '../../storage/payloads.ts';
 import { openSession } from '../../storage/sessions.ts';
@@ -80,7 +72,7 @@ test('loadSources batches large reference lists and keeps their order', async (t
   );
 });
 
-test('source rejects an unknown session, an unknown seq and another session\'s seq', async (t) => {
+test("source rejects an unknown session, an unknown seq and another session's seq", async (t) => {
   const db = tempDb(t);
   openSession(db, { session: 'a' });
   openSession(db, { session: 'b' });
@@ -211,8 +203,7 @@ function imageSession(t: import('node:test').TestContext, name = 's') {
         RowInOf({ kind: 'user', content: [{ type: 'text', text: label }, { type: 'image', hash }] }),
       ])
     ).seqs[0]!;
-  const fit = (from: string, to: string, s = sid): number =>
-    appendNotice(db, s, { notice: 'image_fit', from_hash: from, to: part(to), reason: 'over the size limit' });
+  const fit = (from: string, to: string, s = sid): number => appendNotice(db, s, { notice: 'image_fit', from_hash: from, to: part(to), reason: 'over the size limit' });
   return { db, sid, withImage, fit };
 }
 
@@ -226,9 +217,7 @@ function imagesByLabel(rows: StoredRow[]): Record<string, string[]> {
   for (const r of rows) {
     if (r.body.kind !== 'user') continue;
     const label = r.body.content.find((p) => p.type === 'text');
-    out[label?.type === 'text' ? label.text : String(r.seq)] = r.body.content.flatMap((p) =>
-      p.type === 'image' ? [p.hash] : [],
-    );
+    out[label?.type === 'text' ? label.text : String(r.seq)] = r.body.content.flatMap((p) => p.type === 'image' ? [p.hash] : []);
   }
   return out;
 }

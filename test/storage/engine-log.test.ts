@@ -46,9 +46,27 @@ test('inheritEngineState copies the choices and the last prompt to the branch on
   const child = requireSession(db, openSession(db, { session: 'c' }).session).sid;
   saveSessionChoices(db, parent, [{ name: 'models', enabled: false, at: 7 }]);
   const observation = Observation.parse({
-    session: 'p', strategy: 'rolling', model: 'm1', window: null, window_source: 'unknown', trigger_percent: 80, tail_percent: 25,
-    due: false, compacted: false, estimated_input_tokens: 1, provider_input_tokens: null, provider_cached_tokens: null,
-    prepared_id: 'x', head: 0, sections: [], last_compaction: null, failure: null, auto_failures: 0, latched: false, notes: [], config_errors: [],
+    session: 'p',
+    strategy: 'rolling',
+    model: 'm1',
+    window: null,
+    window_source: 'unknown',
+    trigger_percent: 80,
+    tail_percent: 25,
+    due: false,
+    compacted: false,
+    estimated_input_tokens: 1,
+    provider_input_tokens: null,
+    provider_cached_tokens: null,
+    prepared_id: 'x',
+    head: 0,
+    sections: [],
+    last_compaction: null,
+    failure: null,
+    auto_failures: 0,
+    latched: false,
+    notes: [],
+    config_errors: [],
   });
   const tools = [{ name: 't', description: 'a tool', input_schema: {} }];
   savePrepared(db, { id: 'x', sid: parent, head: 0, model: 'm1', estimate: 1, observation, prompt: { instructions: 'be brief', tools } });
@@ -63,9 +81,27 @@ test('a prepare with the same prompt leaves the stored prompt alone; a changed o
   const db = tempDb(t);
   const { sid } = requireSession(db, openSession(db, { session: 's' }).session);
   const observation = Observation.parse({
-    session: 's', strategy: 'rolling', model: 'm1', window: null, window_source: 'unknown', trigger_percent: 80, tail_percent: 25,
-    due: false, compacted: false, estimated_input_tokens: 1, provider_input_tokens: null, provider_cached_tokens: null,
-    prepared_id: 'x', head: 0, sections: [], last_compaction: null, failure: null, auto_failures: 0, latched: false, notes: [], config_errors: [],
+    session: 's',
+    strategy: 'rolling',
+    model: 'm1',
+    window: null,
+    window_source: 'unknown',
+    trigger_percent: 80,
+    tail_percent: 25,
+    due: false,
+    compacted: false,
+    estimated_input_tokens: 1,
+    provider_input_tokens: null,
+    provider_cached_tokens: null,
+    prepared_id: 'x',
+    head: 0,
+    sections: [],
+    last_compaction: null,
+    failure: null,
+    auto_failures: 0,
+    latched: false,
+    notes: [],
+    config_errors: [],
   });
   const tools = [{ name: 't', description: 'a tool', input_schema: {} }];
   // Counts the writes of the prompt row.
@@ -74,8 +110,7 @@ test('a prepare with the same prompt leaves the stored prompt alone; a changed o
     CREATE TEMP TRIGGER pw_u AFTER UPDATE ON session_prompts BEGIN INSERT INTO prompt_writes VALUES (1); END;`);
   const writes = (): number => db.prepare('SELECT count(*) FROM prompt_writes').pluck().get() as number;
   db.pragma('synchronous = FULL');
-  const save = (id: string, instructions: string, head: number): void =>
-    savePrepared(db, { id, sid, head, model: 'm1', estimate: 1, observation: { ...observation, prepared_id: id }, prompt: { instructions, tools } });
+  const save = (id: string, instructions: string, head: number): void => savePrepared(db, { id, sid, head, model: 'm1', estimate: 1, observation: { ...observation, prepared_id: id }, prompt: { instructions, tools } });
 
   save('a', 'be brief', 1);
   save('b', 'be brief', 2);

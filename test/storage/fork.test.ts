@@ -10,8 +10,7 @@ import { appendRows, forkMap, forkSession, returnFromExcursion } from '../../sto
 import { assistant, count, imageIn, pngBytes, rowsOf, tempDb, toolResult, user } from './factories.ts';
 
 function fails(code: DomainCodeName, details: Record<string, unknown> = {}) {
-  return (e: unknown) =>
-    e instanceof AlbedoError && e.code === code && Object.entries(details).every(([k, v]) => e.details?.[k] === v);
+  return (e: unknown) => e instanceof AlbedoError && e.code === code && Object.entries(details).every(([k, v]) => e.details?.[k] === v);
 }
 
 function bodyOf(db: Db, seq: number): { kind: string; body?: Record<string, unknown> } {

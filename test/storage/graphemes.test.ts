@@ -8,23 +8,25 @@ const seg = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
 const truth = (s: string): number => [...seg.segment(s)].length;
 
 test('counts match the segmenter on hand-picked text', () => {
-  for (const s of [
-    '',
-    'plain',
-    'a\r\nb\rc\n',
-    '\r\r\n\n',
-    'größe → │ 漢字 한국어',
-    'e\u0301 combining',
-    '👍 📋 emoji alone',
-    '👍🏽 skin tone, 👩‍👩‍👧 family, 🇫🇷 flag, #️⃣ keycap',
-    'ส้ม Thai, नमस्ते Devanagari, \u0600\u0661 prepend',
-    '\u1100\u1161\u11a8 jamo',
-    'lone \ud800 surrogate',
-    // U+FE0F after a character joins it, but not after a control or at the start.
-    '⚠️ warning, ✅️ done, ❤️ and 👍️',
-    '\ufe0f start, \n\ufe0f after LF, \r\ufe0f after CR, \u200b\ufe0f after a format character, a\ufe0f\ufe0f twice',
-    '#\ufe0f\u20e3 keycap, ❤\ufe0f\u200d🔥 joined',
-  ]) {
+  for (
+    const s of [
+      '',
+      'plain',
+      'a\r\nb\rc\n',
+      '\r\r\n\n',
+      'größe → │ 漢字 한국어',
+      'e\u0301 combining',
+      '👍 📋 emoji alone',
+      '👍🏽 skin tone, 👩‍👩‍👧 family, 🇫🇷 flag, #️⃣ keycap',
+      'ส้ม Thai, नमस्ते Devanagari, \u0600\u0661 prepend',
+      '\u1100\u1161\u11a8 jamo',
+      'lone \ud800 surrogate',
+      // U+FE0F after a character joins it, but not after a control or at the start.
+      '⚠️ warning, ✅️ done, ❤️ and 👍️',
+      '\ufe0f start, \n\ufe0f after LF, \r\ufe0f after CR, \u200b\ufe0f after a format character, a\ufe0f\ufe0f twice',
+      '#\ufe0f\u20e3 keycap, ❤\ufe0f\u200d🔥 joined',
+    ]
+  ) {
     assert.equal(countGraphemes(s), truth(s), JSON.stringify(s));
   }
 });

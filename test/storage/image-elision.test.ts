@@ -153,7 +153,7 @@ test('a fitted copy goes with the last row that read its original; while one sti
   assert.ok(getPayload(db, toHash), 'its fitted copy stays');
   // Once nothing names the original, its fitted copy goes in the same batch.
   db.prepare('DELETE FROM payload_refs WHERE seq = ?').run(again.seqs[0]);
-  db.prepare("UPDATE image_elision SET done_below = 0, pending_below = ? WHERE sid = ?").run(seqs[2]! + 1, sid);
+  db.prepare('UPDATE image_elision SET done_below = 0, pending_below = ? WHERE sid = ?').run(seqs[2]! + 1, sid);
   db.prepare('INSERT INTO payload_refs (hash, seq) VALUES (?, ?)').run(fromHash, seqs[2]);
   const b = elideBatch(db, sid);
   assert.equal(getPayload(db, fromHash), undefined);

@@ -60,7 +60,7 @@ async function fixture(t: TestContext, opts: { index?: 'none' | 'half' | 'full' 
     parents: [{ children: [0, 1], summary: 'Parent of one and two: zebras, écoles. ' + 'x'.repeat(300) }],
   });
   const [other] = writeTree(db, b.sid, { leaves: [{ first: 2, last: 4, summary: 'b summary: zebra école secret-of-b' }] });
-  if (opts.index === 'full') while (indexPending(db, 1000) > 0);
+  if (opts.index === 'full') { while (indexPending(db, 1000) > 0); }
   if (opts.index === 'half') indexPending(db, 9);
   return { db, sid: a.sid, seqs, ids: { leaf1: leaf1!, leaf2: leaf2!, parent: parent!, leaf3: leaf3!, other: other! } };
 }
@@ -83,7 +83,7 @@ function unknownNode(node: number) {
   };
 }
 
-test('lcm_list counts the session\'s nodes and pages them by first_seq, children before parents, with frontier and children', async (t) => {
+test("lcm_list counts the session's nodes and pages them by first_seq, children before parents, with frontier and children", async (t) => {
   const f = await fixture(t);
   const all = list(f.db, { session: 'a' });
   assert.equal(all.total, 4, "b's node is not counted");
@@ -144,7 +144,7 @@ test('the leaf covering a row: each covered row names its leaf, tail rows name n
   );
 });
 
-test('lcm_grep finds rows and summaries, scoped to a node\'s range and subtree, the same with or without the index', async (t) => {
+test("lcm_grep finds rows and summaries, scoped to a node's range and subtree, the same with or without the index", async (t) => {
   const built = await Promise.all((['none', 'half', 'full'] as const).map((index) => fixture(t, { index })));
   for (const f of built) {
     const whole = await search(f.db, { session: 'a', pattern: 'ZEBRA' });
@@ -191,7 +191,7 @@ test('lcm_grep pages both lists at the same offset with their own totals and nex
   assert.deepEqual(pages.flatMap((p) => p.summaries.matches.map((m) => m.node)), [f.ids.leaf1, f.ids.parent, f.ids.leaf3]);
 });
 
-test('lcm_expand renders the node\'s rows as transcript_read does, page by page', async (t) => {
+test("lcm_expand renders the node's rows as transcript_read does, page by page", async (t) => {
   const db = tempDb(t);
   const a = openSession(db, { session: 'a' });
   openSession(db, { session: 'b' });
@@ -208,7 +208,7 @@ test('lcm_expand renders the node\'s rows as transcript_read does, page by page'
   assert.ok(!whole.text.includes('first row') && !whole.text.includes('between') && !whole.text.includes('after the leaf'));
 
   let text = '';
-  for (let offset: number | null = 0; offset !== null; ) {
+  for (let offset: number | null = 0; offset !== null;) {
     const page = await expandNode(db, LcmExpandParams.parse({ session: 'a', node: leaf, offset, limit: 7 }));
     assert.equal(page.offset, offset);
     text += page.text;
@@ -258,7 +258,7 @@ test('summaries a pass wrote wait outside the index until lcm_grep puts them in,
   assert.equal(inIndex('quagga'), 0);
 });
 
-test('a unit of the summaries\' catch-up stops at its characters but always takes one node, and takes any session\'s without one named', (t) => {
+test("a unit of the summaries' catch-up stops at its characters but always takes one node, and takes any session's without one named", (t) => {
   const db = tempDb(t);
   const a = openSession(db, { session: 'a' });
   const b = openSession(db, { session: 'b' });

@@ -127,8 +127,8 @@ test('migration 10 moves the last prompt out of the sessions row and the next pr
   const { lastPrompt } = await import('../../storage/engine-log.ts');
   assert.deepEqual(lastPrompt(db, 1), { model: 'm1', instructions: 'be brief', tools: [] });
   assert.deepEqual(lastPrompt(db, 2), { model: null, instructions: '', tools: [] });
-  assert.equal(db.prepare("SELECT hash FROM session_prompts WHERE sid = 1").pluck().get(), '', 'no hash: the next prepare writes the prompt');
-  const columns = db.prepare('SELECT name FROM pragma_table_info(\'sessions\')').pluck().all();
+  assert.equal(db.prepare('SELECT hash FROM session_prompts WHERE sid = 1').pluck().get(), '', 'no hash: the next prepare writes the prompt');
+  const columns = db.prepare("SELECT name FROM pragma_table_info('sessions')").pluck().all();
   assert.ok(!columns.includes('last_instructions') && !columns.includes('last_tools'));
 });
 
@@ -304,7 +304,7 @@ test('migration 25 keeps the summaries indexed so far in the index, and later pa
   const { LcmGrepParams } = await import('../../protocol/methods.ts');
   assert.equal(db.prepare('SELECT indexed FROM lcm_nodes WHERE node = ?').pluck().get(old), 1);
   const [added] = db.transaction(() =>
-    writeTreePass(db, sid, { drafts: [{ depth: 0, firstSeq: 3, lastSeq: 4, summary: 'another okapi', estimatedTokens: 4, sourceTokens: 9, pointer: false, backend: null, children: [] }], coveredSeq: 4 }),
+    writeTreePass(db, sid, { drafts: [{ depth: 0, firstSeq: 3, lastSeq: 4, summary: 'another okapi', estimatedTokens: 4, sourceTokens: 9, pointer: false, backend: null, children: [] }], coveredSeq: 4 })
   )();
   assert.equal(db.prepare('SELECT indexed FROM lcm_nodes WHERE node = ?').pluck().get(added), 0);
   const hits = await grepTree(db, LcmGrepParams.parse({ session: 's', pattern: 'OKAPI' }));

@@ -47,7 +47,7 @@ test('a write inside commits at the end, a throw rolls it back, and an open tran
       readTogether(db, () => openSession(db, { session: 'inner' }));
       assert.equal(db.inTransaction, true);
       throw new Error('outer');
-    })(),
+    })()
   );
   assert.throws(() => requireSession(db, 'inner'), { code: 'unknown_session' });
 

@@ -221,8 +221,7 @@ test('seq gaps from a deleted session do not break paging over several batches',
     openSession(db, { session: 'keep' });
     openSession(db, { session: 'gone' });
     openSession(db, { session: 'other' });
-    const batch = (prefix: string, n: number): string[] =>
-      Array.from({ length: n }, (_v, i) => (i % 500 === 7 ? `${prefix} ${i} findme` : `${prefix} ${i} plain`));
+    const batch = (prefix: string, n: number): string[] => Array.from({ length: n }, (_v, i) => (i % 500 === 7 ? `${prefix} ${i} findme` : `${prefix} ${i} plain`));
     await add(db, 'keep', ...batch('k1', 1500));
     await add(db, 'gone', ...batch('g', 5000));
     await add(db, 'other', ...batch('o', 2500));
@@ -406,7 +405,7 @@ test('indexPending indexes in bounded batches and reports when it is caught up',
   assert.equal(indexPending(db, 10), 5);
   assert.equal(indexPending(db, 10), 0);
   assert.equal(indexedThrough(db), seqs[24]);
-  assert.equal(count(db, "SELECT count(*) FROM transcript_fts WHERE transcript_fts MATCH '\"row\"'"), 25);
+  assert.equal(count(db, 'SELECT count(*) FROM transcript_fts WHERE transcript_fts MATCH \'"row"\''), 25);
 });
 
 test('indexPending stops at its character budget, but always indexes one row', async (t) => {
@@ -419,7 +418,7 @@ test('indexPending stops at its character budget, but always indexes one row', a
   assert.equal(indexedThrough(db), seqs[2]);
   assert.equal(indexPending(db, 100, 100), 1);
   assert.equal(searchIndexLag(db), 0);
-  assert.equal(count(db, "SELECT count(*) FROM transcript_fts WHERE transcript_fts MATCH '\"ddd\"'"), 1);
+  assert.equal(count(db, 'SELECT count(*) FROM transcript_fts WHERE transcript_fts MATCH \'"ddd"\''), 1);
 });
 
 test('the row index merges only when asked (migration 20), in steps that end once nothing is left to merge', async (t) => {
@@ -448,5 +447,5 @@ test('catchUpSearchIndex indexes every pending row and leaves nothing to merge',
   assert.equal(catchUpSearchIndex(db, 4), 30);
   assert.equal(searchIndexLag(db), 0);
   assert.equal(mergeSearchIndex(db, 1000), false);
-  assert.equal(count(db, "SELECT count(*) FROM transcript_fts WHERE transcript_fts MATCH '\"line\"'"), 30);
+  assert.equal(count(db, 'SELECT count(*) FROM transcript_fts WHERE transcript_fts MATCH \'"line"\''), 30);
 });

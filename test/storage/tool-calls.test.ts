@@ -10,8 +10,7 @@ import { appendRows, forkMap, forkSession, orphanResults } from '../../storage/t
 import { assistant, count, rowsOf, tempDb, toolResult, user } from './factories.ts';
 
 function fails(code: DomainCodeName, details: Record<string, unknown> = {}) {
-  return (e: unknown) =>
-    e instanceof AlbedoError && e.code === code && Object.entries(details).every(([k, v]) => e.details?.[k] === v);
+  return (e: unknown) => e instanceof AlbedoError && e.code === code && Object.entries(details).every(([k, v]) => e.details?.[k] === v);
 }
 
 /** First line of each row's text, in seq order. */

@@ -11,8 +11,7 @@ import { appendNotice, appendRows } from '../../storage/transcript.ts';
 import { assistant, count, imageIn, jpegBytes, pngBytes, rowsOf, tempDb, toolResult, user } from './factories.ts';
 
 function fails(code: DomainCodeName, details: Record<string, unknown> = {}) {
-  return (e: unknown) =>
-    e instanceof AlbedoError && e.code === code && Object.entries(details).every(([k, v]) => e.details?.[k] === v);
+  return (e: unknown) => e instanceof AlbedoError && e.code === code && Object.entries(details).every(([k, v]) => e.details?.[k] === v);
 }
 
 function texts(db: Db, session: string): string[] {
@@ -246,8 +245,7 @@ test('settling keeps the search index exact for rows it already covers', async (
   db.prepare('UPDATE search_index_state SET indexed_through = 1000').run();
   await appendRows(db, 's', [assistant('call', ['c1']), user('zebra crossing')]);
   await appendRows(db, 's', [toolResult('c1', 'giraffe output')]);
-  const hit = (word: string) =>
-    db.prepare('SELECT rowid FROM transcript_fts WHERE transcript_fts MATCH ?').pluck().all(`"${word}"`);
+  const hit = (word: string) => db.prepare('SELECT rowid FROM transcript_fts WHERE transcript_fts MATCH ?').pluck().all(`"${word}"`);
   assert.deepEqual(hit('zebra'), [3]);
   assert.deepEqual(hit('giraffe'), [2]);
 });

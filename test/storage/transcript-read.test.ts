@@ -79,7 +79,7 @@ test('pages of any size concatenate to the full rendering and never split a grap
   assert.ok(!full.includes('not mine'));
   const reference = graphemes(full);
   assert.ok(reference.includes('👩‍👩‍👧') && reference.includes('🇫🇷') && reference.includes('👍🏽') && reference.includes('e\u0301'));
-  assert.ok(reference.includes('\r\n'), 'a row ending in CR joins the separator\'s LF');
+  assert.ok(reference.includes('\r\n'), "a row ending in CR joins the separator's LF");
   for (const limit of [1, 2, 3, 5, 7, 16, 64, 333, 100_000]) {
     assert.equal(await readAll(db, { session: 's' }, limit, reference), full, `limit ${limit}`);
   }

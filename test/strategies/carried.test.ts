@@ -71,7 +71,7 @@ test('a tail cut between exchanges starts at the first exchange it keeps; nothin
   assert.equal(carriedFrom(rows, forModel(rows, target), target).from, 0, 'everything carried');
 });
 
-test('firstCarriedSeq reads back past the cached rows, in steps, skipping other sessions\' rows', async (t) => {
+test("firstCarriedSeq reads back past the cached rows, in steps, skipping other sessions' rows", async (t) => {
   const db = tempDb(t);
   openSession(db, { session: 's' });
   openSession(db, { session: 'other' });

@@ -114,7 +114,7 @@ describe('stored folds', () => {
     assert.ok(!texts(out.inputs).some((x) => x.includes('LCM NODE')), 'once summarized, the fold leaves the request');
   });
 
-  test('the plugins a request reads are the enabled ones in registry order, without the active strategy\'s own', () => {
+  test("the plugins a request reads are the enabled ones in registry order, without the active strategy's own", () => {
     const lcm = { ...foldOf(1, 'lcm'), name: 'lcm-memory' };
     const snap = { ...foldOf(1, 'snapcompact'), name: 'snapcompact-memory' };
     const plugins = { 'lcm-memory': lcm, 'snapcompact-memory': snap };
@@ -130,7 +130,13 @@ describe('forks and warming', () => {
     await sessionWithTurns(db, 'p', 3);
     const calls: Array<{ from: number; to: number; pairs: number }> = [];
     const copying: Strategy = { ...rolling, name: 'copying', fork: (_db, from, to, seqs) => void calls.push({ from: from.sid, to: to.sid, pairs: seqs.size }) };
-    const failing: Strategy = { ...rolling, name: 'failing', fork: () => { throw new Error('copy failed'); } };
+    const failing: Strategy = {
+      ...rolling,
+      name: 'failing',
+      fork: () => {
+        throw new Error('copy failed');
+      },
+    };
     const parent = argsFor(db, 'p').session.sid;
     const branch = db.transaction(() => {
       const f = forkSession(db, 'p', { branch: 'b' });
@@ -142,7 +148,7 @@ describe('forks and warming', () => {
       db.transaction(() => {
         const f = forkSession(db, 'p', { branch: 'c' });
         forkStrategyState(db, { sid: parent }, { sid: f.sid }, [failing]);
-      })(),
+      })()
     );
     assert.equal(db.prepare("SELECT count(*) FROM sessions WHERE name = 'c'").pluck().get(), 0, 'a failing hook rolls the fork back');
   });
@@ -153,7 +159,17 @@ describe('forks and warming', () => {
     for (let i = 0; i < 40; i++) await appendRows(db, 's', Array.from({ length: 500 }, (_, j) => ({ kind: 'user' as const, origin: 'user' as const, content: [{ type: 'text' as const, text: `row ${i}.${j} ${'x'.repeat(200)}` }] })));
     const cache = new KernelCache();
     const a = argsFor(db, 's');
-    const input = { db, session: a.session, head: a.head, window: { window: 8000, source: 'config' as const, triggerPercent: 80, tailPercent: 25, ratio: 1 }, settings: { triggerPercent: 80, tailPercent: 25 }, pinnedTokens: 0, target: plainTarget('s'), folds: [], cache };
+    const input = {
+      db,
+      session: a.session,
+      head: a.head,
+      window: { window: 8000, source: 'config' as const, triggerPercent: 80, tailPercent: 25, ratio: 1 },
+      settings: { triggerPercent: 80, tailPercent: 25 },
+      pinnedTokens: 0,
+      target: plainTarget('s'),
+      folds: [],
+      cache,
+    };
     let turns = 0;
     const tick = setInterval(() => (turns += 1), 0);
     await warmTailRows(input, startCut());
@@ -171,7 +187,7 @@ describe('the target', () => {
   const model = { id: 'claude-sonnet-4-5', provider: 'anthropic', context_window: 200_000, input: ['text', 'image'] as const, max_image_edge_px: 1568, max_images_per_request: 100 };
   const session = { sid: 1, name: 's' };
 
-  test('the client\'s provider and its upstream\'s limits win over the catalog; the catalog fills the rest', () => {
+  test("the client's provider and its upstream's limits win over the catalog; the catalog fills the rest", () => {
     const fromCatalog = targetOf({ model: { ...model, input: ['text', 'image'] }, modelId: model.id }, { session }, 20_000);
     assert.deepEqual(
       { provider: fromCatalog.provider, edge: fromCatalog.maxImageEdgePx, images: fromCatalog.maxImages, bytes: fromCatalog.maxImageBytes, uploads: fromCatalog.uploadsImages, reads: fromCatalog.readsImages },

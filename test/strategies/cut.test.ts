@@ -147,7 +147,7 @@ describe('saved cuts that no longer fit', () => {
     await appendRows(db, 's', [toolResult('build', 'BUILD FAILED: missing symbol parse_invoice')]);
     const seen = inspectRequest(setup, argsFor(db, 's'));
     assert.ok(seen.notes.some((n) => /arrived after its call was evicted/.test(n)), JSON.stringify(seen.notes));
-    assert.match(seen.sections.find((s) => s.name === 'tail')!.source, /^rows #1-/, 'the tail starts again at the call\'s unit');
+    assert.match(seen.sections.find((s) => s.name === 'tail')!.source, /^rows #1-/, "the tail starts again at the call's unit");
     // The next compaction reads the late result, so the summary carries it.
     const summarizer = new RecordingSummarizer();
     const again = await prepareRequest(setupFor({ window: WINDOW, summarizer }), argsFor(db, 's'));
@@ -281,19 +281,21 @@ describe('a newest exchange that cannot fit the window beside its opener', () =>
     assert.ok(texts(next.inputs).includes('"c99"'));
   });
 
-  for (const strategy of [rolling, lcm]) test(`${strategy.name}: a long signed thinking block leaves whole with its exchange instead of going over the window`, async (t) => {
-    const db = tempDb(t);
-    await sessionWithTurns(db, 's', 20);
-    const thinking = 'weighing the options for the parser rewrite; '.repeat(330); // ~3,700 tokens, signed
-    await appendRows(db, 's', [
-      user('now rewrite the parser'),
-      ...signedExchange(thinking, 'sig-1', 'p1'),
-    ]);
-    const out = await prepareFits(db, setupFor({ window, strategy }));
-    assert.equal(out.compacted, true, out.observation.failure ?? '');
-    assert.ok(!texts(out.inputs).includes('sig-1'), 'the signed block is not cut: it left with its turn');
-    assert.ok(!texts(out.inputs).includes('"p1"'), 'its call and result left together');
-  });
+  for (const strategy of [rolling, lcm]) {
+    test(`${strategy.name}: a long signed thinking block leaves whole with its exchange instead of going over the window`, async (t) => {
+      const db = tempDb(t);
+      await sessionWithTurns(db, 's', 20);
+      const thinking = 'weighing the options for the parser rewrite; '.repeat(330); // ~3,700 tokens, signed
+      await appendRows(db, 's', [
+        user('now rewrite the parser'),
+        ...signedExchange(thinking, 'sig-1', 'p1'),
+      ]);
+      const out = await prepareFits(db, setupFor({ window, strategy }));
+      assert.equal(out.compacted, true, out.observation.failure ?? '');
+      assert.ok(!texts(out.inputs).includes('sig-1'), 'the signed block is not cut: it left with its turn');
+      assert.ok(!texts(out.inputs).includes('"p1"'), 'its call and result left together');
+    });
+  }
 
   test('with nothing left to evict, a summary that no longer leaves room is written again shorter', async (t) => {
     const db = tempDb(t);

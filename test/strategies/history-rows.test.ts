@@ -13,7 +13,6 @@ import { assistant, imageIn, pngBytes, tempDb, toolResult, user } from '../stora
 import { argsFor, sessionWithTurns, strategyInput } from './engine-fixtures.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 
-
 /**
  * Appends a user row with a 64 px image and reads the history into `cache`, then appends a row
  * with a 16 px image and an image_fit notice that replaces the first image with it. Returns the

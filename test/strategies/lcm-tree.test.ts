@@ -10,12 +10,11 @@ import { summarizerFailed, type SummaryResult } from '../../strategies/summarize
 let seq = 0;
 function row(kind: 'user' | 'assistant' | 'tool_result'): StoredRow {
   seq += 1;
-  const body =
-    kind === 'user'
-      ? { kind, origin: 'user' as const, content: [{ type: 'text' as const, text: `u${seq}` }] }
-      : kind === 'assistant'
-        ? { kind, content: [{ type: 'text' as const, text: `a${seq}` }] }
-        : { kind, call_id: `c${seq}`, is_error: false, content: [{ type: 'text' as const, text: `r${seq}` }] };
+  const body = kind === 'user'
+    ? { kind, origin: 'user' as const, content: [{ type: 'text' as const, text: `u${seq}` }] }
+    : kind === 'assistant'
+    ? { kind, content: [{ type: 'text' as const, text: `a${seq}` }] }
+    : { kind, call_id: `c${seq}`, is_error: false, content: [{ type: 'text' as const, text: `r${seq}` }] };
   return { seq, created_at: 0, key: null, row_class: kind === 'user' ? 'user' : 'other', body } as StoredRow;
 }
 

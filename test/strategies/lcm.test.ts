@@ -50,8 +50,15 @@ async function frontierOfSixty(t: TestContext) {
   await sessionWithTurns(db, 's', 70);
   const sid = sidOf(db, 's');
   const drafts = Array.from({ length: 60 }, (_, i) => ({
-    depth: 0, firstSeq: i * 4 + 1, lastSeq: i * 4 + 4, summary: `turn ${i} ${'detail '.repeat(120)}`,
-    estimatedTokens: 600, sourceTokens: 700, pointer: false, backend: 'client', children: [],
+    depth: 0,
+    firstSeq: i * 4 + 1,
+    lastSeq: i * 4 + 4,
+    summary: `turn ${i} ${'detail '.repeat(120)}`,
+    estimatedTokens: 600,
+    sourceTokens: 700,
+    pointer: false,
+    backend: 'client',
+    children: [],
   }));
   writeTreePass(db, sid, { drafts, coveredSeq: 240 });
   return { db, sid };

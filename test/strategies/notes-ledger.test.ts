@@ -86,7 +86,14 @@ test('exit statuses and test verdicts as agents print them', () => {
 });
 
 test('a write to a file never seen is a creation; a delete after it is a deletion; a later touch is the last one', () => {
-  const call = (seq: number, name: string, args: Record<string, unknown>): StoredRow => ({ session: 's', seq, row_class: 'other', key: null, created_at: 0, body: { kind: 'assistant', content: [{ type: 'tool_call', id: `c${seq}`, name, arguments: args }] } });
+  const call = (seq: number, name: string, args: Record<string, unknown>): StoredRow => ({
+    session: 's',
+    seq,
+    row_class: 'other',
+    key: null,
+    created_at: 0,
+    body: { kind: 'assistant', content: [{ type: 'tool_call', id: `c${seq}`, name, arguments: args }] },
+  });
   let l = foldLedger(emptyLedger(), [call(1, 'Write', { file_path: 'a.ts' }), call(2, 'Read', { file_path: 'b.ts' }), call(3, 'Write', { file_path: 'b.ts' })]);
   assert.deepEqual([byPath(l, 'a.ts')?.created, byPath(l, 'b.ts')?.created, byPath(l, 'b.ts')?.changes], [true, false, 1]);
   l = foldLedger(l, [call(9, 'apply_patch', { input: '*** Begin Patch\n*** Delete File: a.ts\n*** End Patch' })]);
@@ -120,7 +127,14 @@ test('over its budget the ledger drops the oldest files only read first, then sh
 });
 
 test('the saved ledger keeps the newest thousand files only read, and every changed file', () => {
-  const call = (seq: number, name: string, p: string): StoredRow => ({ session: 's', seq, row_class: 'other', key: null, created_at: 0, body: { kind: 'assistant', content: [{ type: 'tool_call', id: `c${seq}`, name, arguments: { file_path: p } }] } });
+  const call = (seq: number, name: string, p: string): StoredRow => ({
+    session: 's',
+    seq,
+    row_class: 'other',
+    key: null,
+    created_at: 0,
+    body: { kind: 'assistant', content: [{ type: 'tool_call', id: `c${seq}`, name, arguments: { file_path: p } }] },
+  });
   const rows = [call(1, 'Edit', 'changed-first.ts'), ...Array.from({ length: 1200 }, (_, i) => call(i + 2, 'Read', `read-${i}.ts`))];
   const l = foldLedger(emptyLedger(), rows);
   const paths = l.files.map((f) => f.path);
@@ -138,7 +152,11 @@ test('where the work stood: the text before the latest user message, the last wo
   assert.deepEqual(first.lastWords, { seq: 2, text: 'Fixed. Shall I add the orders endpoint too?' });
   assert.deepEqual(first.plan, { seq: 3, tool: 'TodoWrite', open: [{ text: 'Orders endpoint', status: 'pending' }] });
   // The next slice: the user answers, the assistant goes on; Codex's plan tool replaces the plan.
-  const next = foldLedger(first, [asked(4, 'Yes, do that.'), said(5, 'x'.repeat(500)), row(6, { kind: 'assistant', content: [{ type: 'tool_call', id: 'p', name: 'update_plan', arguments: { plan: [{ step: 'Write the route', status: 'in_progress' }] } }] })]);
+  const next = foldLedger(first, [
+    asked(4, 'Yes, do that.'),
+    said(5, 'x'.repeat(500)),
+    row(6, { kind: 'assistant', content: [{ type: 'tool_call', id: 'p', name: 'update_plan', arguments: { plan: [{ step: 'Write the route', status: 'in_progress' }] } }] }),
+  ]);
   assert.deepEqual(next.beforeUser, { seq: 2, user: 4, text: 'Fixed. Shall I add the orders endpoint too?' });
   assert.equal(next.lastWords?.seq, 5);
   assert.equal([...next.lastWords?.text ?? ''].length, 301, 'a long text is kept cut, with the cut marked');

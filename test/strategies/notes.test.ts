@@ -121,7 +121,7 @@ describe('notes', () => {
     assert.ok(section.estimated_tokens > BUDGET, `the notes (${section.estimated_tokens}) pass the budget of ${BUDGET} in estimated tokens`);
     const header = Math.ceil(Buffer.byteLength(`${NOTES_HEADER}\n\n`) / 4) + 12;
     assert.ok(section.estimated_tokens <= cap + header + 1, `but stay within the cap of ${cap} plus the header: ${section.estimated_tokens}`);
-    assert.match(section.source, new RegExp(`budget ${BUDGET} model tokens`), 'the budget is in the model\'s tokens');
+    assert.match(section.source, new RegExp(`budget ${BUDGET} model tokens`), "the budget is in the model's tokens");
     assert.match(section.source, new RegExp(`capped at ${cap} estimated tokens, bytes/4`), 'the cap, in the unit the section is measured in');
   });
 
@@ -173,7 +173,7 @@ describe('notes', () => {
     assert.equal(withNotes.due, without.due, 'the trigger does not see them');
   });
 
-  test('the next compaction sends only history after the notes\' cut, with the notes so far', async (t) => {
+  test("the next compaction sends only history after the notes' cut, with the notes so far", async (t) => {
     const { db, summarizer, setup, cache, sid } = await compactedSession(t);
     const first = notesOf(db, sid);
     const n = summarizer.calls.length;
@@ -268,11 +268,11 @@ describe('notes', () => {
     assert.equal(out.compacted, true);
     const calls = summarizer.calls.filter((c) => c.purpose === 'notes');
     assert.equal(parseSummaryPrompt(calls[0]!.prompt).previousSummary, undefined, 'from scratch');
-    assert.equal(calls.flatMap(requestsIn)[0], 0, 'from the branch\'s first row');
+    assert.equal(calls.flatMap(requestsIn)[0], 0, "from the branch's first row");
     assert.ok(firstText(out.inputs).startsWith(NOTES_HEADER));
   });
 
-  test('a transcript that no longer matches the notes\' cut leaves them out, and the next compaction rewrites them from scratch', async (t) => {
+  test("a transcript that no longer matches the notes' cut leaves them out, and the next compaction rewrites them from scratch", async (t) => {
     const db = tempDb(t);
     await sessionWithTurns(db, 's', 40);
     const setup = setupFor({ window: 8000, summarizer: notesSummarizer(), layers: [layer] });
@@ -335,7 +335,7 @@ describe('notes', () => {
     const vision = { model: { id: 'claude-test', provider: 'anthropic', context_window: 200_000, input: ['text', 'image'] as const }, modelId: 'claude-test' };
     let written = '';
     for (const [k, strategy] of [rolling, lcm, snapcompact].entries()) {
-      if (k > 0) for (let i = 40 + 40 * (k - 1); i < 40 + 40 * k; i++) await appendRows(db, 's', turn(i));
+      if (k > 0) { for (let i = 40 + 40 * (k - 1); i < 40 + 40 * k; i++) await appendRows(db, 's', turn(i)); }
       const setup = { ...setupFor({ window: 8000, summarizer, layers: [layer], strategy }), ...(strategy === snapcompact ? vision : {}) };
       const before = inspectRequest(setup, argsFor(db, 's'));
       if (written !== '') assert.equal(before.sections[1]?.name, 'notes', `${strategy.name} sends the notes it found`);

@@ -182,8 +182,7 @@ describe('results of one turn share the output cap', () => {
 });
 
 describe('capped tool-call arguments and assistant text', () => {
-  const call = (args: Record<string, unknown>, textPart = 'writing the file'): StoredRow =>
-    row({ kind: 'assistant', content: [{ type: 'text', text: textPart }, { type: 'tool_call', id: 'w1', name: 'write_file', arguments: args }] });
+  const call = (args: Record<string, unknown>, textPart = 'writing the file'): StoredRow => row({ kind: 'assistant', content: [{ type: 'text', text: textPart }, { type: 'tool_call', id: 'w1', name: 'write_file', arguments: args }] });
 
   test('a call that wrote a large file goes out with its long strings capped, keys and short values kept', () => {
     const file = Array.from({ length: 4000 }, (_, i) => `line ${i} of the generated module`).join('\n');
@@ -243,7 +242,7 @@ describe('capped tool-call arguments and assistant text', () => {
     assert.ok(rowInputs(anthropic, { ...capped(800), provider: 'anthropic' })[0]!.content.some((p) => p.type === 'reasoning' && p.encrypted === blob));
   });
 
-  test("a long assistant text is capped like a tool output; reasoning is never touched", () => {
+  test('a long assistant text is capped like a tool output; reasoning is never touched', () => {
     const thinking = 'z'.repeat(20_000);
     const r = row({ kind: 'assistant', content: [{ type: 'reasoning', provider: 'anthropic', text: thinking, encrypted: 'sig' }, { type: 'text', text: 'w'.repeat(20_000) }] });
     const [input] = rowInputs(r, { ...capped(500), provider: 'anthropic' });
@@ -322,8 +321,7 @@ describe('encrypted reasoning routing', () => {
       ...(model === undefined ? {} : { model }),
       content: [{ type: 'reasoning', ...(partProvider === undefined ? {} : { provider: partProvider }), text: 'readable', encrypted: 'opaque' }, text('answer')],
     });
-  const sent = (r: StoredRow, provider: string | undefined, model: string | undefined): boolean =>
-    JSON.stringify(forModel([r], { ...plainTarget('s'), provider, model })).includes('opaque');
+  const sent = (r: StoredRow, provider: string | undefined, model: string | undefined): boolean => JSON.stringify(forModel([r], { ...plainTarget('s'), provider, model })).includes('opaque');
 
   test('openai encrypted reasoning goes only to the model that wrote it, when both models are known', () => {
     const r = reasoning('openai', 'gpt-5', 'openai');

@@ -32,9 +32,7 @@ function saveLegacyState(db: Db, sid: number, s: { summary: string; items: numbe
 }
 
 function texts(inputs: readonly PlainInput[]): string[] {
-  return inputs.map((i) =>
-    i.content.map((p) => (p.type === 'text' ? p.text : p.type === 'tool_call' ? `call ${p.id}` : p.type === 'tool_result' ? `result ${p.call_id}` : p.type)).join(' | '),
-  );
+  return inputs.map((i) => i.content.map((p) => (p.type === 'text' ? p.text : p.type === 'tool_call' ? `call ${p.id}` : p.type === 'tool_result' ? `result ${p.call_id}` : p.type)).join(' | '));
 }
 
 describe('rolling', () => {
@@ -391,7 +389,7 @@ describe('rolling', () => {
     assert.ok(inputsTokens(out.inputs) > 8000);
   });
 
-  test('with no strategy, a kernel extends the history it projected; its requests equal a fresh kernel\'s', async (t) => {
+  test("with no strategy, a kernel extends the history it projected; its requests equal a fresh kernel's", async (t) => {
     const db = tempDb(t);
     await sessionWithTurns(db, 's', 10);
     const setup = setupFor({ window: 200_000, strategy: null });

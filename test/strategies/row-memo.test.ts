@@ -12,7 +12,6 @@ import { forModel, plainTarget, tokenCounter } from '../../strategies/projection
 import { assistant, tempDb } from '../storage/factories.ts';
 import { sessionWithTurns, strategyInput } from './engine-fixtures.ts';
 
-
 test('the tail projection is forModel of the rows with its estimate, and appended rows only extend it', async (t) => {
   const db = tempDb(t);
   await sessionWithTurns(db, 's', 6);

@@ -62,7 +62,7 @@ test('a state read inside a save that rolled back is not taken for the next save
       saveNotes(db, sid, { text: 'discarded', cut: START_CUT, hints, backend: null });
       assert.equal(loadSaved(input, NOTES, read), 'discarded');
       throw new Error('the commit failed');
-    })(),
+    })()
   );
   // The next save must not look like the rolled-back one (a counter would reach the same value).
   saveNotes(db, sid, { text: 'v2', cut: START_CUT, hints, backend: null });

@@ -37,8 +37,7 @@ function withModel(setup: EngineSetup, m: ModelEntry | undefined): EngineSetup {
 }
 
 const images = (inputs: readonly PlainInput[]) => inputs.flatMap((i) => i.content.flatMap((p) => (p.type === 'image' ? [p] : [])));
-const captions = (inputs: readonly PlainInput[]) =>
-  inputs.filter((i) => i.content.some((p) => p.type === 'image')).map((i) => (i.content[0]?.type === 'text' ? i.content[0].text : ''));
+const captions = (inputs: readonly PlainInput[]) => inputs.filter((i) => i.content.some((p) => p.type === 'image')).map((i) => (i.content[0]?.type === 'text' ? i.content[0].text : ''));
 
 function archiveOf(db: Db, sid: number): ArchiveState {
   const a = loadArchive(db, sid);
@@ -115,7 +114,10 @@ describe('snapcompact', () => {
     const db = tempDb(t);
     await sessionWithTurns(db, 's', 400, 600);
     // Two frames at most; a large window so the trigger is the archive's, not the budget's.
-    const setup = withModel({ ...setupFor({ window: 200_000, strategy: snapcompact }), settings: { triggerPercent: 90, tailPercent: 2, archivePercent: 20, maxFrames: 2 } as EngineSetup['settings'] }, model('claude-test', 'anthropic', ['text', 'image']));
+    const setup = withModel(
+      { ...setupFor({ window: 200_000, strategy: snapcompact }), settings: { triggerPercent: 90, tailPercent: 2, archivePercent: 20, maxFrames: 2 } as EngineSetup['settings'] },
+      model('claude-test', 'anthropic', ['text', 'image']),
+    );
     const out = await prepareRequest(setup, argsFor(db, 's', { force: true }));
     assert.equal(out.compacted, true);
     const c = captions(out.inputs);
@@ -155,7 +157,10 @@ describe('snapcompact', () => {
     await sessionWithTurns(db, 's', 40);
     const summarizer = new RecordingSummarizer();
     // 20% of 5000 tokens is less than one Claude frame (~1,500 tokens).
-    const setup = withModel({ ...setupFor({ window: 5000, summarizer, strategy: snapcompact }), settings: { contextWindowTokens: 5000, triggerPercent: 90, tailPercent: 10, archivePercent: 20 } as EngineSetup['settings'] }, model('claude-test', 'anthropic', ['text', 'image']));
+    const setup = withModel(
+      { ...setupFor({ window: 5000, summarizer, strategy: snapcompact }), settings: { contextWindowTokens: 5000, triggerPercent: 90, tailPercent: 10, archivePercent: 20 } as EngineSetup['settings'] },
+      model('claude-test', 'anthropic', ['text', 'image']),
+    );
     const out = await prepareRequest(setup, argsFor(db, 's'));
     assert.equal(out.compacted, true);
     assert.equal(images(out.inputs).length, 0);
@@ -164,7 +169,7 @@ describe('snapcompact', () => {
     assert.equal(loadArchive(db, sidOf(db, 's')), undefined, 'no archive was written that no request could show');
   });
 
-  test('an archive made under one shape re-renders in another model family\'s shape', async (t) => {
+  test("an archive made under one shape re-renders in another model family's shape", async (t) => {
     const db = tempDb(t);
     await sessionWithTurns(db, 's', 160);
     const base = setupFor({ window: 32_000, strategy: snapcompact });
@@ -245,7 +250,10 @@ describe('snapcompact', () => {
 test("the frame budget takes the provider's image cap from the catalog's rule (upstream declarations, any case)", () => {
   // frameBudget reads only the settings, the target and the window of its input.
   const budget = (provider: string | undefined, maxImages?: number): number =>
-    frameBudget({ settings: {}, target: { ...plainTarget('s'), provider, maxImages, uploadsImages: true }, window: { window: 100_000_000, source: 'config', triggerPercent: 90, tailPercent: 10, ratio: 1 } } as unknown as StrategyInput, 1_000);
+    frameBudget(
+      { settings: {}, target: { ...plainTarget('s'), provider, maxImages, uploadsImages: true }, window: { window: 100_000_000, source: 'config', triggerPercent: 90, tailPercent: 10, ratio: 1 } } as unknown as StrategyInput,
+      1_000,
+    );
   // The `claude` upstream declares 100 images: nine tenths, under the hard cap of 80.
   assert.equal(budget('claude'), 80);
   assert.equal(budget('Anthropic'), 80);

@@ -4,15 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import {
-  answer,
-  blocksOf,
-  toolResultText,
-  type Answer,
-  type MessagesBody,
-  type Script,
-  type ScriptRequest,
-} from './scripted-upstream.ts';
+import { answer, blocksOf, toolResultText, type Answer, type MessagesBody, type Script, type ScriptRequest } from './scripted-upstream.ts';
 
 export interface FileReadScenarioOptions {
   /** Scratch work dir; the files are written into it (created if missing). */
@@ -103,8 +95,7 @@ export function fileReadScenario(opts: FileReadScenarioOptions): FileReadScenari
   }
   const finalText = `All ${count} files read. FINAL-${randomBytes(6).toString('hex')}`;
   const recalledText = `The first file said: ${files[0]?.marker ?? ''} line 001`;
-  const prompt =
-    `Read the ${count} files ${dir}/file-01.txt to file-${String(count).padStart(2, '0')}.txt one at a time ` +
+  const prompt = `Read the ${count} files ${dir}/file-01.txt to file-${String(count).padStart(2, '0')}.txt one at a time ` +
     `with the shell tool (cat), then say that you are done.`;
 
   const fileOfCommand = (input: unknown): number => {

@@ -240,8 +240,8 @@ function resolveBlocks(blocks: AnswerBlock[]): ResolvedBlock[] {
     b.type === 'text'
       ? { wire: { type: 'text', text: b.text } }
       : b.type === 'thinking'
-        ? { wire: { type: 'thinking', thinking: b.thinking, signature: b.signature } }
-        : { wire: { type: 'tool_use', id: b.id ?? `toolu_${randomBytes(12).toString('hex')}`, name: b.name, input: b.input } },
+      ? { wire: { type: 'thinking', thinking: b.thinking, signature: b.signature } }
+      : { wire: { type: 'tool_use', id: b.id ?? `toolu_${randomBytes(12).toString('hex')}`, name: b.name, input: b.input } }
   );
 }
 
@@ -430,8 +430,7 @@ export async function startScriptedUpstream(opts: ScriptedUpstreamOptions = {}):
     requests,
     messages(filter = {}) {
       return requests.filter(
-        (r): r is ScriptRequest =>
-          r.kind === 'messages' && (filter.conversation === undefined || r.conversation === filter.conversation),
+        (r): r is ScriptRequest => r.kind === 'messages' && (filter.conversation === undefined || r.conversation === filter.conversation),
       );
     },
     setScript(next) {

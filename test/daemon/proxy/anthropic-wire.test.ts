@@ -56,7 +56,15 @@ test('prepared inputs map back with tool results inside user messages, roles mer
   const inputs: PlainInput[] = [
     { role: 'user', content: [{ type: 'text', text: '[summary]' }] },
     { role: 'user', content: [{ type: 'text', text: 'go on' }] },
-    { role: 'assistant', content: [{ type: 'reasoning', provider: 'anthropic', text: 't', encrypted: 'sig' }, { type: 'opaque', wire: 'anthropic', data: { type: 'redacted_thinking', data: 'x' } }, { type: 'tool_call', id: 'c1', name: 'Bash', arguments: { command: 'ls' } }] },
+    {
+      role: 'assistant',
+      content: [{ type: 'reasoning', provider: 'anthropic', text: 't', encrypted: 'sig' }, { type: 'opaque', wire: 'anthropic', data: { type: 'redacted_thinking', data: 'x' } }, {
+        type: 'tool_call',
+        id: 'c1',
+        name: 'Bash',
+        arguments: { command: 'ls' },
+      }],
+    },
     { role: 'tool', content: [{ type: 'tool_result', call_id: 'c1', is_error: true, content: [{ type: 'text', text: 'no such file' }] }] },
     { role: 'user', content: [{ type: 'text', text: 'hm' }] },
   ];

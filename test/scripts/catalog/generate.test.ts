@@ -18,7 +18,7 @@ test('the shipped models.json is what the generator makes from the installed pac
   const pkg = await readInstalledPackage();
   assert.equal(shipped.source.version, pkg.version, 'the installed package is not the one the file was made from: run `npm run catalog`');
   const { file } = generateCatalog(pkg.providers, { version: pkg.version, license: pkg.license, pricesAsOf: shipped.source.prices_as_of });
-  assert.equal(text, serializeCatalog(file), 'strategies/catalog/models.json differs from the generator\'s output: run `npm run catalog`');
+  assert.equal(text, serializeCatalog(file), "strategies/catalog/models.json differs from the generator's output: run `npm run catalog`");
 });
 
 function model(id: string, extra: Partial<ModelInfo> = {}): ModelInfo {
@@ -83,7 +83,7 @@ test('a name two models claim is no alias; a -latest id that would collide keeps
   assert.deepEqual(file.aliases, {});
 });
 
-test('the window: ours first, then the package\'s, then OpenRouter\'s entry; without one the model is left out', () => {
+test("the window: ours first, then the package's, then OpenRouter's entry; without one the model is left out", () => {
   const { file, skipped } = generateCatalog(
     [
       provider('acme', [
@@ -125,7 +125,7 @@ test('prices: the base tier, cache rates when given, none without an output rate
   assert.deepEqual(file.models.map((m) => m.price), [{ input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 }, undefined]);
 });
 
-test('prices that change: the one in force on the day, and of a day\'s windows the one that holds longest', () => {
+test("prices that change: the one in force on the day, and of a day's windows the one that holds longest", () => {
   const { file } = generateCatalog(
     [
       provider('acme', [

@@ -36,7 +36,7 @@ function variablesInCode(): Set<string> {
     for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
       const p = path.join(dir, e.name);
       if (e.isDirectory()) walk(p);
-      else if (/\.(ts|js)$/.test(e.name)) for (const m of fs.readFileSync(p, 'utf8').matchAll(/\bALBEDO_[A-Z][A-Z_]*\b/g)) out.add(m[0]);
+      else if (/\.(ts|js)$/.test(e.name)) { for (const m of fs.readFileSync(p, 'utf8').matchAll(/\bALBEDO_[A-Z][A-Z_]*\b/g)) out.add(m[0]); }
     }
   };
   for (const dir of ['bin', 'cli', 'daemon', 'protocol', 'render', 'storage', 'strategies']) walk(path.join(root, dir));

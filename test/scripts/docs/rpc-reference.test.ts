@@ -19,7 +19,7 @@ test('docs/rpc.md has an example for every method, each answer the result schema
   }
 });
 
-test('the page\'s requests, replayed against a daemon, get answers of the recorded shape', async () => {
+test("the page's requests, replayed against a daemon, get answers of the recorded shape", async () => {
   const daemon = await exampleDaemon();
   try {
     const { exchanges, summarize } = await runExchanges(daemon.socket, page.map((e) => ({ method: e.request.method, params: e.request.params })));

@@ -52,7 +52,7 @@ function writeFont(v: Variant): Buffer {
   const metricsBody = GLYPHS.map((g) =>
     v.compressed
       ? Buffer.from([g.lsb + 0x80, g.rsb + 0x80, 8 + 0x80, g.ascent + 0x80, g.descent + 0x80])
-      : Buffer.concat([int16(g.lsb), int16(g.rsb), int16(8), int16(g.ascent), int16(g.descent), int16(0)]),
+      : Buffer.concat([int16(g.lsb), int16(g.rsb), int16(8), int16(g.ascent), int16(g.descent), int16(0)])
   );
   const metricsFormat = format | (v.compressed ? 0x100 : 0);
   const metrics = Buffer.concat([le32(metricsFormat), v.compressed ? int16(GLYPHS.length) : int32(GLYPHS.length), ...metricsBody]);
@@ -66,7 +66,7 @@ function writeFont(v: Variant): Buffer {
       g.rows.map((bits) => {
         const row = Buffer.alloc(rowBytes);
         for (let x = 0; x < widthPx; x++) if (bits[x] === '1') row[x >> 3]! |= v.bitMsb ? 0x80 >> (x & 7) : 1 << (x & 7);
-        if (v.byteMsb !== v.bitMsb && scanUnit > 1) for (let u = 0; u + scanUnit <= row.length; u += scanUnit) row.subarray(u, u + scanUnit).reverse();
+        if (v.byteMsb !== v.bitMsb && scanUnit > 1) { for (let u = 0; u + scanUnit <= row.length; u += scanUnit) row.subarray(u, u + scanUnit).reverse(); }
         return row;
       }),
     );

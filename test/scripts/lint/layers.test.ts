@@ -23,8 +23,7 @@ test('npm run lint refuses a back-import and a strategy importing another, and a
   });
   for (const [f, text] of Object.entries(PLANTED)) fs.writeFileSync(path.join(root, f), text);
   const results = await new ESLint({ cwd: root }).lintFiles(Object.keys(PLANTED).map((f) => path.join(root, f)));
-  const restricted = (f: string): string[] =>
-    results.find((r) => r.filePath === path.join(root, f))!.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
+  const restricted = (f: string): string[] => results.find((r) => r.filePath === path.join(root, f))!.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
   assert.match(restricted('storage/zz-planted-back-import.ts').join('\n'), /storage\/ sits below these rooms/);
   assert.match(restricted('strategies/lcm/zz-planted-sibling.ts').join('\n'), /a strategy imports no other strategy/);
   assert.deepEqual(restricted('daemon/zz-planted-down.ts'), []);

@@ -4,35 +4,43 @@
 // test/scripts/catalog/generate.test.ts.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  loadCatalog,
-  ModelsFile,
-  providerImageCap,
-  readsImages,
-  shippedModels,
-} from '../../../strategies/catalog/models.ts';
+import { loadCatalog, ModelsFile, providerImageCap, readsImages, shippedModels } from '../../../strategies/catalog/models.ts';
 
 test('the shipped catalog parses and covers what people run today', () => {
   const ids = shippedModels().models.map((m) => m.id);
-  for (const id of [
-    'claude-sonnet-4-5', 'claude-haiku-4-5', 'claude-opus-4-1', 'claude-opus-4-5',
-    'gpt-5', 'gpt-5-mini', 'gpt-5.1', 'gpt-4.1', 'o3', 'gpt-oss-120b',
-    'gemini-2.5-pro', 'gemini-2.5-flash', 'deepseek-chat', 'deepseek-reasoner', 'qwen3-coder',
-  ]) {
+  for (
+    const id of [
+      'claude-sonnet-4-5',
+      'claude-haiku-4-5',
+      'claude-opus-4-1',
+      'claude-opus-4-5',
+      'gpt-5',
+      'gpt-5-mini',
+      'gpt-5.1',
+      'gpt-4.1',
+      'o3',
+      'gpt-oss-120b',
+      'gemini-2.5-pro',
+      'gemini-2.5-flash',
+      'deepseek-chat',
+      'deepseek-reasoner',
+      'qwen3-coder',
+    ]
+  ) {
     assert.ok(ids.includes(id), id);
   }
   const c = loadCatalog();
-  assert.equal(c.lookup('gpt-4.1')?.context_window, 1047576, 'our figure (OpenAI\'s), not the package\'s rounded one');
+  assert.equal(c.lookup('gpt-4.1')?.context_window, 1047576, "our figure (OpenAI's), not the package's rounded one");
   assert.equal(c.lookup('gpt-4o')?.context_window, 128000);
   assert.equal(c.lookup('claude-sonnet-4-5')?.context_window, 200000);
-  assert.equal(c.lookup('gemini-2.5-pro')?.context_window, 1048576, 'from OpenRouter\'s entry: the package\'s Google entry has none');
+  assert.equal(c.lookup('gemini-2.5-pro')?.context_window, 1048576, "from OpenRouter's entry: the package's Google entry has none");
   assert.equal(c.lookup('claude-opus-4-1')?.max_image_edge_px, 1568);
   assert.deepEqual(c.lookup('gpt-oss-120b')?.input, ['text']);
   assert.deepEqual(c.lookup('qwen3-coder')?.input, ['text']);
   assert.equal(c.lookup('qwen3-coder')?.provider, 'qwen');
 });
 
-test('entries carry the package\'s list prices in USD per million tokens', () => {
+test("entries carry the package's list prices in USD per million tokens", () => {
   const c = loadCatalog();
   assert.deepEqual(c.lookup('claude-sonnet-4-5')?.price, { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 });
   assert.deepEqual(c.lookup('gpt-5')?.price, { input: 1.25, output: 10, cache_read: 0.125 });
@@ -103,7 +111,7 @@ test('a user entry with a shipped id replaces it wholesale', () => {
   assert.equal(c.models.filter((m) => m.id === 'gpt-4o').length, 1);
 });
 
-test('a user entry named by a shipped alias replaces that entry, and every form of it finds the user\'s', () => {
+test("a user entry named by a shipped alias replaces that entry, and every form of it finds the user's", () => {
   const mine = { id: 'claude-sonnet-4.5', provider: 'bedrock', context_window: 1_000_000, input: ['text', 'image'] as const };
   const c = loadCatalog({ models: [mine] });
   for (const r of ['claude-sonnet-4-5', 'anthropic/claude-sonnet-4-5-20250929', 'CLAUDE-SONNET-4.5']) {

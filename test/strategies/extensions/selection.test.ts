@@ -3,19 +3,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AlbedoError } from '../../../protocol/errors.ts';
-import {
-  BUILTIN_EXTENSIONS,
-  BUILTIN_REGISTRY,
-  createRegistry,
-  type ExtensionDef,
-} from '../../../strategies/extensions/catalog.ts';
-import {
-  applySelection,
-  globalChoices,
-  resolve,
-  validateSelection,
-  type Choice,
-} from '../../../strategies/extensions/selection.ts';
+import { BUILTIN_EXTENSIONS, BUILTIN_REGISTRY, createRegistry, type ExtensionDef } from '../../../strategies/extensions/catalog.ts';
+import { applySelection, globalChoices, resolve, validateSelection, type Choice } from '../../../strategies/extensions/selection.ts';
 
 /** The built-ins as they will be once every implementation has landed. */
 const ALL_AVAILABLE = createRegistry(BUILTIN_EXTENSIONS.map((d) => ({ ...d, available: true })));
@@ -182,9 +171,7 @@ test('enabling an extension this build lacks is rejected as not available', () =
   );
   // A strategy whose required memory extension is missing from the build is not usable either.
   const halfway = createRegistry(
-    BUILTIN_EXTENSIONS.map((d) =>
-      d.name === 'snapcompact' ? { ...d, available: true } : d.name === 'snapcompact-memory' ? { ...d, available: false } : d,
-    ),
+    BUILTIN_EXTENSIONS.map((d) => d.name === 'snapcompact' ? { ...d, available: true } : d.name === 'snapcompact-memory' ? { ...d, available: false } : d),
   );
   rejects(
     () => validateSelection(halfway, resolve(halfway, [], []), { enable: ['snapcompact'] }),

@@ -77,8 +77,7 @@ test('of two like findings, the one later turns refer back to is kept', () => {
     aiLine(`${name} is called from three places.`),
   ];
   // The first finding is the older one, so recency alone would favour the second.
-  const build = (referred: string): string =>
-    [finding('alphaWidget', 'alpha'), finding('betaWidget', 'beta'), ...referTo(referred)].join('\n');
+  const build = (referred: string): string => [finding('alphaWidget', 'alpha'), finding('betaWidget', 'beta'), ...referTo(referred)].join('\n');
   for (const [referred, other] of [['alphaWidget', 'betaWidget'], ['betaWidget', 'alphaWidget']] as const) {
     const out = extractSummary(buildSummaryPrompt({ transcript: build(referred) }), 55);
     const decisions = section(out, 'Decisions and findings:').join('\n');
@@ -111,7 +110,9 @@ test('a second summary merges into the first: one bullet per file, the task kept
 test('summaries to condense (lcm) are read back and merged, not quoted', () => {
   const a = extractSummary(buildSummaryPrompt({ transcript: fixSession() }), 1024);
   const b = extractSummary(
-    buildSummaryPrompt({ transcript: [userLine('Now make src/cache/ttl.ts expire entries after ttlMs.'), callLine('edit_file', { path: '/repo/app/src/cache/ttl.ts', old_string: 'x', new_string: 'expireAfter(ttlMs)' }), outLine('c', 'ok')].join('\n') }),
+    buildSummaryPrompt({
+      transcript: [userLine('Now make src/cache/ttl.ts expire entries after ttlMs.'), callLine('edit_file', { path: '/repo/app/src/cache/ttl.ts', old_string: 'x', new_string: 'expireAfter(ttlMs)' }), outLine('c', 'ok')].join('\n'),
+    }),
     1024,
   );
   const children = `[lcm node 1 · rows #1-#17 · depth 0]\n${a}\n\n[lcm node 2 · rows #18-#20 · depth 0]\n${b}`;

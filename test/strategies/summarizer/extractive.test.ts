@@ -7,16 +7,7 @@ import { AlbedoError } from '../../../protocol/errors.ts';
 import { IMAGE_MARKER_PATTERN, imageMarker } from '../../../storage/row-text.ts';
 import { clipUtf8, createExtractiveSummarizer, EXTRACTIVE_HEADINGS, extractSummary } from '../../../strategies/summarizer/extractive.ts';
 import { identifiers, withoutCutTokens } from '../../../strategies/summarizer/extractive-facts.ts';
-import {
-  aiLine,
-  buildSummaryPrompt,
-  callLine,
-  outLine,
-  parseSummaryPrompt,
-  parseTranscriptLine,
-  redactBlobs,
-  userLine,
-} from '../../../strategies/summarizer/prompt-format.ts';
+import { aiLine, buildSummaryPrompt, callLine, outLine, parseSummaryPrompt, parseTranscriptLine, redactBlobs, userLine } from '../../../strategies/summarizer/prompt-format.ts';
 
 const bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
 
@@ -121,9 +112,7 @@ test('a previous summary in another layout is kept over transcript lines, and ne
     '- open: fix flaky test in test/e2e/daemon-process.test.ts',
     '- next: bump zod to 4.1.0',
   ].join('\n');
-  const transcript = Array.from({ length: 40 }, (_, i) =>
-    aiLine(`checked src/module${i}/file${i}.ts: handleEvent${i} failed with E${1000 + i}`),
-  ).join('\n');
+  const transcript = Array.from({ length: 40 }, (_, i) => aiLine(`checked src/module${i}/file${i}.ts: handleEvent${i} failed with E${1000 + i}`)).join('\n');
   const out = extractSummary(buildSummaryPrompt({ previousSummary: previous, transcript }), 120);
   for (const line of previous.split('\n')) assert.ok(out.includes(line), `lost "${line}" in:\n${out}`);
   assert.match(out, /src\/module\d+\/file\d+\.ts/, 'the transcript still gets room');

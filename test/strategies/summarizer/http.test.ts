@@ -169,7 +169,7 @@ test('anthropic: the configured model and key variable are used; text blocks are
         { type: 'text', text: 'part one, ' },
         { type: 'text', text: 'part two' },
       ],
-    }),
+    })
   );
   try {
     const s = backend('anthropic', server, { model: 'claude-sonnet-4-5', apiKeyEnv: 'MY_KEY' }, { MY_KEY: KEY });
@@ -326,9 +326,7 @@ test('a server that always fails with 500 gives up after maxRetries + 1 requests
 });
 
 test('a 400 is not retried and quotes the provider message', async () => {
-  const server = await startServer((_seen, _n, res) =>
-    json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: must be at most 8192' } }),
-  );
+  const server = await startServer((_seen, _n, res) => json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: must be at most 8192' } }));
   try {
     const err = await failure(backend('anthropic', server).summarize(request), { status: 400, reason: 'http_status', attempts: 1 });
     assert.match(err.message, /HTTP 400: max_tokens: must be at most 8192/);
@@ -339,9 +337,7 @@ test('a 400 is not retried and quotes the provider message', async () => {
 });
 
 test('a provider error that echoes the key does not leak it', async () => {
-  const server = await startServer((_seen, _n, res) =>
-    json(res, 401, { error: { message: `Incorrect API key provided: ${KEY}. You can find your API key at ...`, type: 'invalid_request_error' } }),
-  );
+  const server = await startServer((_seen, _n, res) => json(res, 401, { error: { message: `Incorrect API key provided: ${KEY}. You can find your API key at ...`, type: 'invalid_request_error' } }));
   try {
     const err = await failure(backend('openai', server).summarize(request), { status: 401 });
     assert.match(err.message, /Incorrect API key provided: \[redacted\]/);
