@@ -11,6 +11,7 @@
 // Nothing here recurses: open containers are kept on explicit stacks, so no nesting depth can
 // overflow the call stack (JSON.parse, which parses the runs, bounds its own depth).
 import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, isSpace, OPEN_BRACE, OPEN_BRACKET, QUOTE, topLevelMemberTokens } from './json-tokens.ts';
+import { isRecord } from './is-record.ts';
 
 /**
  * Lines up to this many bytes are decoded whole. UTF-8 of n bytes decodes to at most n UTF-16
@@ -250,7 +251,7 @@ function build(sc: Scan, start: number, end: number, sb: number, bb: number, nam
         parts.push(value);
         if (name !== undefined) {
           // Scanned for tokens only when some element has the member at all.
-          const has = value.some((v) => isPlainObject(v) && Object.hasOwn(v, name));
+          const has = value.some((v) => isRecord(v) && Object.hasOwn(v, name));
           for (const t of has ? topLevelMemberTokens(wrapped, name) : value.map(() => undefined)) tokens.push(t);
         }
       } else {
@@ -314,8 +315,4 @@ function concat(parts: unknown[][]): unknown[] {
   let out: unknown[] = [];
   for (let i = 0; i < parts.length; i += 8192) out = out.concat(...parts.slice(i, i + 8192));
   return out;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { AnthropicStreamTee, answerFromJson } from './anthropic-stream.ts';
 import type { WireBlock, WireMessage } from './anthropic-wire.ts';
 import type { MemoryCall, RoundOutcome, TurnSplicer } from './wire.ts';
+import { isRecord } from '../../protocol/is-record.ts';
 
 const RawUsage = z.looseObject({
   input_tokens: z.number().int().nonnegative().optional(),
@@ -23,10 +24,6 @@ const Body = z.looseObject({ content: z.array(z.looseObject({ type: z.string() }
 
 function sse(type: string, data: unknown): string {
   return `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** The round's calls of the proxy's tools, and whether it also called the client's. */

@@ -9,6 +9,7 @@ import { OpaquePart } from '../../protocol/rows.ts';
 import { canonicalJson } from './client-prompt.ts';
 import { FromParts } from './from-parts.ts';
 import { HistoryChecker } from './validated.ts';
+import { isRecord } from '../../protocol/is-record.ts';
 
 export const WIRE = 'anthropic';
 
@@ -40,10 +41,6 @@ const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as co
 type ImageType = (typeof IMAGE_TYPES)[number];
 function isImageType(s: string): s is ImageType {
   return (IMAGE_TYPES as readonly string[]).includes(s);
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function onlyKeys(b: Record<string, unknown>, keys: readonly string[]): boolean {

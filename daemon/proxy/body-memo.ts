@@ -11,6 +11,7 @@
 // (every wire copies what it alters).
 import { randomBytes } from 'node:crypto';
 import { CLOSE_BRACKET, COMMA, OPEN_BRACE, OPEN_BRACKET, QUOTE, skipSpace, valueEnd } from '../../protocol/json-tokens.ts';
+import { isRecord } from '../../protocol/is-record.ts';
 
 /** What the memo keeps of one body. */
 interface Entry {
@@ -37,10 +38,6 @@ const DEFAULTS: BodyMemoOptions = { maxEntries: 8, maxBytes: 32 * 2 ** 20, minBy
 
 /** The member the rest of a body is parsed under: no body can know it, so none can repeat it. */
 const REST = `\u0000albedo-rest-${randomBytes(8).toString('hex')}`;
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** Sets a member as JSON.parse does: an own data property (`__proto__` too), a repeated key's place kept. */
 function define(o: Record<string, unknown>, k: string, value: unknown): void {

@@ -3,6 +3,7 @@
 // agent's system message) are its prompt: taken out of the conversation before reconcile and
 // put back where they were around the prepared history, never compacted. And the one JSON form
 // a message is hashed in, so that key order and dropped empty fields do not make it another.
+import { isRecord } from '../../protocol/is-record.ts';
 
 /** A client prompt message and the number of conversation messages before it. */
 export interface PlacedPrompt<T> {
@@ -31,10 +32,6 @@ export function placeClientPrompt<T>(messages: readonly T[], prompt: ReadonlyArr
   const after = prompt.filter((s) => s.before > 0).map((s) => s.message);
   if (after.length === 0) return [...head, ...own, ...messages];
   return [...head, ...own, ...messages.slice(0, 1), ...after, ...messages.slice(1)];
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /**

@@ -9,10 +9,7 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { ChatStreamTee, chatAnswerFromJson } from './openai-chat-stream.ts';
 import type { ChatMessage } from './openai-chat-wire.ts';
 import type { MemoryCall, RoundOutcome, TurnSplicer } from './wire.ts';
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+import { isRecord } from '../../protocol/is-record.ts';
 
 function argumentsOf(text: string): Record<string, unknown> {
   try {

@@ -6,6 +6,7 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { z } from 'zod';
 import type { ChatMessage } from './openai-chat-wire.ts';
 import type { Answer, AnswerReader, AnswerUsage, ClientFilter } from './wire.ts';
+import { isRecord } from '../../protocol/is-record.ts';
 
 const Usage = z.looseObject({
   prompt_tokens: z.number().int().nonnegative().optional(),
@@ -17,10 +18,6 @@ function usageOf(u: unknown): AnswerUsage | null {
   const parsed = Usage.safeParse(u);
   if (!parsed.success || parsed.data.prompt_tokens === undefined) return null;
   return { inputTokens: parsed.data.prompt_tokens, cachedTokens: parsed.data.prompt_tokens_details?.cached_tokens ?? 0, outputTokens: parsed.data.completion_tokens ?? 0 };
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 const Completion = z.looseObject({ choices: z.array(z.looseObject({ message: z.looseObject({ role: z.string().optional() }) })).min(1), usage: z.unknown().optional() });

@@ -10,6 +10,7 @@ import { canonicalJson } from './client-prompt.ts';
 import { FromParts } from './from-parts.ts';
 import { HistoryChecker } from './validated.ts';
 import type { ImageBytes } from './wire.ts';
+import { isRecord } from '../../protocol/is-record.ts';
 
 export const CHAT_WIRE = 'openai-chat';
 
@@ -53,10 +54,6 @@ export function isPromptRole(role: string): boolean {
 
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
 type ImageType = (typeof IMAGE_TYPES)[number];
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** `data:image/png;base64,...` as an image part; null for anything else (an http URL stays opaque). */
 function dataUrlImage(url: string): ImagePartIn | null {

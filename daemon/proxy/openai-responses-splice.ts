@@ -9,10 +9,7 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { responseAnswer, ResponsesStreamTee } from './openai-responses-stream.ts';
 import type { Item } from './openai-responses-wire.ts';
 import type { MemoryCall, RoundOutcome, TurnSplicer } from './wire.ts';
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+import { isRecord } from '../../protocol/is-record.ts';
 
 function isMemoryItem(item: unknown, isMemoryTool: (name: string) => boolean): boolean {
   return isRecord(item) && item.type === 'function_call' && typeof item.name === 'string' && isMemoryTool(item.name);

@@ -6,6 +6,7 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { z } from 'zod';
 import type { Item } from './openai-responses-wire.ts';
 import type { Answer, AnswerReader, AnswerUsage } from './wire.ts';
+import { isRecord } from '../../protocol/is-record.ts';
 
 const Usage = z.looseObject({
   input_tokens: z.number().int().nonnegative(),
@@ -17,10 +18,6 @@ function usageOf(u: unknown): AnswerUsage | null {
   const parsed = Usage.safeParse(u);
   if (!parsed.success) return null;
   return { inputTokens: parsed.data.input_tokens, cachedTokens: parsed.data.input_tokens_details?.cached_tokens ?? 0, outputTokens: parsed.data.output_tokens ?? 0 };
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 const Response = z.looseObject({ status: z.string().optional(), output: z.array(z.looseObject({ type: z.string() })), usage: z.unknown().optional() });

@@ -11,6 +11,7 @@ import { canonicalJson } from './client-prompt.ts';
 import { FromParts } from './from-parts.ts';
 import { HistoryChecker } from './validated.ts';
 import type { ImageBytes } from './wire.ts';
+import { isRecord } from '../../protocol/is-record.ts';
 
 export const RESPONSES_WIRE = 'openai-responses';
 
@@ -40,10 +41,6 @@ export const responsesRequest = new HistoryChecker<ResponsesRequest, Item>(Respo
 
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
 type ImageType = (typeof IMAGE_TYPES)[number];
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function onlyKeys(o: Record<string, unknown>, keys: readonly string[]): boolean {
   return Object.keys(o).every((k) => keys.includes(k));

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { openaiAnswer, type OpenAIAnswer, type OpenAIRequest, type OpenAIScript, type OpenAIWire } from './openai-upstream.ts';
+import { isRecord } from '../../protocol/is-record.ts';
 
 export interface OpenAIFileRead {
   files: ReadonlyArray<{ path: string; marker: string }>;
@@ -16,10 +17,6 @@ export interface OpenAIFileRead {
   script: OpenAIScript;
   /** Every call id of the request without its output, and every output without its call. */
   unpaired(req: OpenAIRequest): string[];
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** The calls (id → arguments text) and outputs (id → text) a request carries, and all its text. */

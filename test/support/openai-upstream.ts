@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
+import { isRecord } from '../../protocol/is-record.ts';
 
 export type OpenAIWire = 'chat' | 'responses';
 
@@ -73,10 +74,6 @@ export const openaiAnswer = {
     return { kind: 'error', status, body: { error: { message, type: 'server_error', code: null } } };
   },
 };
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function chunks(s: string, size: number): string[] {
   if (s === '') return [];

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
+import { isRecord } from '../../protocol/is-record.ts';
 
 /** One content block of a scripted answer. `id` of a tool_use defaults to a fresh `toolu_...`. */
 export type AnswerBlock =
@@ -176,10 +177,6 @@ export function toolResultText(block: WireBlock): string {
   return c
     .map((b: unknown) => (isRecord(b) && b.type === 'text' && typeof b.text === 'string' ? b.text : ''))
     .join('\n');
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 const estimate = (text: string): number => Math.max(1, Math.ceil(Buffer.byteLength(text) / 4));
