@@ -83,8 +83,9 @@ const COMMANDS_BEFORE_COLLAPSE = 3;
 const EXCHANGE_CHARS = 300;
 /** The shortest a quote is cut to for the budget. */
 const MIN_QUOTE_CHARS = 80;
-/** Open plan items shown, and characters kept of each. */
+/** Open plan items shown at most, items kept (the rest counted when shown), and characters kept of each. */
 const PLAN_ITEMS = 8;
+const PLAN_ITEMS_KEPT = 50;
 const PLAN_ITEM_CHARS = 120;
 
 /**
@@ -276,7 +277,7 @@ export function foldLedger(ledger: Ledger, rows: readonly StoredRow[], results: 
     for (const part of body.content) {
       if (part.type !== 'tool_call') continue;
       const items = planItems(part.name, part.arguments);
-      if (items !== null) plan = { seq: row.seq, tool: part.name, open: items.slice(0, PLAN_ITEMS).map((i) => ({ ...i, text: clipChars(i.text, PLAN_ITEM_CHARS) })) };
+      if (items !== null) plan = { seq: row.seq, tool: part.name, open: items.slice(0, PLAN_ITEMS_KEPT).map((i) => ({ ...i, text: clipChars(i.text, PLAN_ITEM_CHARS) })) };
       const result = results.get(part.id);
       for (const a of callActions(part.name, part.arguments)) {
         if (a.kind === 'command') {

@@ -170,6 +170,10 @@ test('where the work stood: the text before the latest user message, the last wo
   assert.match(text, /The assistant wrote before the user's message #4 \(#2\): "Fixed\. Shall I add the orders endpoint too\?"/);
   assert.match(text, /The assistant's last words before the verbatim history \(#5\): "x{300}…"/);
   assert.match(text, /Open plan items \(update_plan #6\): "Write the route" \(in_progress\)/);
+  // A long plan shows its first items and counts the rest.
+  const long = foldLedger(next, [todo(7, Array.from({ length: 11 }, (_, i) => ({ content: `step ${i}`, status: i === 0 ? 'completed' : 'pending' })))]);
+  assert.equal(long.plan?.open.length, 10);
+  assert.match(renderLedger(long, 100_000), /Open plan items \(TodoWrite #7\): "step 1" \(pending\); .*"step 8" \(pending\); 2 more$/m);
   // Under a budget, where the work stood takes at most half (its quotes cut shorter) and the
   // files collapse into the rest.
   const files = Array.from({ length: 40 }, (_, i) => ({ path: `/repo/src/m${i % 4}/f${i}.ts`, reads: 0, changes: 1, created: false, deleted: false, lastSeq: 10 + i }));
