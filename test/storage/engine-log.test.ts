@@ -40,13 +40,10 @@ test('a clock that stepped back does not reorder choices', (t) => {
   assert.ok(back[0]!.at < back[1]!.at);
 });
 
-test('inheritEngineState copies the choices and the last prompt to the branch only', (t) => {
-  const db = tempDb(t);
-  const parent = requireSession(db, openSession(db, { session: 'p' }).session).sid;
-  const child = requireSession(db, openSession(db, { session: 'c' }).session).sid;
-  saveSessionChoices(db, parent, [{ name: 'models', enabled: false, at: 7 }]);
-  const observation = Observation.parse({
-    session: 'p',
+/** A prepared request's observation with nothing in it, for session `session` (prepared id 'x'). */
+function observationOf(session: string): Observation {
+  return Observation.parse({
+    session,
     strategy: 'rolling',
     model: 'm1',
     window: null,
@@ -68,6 +65,14 @@ test('inheritEngineState copies the choices and the last prompt to the branch on
     notes: [],
     config_errors: [],
   });
+}
+
+test('inheritEngineState copies the choices and the last prompt to the branch only', (t) => {
+  const db = tempDb(t);
+  const parent = requireSession(db, openSession(db, { session: 'p' }).session).sid;
+  const child = requireSession(db, openSession(db, { session: 'c' }).session).sid;
+  saveSessionChoices(db, parent, [{ name: 'models', enabled: false, at: 7 }]);
+  const observation = observationOf('p');
   const tools = [{ name: 't', description: 'a tool', input_schema: {} }];
   savePrepared(db, { id: 'x', sid: parent, head: 0, model: 'm1', estimate: 1, observation, prompt: { instructions: 'be brief', tools } });
 
@@ -80,29 +85,7 @@ test('inheritEngineState copies the choices and the last prompt to the branch on
 test('a prepare with the same prompt leaves the stored prompt alone; a changed one replaces it', (t) => {
   const db = tempDb(t);
   const { sid } = requireSession(db, openSession(db, { session: 's' }).session);
-  const observation = Observation.parse({
-    session: 's',
-    strategy: 'rolling',
-    model: 'm1',
-    window: null,
-    window_source: 'unknown',
-    trigger_percent: 80,
-    tail_percent: 25,
-    due: false,
-    compacted: false,
-    estimated_input_tokens: 1,
-    provider_input_tokens: null,
-    provider_cached_tokens: null,
-    prepared_id: 'x',
-    head: 0,
-    sections: [],
-    last_compaction: null,
-    failure: null,
-    auto_failures: 0,
-    latched: false,
-    notes: [],
-    config_errors: [],
-  });
+  const observation = observationOf('s');
   const tools = [{ name: 't', description: 'a tool', input_schema: {} }];
   // Counts the writes of the prompt row.
   db.exec(`CREATE TEMP TABLE prompt_writes (n INTEGER);
