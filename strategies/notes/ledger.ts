@@ -368,7 +368,9 @@ function collapseOnce(units: readonly Shown[]): Shown[] | null {
     if (dir === shownPath(deepest)) return null;
     pick = [dir, [deepest]];
   }
-  const [dir, members] = pick;
+  const [dir, lifted] = pick;
+  // The new directory also takes in what is already shown in or under it, rather than it being named twice.
+  const members = [...lifted, ...units.filter((u) => !lifted.includes(u) && (shownPath(u) === dir || shownPath(u).startsWith(dir === '/' ? '/' : `${dir}/`)))];
   const merged: Shown = { dir, files: members.reduce((n, u) => n + ('file' in u ? 1 : u.files), 0), last: Math.max(...members.map(shownLast)) };
   return [...units.filter((u) => !members.includes(u)), merged];
 }
@@ -376,7 +378,7 @@ function collapseOnce(units: readonly Shown[]): Shown[] | null {
 function shownLine(u: Shown, strip: (p: string) => string): string {
   if ('file' in u) return fileLine(u.file, strip(u.file.path));
   const dir = u.dir === '/' ? '/' : `${strip(u.dir)}/`;
-  return `${dir} (${u.files} file${u.files === 1 ? '' : 's'} changed, last #${u.last}; transcript_grep "${dir}" lists them)`;
+  return `${dir} (${u.files} file${u.files === 1 ? '' : 's'} changed, last #${u.last})`;
 }
 
 /** The ledger's first line. */
@@ -431,22 +433,25 @@ function fittedStanding(ledger: Ledger, budgetTokens: number): string[] {
  * the budget the oldest files only read go first; then the oldest commands, down to the newest
  * three; then changed files are shown by directory, the fullest directory first and a level up
  * at a time, so that a changed file is never left out without its directory named, down to the
- * directories below the one all changed files share; then the remaining commands go; then the
- * collapse goes on. Empty when the ledger holds nothing.
+ * directories below the one all changed files share; then the remaining commands go; then
+ * where the work stood is cut to its shortest quotes and one plan item; then the collapse goes
+ * on, up to that shared directory and never above it. Empty when the ledger holds nothing.
  */
 export function renderLedger(ledger: Ledger, budgetTokens: number): string {
   const changed = ledger.files.filter(isChanged);
   let readOnly = ledger.files.filter((f) => !isChanged(f));
   let commands = ledger.commands;
-  const standing = fittedStanding(ledger, budgetTokens);
+  let standing = fittedStanding(ledger, budgetTokens);
   if (ledger.files.length === 0 && commands.length === 0 && ledger.tests.length === 0 && standing.length === 0) return '';
-  const root = commonDirectory(ledger.files.map((f) => f.path));
-  const strip = (p: string): string => (root !== '' && p.startsWith(root) ? p.slice(root.length) : p);
   let units: Shown[] = changed.map((f) => ({ file: f }));
   const render = (): string => {
+    // The shared directory of what is shown: a file only read elsewhere stops pulling it up once it goes.
+    const root = commonDirectory([...changed, ...readOnly].map((f) => f.path));
+    const strip = (p: string): string => (root !== '' && p.startsWith(root) ? p.slice(root.length) : p);
     const out = [LEDGER_HEADER, ...standing];
     if (root !== '') out.push(`Paths below are under ${root}`);
-    if (units.length > 0) out.push(`Changed: ${units.map((u) => shownLine(u, strip)).join('; ')}`);
+    const byDir = units.some((u) => !('file' in u)) ? ' (a directory stands for the files changed under it; transcript_grep it to list them)' : '';
+    if (units.length > 0) out.push(`Changed${byDir}: ${units.map((u) => shownLine(u, strip)).join('; ')}`);
     if (readOnly.length > 0) out.push(`Read only: ${readOnly.map((f) => fileLine(f, strip(f.path))).join('; ')}`);
     if (commands.length > 0) out.push(`Last commands: ${commands.map(commandLine).join('; ')}`);
     if (ledger.tests.length > 0) out.push(`Tests: ${ledger.tests.map((t) => `\`${t.command.slice(0, COMMAND_CHARS)}\` ${t.verdict} (#${t.seq})`).join('; ')}`);
@@ -463,12 +468,17 @@ export function renderLedger(ledger: Ledger, budgetTokens: number): string {
   }
   // Changed files collapse into directories below the one they all share; the last commands go
   // before a collapse would name only that shared directory, which tells the agent little.
+  // A collapse never goes above that directory: it already stands for every changed file.
   const changedRoot = commonDirectory(changed.map((f) => f.path));
-  const belowRoot = (u: Shown | undefined): boolean => u === undefined || 'file' in u || changedRoot === '' || (`${u.dir}/`.startsWith(changedRoot) && `${u.dir}/` !== changedRoot);
-  const collapse = (stopAtRoot: boolean): void => {
+  const allowed = (u: Shown | undefined, belowRoot: boolean): boolean => {
+    if (u === undefined || 'file' in u || changedRoot === '') return true;
+    const dir = `${u.dir}/`;
+    return dir.startsWith(changedRoot) && (!belowRoot || dir !== changedRoot);
+  };
+  const collapse = (belowRoot: boolean): void => {
     while (textTokens(text) > budgetTokens) {
       const next = collapseOnce(units);
-      if (next === null || (stopAtRoot && !belowRoot(next[next.length - 1]))) break;
+      if (next === null || !allowed(next[next.length - 1], belowRoot)) break;
       units = next;
       text = render();
     }
@@ -477,6 +487,13 @@ export function renderLedger(ledger: Ledger, budgetTokens: number): string {
   while (textTokens(text) > budgetTokens && commands.length > 0) {
     commands = commands.slice(1);
     text = render();
+  }
+  // Then where the work stood gives up its room down to its shortest quotes, which still carry
+  // each message's opening words, before the changed directories merge into the shared one.
+  if (textTokens(text) > budgetTokens) {
+    standing = fittedStanding(ledger, 0);
+    text = render();
+    collapse(true);
   }
   collapse(false);
   return text;

@@ -118,10 +118,11 @@ test('over its budget the ledger drops the oldest files only read first, then sh
   assert.ok(mid.includes('src/ui/file-39.ts') && mid.includes('src/api/file-0.ts'), 'changed files stay while read-only ones can go');
   const tight = renderLedger(l, 150);
   assert.ok(textTokens(tight) <= 150, `within the budget (${textTokens(tight)}): ${tight}`);
-  assert.match(tight, /^Paths below are under \/repo\/$/m);
-  assert.match(tight, /src\/api\/ \(20 files changed/);
-  assert.match(tight, /src\/ui\/ \(20 files changed/);
-  assert.match(tight, /transcript_grep "src\/api\/"/);
+  // The files only read under docs/ went, so the paths are shown under src/.
+  assert.match(tight, /^Paths below are under \/repo\/src\/$/m);
+  assert.match(tight, /: api\/ \(20 files changed/);
+  assert.match(tight, /; ui\/ \(20 files changed/);
+  assert.match(tight, /^Changed \(a directory stands for the files changed under it; transcript_grep it to list them\): /m);
   assert.match(tight, /`npm test` fail/);
   assert.equal(renderLedger(emptyLedger(), 100), '');
 });
@@ -196,9 +197,38 @@ test('the last commands go before the changed files collapse into the one direct
   let sawDirs = false;
   for (let budget = 60; budget <= 400; budget += 5) {
     const text = renderLedger(l, budget);
-    const atRoot = /Changed: \/repo\/app\/ \(24 files changed/.test(text) || /Changed: [^\n]*\bapp\/ \(24 files/.test(text);
+    const atRoot = /^Changed[^:\n]*: [^\n]*\bapp\/ \(24 files changed/m.test(text);
     if (atRoot) assert.doesNotMatch(text, /Last commands/, `budget ${budget}: commands kept while the files collapsed into their shared directory:\n${text}`);
     if (/lib\/ \(12 files changed|test\/ \(12 files changed/.test(text)) sawDirs = true;
   }
   assert.ok(sawDirs, 'some budget shows the files by directories below the shared one');
+});
+
+test('a tight ledger names each changed directory below the shared one, shortens where the work stood for it, and never collapses above it', () => {
+  // The shape of a long pi session: changed files in many directories of one package, and a file
+  // only read outside the project, which pulls the shared directory of everything up to /Users/.
+  const project = '/Users/dev/workspaces/mono/packages/agent/';
+  const dirs = ['src/core', 'src/modes', 'src/modes/interactive', 'src/cli', 'src/utils', 'docs', 'test'];
+  const files = [
+    { path: '/Users/dev/.config/agent/settings.json', reads: 3, changes: 0, created: false, deleted: false, lastSeq: 1 },
+    ...Array.from({ length: 28 }, (_, i) => ({ path: `${project}${dirs[i % dirs.length]}/file-${i}.ts`, reads: 1, changes: 1 + (i % 3), created: false, deleted: false, lastSeq: 10 + i })),
+  ];
+  const commands = Array.from({ length: 10 }, (_, i) => ({ command: `npm run check -- --filter step-${i}`, seq: 50 + i, exit: 0, failed: false }));
+  const l: Ledger = { ...emptyLedger(), files, commands, through: 60, beforeUser: { seq: 58, user: 59, text: 'y'.repeat(300) }, lastWords: { seq: 60, text: 'z'.repeat(300) } };
+  let shortened = false;
+  for (let budget = 120; budget <= 400; budget += 10) {
+    const text = renderLedger(l, budget);
+    assert.doesNotMatch(text, /packages\/ \(|mono\/ \(|workspaces\/ \(/, `budget ${budget}: collapsed above the changed files' directory:\n${text}`);
+    // Once the read-only file outside went, paths are shown under the project.
+    if (!text.includes('settings.json')) assert.match(text, new RegExp(`^Paths below are under ${project.replace(/\//g, '\\/')}$`, 'm'));
+    // Named: a file of it, or it or a directory above it (below the project) standing for its files.
+    const shownDirs = [...text.matchAll(/(?:^|[:;] )([\w./-]+)\/ \(\d+ files? changed/gm)].map((m) => m[1]!);
+    const named = dirs.every((d) => text.includes(`${d}/file-`) || shownDirs.some((s) => d === s || d.startsWith(`${s}/`)));
+    if (textTokens(text) <= budget && named && !/z{100}/.test(text)) shortened = true;
+    if (budget >= 200) {
+      assert.ok(textTokens(text) <= budget, `budget ${budget}: ${textTokens(text)} tokens`);
+      assert.ok(named, `budget ${budget}: a changed directory below the project went unnamed:\n${text}`);
+    }
+  }
+  assert.ok(shortened, 'some budget keeps every directory by cutting the quotes short');
 });
