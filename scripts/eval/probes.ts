@@ -4,12 +4,12 @@
 // whose presence in the request counts as the probe kept, and which `transcript_grep` is asked
 // for when checking that the source row can be found again. docs/eval.md explains each kind.
 //
-// Which files a tool call modified, and which plan items are open, are read with the notes
-// ledger's own parsers (callActions, planItems): they have tests of their own on every agent's
-// tool calls, and what a probe measures is whether the request still carries the thing after
-// compaction, not whether the parser is right.
+// Which files a tool call modified, which plan items are open and which user sentences set a
+// constraint are read with the notes ledger's own parsers (callActions, planItems,
+// instructionSentences): they have tests of their own, and what a probe measures is whether
+// the request still carries the thing after compaction, not whether the parser is right.
 import type { RowIn } from '../../protocol/rows.ts';
-import { callActions, planItems } from '../../strategies/notes/ledger.ts';
+import { callActions, instructionSentences, planItems } from '../../strategies/notes/ledger.ts';
 import { extractIdentifiers } from './identifiers.ts';
 import { rowInText } from './retention.ts';
 
@@ -35,8 +35,6 @@ export interface Probe {
 export const KEY_CHARS = 64;
 /** A grep literal's length at most, and a plan item's key (shorter than the ledger's quote of one). */
 const GREP_CHARS = 80;
-/** Constraint words that make a user sentence a decision. */
-const CONSTRAINT = /\b(?:must|never|don't|do not|always|instead)\b/i;
 
 export function normalise(text: string): string {
   return text.replace(/\s+/g, ' ').trim();
@@ -59,14 +57,6 @@ function textKey(text: string): string {
 /** A grep literal for a text: its first non-empty line, as written, cut short. */
 function firstLine(text: string): string {
   return (text.split('\n').find((l) => l.trim() !== '') ?? text).trim().slice(0, GREP_CHARS).trim();
-}
-
-/** The sentences of a user message that set a constraint. */
-export function constraintSentences(text: string): string[] {
-  return text
-    .split(/(?<=[.!?])\s+|\n+/)
-    .map((s) => normalise(s))
-    .filter((s) => s.length >= 12 && s.length <= 400 && CONSTRAINT.test(s));
 }
 
 /**
@@ -97,7 +87,7 @@ export class ProbeSet {
       }
       if (said !== '') {
         this.users.push(i);
-        const d = constraintSentences(said);
+        const d = instructionSentences(said);
         if (d.length > 0) this.decisions.set(i, d);
       }
       if (r.kind !== 'assistant') return;

@@ -7,7 +7,10 @@
 // It also keeps where the work stood at the cut, read the same way: what the assistant wrote
 // just before the user's latest message (a reply such as "yes, do that" means nothing without
 // it), the assistant's last words, and the open items of the newest plan the agent wrote with
-// its own plan tool. Summaries retell these loosely or drop them; the ledger quotes them.
+// its own plan tool. Summaries retell these loosely or drop them; the ledger quotes them. So
+// it does the user's standing instructions: the sentences of their messages that set a
+// constraint ("never touch the generated schema", "use pnpm instead"), which a retelling loses
+// first; newest last, so that a later one reads as overriding an earlier one.
 //
 // The tools it understands are those of the agents the daemon imports and proxies (Claude Code,
 // Codex, pi), plus one rule for any other tool that names a file. It is folded forward over the
@@ -66,6 +69,8 @@ export const Ledger = z.strictObject({
   beforeUser: Said.extend({ user: z.number().int().nonnegative() }).nullable().default(null),
   /** The newest plan the agent wrote with its plan tool: the items not yet completed. */
   plan: z.strictObject({ seq: z.number().int().nonnegative(), tool: z.string(), open: z.array(PlanItem) }).nullable().default(null),
+  /** The user's standing instructions, newest last (instructionSentences), clipped to INSTRUCTION_CHARS. */
+  instructions: z.array(Said).default([]),
 });
 export type Ledger = z.infer<typeof Ledger>;
 
@@ -87,6 +92,11 @@ const MIN_QUOTE_CHARS = 80;
 const PLAN_ITEMS = 8;
 const PLAN_ITEMS_KEPT = 50;
 const PLAN_ITEM_CHARS = 120;
+/** Standing instructions kept, the newest; and characters kept of each. */
+const INSTRUCTIONS_KEPT = 8;
+const INSTRUCTION_CHARS = 400;
+/** Instructions shown before any quote is cut shorter. */
+const INSTRUCTIONS_BEFORE_CUTS = 3;
 
 /**
  * The ledger's share, in estimated tokens, of a notes budget: half of it (a quarter for where
@@ -111,7 +121,37 @@ export function readLedger(json: string | null): Ledger | { unreadable: string }
 }
 
 export function emptyLedger(): Ledger {
-  return { files: [], commands: [], tests: [], through: 0, lastWords: null, beforeUser: null, plan: null };
+  return { files: [], commands: [], tests: [], through: 0, lastWords: null, beforeUser: null, plan: null, instructions: [] };
+}
+
+/** Words that make a sentence of the user's a constraint. */
+const CONSTRAINT = /\b(?:must|never|don't|do not|always|instead)\b/i;
+
+/**
+ * The sentences of a user message that set a constraint, whitespace collapsed, at least 12
+ * characters and at most INSTRUCTION_CHARS. Blocks an agent wraps in a tag inside the user's
+ * turn (`<system-reminder>`, `<environment_context>`, `<user_instructions>`) are context it
+ * injected, not what the user said, and are left out.
+ */
+export function instructionSentences(text: string): string[] {
+  return text
+    .replace(/<([A-Za-z][\w-]*)\b[^>]*>[\s\S]*?<\/\1>/g, '\n')
+    .split(/(?<=[.!?])\s+|\n+/)
+    .map((x) => x.replace(/\s+/g, ' ').trim())
+    .filter((x) => x.length >= 12 && x.length <= INSTRUCTION_CHARS && CONSTRAINT.test(x));
+}
+
+/** An instruction's words, lower case, in order: two that say the same words are one. */
+const instructionKey = (text: string): string => (text.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? []).join(' ');
+
+/**
+ * The instructions with a newer one added, the newest INSTRUCTIONS_KEPT: the same words said
+ * again move to the end. Which earlier instruction a later one overrides is not judged here (two
+ * that share most words may still both hold); the order, newest last, tells the model.
+ */
+function withInstruction(kept: ReadonlyArray<{ seq: number; text: string }>, added: { seq: number; text: string }): Array<{ seq: number; text: string }> {
+  const key = instructionKey(added.text);
+  return [...kept.filter((k) => instructionKey(k.text) !== key), added].slice(-INSTRUCTIONS_KEPT);
 }
 
 /** What one tool call did. */
@@ -250,7 +290,7 @@ export function foldLedger(ledger: Ledger, rows: readonly StoredRow[], results: 
   const commands = [...ledger.commands];
   const tests = new Map(ledger.tests.map((t) => [t.command, t]));
   let through = ledger.through;
-  let { lastWords, beforeUser, plan } = ledger;
+  let { lastWords, beforeUser, plan, instructions } = ledger;
   const touch = (p: string, seq: number): FileEntry => {
     let f = files.get(p);
     if (f === undefined) {
@@ -269,6 +309,8 @@ export function foldLedger(ledger: Ledger, rows: readonly StoredRow[], results: 
     const body = row.body;
     if (body.kind === 'user' && body.origin === 'user' && body.content.some((p) => p.type === 'text' && p.text.trim() !== '')) {
       beforeUser = lastWords === null ? null : { ...lastWords, user: row.seq };
+      const said = body.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n');
+      for (const text of instructionSentences(said)) instructions = withInstruction(instructions, { seq: row.seq, text });
       continue;
     }
     if (body.kind !== 'assistant') continue;
@@ -306,7 +348,7 @@ export function foldLedger(ledger: Ledger, rows: readonly StoredRow[], results: 
   // Files only read past the bound go, oldest first: the render would drop them first anyway.
   let readOnly = [...files.values()].filter((f) => !isChanged(f)).length;
   const kept = [...files.values()].filter((f) => isChanged(f) || readOnly-- <= LEDGER_READ_ONLY_FILES);
-  return { files: kept, commands: commands.slice(-LEDGER_COMMANDS), tests: [...tests.values()].slice(-LEDGER_TESTS), through, lastWords, beforeUser, plan };
+  return { files: kept, commands: commands.slice(-LEDGER_COMMANDS), tests: [...tests.values()].slice(-LEDGER_TESTS), through, lastWords, beforeUser, plan, instructions };
 }
 
 const isChanged = (f: FileEntry): boolean => f.changes > 0 || f.created || f.deleted;
@@ -390,14 +432,19 @@ function quoted(text: string): string {
 }
 
 /**
- * Where the work stood at the cut: what the assistant wrote before the user's latest message,
- * its last words when they came after that message, and the newest plan's open items (the
- * first `items`), each quote cut to `chars`.
+ * Where the work stood at the cut: the user's standing instructions (the newest `rules`), what
+ * the assistant wrote before the user's latest message, its last words when they came after
+ * that message, and the newest plan's open items (the first `items`), each quote cut to `chars`.
  */
-function standingLines(ledger: Ledger, chars: number, items: number): string[] {
+function standingLines(ledger: Ledger, chars: number, items: number, rules: number): string[] {
   const out: string[] = [];
-  const { beforeUser, lastWords, plan } = ledger;
+  const { beforeUser, lastWords, plan, instructions } = ledger;
   const q = (text: string): string => quoted(clipChars(text, chars));
+  const shownRules = rules > 0 ? instructions.slice(-rules) : [];
+  if (shownRules.length > 0) {
+    const more = instructions.length - shownRules.length;
+    out.push(`The user's standing instructions, newest last${more > 0 ? ` (${more} older: transcript_grep finds them)` : ''}: ${shownRules.map((i) => `${q(i.text)} (#${i.seq})`).join('; ')}`);
+  }
   if (beforeUser !== null) out.push(`The assistant wrote before the user's message #${beforeUser.user} (#${beforeUser.seq}): ${q(beforeUser.text)}`);
   if (lastWords !== null && lastWords.seq > (beforeUser?.user ?? 0)) out.push(`The assistant's last words before the verbatim history (#${lastWords.seq}): ${q(lastWords.text)}`);
   if (plan !== null) {
@@ -409,19 +456,23 @@ function standingLines(ledger: Ledger, chars: number, items: number): string[] {
 }
 
 /**
- * Where the work stood, within half the ledger's budget: the quotes are cut shorter first,
- * down to MIN_QUOTE_CHARS, then plan items go from the last, down to one. The files keep the
- * rest.
+ * Where the work stood, within half the ledger's budget: the oldest instructions go first,
+ * down to the newest three; then the quotes are cut shorter, down to MIN_QUOTE_CHARS; then plan
+ * items go from the last, down to one; then the instructions, down to none (at the floor a
+ * changed file's directory goes before a quote of the user). The files keep the rest.
  */
 function fittedStanding(ledger: Ledger, budgetTokens: number): string[] {
-  let chars = EXCHANGE_CHARS;
+  let chars = INSTRUCTION_CHARS;
   let items = PLAN_ITEMS;
-  let lines = standingLines(ledger, chars, items);
+  let rules = ledger.instructions.length;
+  let lines = standingLines(ledger, chars, items, rules);
   while (textTokens(lines.join('\n')) > budgetTokens / 2) {
-    if (chars > MIN_QUOTE_CHARS) chars = Math.max(MIN_QUOTE_CHARS, Math.floor(chars / 2));
+    if (rules > INSTRUCTIONS_BEFORE_CUTS) rules--;
+    else if (chars > MIN_QUOTE_CHARS) chars = Math.max(MIN_QUOTE_CHARS, Math.floor(chars / 2));
     else if (items > 1) items--;
+    else if (rules > 0) rules--;
     else break;
-    lines = standingLines(ledger, chars, items);
+    lines = standingLines(ledger, chars, items, rules);
   }
   return lines;
 }

@@ -13,7 +13,7 @@ import { foldSources } from '../../storage/conversation.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
 import { textTokens } from '../../strategies/estimate.ts';
-import { callActions, emptyLedger, exitStatus, foldLedger, isTestCommand, patchActions, readLedger, renderLedger, testVerdict, type Ledger } from '../../strategies/notes/ledger.ts';
+import { callActions, emptyLedger, exitStatus, foldLedger, instructionSentences, isTestCommand, patchActions, readLedger, renderLedger, testVerdict, type Ledger } from '../../strategies/notes/ledger.ts';
 import { tempDb } from '../storage/factories.ts';
 
 const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/transcripts');
@@ -181,7 +181,7 @@ test('where the work stood: the text before the latest user message, the last wo
   const tight = renderLedger({ ...next, files }, 260);
   assert.ok(textTokens(tight) <= 260, `within the budget (${textTokens(tight)})`);
   assert.match(tight, /The assistant's last words before the verbatim history \(#5\): "x{75}/);
-  assert.doesNotMatch(tight, /x{151}/, 'the quote was cut shorter');
+  assert.doesNotMatch(tight, /x{201}/, 'the quote was cut shorter');
   assert.match(tight, /before the user's message #4/);
   assert.match(tight, /Open plan items/);
   assert.match(tight, /m0\/ \(10 files changed/);
@@ -231,4 +231,28 @@ test('a tight ledger names each changed directory below the shared one, shortens
     }
   }
   assert.ok(shortened, 'some budget keeps every directory by cutting the quotes short');
+});
+
+test("the user's standing instructions: their constraint sentences, quoted, a newer one replacing the older it restates", () => {
+  assert.deepEqual(instructionSentences('Fix it. Never touch the generated schema.ts file. Thanks.\nAlways run  the tests.'), ['Never touch the generated schema.ts file.', 'Always run the tests.']);
+  const injected = '<system-reminder>\nIMPORTANT: you must follow these instructions.\n</system-reminder>\nOk. <approval_policy>never</approval_policy> Do not push to main.';
+  assert.deepEqual(instructionSentences(injected), ['Do not push to main.'], 'what an agent wraps in a tag in the user turn is not the user speaking');
+  const asked = (seq: number, text: string): StoredRow => ({ session: 's', seq, row_class: 'other', key: null, created_at: 0, body: { kind: 'user', origin: 'user', content: [{ type: 'text', text }] } });
+  const toolOutput: StoredRow = { session: 's', seq: 3, row_class: 'other', key: null, created_at: 0, body: { kind: 'tool_result', call_id: 'c', content: [{ type: 'text', text: 'you must never see this' }], is_error: false } };
+  let l = foldLedger(emptyLedger(), [asked(1, 'Refactor the cart. Never touch the generated schema.ts file.'), asked(2, 'Always use yarn for installs.'), toolOutput]);
+  assert.deepEqual(l.instructions.map((i) => [i.seq, i.text]), [[1, 'Never touch the generated schema.ts file.'], [2, 'Always use yarn for installs.']]);
+  // The same words said again move to the end; a different one that overrides an earlier one is
+  // shown after it (which of them holds is the model's to read, not a word-overlap rule's).
+  l = foldLedger(l, [asked(4, 'never touch the generated schema.ts file!'), asked(5, "Don't use yarn for installs anymore, use pnpm instead.")]);
+  assert.deepEqual(l.instructions.map((i) => i.seq), [2, 4, 5]);
+  assert.deepEqual(readLedger(JSON.stringify(l)), l);
+  const text = renderLedger(l, 100_000);
+  assert.match(text, /^The user's standing instructions, newest last: "Always use yarn for installs\." \(#2\); "never touch the generated schema\.ts file!" \(#4\); "Don't use yarn for installs anymore, use pnpm instead\." \(#5\)$/m);
+  // Many: the newest are kept; under a budget the oldest shown go first, the newest stays.
+  const many = foldLedger(emptyLedger(), Array.from({ length: 12 }, (_, i) => asked(10 + i, `Rule ${i}: always run formatter-${i} before committing file-${i}.`)));
+  assert.equal(many.instructions.length, 8);
+  assert.equal(many.instructions.at(-1)?.seq, 21);
+  const tight = renderLedger(many, 120);
+  assert.match(tight, /\(\d older: transcript_grep finds them\): .*"Rule 11: always run formatter-11 before committing file-11\." \(#21\)$/m);
+  assert.doesNotMatch(tight, /Rule 4:/);
 });

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { RowIn } from '../../../protocol/rows.ts';
-import { constraintSentences, KEY_CHARS, kept, mentions, normalise, ProbeSet, type Probe } from '../../../scripts/eval/probes.ts';
+import { KEY_CHARS, kept, mentions, normalise, ProbeSet, type Probe } from '../../../scripts/eval/probes.ts';
 
 const user = (text: string): RowIn => ({ kind: 'user', origin: 'user', content: [{ type: 'text', text }] });
 const said = (text: string): RowIn => ({ kind: 'assistant', content: [{ type: 'text', text }] });
@@ -36,8 +36,6 @@ test('recall probes: identifiers of one row only, from tool outputs and user mes
 });
 
 test('decision probes: the constraint sentences of user messages that left', () => {
-  assert.deepEqual(constraintSentences('Fix it. Never touch the generated schema.ts file. Thanks.\nAlways run  the tests.'), ['Never touch the generated schema.ts file.', 'Always run the tests.']);
-  assert.deepEqual(constraintSentences('Ok.'), []);
   const set = new ProbeSet(rows);
   assert.deepEqual(byKind(set.at(10, new Set([0])), 'decision'), ['Never touch the generated schema.ts file.']);
   assert.deepEqual(byKind(set.at(10, new Set([1])), 'decision'), [], 'a decision still in the request is not probed');
