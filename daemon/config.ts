@@ -10,7 +10,7 @@ import { loadCatalog, ModelsFile, type Catalog } from '../strategies/catalog/mod
 import type { Registry } from '../strategies/extensions/catalog.ts';
 import { SummarizerConfig } from '../strategies/summarizer/types.ts';
 import { resolve, validateSelection } from '../strategies/extensions/selection.ts';
-import { EXTENSION_SETTINGS } from '../strategies/index.ts';
+import { extensionTables, type ExtensionSections } from '../strategies/index.ts';
 
 /** The proxy's port when neither ALBEDO_PROXY_PORT nor extensions.json names one. */
 export const DEFAULT_PROXY_PORT = 7788;
@@ -53,10 +53,10 @@ export const ExtensionsFile = z.strictObject({
 });
 
 /** One section per registered extension (strategies/index.ts), each defaulted when absent. */
-function extensionSections(): { [K in keyof typeof EXTENSION_SETTINGS]: z.ZodPrefault<(typeof EXTENSION_SETTINGS)[K]> } {
+function extensionSections(): { [K in keyof ExtensionSections]: z.ZodPrefault<ExtensionSections[K]> } {
   const out: Record<string, z.ZodType> = {};
-  for (const [name, schema] of Object.entries(EXTENSION_SETTINGS) as Array<[string, z.ZodType]>) out[name] = schema.prefault({});
-  return out as { [K in keyof typeof EXTENSION_SETTINGS]: z.ZodPrefault<(typeof EXTENSION_SETTINGS)[K]> };
+  for (const [name, schema] of Object.entries(extensionTables().settings) as Array<[string, z.ZodType]>) out[name] = schema.prefault({});
+  return out as { [K in keyof ExtensionSections]: z.ZodPrefault<ExtensionSections[K]> };
 }
 export type ExtensionsFileParsed = z.output<typeof ExtensionsFile>;
 

@@ -10,7 +10,7 @@ import { enabledMemoryTools, toolSpec } from '../strategies/extensions/tools.ts'
 import type { WindowSettings } from '../strategies/harness/window.ts';
 import type { Strategy } from '../strategies/contract.ts';
 import { foldPluginsFor } from '../strategies/harness/prior.ts';
-import { extensionDefs, FOLD_PLUGINS, LAYERS, STRATEGIES } from '../strategies/index.ts';
+import { extensionTables } from '../strategies/index.ts';
 import type { EngineSetup } from '../strategies/prepare.ts';
 import { createSummarizer } from '../strategies/summarizer/index.ts';
 import { SummarizerConfig } from '../strategies/summarizer/types.ts';
@@ -19,7 +19,7 @@ import type { ConfigSnapshot } from './config.ts';
 import type { ConnectionState } from './context.ts';
 
 /** The shipped extensions, plus the strategies a script added before the daemon loaded (strategies/index.ts). */
-export const registry: Registry = createRegistry(extensionDefs());
+export const registry: Registry = createRegistry(extensionTables().defs);
 
 /**
  * Resolutions already made, by the parsed extensions.json (a reload parses a new one; snapshots
@@ -142,7 +142,8 @@ export function engineSetup(args: {
   env?: NodeJS.ProcessEnv;
 }): EngineSetup {
   const resolution = args.resolution ?? resolveExtensions(args.db, args.config, args.sid);
-  const strategy = resolution.strategy === null ? null : (STRATEGIES[resolution.strategy] ?? null);
+  const tables = extensionTables();
+  const strategy = resolution.strategy === null ? null : (tables.strategies[resolution.strategy] ?? null);
   const conn = args.conn;
   const peer = conn?.peer;
   const clientCall = conn?.canSummarize === true && peer !== undefined
@@ -159,9 +160,9 @@ export function engineSetup(args: {
     summarizer: createSummarizer(summarizerConfig, { env: args.env ?? process.env, clientCall }),
     configErrors: args.configErrors,
     layers: resolution.enabled.flatMap((name) => {
-      const make = LAYERS[name];
+      const make = tables.layers[name];
       return make === undefined ? [] : [make((args.config.extensions as Readonly<Record<string, unknown>>)[name])];
     }),
-    folds: foldPluginsFor(resolution.enabled, FOLD_PLUGINS, resolution.strategy),
+    folds: foldPluginsFor(resolution.enabled, tables.folds, resolution.strategy),
   };
 }

@@ -1,58 +1,101 @@
-// What this build implements, by extension name: the strategies the engine can run, and the
-// settings section each extension reads from extensions.json. Adding a strategy is its folder
-// plus its lines here; config validation and the engine read only these tables.
+// What this build implements: one list of extension modules, each exported by its own folder
+// (strategies/extensions/module.ts says what a module holds). Everything else the build knows
+// about its extensions is read off this list: the registry and its order, each extension's
+// section of extensions.json, the strategies, layers and fold plugins the engine runs, and the
+// memory tools with how each one runs. Adding an extension is its folder, one line in
+// BUILTIN_MODULES and, when it stores tables, a migration (docs/compaction.md).
 import type { z } from 'zod';
+import { lcmExtension, lcmMemoryExtension } from './lcm/extension.ts';
+import { modelsExtension } from './catalog/extension.ts';
 import type { FoldPlugin, LayerFactory, Strategy } from './contract.ts';
-import { BUILTIN_EXTENSIONS, type ExtensionDef } from './extensions/catalog.ts';
-import { lcm } from './lcm/lcm.ts';
-import { lcmMemory } from './lcm/memory.ts';
-import { notesLayer } from './notes/notes.ts';
-import { NotesSettings } from './notes/settings.ts';
-import { rolling } from './rolling/rolling.ts';
-import { snapcompactMemory } from './snapcompact/memory.ts';
-import { snapcompact } from './snapcompact/snapcompact.ts';
+import { createRegistry, type ExtensionDef, type Registry } from './extensions/catalog.ts';
+import type { ExtensionModule, MemoryToolDef } from './extensions/module.ts';
+import { notesExtension } from './notes/extension.ts';
+import { rollingExtension } from './rolling/extension.ts';
+import { snapcompactExtension, snapcompactMemoryExtension } from './snapcompact/extension.ts';
 
-/** The strategies this build runs; an extension without an entry cannot be the active strategy. */
-export const STRATEGIES: Readonly<Record<string, Strategy>> = { rolling, lcm, snapcompact };
+/** The shipped extensions, in registry order: the order layers and fold providers run in. */
+const BUILTIN_MODULES = [rollingExtension, lcmExtension, snapcompactExtension, notesExtension, lcmMemoryExtension, snapcompactMemoryExtension, modelsExtension] as const;
 
-/** The layers this build runs over the active strategy, by extension name; they run in registry order (notes first). */
-export const LAYERS: Readonly<Record<string, LayerFactory>> = {
-  notes: (section) => notesLayer(NotesSettings.parse(section ?? {})),
-};
+/** Each shipped extension's section of extensions.json, typed by name. */
+type SectionsOf<M extends ExtensionModule> = { [E in M as E extends { settings: z.ZodType } ? E['name'] : never]: E extends { settings: infer S } ? S : never };
+export type ExtensionSections = SectionsOf<(typeof BUILTIN_MODULES)[number]>;
 
-/** Fold plugins by the memory extension that registers them. */
-export const FOLD_PLUGINS: Readonly<Record<string, FoldPlugin>> = { 'lcm-memory': lcmMemory, 'snapcompact-memory': snapcompactMemory };
+/** A memory tool with the extension that provides it. */
+export interface MemoryTool extends MemoryToolDef {
+  readonly extension: string;
+}
 
-/** Each extension's section of extensions.json (validated at load, defaults when absent). */
-export const EXTENSION_SETTINGS = {
-  rolling: rolling.settings,
-  lcm: lcm.settings,
-  snapcompact: snapcompact.settings,
-  notes: NotesSettings,
-} as const;
+/** Everything read off the list, built once. */
+export interface ExtensionTables {
+  /** The modules, the shipped ones first. */
+  readonly modules: readonly ExtensionModule[];
+  /** The registry's view of each: name, kind, default and requirements. */
+  readonly defs: readonly ExtensionDef[];
+  /** Each extension's section of extensions.json (validated at load, defaults when absent). */
+  readonly settings: ExtensionSections;
+  /** The strategies by name; an extension without one cannot be the active strategy. */
+  readonly strategies: Readonly<Record<string, Strategy>>;
+  /** The layers run over the active strategy, by name, in registry order (notes first). */
+  readonly layers: Readonly<Record<string, LayerFactory>>;
+  /** Fold plugins by the memory extension that registers them. */
+  readonly folds: Readonly<Record<string, FoldPlugin>>;
+  /** Every memory tool, in registry order. */
+  readonly tools: readonly MemoryTool[];
+}
 
-/** Strategies a script added (the eval's baselines); empty in the product. */
-const added: ExtensionDef[] = [];
-let sealed = false;
+/** Modules a script added (the eval's baselines); empty in the product. */
+const added: ExtensionModule[] = [];
+let built: ExtensionTables | undefined;
 
 /**
  * For scripts only (scripts/eval/ registers its baselines, which the product does not ship):
- * adds strategies, each with its settings section, to this process's tables. Must run before
- * the daemon's modules load, since the configuration schema and the registry are built then;
- * once they are, it throws instead of being silently ignored.
+ * adds extension modules after the shipped ones. Must run before anything reads the tables,
+ * since the configuration schema and the registry are built from them when the daemon's
+ * modules load; after that it throws instead of being silently ignored.
  */
-export function addStrategies(list: ReadonlyArray<{ strategy: Strategy; description: string }>): void {
-  if (sealed) throw new Error('addStrategies: the extension registry was already built; add strategies before the daemon loads');
-  for (const { strategy, description } of list) {
-    if (strategy.name in STRATEGIES) throw new Error(`addStrategies: "${strategy.name}" is already registered`);
-    (STRATEGIES as Record<string, Strategy>)[strategy.name] = strategy;
-    (EXTENSION_SETTINGS as Record<string, z.ZodType>)[strategy.name] = strategy.settings;
-    added.push({ name: strategy.name, kind: 'strategy', defaultEnabled: false, available: true, requires: [], description });
-  }
+export function addExtensions(list: readonly ExtensionModule[]): void {
+  if (built !== undefined) throw new Error('addExtensions: the extension tables were already read; add extensions before the daemon loads');
+  added.push(...list);
 }
 
-/** The extension definitions this process runs: the shipped ones, then any a script added. Seals `addStrategies`. */
-export function extensionDefs(): readonly ExtensionDef[] {
-  sealed = true;
-  return [...BUILTIN_EXTENSIONS, ...added];
+function defOf(m: ExtensionModule): ExtensionDef {
+  return { name: m.name, kind: m.kind, defaultEnabled: m.defaultEnabled, available: true, requires: m.requires, description: m.description };
 }
+
+/** Checks what the type cannot: one name each, one role each, a strategy exactly where the kind says. */
+function checked(modules: readonly ExtensionModule[]): readonly ExtensionModule[] {
+  const names = new Set<string>();
+  for (const m of modules) {
+    if (names.has(m.name)) throw new Error(`extension modules: "${m.name}" is registered twice`);
+    names.add(m.name);
+    if ([m.strategy, m.layer, m.fold].filter((r) => r !== undefined).length > 1) throw new Error(`extension modules: "${m.name}" is more than one of strategy, layer and fold`);
+    if ((m.kind === 'strategy') !== (m.strategy !== undefined)) throw new Error(`extension modules: "${m.name}" is of kind ${m.kind} but ${m.strategy === undefined ? 'has no' : 'has a'} strategy`);
+    if (m.strategy !== undefined && m.strategy.name !== m.name) throw new Error(`extension modules: "${m.name}" carries the strategy "${m.strategy.name}"`);
+  }
+  return Object.freeze([...modules]);
+}
+
+/** The tables of the extensions this process runs: the shipped ones, then any a script added. Seals `addExtensions`. */
+export function extensionTables(): ExtensionTables {
+  if (built === undefined) {
+    const modules = checked([...BUILTIN_MODULES, ...added]);
+    const by = <T>(pick: (m: ExtensionModule) => T | undefined): Record<string, T> => Object.fromEntries(modules.flatMap((m) => (pick(m) === undefined ? [] : [[m.name, pick(m)!]])));
+    built = {
+      modules,
+      defs: modules.map(defOf),
+      settings: by((m) => m.settings) as ExtensionSections,
+      strategies: by((m) => m.strategy),
+      layers: by((m) => m.layer),
+      folds: by((m) => m.fold),
+      tools: modules.flatMap((m) => (m.tools ?? []).map((t) => ({ ...t, extension: m.name }))),
+    };
+  }
+  return built;
+}
+
+/** The shipped definitions alone, whatever a script added (tests build registries from them). */
+export const BUILTIN_EXTENSIONS: readonly ExtensionDef[] = BUILTIN_MODULES.map(defOf);
+
+/** The registry of the shipped build. */
+export const BUILTIN_REGISTRY: Registry = createRegistry(BUILTIN_EXTENSIONS);

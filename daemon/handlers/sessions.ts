@@ -4,7 +4,7 @@ import { inheritEngineState } from '../../storage/engine-log.ts';
 import { deleteSession, findSession, listSessions, openSession, requireSession } from '../../storage/sessions.ts';
 import { forkSession, returnFromExcursion } from '../../storage/transcript.ts';
 import { forkStrategyState } from '../../strategies/fork-state.ts';
-import { STRATEGIES } from '../../strategies/index.ts';
+import { extensionTables } from '../../strategies/index.ts';
 import type { Handler } from '../context.ts';
 
 export const sessionOpen: Handler<'session.open'> = (params, { daemon }) => {
@@ -41,7 +41,7 @@ export const sessionFork: Handler<'session.fork'> = (params, { daemon }) =>
       });
       const parent = requireSession(db, params.session).sid;
       inheritEngineState(db, parent, done.sid);
-      forkStrategyState(db, { sid: parent }, { sid: done.sid }, Object.values(STRATEGIES));
+      forkStrategyState(db, { sid: parent }, { sid: done.sid }, Object.values(extensionTables().strategies));
       return done;
     })();
     daemon.rowsAdded();

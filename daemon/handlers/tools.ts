@@ -1,25 +1,14 @@
 // tools.list and tools.call: the memory tools the session's enabled extensions provide, as JSON
-// schemas for the model and invoked with the session bound. Definitions live with the
-// extensions (strategies/extensions/tools.ts); each tool is also an RPC method of its own.
+// schemas for the model and invoked with the session bound. Each tool, and how it runs, is
+// defined in its extension's folder (strategies/*/extension.ts); each is also an RPC method of
+// its own (lcm.ts, transcript.ts), which calls the same storage function.
 import { z } from 'zod';
 import { AlbedoError } from '../../protocol/errors.ts';
-import { LcmDescribeParams, LcmExpandParams, LcmGrepParams, LcmListParams, TranscriptGrepParams, TranscriptReadParams } from '../../protocol/methods.ts';
 import { requireSession } from '../../storage/sessions.ts';
-import { enabledMemoryTools, toolSpec, type MemoryTool } from '../../strategies/extensions/tools.ts';
+import { enabledMemoryTools, toolSpec } from '../../strategies/extensions/tools.ts';
+import type { MemoryTool } from '../../strategies/index.ts';
 import type { CallContext, Handler } from '../context.ts';
 import { resolveExtensions } from '../engine.ts';
-import { lcmDescribe, lcmExpand, lcmGrep, lcmList } from './lcm.ts';
-import { transcriptGrep, transcriptRead } from './transcript.ts';
-
-/** How each tool runs: the RPC handler of the same name, with the session bound. */
-const runners: Record<string, (args: Record<string, unknown>, session: string, ctx: CallContext) => Promise<unknown>> = {
-  transcript_read: async (args, session, ctx) => transcriptRead(TranscriptReadParams.parse({ ...args, session }), ctx),
-  transcript_grep: async (args, session, ctx) => transcriptGrep(TranscriptGrepParams.parse({ ...args, session }), ctx),
-  lcm_list: async (args, session, ctx) => lcmList(LcmListParams.parse({ ...args, session }), ctx),
-  lcm_grep: async (args, session, ctx) => lcmGrep(LcmGrepParams.parse({ ...args, session }), ctx),
-  lcm_describe: async (args, session, ctx) => lcmDescribe(LcmDescribeParams.parse({ ...args, session }), ctx),
-  lcm_expand: async (args, session, ctx) => lcmExpand(LcmExpandParams.parse({ ...args, session }), ctx),
-};
 
 function sessionTools(ctx: CallContext, session: string | undefined): MemoryTool[] {
   const sid = session === undefined ? undefined : requireSession(ctx.daemon.db, session).sid;
@@ -32,8 +21,7 @@ export const toolsList: Handler<'tools.list'> = (params, ctx) => ({
 
 export const toolsCall: Handler<'tools.call'> = async (params, ctx) => {
   const tool = sessionTools(ctx, params.session).find((t) => t.name === params.name);
-  const run = runners[params.name];
-  if (tool === undefined || run === undefined) {
+  if (tool === undefined) {
     throw new AlbedoError('unknown_tool', `no enabled tool "${params.name}" in this session`, { tool: params.name });
   }
   const args = tool.args.safeParse(params.arguments);
@@ -42,5 +30,10 @@ export const toolsCall: Handler<'tools.call'> = async (params, ctx) => {
       tool: tool.name,
     });
   }
-  return { name: tool.name, result: await run(args.data, params.session, ctx) };
+  // In the session's transcript lane, as the RPC methods of the same names run: a page never
+  // mixes the states before and after a settle, and none waits behind a prepare's model call.
+  const { daemon } = ctx;
+  const search = { hits: daemon.search.hits.bind(daemon.search), summaryHits: daemon.search.summaryHits.bind(daemon.search) };
+  const result = await daemon.kernels.run(params.session, () => tool.run(args.data, { db: daemon.db, session: params.session, search }), 'transcript');
+  return { name: tool.name, result };
 };

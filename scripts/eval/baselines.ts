@@ -20,6 +20,7 @@ import type { StoredRow } from '../../protocol/rows.ts';
 import { yieldToEventLoop } from '../../storage/db.ts';
 import { saveRollingState } from '../../storage/rolling-state.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type Projection, type Strategy, type StrategyInput } from '../../strategies/contract.ts';
+import type { ExtensionModule } from '../../strategies/extensions/module.ts';
 import { inputsTokens, textTokens } from '../../strategies/estimate.ts';
 import { planCut, startCut } from '../../strategies/harness/cut.ts';
 import { priorTail } from '../../strategies/harness/prior.ts';
@@ -194,9 +195,14 @@ function compactMasking(input: StrategyInput, _projection: Projection, opts: Com
 
 export const masking: Strategy = { name: 'masking', settings: RollingSettings, project: projectMasking, compact: compactMasking };
 
+/** A baseline as an extension: a strategy, off unless chosen, its section the rolling one's shape. */
+function baseline(strategy: Strategy, description: string): ExtensionModule {
+  return { name: strategy.name, kind: 'strategy', defaultEnabled: false, requires: [], description, settings: strategy.settings, strategy };
+}
+
 /** What the eval's daemon entry registers. */
-export const BASELINES = [
-  { strategy: none, description: 'eval baseline: the whole history, oldest exchanges dropped to fit the window' },
-  { strategy: singleSummary, description: 'eval baseline: one summary of everything evicted, then the newest exchange' },
-  { strategy: masking, description: 'eval baseline: tool outputs before a moving boundary replaced by a placeholder, no summary' },
-] as const;
+export const BASELINES: readonly ExtensionModule[] = [
+  baseline(none, 'eval baseline: the whole history, oldest exchanges dropped to fit the window'),
+  baseline(singleSummary, 'eval baseline: one summary of everything evicted, then the newest exchange'),
+  baseline(masking, 'eval baseline: tool outputs before a moving boundary replaced by a placeholder, no summary'),
+];

@@ -20,10 +20,12 @@ import { priceFor, type PriceChoice } from './prices.ts';
 import { cachedTokens, commonPrefixBytes, percentile, requestCost, serializeRequest, summarizerCost } from './request.ts';
 import { addScore, emptyTally, kept, normalise, PROBE_KINDS, ProbeSet, type Probe, type ProbeKind, type ProbeTally } from './probes.ts';
 import { EvictionTracker, inputsText, rowInText } from './retention.ts';
+import { BASELINES } from './baselines.ts';
+import { BUILTIN_EXTENSIONS } from '../../strategies/index.ts';
 
-export const EVAL_STRATEGIES = ['rolling', 'lcm', 'snapcompact', 'none', 'single-summary', 'masking'] as const;
-export type EvalStrategy = (typeof EVAL_STRATEGIES)[number];
-const BASELINE_NAMES: readonly string[] = ['none', 'single-summary', 'masking'];
+const BASELINE_NAMES: readonly string[] = BASELINES.map((b) => b.name);
+/** What the eval runs: the shipped strategies, then its own baselines (baselines.ts). */
+export const EVAL_STRATEGIES: readonly string[] = [...BUILTIN_EXTENSIONS.filter((d) => d.kind === 'strategy').map((d) => d.name), ...BASELINE_NAMES];
 
 /** Provider tokens per estimated token the usage reports claim (code-heavy requests count ~30% over bytes/4). */
 export const MEASURED_RATIO = 1.3;

@@ -1,6 +1,7 @@
-// The extension registry: which extensions this build knows, their kind, whether they are on by
+// The extension registry: which extensions a build knows, their kind, whether they are on by
 // default, whether their implementation has landed, and what each one needs enabled beside it.
-// Plain data only; selection rules live in selection.ts, the daemon decides which registry to install.
+// The shipped definitions are read off the extension modules (strategies/index.ts); selection
+// rules live in selection.ts; the daemon decides which registry to install.
 
 export type ExtensionKind = 'strategy' | 'layer' | 'memory' | 'catalog';
 
@@ -18,66 +19,6 @@ export interface ExtensionDef {
   readonly requires: readonly string[];
   readonly description: string;
 }
-
-/** The extensions this build ships, in registry order (the order fold providers run in). */
-export const BUILTIN_EXTENSIONS: readonly ExtensionDef[] = [
-  {
-    name: 'rolling',
-    kind: 'strategy',
-    defaultEnabled: true,
-    available: true,
-    requires: [],
-    description: 'one running summary of evicted history, a short recap of recent user messages, then the verbatim tail',
-  },
-  {
-    name: 'lcm',
-    kind: 'strategy',
-    defaultEnabled: false,
-    available: true,
-    requires: [],
-    description: 'a tree of source-backed summaries stored in SQLite, then the verbatim tail',
-  },
-  {
-    name: 'snapcompact',
-    kind: 'strategy',
-    defaultEnabled: false,
-    available: true,
-    requires: ['snapcompact-memory'],
-    description: 'evicted history archived as rendered text frames a vision model reads, then the verbatim tail',
-  },
-  {
-    name: 'notes',
-    kind: 'layer',
-    defaultEnabled: true,
-    available: true,
-    requires: [],
-    description: 'session notes rewritten at every compaction and sent at the top of each request',
-  },
-  {
-    name: 'lcm-memory',
-    kind: 'memory',
-    defaultEnabled: true,
-    available: true,
-    requires: [],
-    description: "keeps LCM's stored summaries readable after a switch and provides the lcm_* tools",
-  },
-  {
-    name: 'snapcompact-memory',
-    kind: 'memory',
-    defaultEnabled: true,
-    available: true,
-    requires: [],
-    description: 'keeps the snapcompact archive readable after a switch and provides transcript_grep and transcript_read',
-  },
-  {
-    name: 'models',
-    kind: 'catalog',
-    defaultEnabled: true,
-    available: true,
-    requires: [],
-    description: 'context windows and image input of known models, from the shipped list and models.json',
-  },
-];
 
 export interface Registry {
   /** Every definition, in registry order. */
@@ -116,6 +57,3 @@ export function createRegistry(defs: readonly ExtensionDef[]): Registry {
     indexOf: (name) => index.get(name) ?? -1,
   };
 }
-
-/** The registry of the shipped build. */
-export const BUILTIN_REGISTRY: Registry = createRegistry(BUILTIN_EXTENSIONS);

@@ -9,7 +9,8 @@ import { Writable } from 'node:stream';
 import { after, test } from 'node:test';
 import pino from 'pino';
 import { ConfigStore, ExtensionsFile, parseExtensionsText, type ConfigSnapshot } from '../../daemon/config.ts';
-import { BUILTIN_EXTENSIONS, BUILTIN_REGISTRY, createRegistry } from '../../strategies/extensions/catalog.ts';
+import { createRegistry } from '../../strategies/extensions/catalog.ts';
+import { BUILTIN_EXTENSIONS, BUILTIN_REGISTRY } from '../../strategies/index.ts';
 
 const roots: string[] = [];
 after(() => {

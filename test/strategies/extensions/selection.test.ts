@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AlbedoError } from '../../../protocol/errors.ts';
-import { BUILTIN_EXTENSIONS, BUILTIN_REGISTRY, createRegistry, type ExtensionDef } from '../../../strategies/extensions/catalog.ts';
+import { createRegistry, type ExtensionDef } from '../../../strategies/extensions/catalog.ts';
+import { BUILTIN_EXTENSIONS, BUILTIN_REGISTRY } from '../../../strategies/index.ts';
 import { applySelection, globalChoices, resolve, validateSelection, type Choice } from '../../../strategies/extensions/selection.ts';
 
 /** The built-ins as they will be once every implementation has landed. */
