@@ -45,12 +45,14 @@ export function tempHome(): string {
 export interface StartOptions {
   home?: string;
   env?: Record<string, string>;
+  /** Another entry module than daemon/main.ts (one that adds extensions, then imports it). */
+  entry?: string;
 }
 
 /** Resolves once the daemon prints its listening line; rejects with stderr if it exits first. */
 export async function startDaemon(opts: StartOptions = {}): Promise<DaemonHandle> {
   const home = opts.home ?? tempHome();
-  const { proc, exited, stderr, stdout } = spawnDaemon(home, opts.env);
+  const { proc, exited, stderr, stdout } = spawnDaemon(home, opts.env, opts.entry);
   await new Promise<void>((resolve, reject) => {
     const onData = () => {
       if (stdout().includes('listening on')) {
@@ -113,8 +115,8 @@ export async function loggedLine(d: DaemonHandle, text: string): Promise<string>
 }
 
 /** Spawns the daemon without waiting, for tests of start-up refusals. */
-export function spawnDaemon(home: string, env: Record<string, string> = {}) {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'daemon/main.ts')], {
+export function spawnDaemon(home: string, env: Record<string, string> = {}, entry = path.join(root, 'daemon/main.ts')) {
+  const proc = spawn(process.execPath, ['--import', 'tsx', entry], {
     cwd: root,
     env: { ...process.env, ALBEDO_HOME: home, ALBEDO_LOG_LEVEL: 'debug', ALBEDO_PROXY_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
