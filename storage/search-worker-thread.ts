@@ -15,7 +15,7 @@ if (port !== null) {
   const summaries = db.prepare<[string, number], unknown[]>(SUMMARY_HITS_SQL).raw();
   port.on('message', (ask: Ask) => {
     try {
-      const pairs = ask.kind === 'pages' ? packParts(pageWalk(db)) : ask.kind === 'transcript' ? indexMatches(db, ask.ask) : packHits(summaries.all(ask.query, ask.sid));
+      const pairs = ask.kind === 'pages' ? packParts(pageWalk(db, ask.stateTables)) : ask.kind === 'transcript' ? indexMatches(db, ask.ask) : packHits(summaries.all(ask.query, ask.sid));
       port.postMessage({ id: ask.id, pairs }, [pairs.buffer as ArrayBuffer]);
     } catch (err) {
       port.postMessage({ id: ask.id, error: err instanceof Error ? err.message : String(err) });

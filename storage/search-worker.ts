@@ -8,7 +8,7 @@ import { Worker } from 'node:worker_threads';
 import type { IndexAsk } from './search.ts';
 
 /** One query for the thread: over indexed transcript rows, or over one session's node summaries. */
-export type SearchAsk = { kind: 'transcript'; ask: IndexAsk } | { kind: 'summaries'; query: string; sid: number } | { kind: 'pages' };
+export type SearchAsk = { kind: 'transcript'; ask: IndexAsk } | { kind: 'summaries'; query: string; sid: number } | { kind: 'pages'; stateTables: readonly string[] };
 
 interface Pending {
   resolve: (pairs: Float64Array) => void;
@@ -73,8 +73,8 @@ export class SearchWorker {
   }
 
   /** The file's page bytes per storage part (storage/storage-size.ts pageWalk), packed. */
-  pageParts(): Promise<Float64Array> {
-    return this.ask({ kind: 'pages' });
+  pageParts(stateTables: readonly string[]): Promise<Float64Array> {
+    return this.ask({ kind: 'pages', stateTables });
   }
 
   private ask(msg: SearchAsk): Promise<Float64Array> {

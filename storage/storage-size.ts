@@ -7,7 +7,11 @@ import fs from 'node:fs';
 import { STORAGE_PARTS, type StoragePart, type StorageSize } from '../protocol/methods.ts';
 import type { Db } from './db.ts';
 
-/** Which part each stored b-tree belongs to, by the table it stores or indexes. */
+/**
+ * Which part each core b-tree belongs to, by the table it stores or indexes. The extensions'
+ * own tables are not listed here: each extension module names its tables (`tables`,
+ * strategies/extensions/module.ts) and the caller passes them in as `stateTables`.
+ */
 const PART_OF_TABLE: Record<string, StoragePart> = {
   transcript: 'rows',
   tool_calls: 'rows',
@@ -15,13 +19,6 @@ const PART_OF_TABLE: Record<string, StoragePart> = {
   sessions: 'rows',
   payloads: 'payloads',
   payload_refs: 'payloads',
-  rolling_state: 'strategy_state',
-  compaction_notes: 'strategy_state',
-  lcm_state: 'strategy_state',
-  lcm_nodes: 'strategy_state',
-  lcm_edges: 'strategy_state',
-  snapcompact_archive: 'strategy_state',
-  snapcompact_frames: 'strategy_state',
   prepared_requests: 'engine',
   compactions: 'engine',
   session_prompts: 'engine',
@@ -38,16 +35,19 @@ export type StorageParts = Record<StoragePart, number>;
 
 const walks = new WeakMap<Db, { at: number; parts: Promise<StorageParts> }>();
 
-/** The part a b-tree of `table` (an index when `isIndex`) belongs to. */
-function partOf(table: string, isIndex: boolean): StoragePart {
+/**
+ * The part a b-tree of `table` (an index when `isIndex`) belongs to. A state table's own
+ * shadow tables (an FTS5 table's `_data`, `_idx`, ...) count with it.
+ */
+function partOf(table: string, isIndex: boolean, stateTables: readonly string[]): StoragePart {
   if (table.startsWith('transcript_fts') || table === 'search_rows' || table === 'search_index_state') return 'search_index';
-  if (table.startsWith('lcm_summary_fts')) return 'strategy_state';
+  if (stateTables.some((t) => table === t || table.startsWith(`${t}_`))) return 'strategy_state';
   const part = PART_OF_TABLE[table] ?? 'other';
   return part === 'rows' && isIndex ? 'row_indexes' : part;
 }
 
 /** Walks every b-tree of the file (on whichever connection is given) and sums its pages per part. */
-export function pageWalk(db: Db): StorageParts {
+export function pageWalk(db: Db, stateTables: readonly string[]): StorageParts {
   const parts = Object.fromEntries(STORAGE_PARTS.map((p) => [p, 0])) as StorageParts;
   const owners = new Map(
     (db.prepare("SELECT name, tbl_name, type FROM sqlite_schema WHERE type IN ('table', 'index')").all() as Array<{ name: string; tbl_name: string; type: string }>).map(
@@ -58,7 +58,7 @@ export function pageWalk(db: Db): StorageParts {
   const trees = db.prepare("SELECT name, pgsize FROM dbstat WHERE aggregate = TRUE AND schema = 'main'").all() as Array<{ name: string; pgsize: number }>;
   for (const t of trees) {
     const owner = owners.get(t.name);
-    const part = owner === undefined ? 'other' : partOf(owner.tbl_name, owner.type === 'index');
+    const part = owner === undefined ? 'other' : partOf(owner.tbl_name, owner.type === 'index', stateTables);
     parts[part] += t.pgsize;
   }
   parts.other += pointerMapBytes(db);

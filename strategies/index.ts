@@ -42,6 +42,8 @@ export interface ExtensionTables {
   readonly folds: Readonly<Record<string, FoldPlugin>>;
   /** Every memory tool, in registry order. */
   readonly tools: readonly MemoryTool[];
+  /** The tables the extensions' saved state lives in. */
+  readonly stateTables: readonly string[];
 }
 
 /** Modules a script added (the eval's baselines); empty in the product. */
@@ -89,6 +91,7 @@ export function extensionTables(): ExtensionTables {
       layers: by((m) => m.layer),
       folds: by((m) => m.fold),
       tools: modules.flatMap((m) => (m.tools ?? []).map((t) => ({ ...t, extension: m.name }))),
+      stateTables: modules.flatMap((m) => m.tables ?? []),
     };
   }
   return built;

@@ -56,4 +56,9 @@ export interface ExtensionModule {
   readonly layer?: LayerFactory;
   readonly fold?: FoldPlugin;
   readonly tools?: readonly MemoryToolDef[];
+  /**
+   * The tables its saved state lives in (created by its migration), counted as strategy state
+   * in the storage breakdown (`albedo status --storage`) with their own shadow tables.
+   */
+  readonly tables?: readonly string[];
 }

@@ -14,6 +14,7 @@ export const lcmExtension = {
   description: 'a tree of source-backed summaries stored in SQLite, then the verbatim tail',
   settings: lcm.settings,
   strategy: lcm,
+  tables: ['lcm_state', 'lcm_nodes', 'lcm_edges', 'lcm_summary_fts'],
 } as const satisfies ExtensionModule;
 
 // A compacted request shows nodes as "[lcm node N · rows #a-#b · depth d · ...]"; these tools

@@ -11,4 +11,5 @@ export const notesExtension = {
   description: 'session notes rewritten at every compaction and sent at the top of each request',
   settings: NotesSettings,
   layer: (section) => notesLayer(NotesSettings.parse(section ?? {})),
+  tables: ['compaction_notes'],
 } as const satisfies ExtensionModule;

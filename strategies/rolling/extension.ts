@@ -10,4 +10,5 @@ export const rollingExtension = {
   description: 'one running summary of evicted history, a short recap of recent user messages, then the verbatim tail',
   settings: rolling.settings,
   strategy: rolling,
+  tables: ['rolling_state'],
 } as const satisfies ExtensionModule;

@@ -7,7 +7,10 @@ import { pageWalk, storageSize, PARTS_MAX_AGE_MS, unpackParts, type StorageParts
 import { SearchWorker } from '../../storage/search-worker.ts';
 import { openSession } from '../../storage/sessions.ts';
 import { appendRows } from '../../storage/transcript.ts';
+import { extensionTables } from '../../strategies/index.ts';
 import { imageIn, pngBytes, tempDbWithPath, user } from './factories.ts';
+
+const STATE_TABLES = extensionTables().stateTables;
 
 test('the parts add up to the file with its free pages, and rows, indexes and payloads each get theirs', async (t) => {
   const { db, path } = tempDbWithPath(t);
@@ -16,7 +19,7 @@ test('the parts add up to the file with its free pages, and rows, indexes and pa
   await appendRows(db, 's', Array.from({ length: 300 }, (_, i) => user(`${i} ${text}`, { key: `k${i}` })));
   await appendRows(db, 's', [{ kind: 'user', origin: 'user', content: [imageIn(await pngBytes(64, 48), 'image/png')] }]);
   db.pragma('wal_checkpoint(TRUNCATE)');
-  const size = await storageSize(db, path, { walk: () => Promise.resolve(pageWalk(db)) });
+  const size = await storageSize(db, path, { walk: () => Promise.resolve(pageWalk(db, STATE_TABLES)) });
   const parts = size.parts!;
   assert.deepEqual(Object.keys(parts).sort(), [...STORAGE_PARTS].sort());
   const pages = (db.pragma('page_count', { simple: true }) as number) * (db.pragma('page_size', { simple: true }) as number);
@@ -29,6 +32,17 @@ test('the parts add up to the file with its free pages, and rows, indexes and pa
   assert.ok(parts.engine > 0 && parts.other > 0, 'engine tables and the schema have pages');
 });
 
+test('a table an extension names as its state counts as strategy state, with its shadow tables', async (t) => {
+  const { db } = tempDbWithPath(t);
+  openSession(db, { session: 's' });
+  db.exec('CREATE VIRTUAL TABLE demo_fts USING fts5(body)');
+  db.prepare('INSERT INTO demo_fts (body) VALUES (?)').run('words to index '.repeat(2000));
+  const unnamed = pageWalk(db, STATE_TABLES);
+  const named = pageWalk(db, [...STATE_TABLES, 'demo_fts']);
+  assert.ok(named.strategy_state > unnamed.strategy_state, `${named.strategy_state} > ${unnamed.strategy_state}`);
+  assert.equal(named.strategy_state - unnamed.strategy_state, unnamed.other - named.other, 'the FTS table and its shadows moved from other to strategy state');
+});
+
 test('without a walk asked for there are no parts; a walk is reused until it is older than the bound; the totals are always current', async (t) => {
   const { db, path } = tempDbWithPath(t);
   openSession(db, { session: 's' });
@@ -36,7 +50,7 @@ test('without a walk asked for there are no parts; a walk is reused until it is 
   assert.equal(none.parts, null);
   assert.equal(none.measured_at, null);
   let walks = 0;
-  const walk = (): Promise<StorageParts> => ((walks += 1), Promise.resolve(pageWalk(db)));
+  const walk = (): Promise<StorageParts> => ((walks += 1), Promise.resolve(pageWalk(db, STATE_TABLES)));
   const first = await storageSize(db, path, { now: 1000, walk });
   await appendRows(db, 's', Array.from({ length: 200 }, (_, i) => user(`row ${i} `.repeat(200))));
   const soon = await storageSize(db, path, { now: 1000 + PARTS_MAX_AGE_MS, walk });
@@ -58,5 +72,5 @@ test('the search worker walks the pages on its own connection and finds what the
   db.pragma('wal_checkpoint(TRUNCATE)');
   const worker = new SearchWorker(path);
   t.after(() => worker.close());
-  assert.deepEqual(unpackParts(await worker.pageParts()), pageWalk(db));
+  assert.deepEqual(unpackParts(await worker.pageParts(STATE_TABLES)), pageWalk(db, STATE_TABLES));
 });
