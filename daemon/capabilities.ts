@@ -5,7 +5,7 @@
 // survives) until the next compaction rebuilds it. Kept per kernel and, for restarts and
 // unloads, in the session row (known_instructions, known_context, known_tools, known_told*).
 import type { Db } from '../storage/db.ts';
-import { knownPrompt, saveKnownPrompt, saveKnownTold, type KnownPrompt, type PromptParts } from '../storage/engine-log.ts';
+import { knownPrompt, saveKnownPrompt, saveKnownTold, type KnownPrompt, type PromptParts } from '../storage/log/known-prompt.ts';
 import { findSession } from '../storage/sessions.ts';
 import { appendNotice } from '../storage/transcript.ts';
 import type { ToolSpec } from '../protocol/prepared.ts';

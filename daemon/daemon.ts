@@ -19,7 +19,7 @@ import { IdleWork } from './idle-work.ts';
 import { ConfigStore, type ConfigSnapshot } from './config.ts';
 import { registry } from './engine.ts';
 import { StartupError, type HomePaths } from './home.ts';
-import { resetAllAutoFailures } from '../storage/engine-log.ts';
+import { resetAllAutoFailures } from '../storage/log/compaction-log.ts';
 import { tellCapabilities } from './capabilities.ts';
 import { resumeElisions } from './image-elision.ts';
 import { SessionKernels } from './kernels.ts';

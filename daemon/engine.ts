@@ -2,7 +2,7 @@
 // the session's enabled extensions and strategy, that strategy's settings, the model's
 // catalog entry, the extension context and tools, and the summarizer for this connection.
 import { AlbedoError } from '../protocol/errors.ts';
-import { sessionChoices, saveSessionChoices } from '../storage/engine-log.ts';
+import { sessionChoices, saveSessionChoices } from '../storage/log/extension-choices.ts';
 import type { Db } from '../storage/db.ts';
 import { createRegistry, type Registry } from '../strategies/extensions/catalog.ts';
 import { applySelection, globalChoices, resolve, type Choice, type Resolution, type SelectionChange } from '../strategies/extensions/selection.ts';

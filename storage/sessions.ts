@@ -51,7 +51,7 @@ export interface NewSession {
 
 function prepare(db: Db) {
   return {
-    // Not the known-prompt columns: engine-log.ts reads those with a statement of its own.
+    // Not the known-prompt columns: storage/log/known-prompt.ts reads those with a statement of its own.
     find: db.prepare<[string], SessionRecord>(
       `SELECT s.sid, s.name, s.workspace, s.created_at, s.parent_sid, p.name AS parent, s.fork_seq,
               s.excursion_marker, s.returned_seq

@@ -5,7 +5,8 @@
 import type { Upstream } from '../protocol/methods.ts';
 import type { ImageCounts, Observation, OutPart, PlainInput, Section, ToolSpec } from '../protocol/prepared.ts';
 import { type Db, readTogether, yieldToEventLoop } from '../storage/db.ts';
-import { autoFailures, lastCompaction, logCompaction, setAutoFailures, type PromptParts } from '../storage/engine-log.ts';
+import { autoFailures, lastCompaction, logCompaction, setAutoFailures } from '../storage/log/compaction-log.ts';
+import { type PromptParts } from '../storage/log/known-prompt.ts';
 import { elisionStats, scheduleElision } from '../storage/image-elision.ts';
 import { tokenRatio } from '../storage/token-ratios.ts';
 import { orphanResults } from '../storage/transcript.ts';

@@ -7,7 +7,7 @@ import type { ByteChunks } from '../../protocol/byte-chunks.ts';
 import { EncodedJson } from '../../protocol/rpc-message.ts';
 import type { Observation, PlainInput } from '../../protocol/prepared.ts';
 import { headSeq } from '../../storage/conversation.ts';
-import { lastPrompt, latestPrepared, reportUsage, savePrepared } from '../../storage/engine-log.ts';
+import { lastPrompt, latestPrepared, reportUsage, savePrepared } from '../../storage/log/prepared-requests.ts';
 import { type Db, readTogether, yieldToEventLoop } from '../../storage/db.ts';
 import { lastTurnMemoryCalls, proxySession, recentMemoryCalls } from '../../storage/proxy-state.ts';
 import { getPayload } from '../../storage/payloads.ts';

@@ -1,6 +1,7 @@
 // Session lifecycle methods: open, list, delete, fork and excursion return. Mutations of a
 // session run on its kernel queue; the storage functions do the work in one transaction each.
-import { inheritEngineState } from '../../storage/engine-log.ts';
+import { inheritChoices } from '../../storage/log/extension-choices.ts';
+import { inheritLastPrompt } from '../../storage/log/prepared-requests.ts';
 import { deleteSession, findSession, listSessions, openSession, requireSession } from '../../storage/sessions.ts';
 import { forkSession, returnFromExcursion } from '../../storage/transcript.ts';
 import { forkStrategyState } from '../../strategies/fork-state.ts';
@@ -40,7 +41,9 @@ export const sessionFork: Handler<'session.fork'> = (params, { daemon }) =>
         excursion: params.excursion,
       });
       const parent = requireSession(db, params.session).sid;
-      inheritEngineState(db, parent, done.sid);
+      // A branch keeps its strategy and can size its prompt before its first prepare.
+      inheritChoices(db, parent, done.sid);
+      inheritLastPrompt(db, parent, done.sid);
       forkStrategyState(db, { sid: parent }, { sid: done.sid }, Object.values(extensionTables().strategies));
       return done;
     })();

@@ -8,7 +8,7 @@ import { AlbedoError } from '../../protocol/errors.ts';
 import { encodeJson } from '../../protocol/kept-json.ts';
 import type { Params } from '../../protocol/methods.ts';
 import type { ToolSpec } from '../../protocol/prepared.ts';
-import { lastModel } from '../../storage/engine-log.ts';
+import { lastModel } from '../../storage/log/prepared-requests.ts';
 import { getPayload } from '../../storage/payloads.ts';
 import { countSideRequest, currentProxySession, firstOfFamily, latestOfNamespace, notePassedThrough, noteRun } from '../../storage/proxy-state.ts';
 import type { ChainLink } from '../../storage/proxy-state.ts';

@@ -7,7 +7,7 @@ import { ExtensionsFile, type ConfigSnapshot } from '../../daemon/config.ts';
 import { engineSetup } from '../../daemon/engine.ts';
 import type { ToolSpec } from '../../protocol/prepared.ts';
 import { sessionHead } from '../../storage/conversation.ts';
-import { savePrepared } from '../../storage/engine-log.ts';
+import { savePrepared } from '../../storage/log/prepared-requests.ts';
 import { loadRollingState } from '../../storage/rolling-state.ts';
 import { loadCatalog } from '../../strategies/catalog/models.ts';
 import { adoptSession, prepareRequest, type EngineSetup, type PrepareArgs, type Prepared } from '../../strategies/prepare.ts';

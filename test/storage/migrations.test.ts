@@ -124,7 +124,7 @@ test('migration 10 moves the last prompt out of the sessions row and the next pr
 
   const db = openDb(file);
   t.after(() => db.close());
-  const { lastPrompt } = await import('../../storage/engine-log.ts');
+  const { lastPrompt } = await import('../../storage/log/prepared-requests.ts');
   assert.deepEqual(lastPrompt(db, 1), { model: 'm1', instructions: 'be brief', tools: [] });
   assert.deepEqual(lastPrompt(db, 2), { model: null, instructions: '', tools: [] });
   assert.equal(db.prepare('SELECT hash FROM session_prompts WHERE sid = 1').pluck().get(), '', 'no hash: the next prepare writes the prompt');

@@ -1,9 +1,11 @@
-// The engine's bookkeeping in storage/engine-log.ts: /extensions choices keep the order they
+// The engine's bookkeeping in storage/log/: /extensions choices keep the order they
 // were made in, what a fork inherits (choices and last prompt) against what it does not, and
 // the prompt a session's model last knew.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { inheritEngineState, knownPrompt, lastPrompt, saveKnownPrompt, saveKnownTold, saveSessionChoices, savePrepared, sessionChoices } from '../../storage/engine-log.ts';
+import { inheritChoices, saveSessionChoices, sessionChoices } from '../../storage/log/extension-choices.ts';
+import { knownPrompt, saveKnownPrompt, saveKnownTold } from '../../storage/log/known-prompt.ts';
+import { inheritLastPrompt, lastPrompt, savePrepared } from '../../storage/log/prepared-requests.ts';
 import { openSession, requireSession } from '../../storage/sessions.ts';
 import { Observation } from '../../protocol/prepared.ts';
 import { tempDb } from './factories.ts';
@@ -67,7 +69,7 @@ function observationOf(session: string): Observation {
   });
 }
 
-test('inheritEngineState copies the choices and the last prompt to the branch only', (t) => {
+test('a fork inherits the choices and the last prompt, copied to the branch only', (t) => {
   const db = tempDb(t);
   const parent = requireSession(db, openSession(db, { session: 'p' }).session).sid;
   const child = requireSession(db, openSession(db, { session: 'c' }).session).sid;
@@ -76,7 +78,8 @@ test('inheritEngineState copies the choices and the last prompt to the branch on
   const tools = [{ name: 't', description: 'a tool', input_schema: {} }];
   savePrepared(db, { id: 'x', sid: parent, head: 0, model: 'm1', estimate: 1, observation, prompt: { instructions: 'be brief', tools } });
 
-  inheritEngineState(db, parent, child);
+  inheritChoices(db, parent, child);
+  inheritLastPrompt(db, parent, child);
   assert.deepEqual(sessionChoices(db, child), [{ name: 'models', enabled: false, at: 7 }]);
   assert.deepEqual(lastPrompt(db, child), { model: 'm1', instructions: 'be brief', tools });
   assert.deepEqual(sessionChoices(db, parent), [{ name: 'models', enabled: false, at: 7 }], 'the parent keeps its own');
