@@ -5,7 +5,7 @@
 // other requests.
 import type { Logger } from 'pino';
 import type { Db } from '../storage/db.ts';
-import { yieldToEventLoop } from '../storage/db.ts';
+import { yieldToEventLoop } from '../protocol/time-slice.ts';
 import { elideBatch, pendingElisions, type ElisionBatch } from '../storage/image-elision.ts';
 import type { SessionKernels } from './kernels.ts';
 

@@ -6,7 +6,8 @@
 import { z } from 'zod';
 import { AlbedoError } from '../protocol/errors.ts';
 import type { Params, Result } from '../protocol/methods.ts';
-import { type Db, perDb, timeSlicer, yieldToEventLoop } from './db.ts';
+import { type Db, perDb } from './db.ts';
+import { timeSlicer, yieldToEventLoop } from './../protocol/time-slice.ts';
 import { catchUpSummaries, childNodes, lcmNode, parentNode, type LcmNode } from './lcm-tree.ts';
 import { excerpt, grep, GREP_BATCH_ROWS, MatchPage, packHits, SUMMARY_HITS_SQL, trigramQuery, type GrepOptions } from './search.ts';
 import { requireSession } from './sessions.ts';

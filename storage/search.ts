@@ -3,7 +3,8 @@
 // length: see indexMatches); newer rows are scanned here in bounded batches. Filling the index is
 // storage/search-index.ts's job; queueing a search beside its session's writes is the caller's.
 import type { Params, Result } from '../protocol/methods.ts';
-import { type Db, perDb, timeSlicer, yieldToEventLoop } from './db.ts';
+import { type Db, perDb } from './db.ts';
+import { timeSlicer, yieldToEventLoop } from './../protocol/time-slice.ts';
 import { fold } from './fold.ts';
 import { indexedThrough } from './search-index.ts';
 import { ROW_TEXT_SQL } from './row-text.ts';

@@ -4,7 +4,8 @@
 // the caller hands in the resolved strategy, settings, model and summarizer.
 import type { Upstream } from '../protocol/methods.ts';
 import type { ImageCounts, Observation, OutPart, PlainInput, Section, ToolSpec } from '../protocol/prepared.ts';
-import { type Db, readTogether, yieldToEventLoop } from '../storage/db.ts';
+import { type Db, readTogether } from '../storage/db.ts';
+import { yieldToEventLoop } from '../protocol/time-slice.ts';
 import { autoFailures, lastCompaction, logCompaction, setAutoFailures } from '../storage/log/compaction-log.ts';
 import { type PromptParts } from '../storage/log/known-prompt.ts';
 import { elisionStats, scheduleElision } from '../storage/image-elision.ts';

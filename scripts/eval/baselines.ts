@@ -17,7 +17,7 @@
 // runs one strategy per session and never switches.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
-import { yieldToEventLoop } from '../../storage/db.ts';
+import { yieldToEventLoop } from '../../protocol/time-slice.ts';
 import { saveRollingState } from '../../storage/rolling-state.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type Projection, type Strategy, type StrategyInput } from '../../strategies/contract.ts';
 import type { ExtensionModule } from '../../strategies/extensions/module.ts';

@@ -37,7 +37,7 @@ import type { StoredRow } from '../../protocol/rows.ts';
 import { foldSources } from '../../storage/conversation.ts';
 import type { CutHints, SavedCut } from '../../storage/saved-cut.ts';
 import { firstSeq, fitsBetween, newestRowsBefore, nthFitAfter, nthUserSeq, openerAtOrBefore, rowsBeforeCount, sessionRewrites, userRowsAfter, userRowsBeforeCount } from '../../storage/user-rows.ts';
-import { runSteps, type Steps } from '../../storage/db.ts';
+import { runSteps, type Steps } from '../../protocol/time-slice.ts';
 import type { StrategyInput } from '../contract.ts';
 import type { CacheSlot } from './kernel-cache.ts';
 import { groupUnits, groupUnitsSteps, ITEMS_PER_STEP, itemsSteps, opensExchange, opensUnit, selectTail, type Unit } from './units.ts';

@@ -5,7 +5,7 @@
 // and a layer that reads the same rows at a compaction (notes) takes them from here too.
 import type { StoredRow } from '../../protocol/rows.ts';
 import { countRowsBetween, foldSources } from '../../storage/conversation.ts';
-import { SLICE_MS, yieldToEventLoop } from '../../storage/db.ts';
+import { SLICE_MS, yieldToEventLoop } from '../../protocol/time-slice.ts';
 import { sessionRewrites } from '../../storage/user-rows.ts';
 import type { StrategyInput } from '../contract.ts';
 import type { LocatedCut } from './cut.ts';

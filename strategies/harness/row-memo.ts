@@ -6,7 +6,7 @@
 // projected in one stretch of the event loop.
 import type { PlainInput } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
-import { timeSlicer } from '../../storage/db.ts';
+import { timeSlicer } from '../../protocol/time-slice.ts';
 import type { StrategyInput } from '../contract.ts';
 import { Projector, targetKey, tokenCounterYielding, type InputsMemo, type RowMap } from '../projection.ts';
 import { cacheSlot } from './kernel-cache.ts';

@@ -7,7 +7,7 @@
 // one is the other's too.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
-import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../storage/db.ts';
+import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../protocol/time-slice.ts';
 import { saveRollingState } from '../../storage/rolling-state.ts';
 import { sessionRewrites, userRowsBefore } from '../../storage/user-rows.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Fold, type Projection, type Strategy, type StrategyInput } from '../contract.ts';

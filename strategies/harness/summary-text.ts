@@ -2,7 +2,7 @@
 // event with a marker, tool calls as `→ name(k = v)`, images as a marker, long content capped
 // with the cut said in place. Capability notices and encrypted reasoning are never included.
 import type { StoredRow } from '../../protocol/rows.ts';
-import { runStepsSliced, timeSlicer } from '../../storage/db.ts';
+import { runStepsSliced, timeSlicer } from '../../protocol/time-slice.ts';
 import { imageMarker, opaqueMarker } from '../../storage/row-text.ts';
 import { aiLine, callLine, LINE_MARKERS, outLine, userLine } from '../summarizer/prompt-format.ts';
 import { chunkUnits, groupUnitsSteps, opensExchange, opensUnit } from './units.ts';

@@ -4,7 +4,7 @@
 // (strategies/harness/cut.ts), so a tool call never loses its result. Grouping, tail selection
 // and chunking below never split the group they work on.
 import type { StoredRow } from '../../protocol/rows.ts';
-import { runSteps, type Steps } from '../../storage/db.ts';
+import { runSteps, type Steps } from '../../protocol/time-slice.ts';
 
 /** Items handled between two steps of a long loop over history (see runSteps). */
 export const ITEMS_PER_STEP = 1024;

@@ -7,7 +7,7 @@
 // pass came back; the engine commits the pass in its own transaction.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
-import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../storage/db.ts';
+import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../protocol/time-slice.ts';
 import { forkTree, frontierNodes, loadLcmState, writeTreePass, type LcmNode, type LcmState, type NodeDraft, type NodeRef } from '../../storage/lcm-tree.ts';
 import { firstSeqAfter, openerAtOrBefore, userRowsBeforeCount } from '../../storage/user-rows.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Projection, type Strategy, type StrategyInput } from '../contract.ts';

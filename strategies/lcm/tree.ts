@@ -3,7 +3,7 @@
 // summary must come out smaller than what it replaces (else a retry, then a pointer).
 import type { PlainInput } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
-import { runSteps, type Steps } from '../../storage/db.ts';
+import { runSteps, type Steps } from '../../protocol/time-slice.ts';
 import { inputsTokens, textTokens } from '../estimate.ts';
 import { chunkUnits, groupUnitsSteps, ITEMS_PER_STEP, itemsSteps, opensExchange, opensUnit, type Unit } from '../harness/units.ts';
 import { isOverCap, type SummaryResult } from '../summarizer/types.ts';

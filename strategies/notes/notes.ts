@@ -3,7 +3,7 @@
 // compaction evicted, and sent at the top of every request. docs/notes.md explains the why.
 // It reads only the request a compaction produced, so it works over any strategy.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
-import { runStepsSliced, yieldToEventLoop } from '../../storage/db.ts';
+import { runStepsSliced, yieldToEventLoop } from '../../protocol/time-slice.ts';
 import { loadNotes, noteNotesFailure, saveLedger, saveNotes, type NotesState } from '../../storage/notes-state.ts';
 import type { CompactOptions, Layer, LayerView, Projection, StrategyInput } from '../contract.ts';
 import { inputsTokens } from '../estimate.ts';

@@ -4,7 +4,7 @@
 // this layout is read back into the same digest, so incremental summaries merge rather than
 // repeat; any other previous summary counts as findings. Choosing within a budget is extractive.ts's.
 import { contentScore, focusWords, hasWords, identifiers, entrySteps, isProse, References, type Call, type Entry } from './extractive-facts.ts';
-import { runSteps, type Steps } from '../../storage/db.ts';
+import { runSteps, type Steps } from '../../protocol/time-slice.ts';
 import { parseSummaryPrompt, redactBlobs } from './prompt-format.ts';
 
 export const SECTIONS = ['task', 'decisions', 'files', 'errors', 'verified', 'open', 'names', 'next'] as const;

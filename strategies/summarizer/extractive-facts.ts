@@ -3,7 +3,7 @@
 // facts a summary is made of (the task, files touched and what changed, errors and their
 // fixes, what was verified, open work, the next step, other findings). Choosing and writing
 // the facts within a budget is extractive.ts's job.
-import type { Steps } from '../../storage/db.ts';
+import type { Steps } from '../../protocol/time-slice.ts';
 import { BLOB_PLACEHOLDER, parseTranscriptLine, redactBlobs, type TranscriptLineKind } from './prompt-format.ts';
 import { IMAGE_MARKER_PATTERN } from '../../storage/row-text.ts';
 

@@ -2,7 +2,7 @@
 // decisions, files touched with what changed, errors and fixes, what is verified, open work, the
 // next step) within the output budget, deterministically and without a model. It reads prompts
 // in the prompt-format.ts layout; building them is the strategies' job.
-import { runSteps, runStepsSliced, type Steps } from '../../storage/db.ts';
+import { runSteps, runStepsSliced, type Steps } from '../../protocol/time-slice.ts';
 import { textTokens } from '../estimate.ts';
 import { HEADINGS, LINE_CAP_TASK, LOOKED_AT_PREFIX, digestSteps, SECTIONS, type Digest, type Fact, type FileFact, type SectionName } from './extractive-digest.ts';
 import { wordSet } from './extractive-facts.ts';
