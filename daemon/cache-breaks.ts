@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import type { CacheBreak, Observation, PlainInput, ToolSpec } from '../protocol/prepared.ts';
 import type { Db } from '../storage/db.ts';
-import { sessionRewrites } from '../storage/user-rows.ts';
+import { sessionRewrites } from '../storage/transcript/user-rows.ts';
 import { cacheSlot } from '../strategies/harness/kernel-cache.ts';
 import type { Kernel } from './kernels.ts';
 import { TextKeyedMap } from './text-keyed-map.ts';

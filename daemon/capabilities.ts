@@ -6,8 +6,8 @@
 // unloads, in the session row (known_instructions, known_context, known_tools, known_told*).
 import type { Db } from '../storage/db.ts';
 import { knownPrompt, saveKnownPrompt, saveKnownTold, type KnownPrompt, type PromptParts } from '../storage/log/known-prompt.ts';
-import { findSession } from '../storage/sessions.ts';
-import { appendNotice } from '../storage/transcript.ts';
+import { findSession } from '../storage/transcript/sessions.ts';
+import { appendNotice } from '../storage/transcript/write.ts';
 import type { ToolSpec } from '../protocol/prepared.ts';
 import { cacheSlot } from '../strategies/harness/kernel-cache.ts';
 import { requestTools, type EngineSetup, type Prepared } from '../strategies/prepare.ts';

@@ -5,7 +5,7 @@ import type { Params, Result, MethodName } from '../protocol/methods.ts';
 import type { EncodedJson } from '../protocol/rpc-message.ts';
 import type { RpcPeer } from '../protocol/rpc-peer.ts';
 import type { Db } from '../storage/db.ts';
-import type { SearchWorker } from '../storage/search-worker.ts';
+import type { SearchWorker } from '../storage/search/worker.ts';
 import type { ConfigSnapshot } from './config.ts';
 import type { HomePaths } from './home.ts';
 import type { SessionKernels } from './kernels.ts';

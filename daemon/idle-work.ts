@@ -4,13 +4,13 @@
 // long, and SQLite cannot stop a statement halfway, so the work is cut into short units, one per
 // event-loop turn, each started only while the daemon is quiet; a request that arrives during a
 // unit waits for that unit alone. Which unit comes next, and how big each one is, is decided
-// here; what a unit does is storage's (storage/row-packing.ts, storage/search-index.ts,
-// storage/lcm-tree.ts).
+// here; what a unit does is storage's (storage/transcript/row-packing.ts, storage/search/indexer.ts,
+// storage/state/lcm-tree.ts).
 import type { Logger } from 'pino';
 import { flushLogOffLoop, freePages, releaseFreePages, type Db } from '../storage/db.ts';
-import { packPending } from '../storage/row-packing.ts';
-import { indexWaitingSummaries, mergeSummaryIndex } from '../storage/lcm-tree.ts';
-import { indexPending, mergeSearchIndex } from '../storage/search-index.ts';
+import { packPending } from '../storage/transcript/row-packing.ts';
+import { indexWaitingSummaries, mergeSummaryIndex } from '../storage/state/lcm-tree.ts';
+import { indexPending, mergeSearchIndex } from '../storage/search/indexer.ts';
 
 /** Quiet (no request in flight, none for this long, in ms) before the first unit starts. */
 export const QUIET_MS = 20;
@@ -109,7 +109,7 @@ export class IdleWork {
   private lastWasIndex = false;
   /**
    * lcm summaries may wait for their index: any request may have run a compaction that wrote
-   * some (storage/lcm-tree.ts), so every request sets this, and a unit that finds none clears it.
+   * some (storage/state/lcm-tree.ts), so every request sets this, and a unit that finds none clears it.
    */
   private summariesDue = true;
   /** The summaries' index got segments since its last merge step that found nothing to merge. */

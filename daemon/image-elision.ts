@@ -1,12 +1,12 @@
 // When image elision runs: right after the compaction that scheduled it, before the request
 // goes out (the prepare and compact handlers), and at start for jobs a crash cut short. The
-// work is storage/image-elision.ts's, in batches with a turn of the event loop between them,
+// work is storage/images/elision.ts's, in batches with a turn of the event loop between them,
 // each batch under the session's kernel queue so it never interleaves with that session's
 // other requests.
 import type { Logger } from 'pino';
 import type { Db } from '../storage/db.ts';
 import { yieldToEventLoop } from '../protocol/time-slice.ts';
-import { elideBatch, pendingElisions, type ElisionBatch } from '../storage/image-elision.ts';
+import { elideBatch, pendingElisions, type ElisionBatch } from '../storage/images/elision.ts';
 import type { SessionKernels } from './kernels.ts';
 
 /** What a whole job did: its batches added up. */

@@ -1,17 +1,17 @@
 // Fits a session's oversized images before a request is prepared: finds the images its rows
 // read that break the request's refusal limits, fits each once (daemon/image-resize.ts, cached
-// by image and limits in storage/image-fit.ts), stores the result and appends an image_fit
-// notice, which every later read of the rows applies (storage/conversation.ts FitTable).
+// by image and limits in storage/images/fit.ts), stores the result and appends an image_fit
+// notice, which every later read of the rows applies (storage/transcript/history.ts FitTable).
 import { createHash } from 'node:crypto';
 import type { Upstream } from '../protocol/methods.ts';
 import type { ImagePart } from '../protocol/rows.ts';
-import { headSeq, imageFits } from '../storage/conversation.ts';
+import { headSeq, imageFits } from '../storage/transcript/history.ts';
 import { type Db } from '../storage/db.ts';
 import { SLICE_MS, yieldToEventLoop } from '../protocol/time-slice.ts';
-import { cachedFit, fitChecked, oversizedImages, payloadSize, saveFit, saveFitChecked, type PayloadSize } from '../storage/image-fit.ts';
-import { getPayload, putPayload } from '../storage/payloads.ts';
-import { appendNotice } from '../storage/transcript.ts';
-import { sessionRewrites } from '../storage/user-rows.ts';
+import { cachedFit, fitChecked, oversizedImages, payloadSize, saveFit, saveFitChecked, type PayloadSize } from '../storage/images/fit.ts';
+import { getPayload, putPayload } from '../storage/images/payloads.ts';
+import { appendNotice } from '../storage/transcript/write.ts';
+import { sessionRewrites } from '../storage/transcript/user-rows.ts';
 import { cacheSlot } from '../strategies/harness/kernel-cache.ts';
 import { brokenLimits, imageLimits, limitsKey, withinLimits, type ImageLimits } from '../strategies/image-limits.ts';
 import type { ConfigSnapshot } from './config.ts';

@@ -35,8 +35,8 @@ async function main(): Promise<void> {
   // The source entry registers tsx inside the worker thread (workers do not inherit loader
   // flags on Node 20). Built code has nothing to register, and tsx is a dev dependency.
   fs.writeFileSync(
-    path.join(dist, 'storage', 'search-worker-boot.js'),
-    "// Entry of the search worker thread in built code (see scripts/build.ts).\nawait import('./search-worker-thread.js');\n",
+    path.join(dist, 'storage', 'search', 'worker-boot.js'),
+    "// Entry of the search worker thread in built code (see scripts/build.ts).\nawait import('./worker-thread.js');\n",
   );
   await build({
     entryPoints: [path.join(dist, 'cli', 'main.js')],

@@ -3,10 +3,10 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import { AlbedoError } from '../protocol/errors.ts';
-import { distinctChars, fold, lastTwoChars } from './fold.ts';
+import { distinctChars, fold, lastTwoChars } from './search/fold.ts';
 import { migrations, type Migration } from './migrations/index.ts';
-import { unpackBody } from './row-body.ts';
-import { storedRowText } from './row-text.ts';
+import { unpackBody } from './transcript/row-body.ts';
+import { storedRowText } from './transcript/row-text.ts';
 
 export type Db = Database.Database;
 
@@ -35,7 +35,7 @@ function applyPragmas(db: Db, opts: OpenOptions): void {
  * connection (the writer and the read-only ones) registers them.
  */
 function registerFunctions(db: Db): void {
-  // Row text is derived from the body on every read (storage/row-text.ts, migration 16). A
+  // Row text is derived from the body on every read (storage/transcript/row-text.ts, migration 16). A
   // search-index trigger asks for it three times for the same row, so the last one is kept.
   let lastRow: { seq: number; body: string; legacy: string | null; text: string } | undefined;
   db.function('albedo_row_text', { deterministic: true }, (seq: unknown, body: unknown, legacy: unknown) => {
@@ -47,7 +47,7 @@ function registerFunctions(db: Db): void {
     }
     return lastRow.text;
   });
-  // A packed body's JSON (storage/row-body.ts, bodySql). The search triggers inflate the same
+  // A packed body's JSON (storage/transcript/row-body.ts, bodySql). The search triggers inflate the same
   // row three times, so the last one is kept.
   let lastPacked: { seq: number; packed: Buffer; json: string } | undefined;
   db.function('albedo_unpack', { deterministic: true }, (seq: unknown, packed: unknown) => {

@@ -2,7 +2,7 @@
 // (active or not: a branch keeps what any of them stored) copies what of its saved state the
 // branch may keep, given the parent seq -> branch seq map. Rolling copies nothing.
 import type { Db } from '../storage/db.ts';
-import { forkMap } from '../storage/transcript.ts';
+import { forkMap } from '../storage/transcript/write.ts';
 import type { Strategy } from './contract.ts';
 
 /** Calls every strategy's fork hook for a branch just copied from `from`; run it in the fork's transaction. */

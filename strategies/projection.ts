@@ -4,7 +4,7 @@
 import { clampJsonDepth } from '../protocol/json-depth.ts';
 import type { OutPart, PlainInput } from '../protocol/prepared.ts';
 import type { ImagePart, OpaquePart, StoredRow, TextPart } from '../protocol/rows.ts';
-import { ELIDED_IMAGE_TEXT, imageMarker, opaqueMarker } from '../storage/row-text.ts';
+import { ELIDED_IMAGE_TEXT, imageMarker, opaqueMarker } from '../storage/transcript/row-text.ts';
 import { runSteps, type Steps, timeSlicer } from '../protocol/time-slice.ts';
 import { inputsTokens, partTokens, PER_INPUT_TOKENS, textTokens } from './estimate.ts';
 

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import { AlbedoError, RpcCode, rpcError } from '../../protocol/errors.ts';
 import { PROTOCOL_VERSION } from '../../protocol/methods.ts';
-import { getPayload, payloadStats } from '../../storage/payloads.ts';
+import { getPayload, payloadStats } from '../../storage/images/payloads.ts';
 import { pageWalk, storageSize, unpackParts } from '../../storage/storage-size.ts';
 import { extensionTables } from '../../strategies/index.ts';
 import type { Handler } from '../context.ts';

@@ -3,7 +3,7 @@
 // session rewrites that file's `extensions` section (atomically) and reloads it.
 import fs from 'node:fs';
 import { AlbedoError } from '../../protocol/errors.ts';
-import { requireSession } from '../../storage/sessions.ts';
+import { requireSession } from '../../storage/transcript/sessions.ts';
 import { validateSelection } from '../../strategies/extensions/selection.ts';
 import type { DaemonServices, Handler } from '../context.ts';
 import { registry, resolveExtensions, selectForSession } from '../engine.ts';

@@ -2,8 +2,8 @@
 // session run on its kernel queue; the storage functions do the work in one transaction each.
 import { inheritChoices } from '../../storage/log/extension-choices.ts';
 import { inheritLastPrompt } from '../../storage/log/prepared-requests.ts';
-import { deleteSession, findSession, listSessions, openSession, requireSession } from '../../storage/sessions.ts';
-import { forkSession, returnFromExcursion } from '../../storage/transcript.ts';
+import { deleteSession, findSession, listSessions, openSession, requireSession } from '../../storage/transcript/sessions.ts';
+import { forkSession, returnFromExcursion } from '../../storage/transcript/write.ts';
 import { forkStrategyState } from '../../strategies/fork-state.ts';
 import { extensionTables } from '../../strategies/index.ts';
 import type { Handler } from '../context.ts';

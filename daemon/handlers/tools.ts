@@ -4,7 +4,7 @@
 // its own (lcm.ts, transcript.ts), which calls the same storage function.
 import { z } from 'zod';
 import { AlbedoError } from '../../protocol/errors.ts';
-import { requireSession } from '../../storage/sessions.ts';
+import { requireSession } from '../../storage/transcript/sessions.ts';
 import { enabledMemoryTools, toolSpec } from '../../strategies/extensions/tools.ts';
 import type { MemoryTool } from '../../strategies/index.ts';
 import type { CallContext, Handler } from '../context.ts';

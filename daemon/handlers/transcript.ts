@@ -1,10 +1,10 @@
 // Transcript methods: append, row pages, literal grep and grapheme-paged reads. They run in the
 // session's transcript lane: reads queue behind its appends so a page never mixes two states
 // of a settle, and none of them waits behind a prepare's model call.
-import { rowsAfter } from '../../storage/conversation.ts';
-import { grep } from '../../storage/search.ts';
-import { readTranscript } from '../../storage/transcript-read.ts';
-import { appendRows } from '../../storage/transcript.ts';
+import { rowsAfter } from '../../storage/transcript/history.ts';
+import { grep } from '../../storage/search/grep.ts';
+import { readTranscript } from '../../storage/transcript/read.ts';
+import { appendRows } from '../../storage/transcript/write.ts';
 import type { Handler } from '../context.ts';
 
 export const transcriptAppend: Handler<'transcript.append'> = (params, { daemon }) =>

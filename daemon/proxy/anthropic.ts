@@ -4,7 +4,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Params } from '../../protocol/methods.ts';
 import { ToolSpec } from '../../protocol/prepared.ts';
-import { currentProxySession, messageChain } from '../../storage/proxy-state.ts';
+import { currentProxySession, messageChain } from '../../storage/log/proxy-state.ts';
 import { textTokens } from '../../strategies/estimate.ts';
 import type { CallContext } from '../context.ts';
 import { previewPrepared } from '../handlers/compaction.ts';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { AlbedoError } from '../../protocol/errors.ts';
 import type { ToolSpec } from '../../protocol/prepared.ts';
 import type { RowIn } from '../../protocol/rows.ts';
-import { noteMemoryCall, type ChainLink } from '../../storage/proxy-state.ts';
+import { noteMemoryCall, type ChainLink } from '../../storage/log/proxy-state.ts';
 import type { CallContext } from '../context.ts';
 import { toolsCall } from '../handlers/tools.ts';
 import type { ProxyCall } from './conversation.ts';

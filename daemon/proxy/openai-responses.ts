@@ -4,7 +4,7 @@
 // whose returned items are stored and counted for /context.
 import type { ToolSpec } from '../../protocol/prepared.ts';
 import { ToolSpec as ToolSpecSchema } from '../../protocol/prepared.ts';
-import { noteClientCompaction } from '../../storage/proxy-state.ts';
+import { noteClientCompaction } from '../../storage/log/proxy-state.ts';
 import { placeClientPrompt, splitClientPrompt } from './client-prompt.ts';
 import { forward, openRequest, type ProxyCall } from './conversation.ts';
 import { header } from './identity.ts';

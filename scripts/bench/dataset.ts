@@ -5,9 +5,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { openDb, type Db, type OpenOptions } from '../../storage/db.ts';
-import { openSession } from '../../storage/sessions.ts';
-import { appendRows } from '../../storage/transcript.ts';
-import { ROW_TEXT_SQL } from '../../storage/row-text.ts';
+import { openSession } from '../../storage/transcript/sessions.ts';
+import { appendRows } from '../../storage/transcript/write.ts';
+import { ROW_TEXT_SQL } from '../../storage/transcript/row-text.ts';
 import { codePointCount } from '../../strategies/projection.ts';
 import type { Corpus } from './corpus.ts';
 import { RowStream, userStarts } from './rows.ts';

@@ -5,15 +5,15 @@
 // appendRows or the socket so that the ratio compares the two at the same moment on a noisy
 // machine. Until migration 16 the daemon stored each row's text beside its JSON and the floor
 // stored both; since then the text is derived from the JSON on read, so the floor stores the
-// JSON only. Since migration 22 the daemon deflates long bodies (storage/row-body.ts) and so
+// JSON only. Since migration 22 the daemon deflates long bodies (storage/transcript/row-body.ts) and so
 // writes fewer bytes than the floor; the floor keeps storing the JSON as text, what storing the
 // rows plainly costs.
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { RowIn } from '../../protocol/rows.ts';
 import { type Db, openDb } from '../../storage/db.ts';
-import { packBody } from '../../storage/row-body.ts';
-import { openSession } from '../../storage/sessions.ts';
+import { packBody } from '../../storage/transcript/row-body.ts';
+import { openSession } from '../../storage/transcript/sessions.ts';
 import { nowMs } from './timing.ts';
 
 interface FlatRow {
@@ -70,7 +70,7 @@ type SchemaRow = [number, string, string, string | null, string | null, string, 
 
 /**
  * The SQLite part of an append, alone: the same rows' columns as the daemon stores them (each
- * row's JSON packed as storage/row-body.ts packs it, a grapheme count (its text's length stands
+ * row's JSON packed as storage/transcript/row-body.ts packs it, a grapheme count (its text's length stands
  * in: only the column's size matters here), row class and call id),
  * all made before the timing, inserted into the transcript table of a file opened by the
  * daemon's openDb (its indexes and triggers), with the same durability and one transaction per
@@ -86,7 +86,7 @@ export class SchemaFloor {
   constructor(dir: string) {
     this.db = openDb(path.join(dir, 'schema-floor.db'), { synchronous: 'FULL' });
     this.sid = openSession(this.db, { session: 'floor', workspace: '/w' }).sid;
-    // The daemon's own insert (storage/transcript.ts, insertRow).
+    // The daemon's own insert (storage/transcript/write.ts, insertRow).
     const insert = this.db.prepare<SchemaRow>(
       `INSERT INTO transcript (sid, kind, row_class, key, call_id, body, packed, legacy_text, created_at, graphemes)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

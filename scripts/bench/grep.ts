@@ -4,9 +4,9 @@
 // not installed) over the same texts dumped to a file.
 import { freePagesKept } from '../../daemon/idle-work.ts';
 import { freePages, releaseFreePages } from '../../storage/db.ts';
-import { indexBatchAndMerge, mergeSearchIndexFully, searchIndexLag } from '../../storage/search-index.ts';
-import { grep } from '../../storage/search.ts';
-import { SearchWorker } from '../../storage/search-worker.ts';
+import { indexBatchAndMerge, mergeSearchIndexFully, searchIndexLag } from '../../storage/search/indexer.ts';
+import { grep } from '../../storage/search/grep.ts';
+import { SearchWorker } from '../../storage/search/worker.ts';
 import { pageWalk, type StorageParts } from '../../storage/storage-size.ts';
 import { extensionTables } from '../../strategies/index.ts';
 import { anchorCount, PATTERNS } from './grep-anchor.ts';

@@ -10,9 +10,9 @@ import sharp from 'sharp';
 import { finishElision } from '../../daemon/image-elision.ts';
 import { RowIn } from '../../protocol/rows.ts';
 import { openDb } from '../../storage/db.ts';
-import { elisionStats, scheduleElision } from '../../storage/image-elision.ts';
-import { openSession } from '../../storage/sessions.ts';
-import { appendRows } from '../../storage/transcript.ts';
+import { elisionStats, scheduleElision } from '../../storage/images/elision.ts';
+import { openSession } from '../../storage/transcript/sessions.ts';
+import { appendRows } from '../../storage/transcript/write.ts';
 import { fmtMs, nowMs } from './timing.ts';
 
 export const ELISION_ROWS = 1_000;

@@ -6,10 +6,10 @@
 // the first page of lcm_list / lcm_describe / lcm_expand at the large size against the small
 // one, timed in alternating blocks.
 import { DEFAULT_NODES_LIMIT, DEFAULT_READ_LIMIT } from '../../protocol/methods.ts';
-import { describeNode, expandNode, grepTree, listNodes } from '../../storage/lcm-read.ts';
-import { writeTreePass, type NodeDraft } from '../../storage/lcm-tree.ts';
-import { indexBatchAndMerge, mergeSearchIndexFully } from '../../storage/search-index.ts';
-import { SearchWorker } from '../../storage/search-worker.ts';
+import { describeNode, expandNode, grepTree, listNodes } from '../../storage/state/lcm-read.ts';
+import { writeTreePass, type NodeDraft } from '../../storage/state/lcm-tree.ts';
+import { indexBatchAndMerge, mergeSearchIndexFully } from '../../storage/search/indexer.ts';
+import { SearchWorker } from '../../storage/search/worker.ts';
 import { prng } from './corpus.ts';
 import { checkpoint, dumpTexts, RARE_NEEDLE, type Dataset } from './dataset.ts';
 import { PATTERNS } from './grep-anchor.ts';

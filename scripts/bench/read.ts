@@ -2,7 +2,7 @@
 // one near the end (offsets estimated from the dataset's character counts), with the event-loop
 // stall seen while each is read. Reads that outrun a time budget are stopped and extrapolated.
 import { DEFAULT_READ_LIMIT } from '../../protocol/methods.ts';
-import { readTranscript } from '../../storage/transcript-read.ts';
+import { readTranscript } from '../../storage/transcript/read.ts';
 import { textPass, type Dataset } from './dataset.ts';
 import { nowMs, stats, turn, withLoopMonitor, type Stats } from './timing.ts';
 

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AlbedoClient } from '../../protocol/client.ts';
 import { buildDist } from './build-dist.ts';
-import { catchUpSearchIndex } from '../../storage/search-index.ts';
+import { catchUpSearchIndex } from '../../storage/search/indexer.ts';
 import type { Corpus } from './corpus.ts';
 import { buildDataset } from './dataset.ts';
 import { fmtCount, fmtMs, nowMs, stats, type Stats } from './timing.ts';

@@ -18,7 +18,7 @@
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { yieldToEventLoop } from '../../protocol/time-slice.ts';
-import { saveRollingState } from '../../storage/rolling-state.ts';
+import { saveRollingState } from '../../storage/state/rolling.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type Projection, type Strategy, type StrategyInput } from '../../strategies/contract.ts';
 import type { ExtensionModule } from '../../strategies/extensions/module.ts';
 import { inputsTokens, textTokens } from '../../strategies/estimate.ts';

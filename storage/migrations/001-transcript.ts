@@ -37,7 +37,7 @@ CREATE TABLE transcript (
   call_id TEXT,
   -- The row content as JSON (protocol/rows.ts StoredBody), re-validated on read.
   body TEXT NOT NULL,
-  -- Plain text of the row for search and reads (storage/row-text.ts).
+  -- Plain text of the row for search and reads (storage/transcript/row-text.ts).
   text TEXT NOT NULL,
   created_at INTEGER NOT NULL
 ) STRICT;
@@ -73,7 +73,7 @@ CREATE TABLE payloads (
 ) STRICT, WITHOUT ROWID;
 
 -- Who names a payload: a transcript row, or a session's pinned prompt. A payload no row
--- names may be deleted; that is one indexed query (see storage/payloads.ts).
+-- names may be deleted; that is one indexed query (see storage/images/payloads.ts).
 CREATE TABLE payload_refs (
   hash TEXT NOT NULL,
   seq INTEGER REFERENCES transcript(seq) ON DELETE CASCADE,
@@ -86,7 +86,7 @@ CREATE INDEX payload_refs_pin ON payload_refs(pin_sid) WHERE pin_sid IS NOT NULL
 
 -- Literal search: a trigram index over the row text. It only narrows candidates; the exact
 -- Unicode case-insensitive match runs in TypeScript. Appends do not pay for it: a background
--- indexer (storage/search-index.ts) indexes rows up to \`indexed_through\`, and searches scan
+-- indexer (storage/search/indexer.ts) indexes rows up to \`indexed_through\`, and searches scan
 -- the rows past that cursor. Triggers keep rows at or below the cursor exact when their text
 -- changes or a row is rewritten in place (tool-result settling re-inserts rows).
 CREATE VIRTUAL TABLE transcript_fts USING fts5(

@@ -11,7 +11,7 @@ CREATE TABLE session_extensions (
   PRIMARY KEY (sid, name)
 ) STRICT, WITHOUT ROWID;
 
--- rolling: one summary of everything before the cut. cut is JSON (see storage/rolling-state.ts);
+-- rolling: one summary of everything before the cut. cut is JSON (see storage/state/rolling.ts);
 -- cut_seq is the seq of the first row after the cut when it was saved, a hint re-checked on load.
 CREATE TABLE rolling_state (
   sid INTEGER PRIMARY KEY REFERENCES sessions(sid) ON DELETE CASCADE,

@@ -1,4 +1,4 @@
-// Migration 3: the trigram index holds folded text (storage/fold.ts through the albedo_fold SQL
+// Migration 3: the trigram index holds folded text (storage/search/fold.ts through the albedo_fold SQL
 // function) and is case-sensitive. A phrase query for fold(pattern) then matches exactly the
 // rows whose folded text contains it, in every script, so search needs no special cases and
 // can count matches without reading row text. The index is rebuilt in the background.

@@ -1,6 +1,6 @@
 // Migration 9: the notes layer's saved text, one row per session. The notes belong to the
 // session, not to a strategy, so a strategy switch keeps them; a fork gets no row. The cut is
-// the same user-message cut strategies save (storage/saved-cut.ts), with its hints.
+// the same user-message cut strategies save (storage/state/saved-cut.ts), with its hints.
 
 export const sql = `
 CREATE TABLE compaction_notes (

@@ -12,7 +12,7 @@ CREATE TABLE snapcompact_archive (
   -- JSON [{source, text, firstSeq, lastSeq}]: other extensions' folds the archive replaced,
   -- kept as text ahead of the frames.
   folds TEXT NOT NULL,
-  -- JSON SavedCut (storage/saved-cut.ts) and its hints, as rolling_state keeps them.
+  -- JSON SavedCut (storage/state/saved-cut.ts) and its hints, as rolling_state keeps them.
   cut TEXT NOT NULL,
   cut_seq INTEGER NOT NULL,
   resume_seq INTEGER NOT NULL,

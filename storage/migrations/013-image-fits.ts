@@ -2,7 +2,7 @@
 // payload made for it, so an image is resized once however many sessions or prepares need it;
 // `image_fit_checked` remembers how far a session's rows are known to be within one set of
 // limits, so a restart does not rescan a long session. Both are caches: dropping their rows
-// loses nothing but work. See storage/image-fit.ts.
+// loses nothing but work. See storage/images/fit.ts.
 
 export const sql = `
 CREATE TABLE image_fits (

@@ -1,4 +1,4 @@
-// Migration 15: search folds case fully (storage/fold.ts), so both trigram indexes are rebuilt
+// Migration 15: search folds case fully (storage/search/fold.ts), so both trigram indexes are rebuilt
 // with the new fold: the summaries' at once (triggers fill it), the rows' by the background
 // indexer from an empty cursor. The row index now keeps each row's session (an unindexed
 // column the index stores itself), so a search lists (seq, session) pairs without touching

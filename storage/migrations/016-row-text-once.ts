@@ -1,5 +1,5 @@
 // Migration 16: a row's text is stored once, as its body. transcript.text repeated what
-// storage/row-text.ts derives from the body (~40% of the row table); it is dropped, and every
+// storage/transcript/row-text.ts derives from the body (~40% of the row table); it is dropped, and every
 // reader derives the text through albedo_row_text (ROW_TEXT_SQL), the search triggers included.
 // A row whose stored text differs from today's derivation (the body no longer decodes, or it was
 // written by a rowText that rendered differently, such as deep tool-call arguments stored before

@@ -16,7 +16,7 @@
 //
 // transcript_class holds only the rows that open a unit (user inputs, image-fit notices): no
 // query looks for row_class 'other', and those are 95% of a coding agent's rows, each of which
-// paid an insert into this index. Queries by row_class name the predicate (storage/user-rows.ts
+// paid an insert into this index. Queries by row_class name the predicate (storage/transcript/user-rows.ts
 // OPENS_UNIT) so that SQLite may use the partial index.
 export const sql = `
 DROP INDEX transcript_class;

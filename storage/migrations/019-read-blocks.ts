@@ -1,4 +1,4 @@
-// Migration 19: the block index of deep transcript reads (storage/transcript-read.ts), kept
+// Migration 19: the block index of deep transcript reads (storage/transcript/read.ts), kept
 // across restarts. A session's first deep read after a start used to sum its whole history
 // again (half a second at a million rows); the saved index is reused when the session's
 // identity and rewrite counter still match, and extended from `through` by new rows only.

@@ -1,4 +1,4 @@
-// Migration 22: large row bodies are stored deflated (storage/row-body.ts). `packed` holds the
+// Migration 22: large row bodies are stored deflated (storage/transcript/row-body.ts). `packed` holds the
 // deflated JSON of such a row, whose `body` is then ''; every other row keeps its JSON in `body`
 // and `packed` NULL. Adding a nullable column rewrites nothing, so existing rows stay as they
 // are (plain) and only rows written from now on are packed.

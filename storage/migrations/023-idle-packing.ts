@@ -1,5 +1,5 @@
 // Migration 23: long bodies still stored as text (rows from before migration 22) are packed in
-// the daemon's idle time (storage/row-packing.ts), going up the transcript behind the cursor
+// the daemon's idle time (storage/transcript/row-packing.ts), going up the transcript behind the cursor
 // `pack_state.packed_through`, which starts at 0.
 //
 // Packing rewrites a row without changing its JSON. The update trigger of the search index would

@@ -3,7 +3,7 @@
 // long uncovered history writes thousands of nodes, and three quarters of that commit, one
 // synchronous stretch of the daemon, was the index. A node written since waits with indexed = 0;
 // lcm_grep indexes its session's waiting nodes, in slices, before it searches them
-// (storage/lcm-tree.ts `indexWaitingSummaries`). Nodes already stored were indexed by the trigger.
+// (storage/state/lcm-tree.ts `indexWaitingSummaries`). Nodes already stored were indexed by the trigger.
 export const sql = `
 ALTER TABLE lcm_nodes ADD COLUMN indexed INTEGER NOT NULL DEFAULT 1 CHECK (indexed IN (0, 1));
 CREATE INDEX lcm_nodes_waiting ON lcm_nodes(sid, node) WHERE indexed = 0;

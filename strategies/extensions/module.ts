@@ -5,7 +5,7 @@
 // there (and a migration when it stores tables).
 import type { z } from 'zod';
 import type { Db } from '../../storage/db.ts';
-import type { LcmGrepOptions } from '../../storage/lcm-read.ts';
+import type { LcmGrepOptions } from '../../storage/state/lcm-read.ts';
 import type { FoldPlugin, LayerFactory, Strategy } from '../contract.ts';
 import type { ExtensionKind } from './catalog.ts';
 

@@ -34,9 +34,9 @@
 //    The saved cut counts every exchange of the unit, so it resumes at the head.
 import { createHash } from 'node:crypto';
 import type { StoredRow } from '../../protocol/rows.ts';
-import { foldSources } from '../../storage/conversation.ts';
-import type { CutHints, SavedCut } from '../../storage/saved-cut.ts';
-import { firstSeq, fitsBetween, newestRowsBefore, nthFitAfter, nthUserSeq, openerAtOrBefore, rowsBeforeCount, sessionRewrites, userRowsAfter, userRowsBeforeCount } from '../../storage/user-rows.ts';
+import { foldSources } from '../../storage/transcript/history.ts';
+import type { CutHints, SavedCut } from '../../storage/state/saved-cut.ts';
+import { firstSeq, fitsBetween, newestRowsBefore, nthFitAfter, nthUserSeq, openerAtOrBefore, rowsBeforeCount, sessionRewrites, userRowsAfter, userRowsBeforeCount } from '../../storage/transcript/user-rows.ts';
 import { runSteps, type Steps } from '../../protocol/time-slice.ts';
 import type { StrategyInput } from '../contract.ts';
 import type { CacheSlot } from './kernel-cache.ts';

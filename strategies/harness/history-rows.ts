@@ -4,9 +4,9 @@
 // rows' images) make the cache start over. Every strategy's verbatim tail reads through here,
 // and a layer that reads the same rows at a compaction (notes) takes them from here too.
 import type { StoredRow } from '../../protocol/rows.ts';
-import { countRowsBetween, foldSources } from '../../storage/conversation.ts';
+import { countRowsBetween, foldSources } from '../../storage/transcript/history.ts';
 import { SLICE_MS, yieldToEventLoop } from '../../protocol/time-slice.ts';
-import { sessionRewrites } from '../../storage/user-rows.ts';
+import { sessionRewrites } from '../../storage/transcript/user-rows.ts';
 import type { StrategyInput } from '../contract.ts';
 import type { LocatedCut } from './cut.ts';
 import { cacheSlot, type KernelCache } from './kernel-cache.ts';

@@ -2,7 +2,7 @@
 // nodes, the snapcompact archive) through `prior`, never by importing them. Which plugins a
 // request reads is decided once here; each plugin lives with the extension that stores its folds.
 import type { StoredRow } from '../../protocol/rows.ts';
-import { firstSeqAfter, openerAtOrBefore } from '../../storage/user-rows.ts';
+import { firstSeqAfter, openerAtOrBefore } from '../../storage/transcript/user-rows.ts';
 import type { Fold, FoldPlugin, Prior, StrategyInput } from '../contract.ts';
 import type { LocatedCut } from './cut.ts';
 import { tailRows, warmTailRows } from './history-rows.ts';

@@ -1,9 +1,9 @@
 // The running summary's view of its saved state against the current transcript: where the saved cut falls
 // (through the shared cut module, cached per kernel), or that it no longer matches, or that
 // this build cannot read it. Read-only.
-import { foldSources } from '../../storage/conversation.ts';
-import { loadRollingState, type ItemCut, type RollingState } from '../../storage/rolling-state.ts';
-import { sessionRewrites, userRowsAfter } from '../../storage/user-rows.ts';
+import { foldSources } from '../../storage/transcript/history.ts';
+import { loadRollingState, type ItemCut, type RollingState } from '../../storage/state/rolling.ts';
+import { sessionRewrites, userRowsAfter } from '../../storage/transcript/user-rows.ts';
 import type { StrategyInput } from '../contract.ts';
 import { CutCache, EMPTY_FINGERPRINT, extendFingerprint, locate, startCut, type LocatedCut } from './cut.ts';
 import { cacheSlot } from './kernel-cache.ts';

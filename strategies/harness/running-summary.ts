@@ -8,8 +8,8 @@
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../protocol/time-slice.ts';
-import { saveRollingState } from '../../storage/rolling-state.ts';
-import { sessionRewrites, userRowsBefore } from '../../storage/user-rows.ts';
+import { saveRollingState } from '../../storage/state/rolling.ts';
+import { sessionRewrites, userRowsBefore } from '../../storage/transcript/user-rows.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Fold, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
 import { inputsTokens, PER_INPUT_TOKENS, textTokens } from '../estimate.ts';
 import { locateAt, planCutSteps, type CutPlan, type LocatedCut } from './cut.ts';

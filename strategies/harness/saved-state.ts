@@ -1,9 +1,9 @@
 // A saved state read and parsed once per write: every request reads a stamp that changes with
 // each write and reuses what the kernel parsed while the stamp holds. The rolling summary and the
-// session notes use the session's state stamp (storage/sessions.ts, migration 24, `loadSaved`);
+// session notes use the session's state stamp (storage/transcript/sessions.ts, migration 24, `loadSaved`);
 // snapcompact's archive uses its save time (`loadStamped` with that). Callers must not modify
 // what they get back.
-import { stateStamp } from '../../storage/sessions.ts';
+import { stateStamp } from '../../storage/transcript/sessions.ts';
 import type { StrategyInput } from '../contract.ts';
 import { type CacheSlot, cacheSlot } from './kernel-cache.ts';
 

@@ -3,7 +3,7 @@
 // with the cut said in place. Capability notices and encrypted reasoning are never included.
 import type { StoredRow } from '../../protocol/rows.ts';
 import { runStepsSliced, timeSlicer } from '../../protocol/time-slice.ts';
-import { imageMarker, opaqueMarker } from '../../storage/row-text.ts';
+import { imageMarker, opaqueMarker } from '../../storage/transcript/row-text.ts';
 import { aiLine, callLine, LINE_MARKERS, outLine, userLine } from '../summarizer/prompt-format.ts';
 import { chunkUnits, groupUnitsSteps, opensExchange, opensUnit } from './units.ts';
 

@@ -1,7 +1,7 @@
 // The lcm extensions: the strategy, and lcm-memory, which keeps the stored summary tree readable
 // (as folds for any strategy and through the lcm_* tools) after a switch to another strategy.
 import { LcmDescribeParams, LcmExpandParams, LcmGrepParams, LcmListParams } from '../../protocol/methods.ts';
-import { describeNode, expandNode, grepTree, listNodes } from '../../storage/lcm-read.ts';
+import { describeNode, expandNode, grepTree, listNodes } from '../../storage/state/lcm-read.ts';
 import { memoryTool, type ExtensionModule } from '../extensions/module.ts';
 import { lcm } from './lcm.ts';
 import { lcmMemory } from './memory.ts';

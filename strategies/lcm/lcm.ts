@@ -1,4 +1,4 @@
-// lcm: older history becomes a tree of summaries kept in SQLite (storage/lcm-tree.ts) whose
+// lcm: older history becomes a tree of summaries kept in SQLite (storage/state/lcm-tree.ts) whose
 // source rows stay readable through the lcm-memory tools. A request is the frontier of the tree
 // (the nodes without a parent, oldest first), then the verbatim tail after the covered cursor.
 // A compaction writes leaves over what the shared cut module evicts (whole units, or older
@@ -8,8 +8,8 @@
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../protocol/time-slice.ts';
-import { forkTree, frontierNodes, loadLcmState, writeTreePass, type LcmNode, type LcmState, type NodeDraft, type NodeRef } from '../../storage/lcm-tree.ts';
-import { firstSeqAfter, openerAtOrBefore, userRowsBeforeCount } from '../../storage/user-rows.ts';
+import { forkTree, frontierNodes, loadLcmState, writeTreePass, type LcmNode, type LcmState, type NodeDraft, type NodeRef } from '../../storage/state/lcm-tree.ts';
+import { firstSeqAfter, openerAtOrBefore, userRowsBeforeCount } from '../../storage/transcript/user-rows.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
 import { textTokens } from '../estimate.ts';
 import { EMPTY_FINGERPRINT, planCutSteps, startCut, type CutPlan, type LocatedCut } from '../harness/cut.ts';

@@ -2,7 +2,7 @@
 // nodes as stored folds through `prior`, in place of the rows they cover. Only node rows are
 // read; the covered transcript is never expanded to rebuild a summary.
 import type { StoredRow } from '../../protocol/rows.ts';
-import { frontierNodes, loadLcmState } from '../../storage/lcm-tree.ts';
+import { frontierNodes, loadLcmState } from '../../storage/state/lcm-tree.ts';
 import type { Fold, FoldPlugin, Prior, StrategyInput } from '../contract.ts';
 import { opensUnit } from '../harness/units.ts';
 

@@ -56,7 +56,7 @@ const Said = z.strictObject({ seq: z.number().int().nonnegative(), text: z.strin
 const PlanItem = z.strictObject({ text: z.string(), status: z.string() });
 export type PlanItem = z.infer<typeof PlanItem>;
 
-/** The ledger as it is saved with the notes (storage/notes-state.ts), checked when read back. */
+/** The ledger as it is saved with the notes (storage/state/notes.ts), checked when read back. */
 export const Ledger = z.strictObject({
   files: z.array(FileEntry),
   commands: z.array(CommandEntry),

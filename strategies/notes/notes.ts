@@ -4,7 +4,7 @@
 // It reads only the request a compaction produced, so it works over any strategy.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import { runStepsSliced, yieldToEventLoop } from '../../protocol/time-slice.ts';
-import { loadNotes, noteNotesFailure, saveLedger, saveNotes, type NotesState } from '../../storage/notes-state.ts';
+import { loadNotes, noteNotesFailure, saveLedger, saveNotes, type NotesState } from '../../storage/state/notes.ts';
 import type { CompactOptions, Layer, LayerView, Projection, StrategyInput } from '../contract.ts';
 import { inputsTokens } from '../estimate.ts';
 import { CutCache, cutAfterSteps, locate, START_CUT, startCut, type LocatedCut } from '../harness/cut.ts';

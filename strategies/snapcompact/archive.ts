@@ -4,7 +4,7 @@
 // Choosing the frames a request shows is snapcompact.ts's. Read by the strategy and by
 // snapcompact-memory's fold plugin; no other strategy reads it.
 import type { StoredRow } from '../../protocol/rows.ts';
-import { archiveStamp, loadArchive, type ArchiveMarks, type ArchiveState } from '../../storage/snapcompact-state.ts';
+import { archiveStamp, loadArchive, type ArchiveMarks, type ArchiveState } from '../../storage/state/snapcompact.ts';
 import type { StrategyInput } from '../contract.ts';
 import { CutCache, locate, startCut, type LocatedCut } from '../harness/cut.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';

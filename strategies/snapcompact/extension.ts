@@ -2,8 +2,8 @@
 // readable as folds after a switch and gives the model the transcript tools over the whole
 // stored history.
 import { TranscriptGrepParams, TranscriptReadParams } from '../../protocol/methods.ts';
-import { grep } from '../../storage/search.ts';
-import { readTranscript } from '../../storage/transcript-read.ts';
+import { grep } from '../../storage/search/grep.ts';
+import { readTranscript } from '../../storage/transcript/read.ts';
 import { memoryTool, type ExtensionModule } from '../extensions/module.ts';
 import { snapcompactMemory } from './memory.ts';
 import { snapcompact } from './snapcompact.ts';

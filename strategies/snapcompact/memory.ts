@@ -2,7 +2,7 @@
 // receives the snapcompact archive through `prior` as numbered text pages standing in for
 // exactly the rows the archive's cut covers, plus the folds the archive had kept as text.
 import type { StoredRow } from '../../protocol/rows.ts';
-import type { ArchiveMarks } from '../../storage/snapcompact-state.ts';
+import type { ArchiveMarks } from '../../storage/state/snapcompact.ts';
 import type { Fold, FoldPlugin, Prior, StrategyInput } from '../contract.ts';
 import { resolveArchive, rowsIn } from './archive.ts';
 

@@ -7,7 +7,7 @@
 // running-summary text compaction instead; the archive stays saved for a later vision model.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import { clampGeometry, frameKey, layout, renderFrame, shapeFor, shapeNameFor, type Frame, type Geometry } from '../../render/index.ts';
-import { cacheFrame, cachedFrame, saveArchive, type ArchiveState, type KeptFold } from '../../storage/snapcompact-state.ts';
+import { cacheFrame, cachedFrame, saveArchive, type ArchiveState, type KeptFold } from '../../storage/state/snapcompact.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
 import { imageTokens, inputsTokens } from '../estimate.ts';
 import { locateAt, planCut, type LocatedCut } from '../harness/cut.ts';

@@ -5,7 +5,7 @@
 // the facts within a budget is extractive.ts's job.
 import type { Steps } from '../../protocol/time-slice.ts';
 import { BLOB_PLACEHOLDER, parseTranscriptLine, redactBlobs, type TranscriptLineKind } from './prompt-format.ts';
-import { IMAGE_MARKER_PATTERN } from '../../storage/row-text.ts';
+import { IMAGE_MARKER_PATTERN } from '../../storage/transcript/row-text.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Identifiers and line features

@@ -7,7 +7,7 @@ import { noteSent, noteTold, pinnedPrompt } from '../../daemon/capabilities.ts';
 import type { Kernel } from '../../daemon/kernels.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 import { prepareRequest, type EngineSetup, type Prepared } from '../../strategies/prepare.ts';
-import { openSession } from '../../storage/sessions.ts';
+import { openSession } from '../../storage/transcript/sessions.ts';
 import { tempDb } from '../storage/factories.ts';
 import { argsFor, sessionWithTurns, setupFor } from '../strategies/engine-fixtures.ts';
 

@@ -8,11 +8,11 @@ import { test, type TestContext } from 'node:test';
 import pino from 'pino';
 import { freePagesKept, IdleWork, LONG_QUIET_MS, QUIET_MS } from '../../daemon/idle-work.ts';
 import { freePages, type Db } from '../../storage/db.ts';
-import { packingLag } from '../../storage/row-packing.ts';
-import { mergeSummaryIndex } from '../../storage/lcm-tree.ts';
-import { indexedThrough, mergeSearchIndex, searchIndexLag } from '../../storage/search-index.ts';
-import { deleteSession, openSession } from '../../storage/sessions.ts';
-import { appendRows } from '../../storage/transcript.ts';
+import { packingLag } from '../../storage/transcript/row-packing.ts';
+import { mergeSummaryIndex } from '../../storage/state/lcm-tree.ts';
+import { indexedThrough, mergeSearchIndex, searchIndexLag } from '../../storage/search/indexer.ts';
+import { deleteSession, openSession } from '../../storage/transcript/sessions.ts';
+import { appendRows } from '../../storage/transcript/write.ts';
 import { commandOutput, PAGE_OF_TEXT, storeAsText, tempDb, user } from '../storage/factories.ts';
 import { writeTree } from '../storage/lcm-trees.ts';
 

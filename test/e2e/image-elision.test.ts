@@ -12,7 +12,7 @@ import Database from 'better-sqlite3';
 import sharp from 'sharp';
 import type { AlbedoClient } from '../../protocol/client.ts';
 import type { ParamsIn, Result } from '../../protocol/methods.ts';
-import { ELIDED_IMAGE_TEXT } from '../../storage/row-text.ts';
+import { ELIDED_IMAGE_TEXT } from '../../storage/transcript/row-text.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
 import { assertCallsPaired } from '../strategies/engine-fixtures.ts';
 import { startEach, tempHome, type DaemonHandle } from './harness.ts';

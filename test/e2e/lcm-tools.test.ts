@@ -10,7 +10,7 @@ import { RpcCode } from '../../protocol/errors.ts';
 import type { Result } from '../../protocol/methods.ts';
 import type { RowIn } from '../../protocol/rows.ts';
 import { openDb } from '../../storage/db.ts';
-import { requireSession } from '../../storage/sessions.ts';
+import { requireSession } from '../../storage/transcript/sessions.ts';
 import { assistant, toolResult, user } from '../storage/factories.ts';
 import { writeTree } from '../storage/lcm-trees.ts';
 import { failsWith, startDaemon, type DaemonHandle } from './harness.ts';

@@ -4,11 +4,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AlbedoError, type DomainCodeName } from '../../protocol/errors.ts';
 import { RowIn, type ImagePart, type StoredRow } from '../../protocol/rows.ts';
-import { countUnitsAfter, foldSources, loadSources, rowsAfter, snapshot, source, units } from '../../storage/conversation.ts';
+import { countUnitsAfter, foldSources, loadSources, rowsAfter, snapshot, source, units } from '../../storage/transcript/history.ts';
 import type { Db } from '../../storage/db.ts';
-import { putPayload } from '../../storage/payloads.ts';
-import { openSession } from '../../storage/sessions.ts';
-import { appendNotice, appendRows } from '../../storage/transcript.ts';
+import { putPayload } from '../../storage/images/payloads.ts';
+import { openSession } from '../../storage/transcript/sessions.ts';
+import { appendNotice, appendRows } from '../../storage/transcript/write.ts';
 import { assistant, tempDb, toolResult, user } from './factories.ts';
 import { recordingDb } from './recording-db.ts';
 

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { inheritChoices, saveSessionChoices, sessionChoices } from '../../storage/log/extension-choices.ts';
 import { knownPrompt, saveKnownPrompt, saveKnownTold } from '../../storage/log/known-prompt.ts';
 import { inheritLastPrompt, lastPrompt, savePrepared } from '../../storage/log/prepared-requests.ts';
-import { openSession, requireSession } from '../../storage/sessions.ts';
+import { openSession, requireSession } from '../../storage/transcript/sessions.ts';
 import { Observation } from '../../protocol/prepared.ts';
 import { tempDb } from './factories.ts';
 

@@ -8,8 +8,8 @@ import type { TestContext } from 'node:test';
 import sharp from 'sharp';
 import { RowIn, type ImagePartIn } from '../../protocol/rows.ts';
 import { openDb, type Db } from '../../storage/db.ts';
-import { bodySql } from '../../storage/row-body.ts';
-import { ROW_TEXT_SQL } from '../../storage/row-text.ts';
+import { bodySql } from '../../storage/transcript/row-body.ts';
+import { ROW_TEXT_SQL } from '../../storage/transcript/row-text.ts';
 
 /** A fresh database file, closed and removed when the test ends. */
 export function tempDb(t: TestContext): Db {
@@ -30,7 +30,7 @@ export function tempDbWithPath(t: TestContext): { db: Db; path: string } {
 
 /**
  * User text that makes a row of about one 4 KiB page, stored as it is rather than packed
- * (storage/row-body.ts): printable characters in a fixed pseudo-random order, which compression
+ * (storage/transcript/row-body.ts): printable characters in a fixed pseudo-random order, which compression
  * does not shrink enough to keep. Tests that count pages use it.
  */
 export const PAGE_OF_TEXT = (() => {
@@ -44,7 +44,7 @@ export const PAGE_OF_TEXT = (() => {
   return out;
 })();
 
-/** Command output of `lines` numbered lines: long, and as compressible as real output is (so it is stored packed, storage/row-body.ts). */
+/** Command output of `lines` numbered lines: long, and as compressible as real output is (so it is stored packed, storage/transcript/row-body.ts). */
 export function commandOutput(tag: string, lines = 200): string {
   return Array.from({ length: lines }, (_v, i) => `${tag} line ${i}: src/module-${i % 17}.ts compiled in ${(i * 37) % 1000} ms`).join('\n');
 }

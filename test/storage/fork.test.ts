@@ -4,9 +4,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AlbedoError, type DomainCodeName } from '../../protocol/errors.ts';
 import type { Db } from '../../storage/db.ts';
-import { ROW_TEXT_SQL } from '../../storage/row-text.ts';
-import { deleteSession, openSession, requireSession } from '../../storage/sessions.ts';
-import { appendRows, forkMap, forkSession, returnFromExcursion } from '../../storage/transcript.ts';
+import { ROW_TEXT_SQL } from '../../storage/transcript/row-text.ts';
+import { deleteSession, openSession, requireSession } from '../../storage/transcript/sessions.ts';
+import { appendRows, forkMap, forkSession, returnFromExcursion } from '../../storage/transcript/write.ts';
 import { assistant, count, imageIn, pngBytes, rowsOf, tempDb, toolResult, user } from './factories.ts';
 
 function fails(code: DomainCodeName, details: Record<string, unknown> = {}) {

@@ -8,8 +8,8 @@ import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { freePages, openDb, releaseFreePages, type Db } from '../../storage/db.ts';
-import { deleteSession, openSession } from '../../storage/sessions.ts';
-import { appendRows } from '../../storage/transcript.ts';
+import { deleteSession, openSession } from '../../storage/transcript/sessions.ts';
+import { appendRows } from '../../storage/transcript/write.ts';
 import { PAGE_OF_TEXT, user } from './factories.ts';
 
 function tempFile(t: TestContext): string {

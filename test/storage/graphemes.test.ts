@@ -2,7 +2,7 @@
 // and text that needs the segmenter, whole or cut into pieces after LFs.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { countGraphemes } from '../../storage/graphemes.ts';
+import { countGraphemes } from '../../storage/transcript/graphemes.ts';
 
 const seg = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
 const truth = (s: string): number => [...seg.segment(s)].length;

@@ -5,12 +5,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createHash } from 'node:crypto';
 import { openDb, type Db } from '../../storage/db.ts';
-import { getPayload, putPayload } from '../../storage/payloads.ts';
-import { elideBatch, elisionStats, pendingElisions, scheduleElision } from '../../storage/image-elision.ts';
-import { openSession } from '../../storage/sessions.ts';
-import { appendNotice, appendRows } from '../../storage/transcript.ts';
-import { readTranscript } from '../../storage/transcript-read.ts';
-import { ELIDED_IMAGE_TEXT } from '../../storage/row-text.ts';
+import { getPayload, putPayload } from '../../storage/images/payloads.ts';
+import { elideBatch, elisionStats, pendingElisions, scheduleElision } from '../../storage/images/elision.ts';
+import { openSession } from '../../storage/transcript/sessions.ts';
+import { appendNotice, appendRows } from '../../storage/transcript/write.ts';
+import { readTranscript } from '../../storage/transcript/read.ts';
+import { ELIDED_IMAGE_TEXT } from '../../storage/transcript/row-text.ts';
 import { assistant, count, imageIn, pngBytes, rowsOf, tempDbWithPath, toolResult, user } from './factories.ts';
 
 /** A session of `n` turns, each a user input, a call and a result with its own screenshot. */

@@ -3,10 +3,10 @@
 // payload alive: collecting an unnamed payload takes its cache rows with it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cachedFit, FIT_SCAN_ROWS, oversizedImages, saveFit, type SqlLimits } from '../../storage/image-fit.ts';
-import { collectPayloadGarbage, hasPayload, putPayload } from '../../storage/payloads.ts';
-import { openSession } from '../../storage/sessions.ts';
-import { appendNotice, appendRows } from '../../storage/transcript.ts';
+import { cachedFit, FIT_SCAN_ROWS, oversizedImages, saveFit, type SqlLimits } from '../../storage/images/fit.ts';
+import { collectPayloadGarbage, hasPayload, putPayload } from '../../storage/images/payloads.ts';
+import { openSession } from '../../storage/transcript/sessions.ts';
+import { appendNotice, appendRows } from '../../storage/transcript/write.ts';
 import { imageIn, pngBytes, tempDb, user } from './factories.ts';
 
 const LIMITS: SqlLimits = { edgePx: 100, pixels: null, bytes: 1e9 };

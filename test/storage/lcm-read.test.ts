@@ -6,12 +6,12 @@ import { test, type TestContext } from 'node:test';
 import { AlbedoError } from '../../protocol/errors.ts';
 import { LcmExpandParams, LcmGrepParams, LcmListParams, TranscriptReadParams, type ParamsIn, type Result } from '../../protocol/methods.ts';
 import type { Db } from '../../storage/db.ts';
-import { describeNode, expandNode, grepTree, leafCovering, listNodes } from '../../storage/lcm-read.ts';
-import { indexPending } from '../../storage/search-index.ts';
-import { indexWaitingSummaries, SUMMARY_INDEX_CHARS } from '../../storage/lcm-tree.ts';
-import { openSession } from '../../storage/sessions.ts';
-import { readTranscript } from '../../storage/transcript-read.ts';
-import { appendRows } from '../../storage/transcript.ts';
+import { describeNode, expandNode, grepTree, leafCovering, listNodes } from '../../storage/state/lcm-read.ts';
+import { indexPending } from '../../storage/search/indexer.ts';
+import { indexWaitingSummaries, SUMMARY_INDEX_CHARS } from '../../storage/state/lcm-tree.ts';
+import { openSession } from '../../storage/transcript/sessions.ts';
+import { readTranscript } from '../../storage/transcript/read.ts';
+import { appendRows } from '../../storage/transcript/write.ts';
 import { assistant, tempDb, toolResult, user } from './factories.ts';
 import { writeTree } from './lcm-trees.ts';
 

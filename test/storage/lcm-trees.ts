@@ -2,7 +2,7 @@
 // the reads under test see exactly what a compaction would have stored. Shared by the storage
 // tests and the e2e tests, which open a second connection to the daemon's file.
 import type { Db } from '../../storage/db.ts';
-import { writeTreePass, type NodeDraft } from '../../storage/lcm-tree.ts';
+import { writeTreePass, type NodeDraft } from '../../storage/state/lcm-tree.ts';
 
 export interface TreeSpec {
   /** Leaves over inclusive seq ranges, in source order. */

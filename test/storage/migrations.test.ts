@@ -9,9 +9,9 @@ import { AlbedoError } from '../../protocol/errors.ts';
 import type { StoredBody } from '../../protocol/rows.ts';
 import { openDb, type Db } from '../../storage/db.ts';
 import { migrations } from '../../storage/migrations/index.ts';
-import { ROW_TEXT_SQL, rowText } from '../../storage/row-text.ts';
-import { appendRows, orphanResults } from '../../storage/transcript.ts';
-import { OPENS_UNIT } from '../../storage/user-rows.ts';
+import { ROW_TEXT_SQL, rowText } from '../../storage/transcript/row-text.ts';
+import { appendRows, orphanResults } from '../../storage/transcript/write.ts';
+import { OPENS_UNIT } from '../../storage/transcript/user-rows.ts';
 import { assistant, rowsOf, toolResult, user } from './factories.ts';
 
 function tempFile(t: TestContext): string {
@@ -144,8 +144,8 @@ test('migration 15 empties the row index for the indexer to refill with the full
 
   const db = openDb(file);
   t.after(() => db.close());
-  const { indexedThrough, indexPending } = await import('../../storage/search-index.ts');
-  const { grep } = await import('../../storage/search.ts');
+  const { indexedThrough, indexPending } = await import('../../storage/search/indexer.ts');
+  const { grep } = await import('../../storage/search/grep.ts');
   assert.equal(indexedThrough(db), 0, 'the cursor starts over');
   assert.equal(db.prepare('SELECT count(*) FROM search_rows').pluck().get(), 0);
   const find = async (pattern: string): Promise<number> => (await grep(db, { pattern, offset: 0, limit: 10 })).total;
@@ -204,10 +204,10 @@ test('migration 16 stores row text once: reads, user rows, grep hits and preview
   assert.deepEqual(db.prepare('SELECT seq FROM transcript WHERE legacy_text IS NOT NULL ORDER BY seq').pluck().all(), [6, 8], 'only rows the body does not derive keep text');
   assert.deepEqual(db.prepare(`SELECT seq, ${ROW_TEXT_SQL} AS text FROM transcript ORDER BY seq`).all(), stored);
 
-  const { readTranscript } = await import('../../storage/transcript-read.ts');
-  const { userRowsAfter } = await import('../../storage/user-rows.ts');
-  const { grep } = await import('../../storage/search.ts');
-  const { indexPending } = await import('../../storage/search-index.ts');
+  const { readTranscript } = await import('../../storage/transcript/read.ts');
+  const { userRowsAfter } = await import('../../storage/transcript/user-rows.ts');
+  const { grep } = await import('../../storage/search/grep.ts');
+  const { indexPending } = await import('../../storage/search/indexer.ts');
   const answers = async (d: Db): Promise<unknown[]> => {
     const out: unknown[] = [await readTranscript(d, { session: 's', offset: 0, limit: 100_000 }), userRowsAfter(d, sid, 0, 100)];
     for (const pattern of ['GRÖSSE', 'strasse', 'bottom', 'zebra', '[image', 'ab', 'z', 'ß']) {
@@ -299,8 +299,8 @@ test('migration 25 keeps the summaries indexed so far in the index, and later pa
 
   const db = openDb(file);
   t.after(() => db.close());
-  const { writeTreePass } = await import('../../storage/lcm-tree.ts');
-  const { grepTree } = await import('../../storage/lcm-read.ts');
+  const { writeTreePass } = await import('../../storage/state/lcm-tree.ts');
+  const { grepTree } = await import('../../storage/state/lcm-read.ts');
   const { LcmGrepParams } = await import('../../protocol/methods.ts');
   assert.equal(db.prepare('SELECT indexed FROM lcm_nodes WHERE node = ?').pluck().get(old), 1);
   const [added] = db.transaction(() =>

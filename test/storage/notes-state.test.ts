@@ -2,8 +2,8 @@
 // touches stored text or cut, an unreadable cut is reported, and the row goes with its session.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadNotes, noteNotesFailure, saveNotes } from '../../storage/notes-state.ts';
-import { deleteSession, openSession } from '../../storage/sessions.ts';
+import { loadNotes, noteNotesFailure, saveNotes } from '../../storage/state/notes.ts';
+import { deleteSession, openSession } from '../../storage/transcript/sessions.ts';
 import { START_CUT } from '../../strategies/harness/cut.ts';
 import { count, tempDb } from './factories.ts';
 

@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import { AlbedoError, type DomainCodeName } from '../../protocol/errors.ts';
-import { collectPayloadGarbage, getPayload, pinPayload, prepareImage, putPayload, unpinPayloads } from '../../storage/payloads.ts';
-import { openSession } from '../../storage/sessions.ts';
+import { collectPayloadGarbage, getPayload, pinPayload, prepareImage, putPayload, unpinPayloads } from '../../storage/images/payloads.ts';
+import { openSession } from '../../storage/transcript/sessions.ts';
 import { count, imageIn, jpegBytes, pngBytes, tempDb } from './factories.ts';
 
 const LIMIT = { maxBytes: 1024 * 1024 };

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openDb, readTogether, withoutFsync } from '../../storage/db.ts';
-import { openSession, requireSession } from '../../storage/sessions.ts';
+import { openSession, requireSession } from '../../storage/transcript/sessions.ts';
 import { tempDbWithPath } from './factories.ts';
 
 test('the reads of a stretch see one snapshot while another connection writes', (t) => {

@@ -1,6 +1,6 @@
-// Large row bodies are stored compressed (storage/row-body.ts, migration 22) as they are appended;
+// Large row bodies are stored compressed (storage/transcript/row-body.ts, migration 22) as they are appended;
 // rows still stored as text (a file from before migration 22) are packed in idle time
-// (storage/row-packing.ts, migration 23). packBody and unpackBody on their own, then every way a
+// (storage/transcript/row-packing.ts, migration 23). packBody and unpackBody on their own, then every way a
 // row is written, packed, moved, copied and read, with rows large enough to be packed: reads,
 // transcript_read, grep (indexed and scanned), key retries, settling, orphans, forks, the packer,
 // and a file upgraded from version 21.
@@ -11,16 +11,16 @@ import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import zlib from 'node:zlib';
 import type { StoredBody } from '../../protocol/rows.ts';
-import { loadSources } from '../../storage/conversation.ts';
+import { loadSources } from '../../storage/transcript/history.ts';
 import { openDb, type Db } from '../../storage/db.ts';
 import { migrations } from '../../storage/migrations/index.ts';
-import { bodyJson, PACK_MIN_CHARS, PACK_OFF_THREAD_CHARS, packBody, packBodyAsync, unpackBody } from '../../storage/row-body.ts';
-import { catchUpPacking, packingLag, packPending } from '../../storage/row-packing.ts';
-import { grep } from '../../storage/search.ts';
-import { catchUpSearchIndex } from '../../storage/search-index.ts';
-import { openSession } from '../../storage/sessions.ts';
-import { readTranscript } from '../../storage/transcript-read.ts';
-import { appendRows, forkSession } from '../../storage/transcript.ts';
+import { bodyJson, PACK_MIN_CHARS, PACK_OFF_THREAD_CHARS, packBody, packBodyAsync, unpackBody } from '../../storage/transcript/row-body.ts';
+import { catchUpPacking, packingLag, packPending } from '../../storage/transcript/row-packing.ts';
+import { grep } from '../../storage/search/grep.ts';
+import { catchUpSearchIndex } from '../../storage/search/indexer.ts';
+import { openSession } from '../../storage/transcript/sessions.ts';
+import { readTranscript } from '../../storage/transcript/read.ts';
+import { appendRows, forkSession } from '../../storage/transcript/write.ts';
 import { assistant, commandOutput as output, rowsOf, storeAsText, tempDb, toolResult, user } from './factories.ts';
 
 /** How each of a session's rows is stored: [seq, packed?, stored bytes]. */

@@ -3,12 +3,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { LcmGrepParams, TranscriptGrepParams } from '../../protocol/methods.ts';
-import { grepTree } from '../../storage/lcm-read.ts';
-import { grep } from '../../storage/search.ts';
-import { indexPending } from '../../storage/search-index.ts';
-import { SearchWorker } from '../../storage/search-worker.ts';
-import { openSession } from '../../storage/sessions.ts';
-import { appendRows } from '../../storage/transcript.ts';
+import { grepTree } from '../../storage/state/lcm-read.ts';
+import { grep } from '../../storage/search/grep.ts';
+import { indexPending } from '../../storage/search/indexer.ts';
+import { SearchWorker } from '../../storage/search/worker.ts';
+import { openSession } from '../../storage/transcript/sessions.ts';
+import { appendRows } from '../../storage/transcript/write.ts';
 import { tempDbWithPath, user } from './factories.ts';
 import { writeTree } from './lcm-trees.ts';
 

@@ -5,10 +5,10 @@ import { test, type TestContext } from 'node:test';
 import { AlbedoError } from '../../protocol/errors.ts';
 import { TranscriptGrepParams, type ParamsIn, type Result } from '../../protocol/methods.ts';
 import type { Db } from '../../storage/db.ts';
-import { fold, grep, indexMatches, matchSql, trigramQuery, type SeqRange } from '../../storage/search.ts';
-import { catchUpSearchIndex, indexedThrough, indexPending, mergeSearchIndex, searchIndexLag } from '../../storage/search-index.ts';
-import { deleteSession, openSession } from '../../storage/sessions.ts';
-import { appendRows } from '../../storage/transcript.ts';
+import { fold, grep, indexMatches, matchSql, trigramQuery, type SeqRange } from '../../storage/search/grep.ts';
+import { catchUpSearchIndex, indexedThrough, indexPending, mergeSearchIndex, searchIndexLag } from '../../storage/search/indexer.ts';
+import { deleteSession, openSession } from '../../storage/transcript/sessions.ts';
+import { appendRows } from '../../storage/transcript/write.ts';
 import { count, tempDb, user } from './factories.ts';
 import { recordingDb } from './recording-db.ts';
 

@@ -2,9 +2,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AlbedoError } from '../../protocol/errors.ts';
-import { getPayload } from '../../storage/payloads.ts';
-import { deleteSession, findSession, listSessions, openSession, requireSession } from '../../storage/sessions.ts';
-import { appendRows, forkSession } from '../../storage/transcript.ts';
+import { getPayload } from '../../storage/images/payloads.ts';
+import { deleteSession, findSession, listSessions, openSession, requireSession } from '../../storage/transcript/sessions.ts';
+import { appendRows, forkSession } from '../../storage/transcript/write.ts';
 import { count, imageIn, pngBytes, tempDb, user } from './factories.ts';
 
 test('opening a new id creates it; reopening answers created:false with the same sid', (t) => {

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { openDb } from '../../storage/db.ts';
-import { deleteSession, openSession } from '../../storage/sessions.ts';
-import { archiveStamp, saveArchive } from '../../storage/snapcompact-state.ts';
+import { deleteSession, openSession } from '../../storage/transcript/sessions.ts';
+import { archiveStamp, saveArchive } from '../../storage/state/snapcompact.ts';
 import { tempDbWithPath } from './factories.ts';
 
 const state = (text: string) => ({ text, marks: [[0, 1]] as Array<[number, number]>, folds: [], cut: { format: 2 as const, users: 1, fingerprint: 'f' }, hints: { openerSeq: 2, resumeSeq: 2 } });

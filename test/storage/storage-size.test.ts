@@ -4,9 +4,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { STORAGE_PARTS } from '../../protocol/methods.ts';
 import { pageWalk, storageSize, PARTS_MAX_AGE_MS, unpackParts, type StorageParts } from '../../storage/storage-size.ts';
-import { SearchWorker } from '../../storage/search-worker.ts';
-import { openSession } from '../../storage/sessions.ts';
-import { appendRows } from '../../storage/transcript.ts';
+import { SearchWorker } from '../../storage/search/worker.ts';
+import { openSession } from '../../storage/transcript/sessions.ts';
+import { appendRows } from '../../storage/transcript/write.ts';
 import { extensionTables } from '../../strategies/index.ts';
 import { imageIn, pngBytes, tempDbWithPath, user } from './factories.ts';
 

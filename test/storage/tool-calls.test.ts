@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AlbedoError, type DomainCodeName } from '../../protocol/errors.ts';
 import type { Db } from '../../storage/db.ts';
-import { deleteSession, openSession } from '../../storage/sessions.ts';
-import { appendRows, forkMap, forkSession, orphanResults } from '../../storage/transcript.ts';
+import { deleteSession, openSession } from '../../storage/transcript/sessions.ts';
+import { appendRows, forkMap, forkSession, orphanResults } from '../../storage/transcript/write.ts';
 import { assistant, count, rowsOf, tempDb, toolResult, user } from './factories.ts';
 
 function fails(code: DomainCodeName, details: Record<string, unknown> = {}) {

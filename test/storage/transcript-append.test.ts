@@ -5,9 +5,9 @@ import { test } from 'node:test';
 import { AlbedoError, type DomainCodeName } from '../../protocol/errors.ts';
 import type { RowIn } from '../../protocol/rows.ts';
 import type { Db } from '../../storage/db.ts';
-import { ROW_TEXT_SQL } from '../../storage/row-text.ts';
-import { openSession } from '../../storage/sessions.ts';
-import { appendNotice, appendRows } from '../../storage/transcript.ts';
+import { ROW_TEXT_SQL } from '../../storage/transcript/row-text.ts';
+import { openSession } from '../../storage/transcript/sessions.ts';
+import { appendNotice, appendRows } from '../../storage/transcript/write.ts';
 import { assistant, count, imageIn, jpegBytes, pngBytes, rowsOf, tempDb, toolResult, user } from './factories.ts';
 
 function fails(code: DomainCodeName, details: Record<string, unknown> = {}) {

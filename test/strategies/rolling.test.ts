@@ -3,9 +3,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { PlainInput } from '../../protocol/prepared.ts';
-import { loadRollingState, type RollingState } from '../../storage/rolling-state.ts';
-import { appendNotice, appendRows, forkSession } from '../../storage/transcript.ts';
-import { openSession } from '../../storage/sessions.ts';
+import { loadRollingState, type RollingState } from '../../storage/state/rolling.ts';
+import { appendNotice, appendRows, forkSession } from '../../storage/transcript/write.ts';
+import { openSession } from '../../storage/transcript/sessions.ts';
 import { inputsTokens } from '../../strategies/estimate.ts';
 import { inspectRequest, planCompaction, prepareRequest, adoptSession, LATCH_LIMIT } from '../../strategies/prepare.ts';
 import { RECAP_HEADER, SUMMARY_HEADER } from '../../strategies/rolling/rolling.ts';

@@ -3,7 +3,7 @@
 // built ahead in slices for a long tail (warmRowMemo).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { appendRows } from '../../storage/transcript.ts';
+import { appendRows } from '../../storage/transcript/write.ts';
 import { inputsTokens } from '../../strategies/estimate.ts';
 import { historyRows } from '../../strategies/harness/history-rows.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';

@@ -3,8 +3,8 @@
 // UPDATE, a delete — and never mistaken for a save that was rolled back.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadNotes, saveNotes } from '../../storage/notes-state.ts';
-import { openSession, stateStamp } from '../../storage/sessions.ts';
+import { loadNotes, saveNotes } from '../../storage/state/notes.ts';
+import { openSession, stateStamp } from '../../storage/transcript/sessions.ts';
 import type { StrategyInput } from '../../strategies/contract.ts';
 import { START_CUT } from '../../strategies/harness/cut.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';

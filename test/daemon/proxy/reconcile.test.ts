@@ -10,8 +10,8 @@ import { CHAIN_LINKS, CHAIN_MEMO, matchChain, proxySessionFor, reconcile, record
 import type { MessageCodec } from '../../../daemon/proxy/wire.ts';
 import { KernelCache } from '../../../strategies/harness/kernel-cache.ts';
 import type { Db } from '../../../storage/db.ts';
-import { chainStamp, currentProxySession, dropChainFrom, messageChain } from '../../../storage/proxy-state.ts';
-import { findSession } from '../../../storage/sessions.ts';
+import { chainStamp, currentProxySession, dropChainFrom, messageChain } from '../../../storage/log/proxy-state.ts';
+import { findSession } from '../../../storage/transcript/sessions.ts';
 import { rowsOf, tempDb } from '../../storage/factories.ts';
 
 /** The identity the Anthropic wire reads off these headers and this body. */

@@ -8,8 +8,8 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { loadCorpus } from '../../../scripts/bench/corpus.ts';
 import { buildDataset, dumpTexts, textPass } from '../../../scripts/bench/dataset.ts';
-import { ROW_TEXT_SQL } from '../../../storage/row-text.ts';
-import { appendRows } from '../../../storage/transcript.ts';
+import { ROW_TEXT_SQL } from '../../../storage/transcript/row-text.ts';
+import { appendRows } from '../../../storage/transcript/write.ts';
 
 test('dumpTexts reuses a plain dump for extras, byte for byte, and redumps after an append', async () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-dump-'));

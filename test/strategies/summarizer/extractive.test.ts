@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AlbedoError } from '../../../protocol/errors.ts';
-import { IMAGE_MARKER_PATTERN, imageMarker } from '../../../storage/row-text.ts';
+import { IMAGE_MARKER_PATTERN, imageMarker } from '../../../storage/transcript/row-text.ts';
 import { clipUtf8, createExtractiveSummarizer, EXTRACTIVE_HEADINGS, extractSummary } from '../../../strategies/summarizer/extractive.ts';
 import { identifiers, withoutCutTokens } from '../../../strategies/summarizer/extractive-facts.ts';
 import { aiLine, buildSummaryPrompt, callLine, outLine, parseSummaryPrompt, parseTranscriptLine, redactBlobs, userLine } from '../../../strategies/summarizer/prompt-format.ts';

@@ -2,7 +2,7 @@
 // agent's name, the side requests it forwarded, the memory-tool calls it ran, and the chain of
 // message hashes already stored.
 // Building those hashes and deciding what a mismatch means is daemon/proxy/reconcile.ts's.
-import { type Db, perDb } from './db.ts';
+import { type Db, perDb } from '../db.ts';
 
 export interface ProxySession {
   sid: number;

@@ -8,7 +8,7 @@
 // Every reader that needs the JSON selects `bodySql()`, which inflates in SQLite through
 // `albedo_unpack` only for packed rows; every writer stores what `packBody` (or, for an append's
 // longest rows, `packBodyAsync`) returns, and rows still stored as text from before migration 22
-// are packed in idle time (storage/row-packing.ts). Nothing else needs to know which form a row
+// are packed in idle time (storage/transcript/row-packing.ts). Nothing else needs to know which form a row
 // is in. Copies of rows (settling, forks) move both columns as they are.
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';

@@ -3,9 +3,9 @@
 // (FTS5's own merging inside commits is off since migration 20). When to call either (idle
 // time) is the daemon's choice (daemon/idle-work.ts); keeping already-indexed rows exact on
 // rewrite is the schema triggers' job.
-import { type Db, perDb, withoutFsync } from './db.ts';
+import { type Db, perDb, withoutFsync } from '../db.ts';
 import { distinctChars, fold, lastTwoChars } from './fold.ts';
-import { ROW_TEXT_SQL } from './row-text.ts';
+import { ROW_TEXT_SQL } from '../transcript/row-text.ts';
 
 /** Rows indexed per call unless the caller says otherwise. */
 export const DEFAULT_INDEX_BATCH_ROWS = 2048;

@@ -1,4 +1,4 @@
-// The background packer: stores compressed (storage/row-body.ts) the long row bodies that are
+// The background packer: stores compressed (storage/transcript/row-body.ts) the long row bodies that are
 // still text. Appends pack their long rows as they write them (migration 22), so what the packer
 // finds is the history of a file from before migration 22, which it packs a bounded unit at a
 // time in the daemon's idle work (daemon/idle-work.ts) instead of in one long migration.
@@ -12,7 +12,7 @@
 // tried"): packing a row after it was written grows its b-tree cell in place, and the page
 // splits that follow left the row table 0.73 full against 0.87, which cost more disk than the
 // compression costs time.
-import { type Db, perDb, withoutFsync } from './db.ts';
+import { type Db, perDb, withoutFsync } from '../db.ts';
 import { PACK_MIN_CHARS, packBody } from './row-body.ts';
 
 /** Rows looked at per call unless the caller says otherwise (most are short and only counted). */

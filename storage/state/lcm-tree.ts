@@ -4,7 +4,7 @@
 // settling moves (`followSettle`, called from the settle transaction itself), and a fork copies
 // the nodes whose whole range it copied (`forkTree`).
 import { z } from 'zod';
-import { type Db, perDb, withoutFsync } from './db.ts';
+import { type Db, perDb, withoutFsync } from '../db.ts';
 
 /** What every node holds, stored or about to be. */
 export interface NodeFields {
@@ -206,7 +206,7 @@ export function indexWaitingSummaries(db: Db, sid: number | null, maxChars: numb
 
 /**
  * One bounded step of merging the summaries' index segments (about `pages` pages written; see
- * storage/search-index.ts mergeSearchIndex, which does the same for the rows' index). Returns
+ * storage/search/indexer.ts mergeSearchIndex, which does the same for the rows' index). Returns
  * whether there was anything to merge. Without an fsync: merging changes no answer.
  */
 export function mergeSummaryIndex(db: Db, pages: number): boolean {
@@ -239,7 +239,7 @@ export async function catchUpSummaries(db: Db, sid: number, pause: () => Promise
 
 /**
  * Keeps node ranges and the cursor naming the same contents after a settle moved rows
- * (storage/transcript.ts, in the same transaction). `dest` maps each moved seq to where its
+ * (storage/transcript/write.ts, in the same transaction). `dest` maps each moved seq to where its
  * contents went; `slot` took the late result's contents, which belong with their call at
  * `callSeq`: a node (and the cursor) that already held the call grows to hold the result.
  */

@@ -1,7 +1,7 @@
 // Grapheme counting for transcript reads: a fast path for text where every UTF-16 unit is one
 // grapheme, Intl.Segmenter otherwise, and the per-row count stored at write time so a read can
 // skip to a deep offset from the index alone.
-import type { StoredBody } from '../protocol/rows.ts';
+import type { StoredBody } from '../../protocol/rows.ts';
 import { rowHeader } from './row-text.ts';
 
 /**

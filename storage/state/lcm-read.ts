@@ -1,17 +1,17 @@
 // The read side of lcm's summary tree, behind the lcm-memory tools (lcm_list, lcm_grep,
-// lcm_describe, lcm_expand). storage/lcm-tree.ts writes the tree; raw rows are searched by the
-// transcript search (storage/search.ts) and rendered by the transcript reader
-// (storage/transcript-read.ts), so this file only adds what is about nodes: pages of them,
+// lcm_describe, lcm_expand). storage/state/lcm-tree.ts writes the tree; raw rows are searched by the
+// transcript search (storage/search/grep.ts) and rendered by the transcript reader
+// (storage/transcript/read.ts), so this file only adds what is about nodes: pages of them,
 // searching their summaries, and which leaf covers a row.
 import { z } from 'zod';
-import { AlbedoError } from '../protocol/errors.ts';
-import type { Params, Result } from '../protocol/methods.ts';
-import { type Db, perDb } from './db.ts';
-import { timeSlicer, yieldToEventLoop } from './../protocol/time-slice.ts';
+import { AlbedoError } from '../../protocol/errors.ts';
+import type { Params, Result } from '../../protocol/methods.ts';
+import { type Db, perDb } from '../db.ts';
+import { timeSlicer, yieldToEventLoop } from '../../protocol/time-slice.ts';
 import { catchUpSummaries, childNodes, lcmNode, parentNode, type LcmNode } from './lcm-tree.ts';
-import { excerpt, grep, GREP_BATCH_ROWS, MatchPage, packHits, SUMMARY_HITS_SQL, trigramQuery, type GrepOptions } from './search.ts';
-import { requireSession } from './sessions.ts';
-import { readTranscript, type ReadOptions } from './transcript-read.ts';
+import { excerpt, grep, GREP_BATCH_ROWS, MatchPage, packHits, SUMMARY_HITS_SQL, trigramQuery, type GrepOptions } from '../search/grep.ts';
+import { requireSession } from '../transcript/sessions.ts';
+import { readTranscript, type ReadOptions } from '../transcript/read.ts';
 
 /** Code points of a summary read for a list preview: more than a preview shows, so the excerpt knows it cut. */
 const PREVIEW_HEAD = 400;

@@ -1,7 +1,7 @@
 // The rows saved cuts are counted in, read through the (sid, row_class, seq) and (sid, seq)
 // indexes: user inputs (their text, derived from the body as every read does, is what fingerprints hash),
 // image-fit unit openers, and plain row counts. Interpreting them is strategies/harness/cut.ts.
-import { type Db, perDb } from './db.ts';
+import { type Db, perDb } from '../db.ts';
 import { ROW_TEXT_SQL } from './row-text.ts';
 
 /**
@@ -15,7 +15,7 @@ export const OPENS_UNIT = "row_class <> 'other'";
 
 export interface UserRowText {
   seq: number;
-  /** The row's plain text (storage/row-text.ts), which fingerprints hash. */
+  /** The row's plain text (storage/transcript/row-text.ts), which fingerprints hash. */
   text: string;
 }
 

@@ -1,14 +1,14 @@
 // Literal transcript search (`transcript_grep`). Rows the index covers are matched, counted and
-// paged by it (it holds folded text, storage/fold.ts, so its answers are exact for any pattern
+// paged by it (it holds folded text, storage/search/fold.ts, so its answers are exact for any pattern
 // length: see indexMatches); newer rows are scanned here in bounded batches. Filling the index is
-// storage/search-index.ts's job; queueing a search beside its session's writes is the caller's.
-import type { Params, Result } from '../protocol/methods.ts';
-import { type Db, perDb } from './db.ts';
-import { timeSlicer, yieldToEventLoop } from './../protocol/time-slice.ts';
+// storage/search/indexer.ts's job; queueing a search beside its session's writes is the caller's.
+import type { Params, Result } from '../../protocol/methods.ts';
+import { type Db, perDb } from '../db.ts';
+import { timeSlicer, yieldToEventLoop } from '../../protocol/time-slice.ts';
 import { fold } from './fold.ts';
-import { indexedThrough } from './search-index.ts';
-import { ROW_TEXT_SQL } from './row-text.ts';
-import { requireSession } from './sessions.ts';
+import { indexedThrough } from './indexer.ts';
+import { ROW_TEXT_SQL } from '../transcript/row-text.ts';
+import { requireSession } from '../transcript/sessions.ts';
 
 export { fold };
 
@@ -17,7 +17,7 @@ export interface GrepOptions {
   yieldEvery?: () => Promise<void>;
   /**
    * Answers the index part of the search (indexMatches' packing). The daemon passes its worker
-   * thread's (storage/search-worker.ts); by default it runs inline on `db`.
+   * thread's (storage/search/worker.ts); by default it runs inline on `db`.
    */
   hits?: (ask: IndexAsk) => Promise<Float64Array>;
   /**

@@ -3,4 +3,4 @@
 import { register } from 'tsx/esm/api';
 
 register();
-await import('./search-worker-thread.ts');
+await import('./worker-thread.ts');

@@ -1,8 +1,8 @@
 // rolling's saved state: the summary of everything before the cut, and the cut itself as
-// JSON. Two cut formats exist: the current one (storage/saved-cut.ts) counts user inputs and
+// JSON. Two cut formats exist: the current one (storage/state/saved-cut.ts) counts user inputs and
 // fingerprints them; the older one counted projected items and is upgraded on adoption.
 import { z } from 'zod';
-import { type Db, perDb } from './db.ts';
+import { type Db, perDb } from '../db.ts';
 import { readCut, SavedCut, type CutHints } from './saved-cut.ts';
 
 /** The pre-2 format: a count of projected items before the cut. */

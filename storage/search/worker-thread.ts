@@ -1,11 +1,11 @@
 // Worker-thread side of the search index queries (transcript rows, lcm node summaries) and the
 // storage page walk: its own read-only connection, one query per message, the packed answer
-// (a counted page, (id, sid) pairs, or the parts) sent back as a transferred Float64Array. Started and spoken to by storage/search-worker.ts only.
+// (a counted page, (id, sid) pairs, or the parts) sent back as a transferred Float64Array. Started and spoken to by storage/search/worker.ts only.
 import { parentPort, workerData } from 'node:worker_threads';
-import { openReadOnly } from './db.ts';
-import { indexMatches, packHits, SUMMARY_HITS_SQL } from './search.ts';
-import type { SearchAsk } from './search-worker.ts';
-import { packParts, pageWalk } from './storage-size.ts';
+import { openReadOnly } from '../db.ts';
+import { indexMatches, packHits, SUMMARY_HITS_SQL } from './grep.ts';
+import type { SearchAsk } from './worker.ts';
+import { packParts, pageWalk } from '../storage-size.ts';
 
 type Ask = SearchAsk & { id: number };
 

@@ -1,11 +1,11 @@
 // Image payloads: checking uploaded images, the content-addressed `payloads` table, pins of a
 // session's prompt and garbage collection. References from transcript rows are written by
-// storage/transcript.ts; when to collect garbage (and image fitting) is the daemon's business.
+// storage/transcript/write.ts; when to collect garbage (and image fitting) is the daemon's business.
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
-import { AlbedoError } from '../protocol/errors.ts';
-import type { ImagePart, ImagePartIn } from '../protocol/rows.ts';
-import { type Db, perDb } from './db.ts';
+import { AlbedoError } from '../../protocol/errors.ts';
+import type { ImagePart, ImagePartIn } from '../../protocol/rows.ts';
+import { type Db, perDb } from '../db.ts';
 
 /** Largest image accepted on append, in bytes of decoded image data. */
 export const DEFAULT_MAX_IMAGE_BYTES = 20 * 1024 * 1024;

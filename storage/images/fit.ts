@@ -1,8 +1,8 @@
 // Image fitting's tables and queries: the cache of fits by (source image, limits), how far each
 // session is checked against a set of limits, and the indexed search for images over limits in
 // a range of a session's rows. Deciding what to fit and running sharp is daemon/image-fit.ts's.
-import type { ImagePart } from '../protocol/rows.ts';
-import { type Db, perDb } from './db.ts';
+import type { ImagePart } from '../../protocol/rows.ts';
+import { type Db, perDb } from '../db.ts';
 
 /** A stored image's measures: what the limits are checked against. */
 export interface PayloadSize {

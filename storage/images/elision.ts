@@ -6,13 +6,13 @@
 // Each batch is one transaction — marks, reference deletes, payload deletes and counters —
 // so a crash leaves either a batch done or not started, and the job itself stays here.
 import { z } from 'zod';
-import { StoredBody } from '../protocol/rows.ts';
-import { type Db, perDb } from './db.ts';
+import { StoredBody } from '../../protocol/rows.ts';
+import { type Db, perDb } from '../db.ts';
 import { releasePayloads } from './payloads.ts';
-import { renderedGraphemesWithoutSeq } from './graphemes.ts';
-import { bodySql, packBody } from './row-body.ts';
-import { parseRowJson, rowText } from './row-text.ts';
-import { OPENS_UNIT } from './user-rows.ts';
+import { renderedGraphemesWithoutSeq } from '../transcript/graphemes.ts';
+import { bodySql, packBody } from '../transcript/row-body.ts';
+import { parseRowJson, rowText } from '../transcript/row-text.ts';
+import { OPENS_UNIT } from '../transcript/user-rows.ts';
 
 /** What one session's elision did so far, for /context. */
 export interface ElisionStats {

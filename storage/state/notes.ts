@@ -2,7 +2,7 @@
 // (JSON the layer checks with zod, strategies/notes/ledger.ts), the user-message cut both cover
 // history up to, the backend that wrote them, and why the last rewrite failed (if it did). The cut is stored as JSON and re-parsed with zod on every read; what it means and
 // how it is found again is strategies/harness/cut.ts.
-import { type Db, perDb } from './db.ts';
+import { type Db, perDb } from '../db.ts';
 import { readCut, SavedCut, type CutHints } from './saved-cut.ts';
 
 export interface NotesState {

@@ -4,8 +4,8 @@
 // request can refer to it by hash and `payload.get` serves its bytes.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { type Db, perDb } from './db.ts';
-import { putPayload, releasePayloads } from './payloads.ts';
+import { type Db, perDb } from '../db.ts';
+import { putPayload, releasePayloads } from '../images/payloads.ts';
 import { SavedCut, type CutHints } from './saved-cut.ts';
 
 /** Where each archived row starts in the archive text: [UTF-16 offset, seq], in order. */

@@ -1,10 +1,10 @@
 // Sessions: opening, looking up, listing and deleting the rows of the `sessions` table.
-// Transcript rows, forks and excursions are written by storage/transcript.ts; payload bytes and
-// their garbage collection belong to storage/payloads.ts.
+// Transcript rows, forks and excursions are written by storage/transcript/write.ts; payload bytes and
+// their garbage collection belong to storage/images/payloads.ts.
 import { randomUUID } from 'node:crypto';
-import { AlbedoError, rpcError, RpcCode } from '../protocol/errors.ts';
-import { type Db, perDb } from './db.ts';
-import { releasePayloads } from './payloads.ts';
+import { AlbedoError, rpcError, RpcCode } from '../../protocol/errors.ts';
+import { type Db, perDb } from '../db.ts';
+import { releasePayloads } from '../images/payloads.ts';
 
 /** A `sessions` row with its parent's public id resolved. */
 export interface SessionRecord {
@@ -102,7 +102,7 @@ export function requireSession(db: Db, name: string): SessionRecord {
 
 /**
  * Inserts a session row; undefined when the name is taken. Forks pass their parent fields
- * (storage/transcript.ts); plain opens go through `openSession`.
+ * (storage/transcript/write.ts); plain opens go through `openSession`.
  */
 export function createSession(db: Db, s: NewSession): number | undefined {
   const r = stmts(db).insert.run(

@@ -2,12 +2,12 @@
 // result beside its call, orphan results), daemon notices, forks and excursions, each batch in
 // one transaction. Reads, snapshots and search live in conversation.ts, transcript-read.ts, search*.ts.
 import { randomUUID } from 'node:crypto';
-import { AlbedoError } from '../protocol/errors.ts';
-import { MAX_JSON_DEPTH, tooDeepPath } from '../protocol/json-depth.ts';
-import type { ImagePart, ImagePartIn, Notice, OpaquePart, RowClass, RowIn, StoredBody, TextPart } from '../protocol/rows.ts';
-import { type Db, perDb } from './db.ts';
-import { followSettle } from './lcm-tree.ts';
-import { DEFAULT_MAX_IMAGE_BYTES, hasPayload, prepareImage, putPayload, type PreparedImage } from './payloads.ts';
+import { AlbedoError } from '../../protocol/errors.ts';
+import { MAX_JSON_DEPTH, tooDeepPath } from '../../protocol/json-depth.ts';
+import type { ImagePart, ImagePartIn, Notice, OpaquePart, RowClass, RowIn, StoredBody, TextPart } from '../../protocol/rows.ts';
+import { type Db, perDb } from '../db.ts';
+import { followSettle } from '../state/lcm-tree.ts';
+import { DEFAULT_MAX_IMAGE_BYTES, hasPayload, prepareImage, putPayload, type PreparedImage } from '../images/payloads.ts';
 import { renderedGraphemesWithoutSeq } from './graphemes.ts';
 import { bodyJson, bodySql, PACK_OFF_THREAD_CHARS, packBody, packBodyAsync, type PackedBody } from './row-body.ts';
 import { rowText } from './row-text.ts';
@@ -71,13 +71,13 @@ interface RawRow {
   row_class: RowClass;
   key: string | null;
   call_id: string | null;
-  /** The body's JSON, or '' when `packed` holds it (storage/row-body.ts). */
+  /** The body's JSON, or '' when `packed` holds it (storage/transcript/row-body.ts). */
   body: string;
   packed: Buffer | null;
   /** Kept text of a row whose text is not its body's derivation (migration 16); else null. */
   legacy_text: string | null;
   created_at: number;
-  /** Rendered graphemes without the seq's digits (storage/graphemes.ts); null for old rows. */
+  /** Rendered graphemes without the seq's digits (storage/transcript/graphemes.ts); null for old rows. */
   graphemes: number | null;
 }
 
@@ -206,7 +206,7 @@ type Statements = ReturnType<typeof prepare>;
 /**
  * Inserts a new row at the end. `stored` is the body's JSON as its columns (packBody); the
  * grapheme count is derived from the parsed `body` here, so every new row gets it the same way.
- * Its text is not stored: readers derive it from the body (storage/row-text.ts).
+ * Its text is not stored: readers derive it from the body (storage/transcript/row-text.ts).
  */
 function insertRow(
   st: Statements,

@@ -1,12 +1,12 @@
 // `transcript_read`: a grapheme-paged rendering of a session's rows, built incrementally so a
 // page costs the rows before and inside it, never the whole transcript. Row text is derived from
-// each row's body by SQLite (ROW_TEXT_SQL, storage/row-text.ts), so it cannot drift from it.
-import { AlbedoError } from '../protocol/errors.ts';
-import type { Params, Result } from '../protocol/methods.ts';
-import { UserOrigin, type StoredBody } from '../protocol/rows.ts';
-import { decodeRow } from './conversation.ts';
-import { type Db, perDb, withoutFsync } from './db.ts';
-import { timeSlicer } from './../protocol/time-slice.ts';
+// each row's body by SQLite (ROW_TEXT_SQL, storage/transcript/row-text.ts), so it cannot drift from it.
+import { AlbedoError } from '../../protocol/errors.ts';
+import type { Params, Result } from '../../protocol/methods.ts';
+import { UserOrigin, type StoredBody } from '../../protocol/rows.ts';
+import { decodeRow } from './history.ts';
+import { type Db, perDb, withoutFsync } from '../db.ts';
+import { timeSlicer } from '../../protocol/time-slice.ts';
 import { ONE_GRAPHEME_PER_CHAR, segmenter } from './graphemes.ts';
 import { bodySql } from './row-body.ts';
 import { ROW_TEXT_SQL, rowHeader } from './row-text.ts';

@@ -9,8 +9,8 @@
 // before the nesting bound, or by a daemon whose rowText rendered differently) keep it in
 // transcript.legacy_text, which wins over the derivation.
 import { z } from 'zod';
-import { stringifyJson } from '../protocol/json-depth.ts';
-import { StoredBody } from '../protocol/rows.ts';
+import { stringifyJson } from '../../protocol/json-depth.ts';
+import { StoredBody } from '../../protocol/rows.ts';
 import { bodySql } from './row-body.ts';
 
 /** What stands in for an image whose payload compaction elided, in row text and in requests. */

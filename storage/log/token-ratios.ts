@@ -1,7 +1,7 @@
 // The ratio of provider-measured input tokens to the daemon's local estimate, learned from
 // usage reports per session and model. The estimate itself stays local and byte-based; the
 // engine multiplies by this ratio where the real size matters (the trigger, the tail budget).
-import { type Db, perDb } from './db.ts';
+import { type Db, perDb } from '../db.ts';
 
 /** Ratios are kept within these bounds, whatever a report says. */
 export const RATIO_MIN = 0.5;

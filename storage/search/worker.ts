@@ -5,7 +5,7 @@
 // with the TypeScript loader in it (tens of MiB), which a daemon nobody searches does not need;
 // for the same reason it stops after a while without queries, and the next one starts it again.
 import { Worker } from 'node:worker_threads';
-import type { IndexAsk } from './search.ts';
+import type { IndexAsk } from './grep.ts';
 
 /** One query for the thread: over indexed transcript rows, or over one session's node summaries. */
 export type SearchAsk = { kind: 'transcript'; ask: IndexAsk } | { kind: 'summaries'; query: string; sid: number } | { kind: 'pages'; stateTables: readonly string[] };
@@ -36,7 +36,7 @@ export class SearchWorker {
   private get worker(): Worker {
     if (this.started !== undefined) return this.started;
     // The boot file registers tsx inside the worker, then loads the TypeScript worker.
-    const worker = new Worker(new URL('./search-worker-boot.js', import.meta.url), { workerData: { path: this.dbPath } });
+    const worker = new Worker(new URL('./worker-boot.js', import.meta.url), { workerData: { path: this.dbPath } });
     worker.on('message', (msg: { id: number; pairs?: Float64Array; error?: string }) => {
       const p = this.pending.get(msg.id);
       if (p === undefined) return;

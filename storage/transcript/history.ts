@@ -1,10 +1,10 @@
 // Transcript reads for the compaction strategies: decoding stored rows, resolving source
 // references, a session's append boundary, chronological fold pages with image-fit
-// replacements, and compaction units from row metadata. Writes live in storage/transcript.ts.
+// replacements, and compaction units from row metadata. Writes live in storage/transcript/write.ts.
 import { z } from 'zod';
-import { AlbedoError } from '../protocol/errors.ts';
-import { ImagePart, RowClass, type StoredRow } from '../protocol/rows.ts';
-import { type Db, perDb } from './db.ts';
+import { AlbedoError } from '../../protocol/errors.ts';
+import { ImagePart, RowClass, type StoredRow } from '../../protocol/rows.ts';
+import { type Db, perDb } from '../db.ts';
 import { bodySql } from './row-body.ts';
 import { parseStoredBody } from './row-text.ts';
 import { requireSession } from './sessions.ts';
