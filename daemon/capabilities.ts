@@ -14,7 +14,7 @@ import { requestTools, type EngineSetup, type Prepared } from '../strategies/pre
 import { digest } from './cache-breaks.ts';
 import type { ConfigSnapshot } from './config.ts';
 import { enabledMemoryTools, toolSpec } from '../strategies/extensions/tools.ts';
-import { extensionContext, resolveExtensions } from './engine.ts';
+import { extensionContext, resolveExtensions } from './engine-setup.ts';
 import type { Kernel, SessionKernels } from './kernels.ts';
 import type { Logger } from './logger.ts';
 

@@ -17,7 +17,7 @@ import { createDispatcher } from './dispatch.ts';
 import { handlers } from './handlers/index.ts';
 import { IdleWork } from './idle-work.ts';
 import { ConfigStore, type ConfigSnapshot } from './config.ts';
-import { registry } from './engine.ts';
+import { registry } from './engine-setup.ts';
 import { StartupError, type HomePaths } from './home.ts';
 import { resetAllAutoFailures } from '../storage/log/compaction-log.ts';
 import { tellCapabilities } from './capabilities.ts';

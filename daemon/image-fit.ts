@@ -15,7 +15,7 @@ import { sessionRewrites } from '../storage/transcript/user-rows.ts';
 import { cacheSlot } from '../strategies/harness/kernel-cache.ts';
 import { brokenLimits, imageLimits, limitsKey, withinLimits, type ImageLimits } from '../strategies/image-limits.ts';
 import type { ConfigSnapshot } from './config.ts';
-import { catalogEntry, resolveExtensions } from './engine.ts';
+import { catalogEntry, resolveExtensions } from './engine-setup.ts';
 import { fitImage, type Fitted } from './image-resize.ts';
 import type { Kernel } from './kernels.ts';
 import type { Logger } from './logger.ts';

@@ -96,7 +96,11 @@ export function composeSystem(instructions: string, extensionContext: string): s
   return instructions === '' ? extensionContext : `${instructions}\n\n${extensionContext}`;
 }
 
-interface Frame {
+/**
+ * What the history of one request goes out in: the strategy's input, the system prompt (the
+ * client's instructions and the extensions' context) and the tools.
+ */
+interface Envelope {
   input: StrategyInput;
   system: string;
   /** The instructions inside `system`. */
@@ -134,7 +138,7 @@ function currentPrompt(setup: EngineSetup, args: PrepareArgs): PromptParts {
   return { instructions: args.instructions, context: setup.extensionContext };
 }
 
-function frame(setup: EngineSetup, args: PrepareArgs, prompt = setup.pinnedPrompt ?? currentPrompt(setup, args)): Frame {
+function envelope(setup: EngineSetup, args: PrepareArgs, prompt = setup.pinnedPrompt ?? currentPrompt(setup, args)): Envelope {
   const { instructions, context } = prompt;
   const system = composeSystem(instructions, context);
   const tools = requestTools(args.tools, setup.extensionTools);
@@ -232,7 +236,7 @@ async function compactLayers(setup: EngineSetup, input: StrategyInput, before: P
 
 function observe(
   setup: EngineSetup,
-  f: Frame,
+  f: Envelope,
   p: Projection,
   extra: { compacted: boolean; failure: string | null; db: Db; notes: string[] },
 ): Observation {
@@ -397,7 +401,7 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   const strategy = setup.strategy;
   // From the projection to the request that goes out when nothing is due, one synchronous
   // stretch of reads (see readTogether).
-  const decide = (f: Frame) => {
+  const decide = (f: Envelope) => {
     const first = project(setup, f.input);
     const latched = autoFailures(args.db, sid) >= LATCH_LIMIT;
     const pace = args.cache.getOrSet(PACE, (): Pace => ({ lastEstimate: undefined, growths: [], baseline: lastCompaction(args.db, sid)?.tokens_after, reason: null, waited: false }));
@@ -428,10 +432,10 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     };
     return { first, pace, sent: prepared, overdue: false };
   };
-  // The usual request has nothing to warm: the frame, the warm check and the decision then share
+  // The usual request has nothing to warm: the envelope, the warm check and the decision then share
   // one stretch. Otherwise the warm-up yields, and the decision is a stretch of its own after it.
   const opening = readTogether(args.db, () => {
-    const f = frame(setup, args);
+    const f = envelope(setup, args);
     const warming = strategy?.warm?.(f.input);
     return { f, warming, decided: warming === undefined ? decide(f) : undefined };
   });
@@ -469,7 +473,7 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   // only add rows after the head it read): otherwise the summary is discarded, as if it had
   // found nothing worth evicting, and the next preparation tries again.
   let second = first;
-  // The frame the request goes out in: after a compaction a pinned system prompt is rebuilt,
+  // The envelope the request goes out in: after a compaction a pinned system prompt is rebuilt,
   // since the prefix changes anyway.
   let out = f;
   args.db.transaction(() => {
@@ -478,7 +482,7 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     }
     if (outcome.compacted) {
       outcome.commit?.();
-      if (f.context !== setup.extensionContext || f.instructions !== args.instructions) out = frame(setup, args, currentPrompt(setup, args));
+      if (f.context !== setup.extensionContext || f.instructions !== args.instructions) out = envelope(setup, args, currentPrompt(setup, args));
       second = project(setup, out.input);
       // Tool-output images below the oldest row the new request carries verbatim are elided
       // before it goes out; the job is recorded here so that it is durable exactly when the
@@ -537,7 +541,7 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
 
 /** What `/compact` would do now, without a model call or a write; null when the strategy has no dry run. */
 export function planCompaction(setup: EngineSetup, args: PrepareArgs): { dryRun: DryRun | null; observation: Observation } {
-  const f = frame(setup, args);
+  const f = envelope(setup, args);
   const p = project(setup, f.input);
   const dryRun = setup.strategy?.plan?.(f.input, p, true) ?? null;
   return { dryRun, observation: observe(setup, f, layered(setup, f.input, p), { compacted: false, failure: null, db: args.db, notes: [] }) };
@@ -550,7 +554,7 @@ export function inspectRequest(setup: EngineSetup, args: PrepareArgs): Observati
 
 /** The request as it would go out now, without compacting: its history inputs and observation. */
 export function previewRequest(setup: EngineSetup, args: PrepareArgs): { inputs: PlainInput[]; observation: Observation } {
-  const f = frame(setup, args);
+  const f = envelope(setup, args);
   const sent = layered(setup, f.input, project(setup, f.input));
   return { inputs: sent.inputs, observation: observe(setup, f, sent, { compacted: false, failure: null, db: args.db, notes: [] }) };
 }
@@ -559,11 +563,11 @@ export function previewRequest(setup: EngineSetup, args: PrepareArgs): { inputs:
 export async function warmRequest(setup: EngineSetup, args: PrepareArgs): Promise<void> {
   if (setup.strategy?.warm === undefined) return;
   const strategy = setup.strategy;
-  await readTogether(args.db, () => strategy.warm?.(frame(setup, args).input));
+  await readTogether(args.db, () => strategy.warm?.(envelope(setup, args).input));
 }
 
 /** One-time upkeep of the strategy's saved state when a kernel adopts the session. */
 export function adoptSession(setup: EngineSetup, args: PrepareArgs): void {
   if (setup.strategy?.adopt === undefined) return;
-  setup.strategy.adopt(frame(setup, args).input);
+  setup.strategy.adopt(envelope(setup, args).input);
 }

@@ -5,7 +5,7 @@ import { RpcCode, rpcError } from '../../protocol/errors.ts';
 import { methods } from '../../protocol/methods.ts';
 import type { CallContext, Handler } from '../context.ts';
 import { renderObservation } from '../context-text.ts';
-import { registry } from '../engine.ts';
+import { registry } from '../engine-setup.ts';
 import { compact, context } from './compaction.ts';
 import { extensionsList, extensionsSelect, reload } from './extensions.ts';
 

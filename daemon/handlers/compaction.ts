@@ -22,7 +22,7 @@ import { renderObservation } from '../context-text.ts';
 import { noteSent, pinnedPrompt, tellPromptChanges } from '../capabilities.ts';
 import { cacheBreaks, noteCompaction, notePrefix, noteUsage, renameLastPrepared } from '../cache-breaks.ts';
 import { tokenRatio } from '../../storage/log/token-ratios.ts';
-import { chooseStrategy, engineSetup, previewStrategy, summarizerNote } from '../engine.ts';
+import { chooseStrategy, engineSetup, previewStrategy, summarizerNote } from '../engine-setup.ts';
 import { finishElision } from '../image-elision.ts';
 import { elisionStats } from '../../storage/images/elision.ts';
 import type { Kernel } from '../kernels.ts';
@@ -30,7 +30,8 @@ import { cacheSlot } from '../../strategies/harness/kernel-cache.ts';
 import { fitSessionImages, limitsForPrepare } from '../image-fit.ts';
 import { encodePrepareReply } from '../prepare-reply.ts';
 
-interface Frame {
+/** One preparation as a handler runs it: the engine's setup and arguments, and what the summarizer did. */
+interface Preparation {
   setup: EngineSetup;
   args: PrepareArgs;
   /** Goes into the observation's notes once the summarizer has been called. */
@@ -53,7 +54,7 @@ const LAST_REPLY = cacheSlot<{ head: number; id: string; bytes: () => ByteChunks
 const ADOPTED = cacheSlot<Set<string>>('compaction.adopted');
 
 /** Everything one preparation needs, with the kernel's one-time adoption done first. */
-function frameFor(
+function preparationFor(
   ctx: CallContext,
   kernel: Kernel,
   s: SessionRecord,
@@ -69,7 +70,7 @@ function frameFor(
     /** Plan with these extensions instead of the session's stored ones. */
     resolution?: Resolution;
   },
-): Frame {
+): Preparation {
   const { db } = ctx.daemon;
   const session = s.name;
   const head = headSeq(db, s.sid);
@@ -120,12 +121,12 @@ function frameFor(
 }
 
 /** The observation as it goes out: its prepared id, and the summarizer's note when it was called. */
-function identified(f: Frame, observation: Observation, id: string): Observation {
+function identified(f: Preparation, observation: Observation, id: string): Observation {
   const notes = f.summarizerNote !== null && f.summarized() ? [...observation.notes, f.summarizerNote] : observation.notes;
   return { ...observation, prepared_id: id, notes };
 }
 
-function save(ctx: CallContext, f: Frame, observation: Observation, prompt?: { instructions: string; tools: PrepareArgs['tools'] }): void {
+function save(ctx: CallContext, f: Preparation, observation: Observation, prompt?: { instructions: string; tools: PrepareArgs['tools'] }): void {
   savePrepared(ctx.daemon.db, {
     id: observation.prepared_id ?? '',
     sid: f.args.session.sid,
@@ -137,7 +138,7 @@ function save(ctx: CallContext, f: Frame, observation: Observation, prompt?: { i
   });
 }
 
-function record(ctx: CallContext, f: Frame, observation: Observation, prompt?: { instructions: string; tools: PrepareArgs['tools'] }, id: string = randomUUID()): Observation {
+function record(ctx: CallContext, f: Preparation, observation: Observation, prompt?: { instructions: string; tools: PrepareArgs['tools'] }, id: string = randomUUID()): Observation {
   const withId = identified(f, observation, id);
   save(ctx, f, withId, prompt);
   return withId;
@@ -165,7 +166,7 @@ async function elideLeftBehind<P extends { observation: Observation; compacted: 
  * later task of the session (the usage report naming this id, /context, /compact) still finds
  * it. A failed save is logged; the usage report for that id then gets unknown_prepared.
  */
-function saveAfterReply(ctx: CallContext, session: string, f: Frame, observation: Observation, prompt: { instructions: string; tools: PrepareArgs['tools'] }): void {
+function saveAfterReply(ctx: CallContext, session: string, f: Preparation, observation: Observation, prompt: { instructions: string; tools: PrepareArgs['tools'] }): void {
   ctx.daemon.kernels
     .run(session, async () => {
       await yieldToEventLoop();
@@ -200,7 +201,7 @@ export async function preparedRequest(params: Params<'prepare'>, ctx: CallContex
     return { s, limits: limitsForPrepare(db, ctx.daemon.config(), { sid: s.sid, model: params.model, provider: params.provider, upstream: params.upstream }) };
   });
   const fit = limits === null ? null : await fitSessionImages({ db, log: ctx.daemon.log, kernel, session: params.session, sid: s.sid, method: 'prepare', limits });
-  const f = readTogether(db, () => frameFor(ctx, kernel, s, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream }));
+  const f = readTogether(db, () => preparationFor(ctx, kernel, s, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream }));
   const prepared = await elideLeftBehind(ctx, params.session, f.args.session.sid, 'prepare', await prepareRequest({ ...f.setup, pinnedPrompt: pinnedPrompt(kernel, f.setup, f.args) }, f.args));
   const { last, reuse, firstId, cache_breaks } = readTogether(db, () => {
     noteSent(db, f.args.session.sid, kernel, f.setup, f.args, prepared);
@@ -270,7 +271,7 @@ export const compact: Handler<'compact'> = (params, ctx) =>
       if (params.dry_run) resolution = previewStrategy(db, config, s.sid, params.strategy);
       else chooseStrategy(db, config, s.sid, params.strategy);
     }
-    const f = frameFor(ctx, kernel, s, lastPrompt(db, s.sid), { method: 'compact', force: true, focus: params.focus, readOnly: params.dry_run, resolution });
+    const f = preparationFor(ctx, kernel, s, lastPrompt(db, s.sid), { method: 'compact', force: true, focus: params.focus, readOnly: params.dry_run, resolution });
     if (params.dry_run) {
       await warmRequest(f.setup, f.args);
       const { dryRun, observation } = planCompaction(f.setup, f.args);
@@ -342,7 +343,7 @@ export const context: Handler<'context'> = (params, ctx) =>
       const breaks = cacheBreaks(kernel);
       observation = { ...latest.observation, config_errors: ctx.daemon.configProblems(), cache_breaks: breaks.length > 0 ? breaks : latest.observation.cache_breaks };
     } else {
-      const f = frameFor(ctx, kernel, s, lastPrompt(db, s.sid), { method: 'context', force: false, focus: undefined, readOnly: true });
+      const f = preparationFor(ctx, kernel, s, lastPrompt(db, s.sid), { method: 'context', force: false, focus: undefined, readOnly: true });
       await warmRequest(f.setup, f.args);
       observation = inspectRequest(f.setup, f.args);
     }
@@ -358,7 +359,7 @@ export const context: Handler<'context'> = (params, ctx) =>
 export async function previewPrepared(params: Params<'prepare'>, ctx: CallContext, kernel: Kernel): Promise<{ system: string; inputs: PlainInput[]; observation: Observation }> {
   const { db } = ctx.daemon;
   const s = requireSession(db, params.session);
-  const f = frameFor(ctx, kernel, s, { model: params.model, instructions: params.instructions, tools: params.tools }, { method: ctx.method ?? 'preview', force: false, focus: undefined, provider: params.provider, readOnly: true });
+  const f = preparationFor(ctx, kernel, s, { model: params.model, instructions: params.instructions, tools: params.tools }, { method: ctx.method ?? 'preview', force: false, focus: undefined, provider: params.provider, readOnly: true });
   await warmRequest(f.setup, f.args);
   const { inputs, observation } = previewRequest(f.setup, f.args);
   return { system: composeSystem(f.args.instructions, f.setup.extensionContext), inputs, observation };
@@ -375,7 +376,7 @@ export const frames: Handler<'frames'> = (params, ctx) =>
     const s = requireSession(db, params.session);
     const prompt = lastPrompt(db, s.sid);
     const model = params.model ?? prompt.model;
-    const f = frameFor(ctx, kernel, s, { ...prompt, model }, { method: 'frames', force: false, focus: undefined, readOnly: true });
+    const f = preparationFor(ctx, kernel, s, { ...prompt, model }, { method: 'frames', force: false, focus: undefined, readOnly: true });
     await warmRequest(f.setup, f.args);
     const { inputs } = previewRequest(f.setup, f.args);
     const out: Result<'frames'>['frames'] = [];

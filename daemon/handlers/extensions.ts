@@ -6,7 +6,7 @@ import { AlbedoError } from '../../protocol/errors.ts';
 import { requireSession } from '../../storage/transcript/sessions.ts';
 import { validateSelection } from '../../strategies/extensions/selection.ts';
 import type { DaemonServices, Handler } from '../context.ts';
-import { registry, resolveExtensions, selectForSession } from '../engine.ts';
+import { registry, resolveExtensions, selectForSession } from '../engine-setup.ts';
 
 export const extensionsList: Handler<'extensions.list'> = (params, { daemon }) => {
   const sid = params.session === undefined ? undefined : requireSession(daemon.db, params.session).sid;

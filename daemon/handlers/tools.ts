@@ -8,7 +8,7 @@ import { requireSession } from '../../storage/transcript/sessions.ts';
 import { enabledMemoryTools, toolSpec } from '../../strategies/extensions/tools.ts';
 import type { MemoryTool } from '../../strategies/index.ts';
 import type { CallContext, Handler } from '../context.ts';
-import { resolveExtensions } from '../engine.ts';
+import { resolveExtensions } from '../engine-setup.ts';
 
 function sessionTools(ctx: CallContext, session: string | undefined): MemoryTool[] {
   const sid = session === undefined ? undefined : requireSession(ctx.daemon.db, session).sid;

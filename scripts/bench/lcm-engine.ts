@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ExtensionsFile, type ConfigSnapshot } from '../../daemon/config.ts';
-import { engineSetup } from '../../daemon/engine.ts';
+import { engineSetup } from '../../daemon/engine-setup.ts';
 import { openDb } from '../../storage/db.ts';
 import { writeTreePass, type NodeDraft } from '../../storage/state/lcm-tree.ts';
 import { openSession } from '../../storage/transcript/sessions.ts';

@@ -4,7 +4,7 @@
 // prepares are timed against JSON.stringify of the same response; plus one compaction's own work.
 import { randomUUID } from 'node:crypto';
 import { ExtensionsFile, type ConfigSnapshot } from '../../daemon/config.ts';
-import { engineSetup } from '../../daemon/engine.ts';
+import { engineSetup } from '../../daemon/engine-setup.ts';
 import type { ToolSpec } from '../../protocol/prepared.ts';
 import { sessionHead } from '../../storage/transcript/history.ts';
 import { savePrepared } from '../../storage/log/prepared-requests.ts';

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ExtensionsFile, type ConfigSnapshot } from '../../daemon/config.ts';
-import { engineSetup } from '../../daemon/engine.ts';
+import { engineSetup } from '../../daemon/engine-setup.ts';
 import { encodePrepareReply } from '../../daemon/prepare-reply.ts';
 import { openDb } from '../../storage/db.ts';
 import { getPayload } from '../../storage/images/payloads.ts';
