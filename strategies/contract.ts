@@ -105,6 +105,13 @@ export interface Strategy {
    * strategy's saved state the branch may keep, with `seqs` mapping parent seq -> branch seq.
    */
   fork?(db: Db, from: { sid: number }, to: { sid: number }, seqs: ReadonlyMap<number, number>): void;
+  /**
+   * Another strategy of the build (by name) that handles a request in this one's place when
+   * `when` gives a reason: snapcompact hands a model that reads no images to rolling. The
+   * engine resolves it (strategies/harness/fallback.ts), so a strategy never imports another;
+   * the reason goes into the projection's notes.
+   */
+  readonly fallback?: { readonly strategy: string; when(input: StrategyInput): string | null };
 }
 
 /** What a layer adds in front of the strategy's history, and what /context should say. */

@@ -8,6 +8,7 @@ import type { z } from 'zod';
 import { lcmExtension, lcmMemoryExtension } from './lcm/extension.ts';
 import { modelsExtension } from './catalog/extension.ts';
 import type { FoldPlugin, LayerFactory, Strategy } from './contract.ts';
+import { withFallback } from './harness/fallback.ts';
 import { createRegistry, type ExtensionDef, type Registry } from './extensions/catalog.ts';
 import type { ExtensionModule, MemoryToolDef } from './extensions/module.ts';
 import { notesExtension } from './notes/extension.ts';
@@ -78,6 +79,11 @@ function checked(modules: readonly ExtensionModule[]): readonly ExtensionModule[
   return Object.freeze([...modules]);
 }
 
+/** Each strategy as the engine runs it: with its fallback, if it names one, resolved by name. */
+function resolveFallbacks(byName: Record<string, Strategy>): Record<string, Strategy> {
+  return Object.fromEntries(Object.entries(byName).map(([name, s]) => [name, withFallback(s, byName)]));
+}
+
 /** The tables of the extensions this process runs: the shipped ones, then any a script added. Seals `addExtensions`. */
 export function extensionTables(): ExtensionTables {
   if (built === undefined) {
@@ -87,7 +93,7 @@ export function extensionTables(): ExtensionTables {
       modules,
       defs: modules.map(defOf),
       settings: by((m) => m.settings) as ExtensionSections,
-      strategies: by((m) => m.strategy),
+      strategies: resolveFallbacks(by((m) => m.strategy)),
       layers: by((m) => m.layer),
       folds: by((m) => m.fold),
       tools: modules.flatMap((m) => (m.tools ?? []).map((t) => ({ ...t, extension: m.name }))),

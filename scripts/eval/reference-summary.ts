@@ -14,7 +14,7 @@ import { foldSources } from '../../storage/transcript/history.ts';
 import { openDb } from '../../storage/db.ts';
 import { openSession } from '../../storage/transcript/sessions.ts';
 import { appendRows } from '../../storage/transcript/write.ts';
-import { summaryCap } from '../../strategies/harness/running-summary.ts';
+import { summaryCap } from '../../strategies/rolling/running-summary.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from '../../strategies/harness/summarizer-prompt.ts';
 import { summaryChunks } from '../../strategies/harness/summary-text.ts';
 import { evictionChunkTokens } from '../../strategies/harness/units.ts';

@@ -14,7 +14,6 @@ import { locateAt, planCut, type LocatedCut } from '../harness/cut.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
 import { foldText, priorTail, warmPriorTail } from '../harness/prior.ts';
 import { projectTail, rowMemo, warmTail } from '../harness/row-memo.ts';
-import { runningSummary } from '../harness/running-summary.ts';
 import { isDue, overWindow, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
 import { tokenCounter } from '../projection.ts';
 import { extendArchive, resolveArchive, rowsIn } from './archive.ts';
@@ -228,17 +227,11 @@ function textFallback(input: StrategyInput): string | null {
 }
 
 function project(input: StrategyInput): Projection {
-  const fallback = textFallback(input);
-  if (fallback !== null) {
-    const p = runningSummary.project(input);
-    return { ...p, notes: [fallback, ...p.notes] };
-  }
   const r = resolveArchive(input);
   return build(input, r.state, r.located, r.notes);
 }
 
 function warm(input: StrategyInput): Promise<void> | undefined {
-  if (textFallback(input) !== null) return runningSummary.warm?.(input);
   const located = resolveArchive(input).located;
   return warmTail(input, warmPriorTail(input, located), () => priorTail(input, located).rest);
 }
@@ -276,7 +269,6 @@ function choose(input: StrategyInput, forced: boolean) {
 }
 
 function plan(input: StrategyInput, projection: Projection, forced: boolean): DryRun {
-  if (textFallback(input) !== null) return runningSummary.plan!(input, projection, forced);
   const c = choose(input, forced);
   return {
     plan: {
@@ -293,7 +285,6 @@ function plan(input: StrategyInput, projection: Projection, forced: boolean): Dr
 }
 
 async function compact(input: StrategyInput, projection: Projection, opts: CompactOptions): Promise<CompactOutcome> {
-  if (textFallback(input) !== null) return runningSummary.compact(input, projection, opts);
   const c = choose(input, opts.forced);
   if (c.plan === undefined) return nothingCompacted(NOTHING_TO_ARCHIVE);
   const cut = c.plan;
@@ -309,4 +300,8 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   return { compacted: true, commit, reason: null, backend: 'snapcompact', summarizerTokensIn: 0, summarizerTokensOut: 0, evictedRows: cut.evicted.length };
 }
 
-export const snapcompact: Strategy = { name: 'snapcompact', settings: SnapcompactSettings, project, plan, compact, warm, adopt: runningSummary.adopt };
+/**
+ * A model that reads no images, or a window with no room for one frame, gets the running-summary
+ * text compaction (rolling's): the engine resolves `fallback` (strategies/harness/fallback.ts).
+ */
+export const snapcompact: Strategy = { name: 'snapcompact', settings: SnapcompactSettings, project, plan, compact, warm, fallback: { strategy: 'rolling', when: textFallback } };

@@ -21,12 +21,15 @@ import { inspectRequest, prepareRequest } from '../../strategies/prepare.ts';
 import { forModel, plainTarget } from '../../strategies/projection.ts';
 import { lcm } from '../../strategies/lcm/lcm.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
-import { snapcompact } from '../../strategies/snapcompact/snapcompact.ts';
+import { extensionTables } from '../../strategies/index.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
 import type { SummaryRequest } from '../../strategies/summarizer/types.ts';
 import { assistant, tempDb, toolResult, user } from '../storage/factories.ts';
 import { argsFor, RecordingSummarizer, sessionWithTurns, setupFor, turn } from './engine-fixtures.ts';
 import { recordingDb } from '../storage/recording-db.ts';
+
+/** snapcompact as the engine runs it, its fallback to rolling resolved. */
+const snapcompact = extensionTables().strategies.snapcompact!;
 
 const BUDGET = 300;
 const layer = notesLayer({ budgetTokens: BUDGET });

@@ -19,7 +19,8 @@ import { evictionChunkTokens } from '../../strategies/harness/units.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
 import { archivePages, snapcompactMemory } from '../../strategies/snapcompact/memory.ts';
-import { chooseFrames, frameBudget, snapcompact } from '../../strategies/snapcompact/snapcompact.ts';
+import { extensionTables } from '../../strategies/index.ts';
+import { chooseFrames, frameBudget } from '../../strategies/snapcompact/snapcompact.ts';
 import { plainTarget } from '../../strategies/projection.ts';
 import type { StrategyInput } from '../../strategies/contract.ts';
 import type { ModelEntry } from '../../strategies/catalog/models.ts';
@@ -27,6 +28,9 @@ import { tempDb } from '../storage/factories.ts';
 import { recordingDb } from '../storage/recording-db.ts';
 import { canonicalText, readFrame } from '../render/read-frame.ts';
 import { argsFor, assertCallsPaired, RecordingSummarizer, sessionWithTurns, setupFor, turn } from './engine-fixtures.ts';
+
+/** snapcompact as the engine runs it, its fallback to rolling resolved. */
+const snapcompact = extensionTables().strategies.snapcompact!;
 
 function model(id: string, provider: string, input: ModelEntry['input'], extra: Partial<ModelEntry> = {}): ModelEntry {
   return { id, provider, context_window: 200_000, input, ...extra };

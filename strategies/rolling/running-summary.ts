@@ -2,9 +2,9 @@
 // of everything evicted so far, a short verbatim recap of the latest evicted user requests, and
 // the untouched tail. A compaction folds what the shared cut module evicts (whole units, or the
 // older exchanges of an oversized newest unit) into a new summary; where the cut falls is
-// cut.ts. It is `rolling` (strategies/rolling/) and snapcompact's fallback for a model that
-// reads no images, so both save the same state (rolling_state): a text summary written for
-// one is the other's too.
+// harness/cut.ts. It is `rolling`, and what snapcompact falls back to for a model that reads no
+// images (by name, strategies/harness/fallback.ts), so both save the same state
+// (rolling_state): a text summary written for one is the other's too.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
 import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../protocol/time-slice.ts';
@@ -12,14 +12,14 @@ import { saveRollingState } from '../../storage/state/rolling.ts';
 import { sessionRewrites, userRowsBefore } from '../../storage/transcript/user-rows.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Fold, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
 import { inputsTokens, PER_INPUT_TOKENS, textTokens } from '../estimate.ts';
-import { locateAt, planCutSteps, type CutPlan, type LocatedCut } from './cut.ts';
-import { foldText, priorTail, warmPriorTail } from './prior.ts';
-import { cacheSlot } from './kernel-cache.ts';
-import { projectTail, rowMemo, warmTail } from './row-memo.ts';
-import { summaryPrompt, SUMMARIZER_SYSTEM } from './summarizer-prompt.ts';
-import { clipChars, summaryChunks } from './summary-text.ts';
-import { chunkUnits, evictionChunkTokens } from './units.ts';
-import { isDue, overWindow, roomUnderTrigger, roomUnderWindow, tailBudget } from './window.ts';
+import { locateAt, planCutSteps, type CutPlan, type LocatedCut } from '../harness/cut.ts';
+import { foldText, priorTail, warmPriorTail } from '../harness/prior.ts';
+import { cacheSlot } from '../harness/kernel-cache.ts';
+import { projectTail, rowMemo, warmTail } from '../harness/row-memo.ts';
+import { summaryPrompt, SUMMARIZER_SYSTEM } from '../harness/summarizer-prompt.ts';
+import { clipChars, summaryChunks } from '../harness/summary-text.ts';
+import { chunkUnits, evictionChunkTokens } from '../harness/units.ts';
+import { isDue, overWindow, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
 import { tokenCounterSteps } from '../projection.ts';
 import { locateItemCut, resolveState } from './running-summary-state.ts';
 

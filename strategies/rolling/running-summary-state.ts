@@ -5,9 +5,9 @@ import { foldSources } from '../../storage/transcript/history.ts';
 import { loadRollingState, type ItemCut, type RollingState } from '../../storage/state/rolling.ts';
 import { sessionRewrites, userRowsAfter } from '../../storage/transcript/user-rows.ts';
 import type { StrategyInput } from '../contract.ts';
-import { CutCache, EMPTY_FINGERPRINT, extendFingerprint, locate, startCut, type LocatedCut } from './cut.ts';
-import { cacheSlot } from './kernel-cache.ts';
-import { loadSaved, savedSlot } from './saved-state.ts';
+import { CutCache, EMPTY_FINGERPRINT, extendFingerprint, locate, startCut, type LocatedCut } from '../harness/cut.ts';
+import { cacheSlot } from '../harness/kernel-cache.ts';
+import { loadSaved, savedSlot } from '../harness/saved-state.ts';
 import { rowInputs } from '../projection.ts';
 
 export interface ResolvedState {
