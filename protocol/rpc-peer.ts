@@ -2,34 +2,14 @@
 // requests and notifications (bounded in flight, cancellable through `$/cancelRequest`), sends
 // our own requests and matches their responses. What a method means is left to the onRequest
 // handler. Split as vscode-jsonrpc splits its connection: the messages and the id rule are
-// rpc-message.ts, the output and its slow-reader bound rpc-output.ts, the in-flight slots
-// rpc-slots.ts; this file is the peer's states, its reading, dispatch and our own requests.
+// rpc-message.ts, the input (lines, parsing, the shared bound on unfinished lines)
+// rpc-input.ts, the output and its slow-reader bound rpc-output.ts, the in-flight slots
+// rpc-slots.ts; this file is the peer's states, dispatch and our own requests.
 import type { Duplex } from 'node:stream';
 import { DomainCode, RpcCode, toWireError, type AlbedoError, type WireError } from './errors.ts';
-import { DEFAULT_MAX_LINE_BYTES, LineDecoder } from './framing.ts';
-import { JSON_BYTES_THRESHOLD, parseJsonBytesWithTokens, type ParsedJsonBytes } from './json-bytes.ts';
-import { topLevelMemberTokens } from './json-tokens.ts';
-import { parseMarked } from './invalid-utf8.ts';
 import type { PartialLineBudget } from './line-budget.ts';
-import {
-  CANCEL_METHOD,
-  EncodedJson,
-  encodedResult,
-  encodeLine,
-  errorLine,
-  hasNumberId,
-  invalidRequest,
-  invalidUtf8Answer,
-  isObject,
-  joined,
-  parseError,
-  requestLine,
-  RpcRemoteError,
-  usableId,
-  type Id,
-  type Msg,
-  type OutLine,
-} from './rpc-message.ts';
+import { CANCEL_METHOD, EncodedJson, encodedResult, encodeLine, errorLine, invalidRequest, invalidUtf8Answer, isObject, joined, parseError, requestLine, RpcRemoteError, usableId, type Id, type Msg, type OutLine } from './rpc-message.ts';
+import { InputReader } from './rpc-input.ts';
 import { OutputQueue } from './rpc-output.ts';
 import { RequestSlots } from './rpc-slots.ts';
 
@@ -109,7 +89,7 @@ interface Outgoing {
 
 export class RpcPeer {
   private _state: PeerState = 'open';
-  private readonly decoder: LineDecoder;
+  private readonly input: InputReader;
   private readonly output: OutputQueue;
   private readonly slots: RequestSlots;
   /** Incoming requests not yet answered (running or waiting for a slot), by id. */
@@ -128,8 +108,6 @@ export class RpcPeer {
    * getting no reply, and our side ends only once they have been.
    */
   private cutOff: WireError | undefined;
-  /** Our share of opts.partialLineBudget, in bytes. */
-  private partialShare = 0;
   private closeTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -144,37 +122,37 @@ export class RpcPeer {
       afterFlush: () => this.afterFlush(),
     });
     this.slots = new RequestSlots({ maxInFlight, maxQueued: Math.max(1, opts.maxQueued ?? maxInFlight), outputOver: () => this.output.over, onChange: () => this.updateReading() });
-    const limit = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
-    this.decoder = new LineDecoder({
-      maxLineBytes: limit,
-      onLine: (line) => this.onLine(line),
-      // A line decoded whole past this would be a fresh large-object string (json-bytes.ts).
-      bytesLineAbove: JSON_BYTES_THRESHOLD,
-      onBytesLine: (line) => this.onBytesLine(line),
-      onInvalidUtf8: (line) => this.onInvalidUtf8Line(line),
-      onOverflow: () => {
-        if (this._state !== 'open') return;
+    this.input = new InputReader({
+      maxLineBytes: opts.maxLineBytes,
+      partialLineBudget: opts.partialLineBudget,
+      reading: () => this._state === 'open',
+      onValue: (value, idTokens, marker) => this.onValue(value, idTokens, marker),
+      onParseError: () => this.send(parseError()),
+      onTooLong: (limit) => {
+        this.send(errorLine(null, { code: DomainCode.message_too_large, message: `message exceeds ${limit} bytes`, data: { code: 'message_too_large', limit_bytes: limit } }));
+        this.dispose('message too large');
+      },
+      onOverBudget: (maxBytes) => {
         this.send(
           errorLine(null, {
             code: DomainCode.message_too_large,
-            message: `message exceeds ${limit} bytes`,
-            data: { code: 'message_too_large', limit_bytes: limit },
+            message: `unfinished messages on all connections together exceed ${maxBytes} bytes`,
+            data: { code: 'message_too_large', limit_bytes: maxBytes, scope: 'all_connections' },
           }),
         );
-        this.dispose('message too large');
+        this.dispose('partial-line budget exceeded');
       },
     });
     stream.on('data', (chunk: Buffer | string) => {
       if (this._state !== 'open') return;
-      this.decoder.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
-      this.accountPartialLine();
+      this.input.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
     });
     stream.on('end', () => this.onEnd());
     stream.on('error', (err) => this.dispose(`stream error: ${err.message}`));
     stream.on('close', () => {
       this.dispose('stream closed');
       this._state = 'closed';
-      this.accountPartialLine();
+      this.input.account();
       clearTimeout(this.closeTimer);
       this.output.stop();
       this.opts.onClose?.();
@@ -307,47 +285,6 @@ export class RpcPeer {
 
   // ---- reading ----
 
-  private onLine(line: string): void {
-    if (this._state !== 'open' || line === '') return;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      this.send(parseError());
-      return;
-    }
-    // The raw id tokens cost a scan of the line, so only lines with a number id pay it.
-    this.onValue(value, hasNumberId(value) ? topLevelMemberTokens(line, 'id') : []);
-  }
-
-  /** A line too long to decode whole: parsed from its bytes, its id tokens found by the same scan. */
-  private onBytesLine(line: Buffer): void {
-    if (this._state !== 'open') return;
-    let parsed: ParsedJsonBytes;
-    try {
-      parsed = parseJsonBytesWithTokens(line, 'id');
-    } catch {
-      this.send(parseError());
-      return;
-    }
-    this.onValue(parsed.value, parsed.tokens);
-  }
-
-  /**
-   * A line that is not valid UTF-8. Its text is never used; but when it is JSON apart from those
-   * bytes, each message in it is answered under its own id with the member that holds them, so
-   * a client with several requests in flight learns which one failed. Otherwise -32700, id null.
-   */
-  private onInvalidUtf8Line(line: Buffer): void {
-    if (this._state !== 'open') return;
-    const marked = parseMarked(line);
-    if (marked === undefined) {
-      this.send(parseError());
-      return;
-    }
-    this.onValue(marked.value, hasNumberId(marked.value) ? topLevelMemberTokens(marked.text, 'id') : [], marked.marker);
-  }
-
   /**
    * One parsed line; `idTokens` as topLevelMemberTokens gives them (needed for number ids only).
    * `marker`, for a line that was not valid UTF-8, is what stands in its text for the bad bytes.
@@ -374,29 +311,6 @@ export class RpcPeer {
       if (reply !== undefined) this.send(reply);
       this.lineFinished();
     });
-  }
-
-  /** Keeps our share of the shared partial-line budget equal to what the decoder holds. */
-  private accountPartialLine(): void {
-    const budget = this.opts.partialLineBudget;
-    if (budget === undefined) return;
-    if (this._state !== 'open') this.decoder.clear();
-    const held = this.decoder.bufferedBytes;
-    if (budget.update(this.partialShare, held)) {
-      this.partialShare = held;
-      return;
-    }
-    this.decoder.clear();
-    budget.update(this.partialShare, 0);
-    this.partialShare = 0;
-    this.send(
-      errorLine(null, {
-        code: DomainCode.message_too_large,
-        message: `unfinished messages on all connections together exceed ${budget.maxBytes} bytes`,
-        data: { code: 'message_too_large', limit_bytes: budget.maxBytes, scope: 'all_connections' },
-      }),
-    );
-    this.dispose('partial-line budget exceeded');
   }
 
   /** One line is handled and its reply queued: wake idle waiters, finish a drain or a cut-off. */
