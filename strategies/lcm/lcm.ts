@@ -21,7 +21,7 @@ import { summaryText } from '../harness/summary-text.ts';
 import { isDue, overWindow, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
 import { tokenCounterSteps } from '../projection.ts';
 import { LcmSettings } from './settings.ts';
-import { condenseRun, leafChunks, leafChunksSteps, MAX_CONDENSE_ROUNDS, MIN_NODE_TOKENS, nodeCap, nodeHeader, nodeInput, nodeTokens, pointerSummary, shrink } from './tree.ts';
+import { condenseRun, condenseSpare, leafChunks, leafChunksSteps, MAX_CONDENSE_ROUNDS, MIN_NODE_TOKENS, nodeCap, nodeHeader, nodeInput, nodeTokens, pointerSummary, shrink } from './tree.ts';
 
 /** The saved tree as a request reads it: the cursor, the frontier, and where the tail starts. */
 interface TreeView {
@@ -272,19 +272,20 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   }
 
   // Condensation: a run of frontier nodes under one parent, level by level (condenseRun),
-  // until the request fits under the trigger with a node's cap to spare (a forced compaction
-  // with nothing new to cover condenses once). Without the spare, a pass left the request just
-  // under the trigger and the next turn compacted again: the eval measured lcm compacting (and
-  // missing the prompt cache) about twice as often as rolling on the same sessions. Past
-  // MAX_CONDENSE_ROUNDS only a request over the whole window is condensed further, so a long
-  // history met for the first time (a switch to lcm) never goes out over the window while
-  // nodes can still be joined.
+  // until the request fits under the trigger with a tenth of the window (at least a node's
+  // cap) to spare (condenseSpare); a forced compaction with nothing new to cover condenses
+  // once. With less, a pass left the request just under the trigger and the next turns
+  // compacted again: the eval measured lcm compacting (and missing the prompt cache) about
+  // twice as often as rolling on the same sessions. Past MAX_CONDENSE_ROUNDS only a request
+  // over the whole window is condensed further, so a long history met for the first time (a
+  // switch to lcm) never goes out over the window while nodes can still be joined.
   const sizeOf = (items: readonly FrontierItem[]) => input.pinnedTokens + items.reduce((t, n) => t + n.tokens, 0) + c.tailTokens;
   const overWhole = (items: readonly FrontierItem[]) => overWindow(sizeOf(items) + (input.window.reserved ?? 0), input.window);
   const notes: string[] = [];
   let rounds = 0;
   // The layers (the notes at their cap) go out beside the frontier: the spare is above them.
-  const wantsRound = () => (drafts.length === 0 && rounds === 0) || isDue(sizeOf(frontier) + (input.window.reserved ?? 0) + c.cap, input.window);
+  const spare = condenseSpare(input.window, c.cap);
+  const wantsRound = () => (drafts.length === 0 && rounds === 0) || isDue(sizeOf(frontier) + (input.window.reserved ?? 0) + spare, input.window);
   for (let run = condenseRun(frontier.map((n) => n.depth)); run !== undefined && wantsRound(); run = condenseRun(frontier.map((n) => n.depth))) {
     if (rounds >= MAX_CONDENSE_ROUNDS && !overWhole(frontier)) {
       const frontierTokens = frontier.reduce((t, n) => t + n.tokens, 0);

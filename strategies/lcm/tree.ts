@@ -6,6 +6,7 @@ import type { StoredRow } from '../../protocol/rows.ts';
 import { runSteps, type Steps } from '../../protocol/time-slice.ts';
 import { inputsTokens, textTokens } from '../estimate.ts';
 import { chunkUnits, groupUnitsSteps, ITEMS_PER_STEP, itemsSteps, opensExchange, opensUnit, type Unit } from '../harness/units.ts';
+import type { WindowInfo } from '../harness/window.ts';
 import { isOverCap, type SummaryResult } from '../summarizer/types.ts';
 
 /** Estimated tokens of evicted rows one leaf summarizes (a larger unit is a leaf of its own). */
@@ -17,6 +18,19 @@ export const CONDENSE_FANOUT = 4;
  * goes on only while the request is over the whole window, and says that it stopped.
  */
 export const MAX_CONDENSE_ROUNDS = 16;
+/**
+ * What a compaction's condensation leaves free under the trigger, as a share of the window (at
+ * least one node's cap): room for the next turns before the next compaction. With only a node's
+ * cap spare, lcm landed just under the trigger and compacted again a few turns later, twice as
+ * often as rolling at a 32k window. A fifth cost recall at 12k for no saving; docs/lcm.md has
+ * the numbers.
+ */
+export const CONDENSE_SPARE_PERCENT = 10;
+
+/** Estimated tokens a condensation leaves free under the trigger: CONDENSE_SPARE_PERCENT of the window, at least `cap`. */
+export function condenseSpare(info: WindowInfo, cap: number): number {
+  return Math.max(cap, info.window === null ? 0 : Math.floor(((info.window / info.ratio) * CONDENSE_SPARE_PERCENT) / 100));
+}
 /** The smallest output limit a summary is ever asked for. */
 export const MIN_NODE_TOKENS = 32;
 

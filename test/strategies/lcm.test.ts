@@ -13,7 +13,7 @@ import { readTranscript } from '../../storage/transcript/read.ts';
 import { lcm } from '../../strategies/lcm/lcm.ts';
 import { lcmMemory } from '../../strategies/lcm/memory.ts';
 import { notesLayer } from '../../strategies/notes/notes.ts';
-import { MAX_CONDENSE_ROUNDS, nodeCap, nodeInput } from '../../strategies/lcm/tree.ts';
+import { CONDENSE_SPARE_PERCENT, condenseSpare, MAX_CONDENSE_ROUNDS, nodeCap, nodeInput } from '../../strategies/lcm/tree.ts';
 import { inspectRequest, planCompaction, prepareRequest } from '../../strategies/prepare.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
@@ -136,7 +136,18 @@ describe('lcm', () => {
     }
   });
 
-  test('a pass that condenses leaves room under the trigger for the next leaf, and no turn compacts right after one', async (t) => {
+  test("condensation's spare: a tenth of the window as the provider counts it, never less than a node's cap", () => {
+    const info = (window: number | null, ratio = 1) => ({ window, source: 'config' as const, triggerPercent: 80, tailPercent: 25, ratio });
+    // 32k: 3,200 tokens free under the trigger, where a node's cap (768) left lcm compacting again a few turns later.
+    assert.equal(condenseSpare(info(32_000), 768), 3_200);
+    // A ratio of 1.3 (the provider counts more than the estimate): a tenth of the window in estimated tokens.
+    assert.equal(condenseSpare(info(32_000, 1.3), 768), Math.floor((32_000 / 1.3) * 0.1));
+    // A small window: the next leaf's cap is the larger.
+    assert.equal(condenseSpare(info(6_000), 768), 768);
+    assert.equal(condenseSpare(info(null), 768), 768, 'an unknown window keeps the cap');
+  });
+
+  test('a pass that condenses leaves a tenth of the window free under the trigger (at least the next leaf), and no turn compacts right after one', async (t) => {
     const { db, setup, cache } = bulkySession(t);
     const sid = sidOf(db, 's');
     const compactedAt: number[] = [];
@@ -149,10 +160,11 @@ describe('lcm', () => {
       compactedAt.push(i);
       if (allNodes(db, sid).filter((n) => n.depth > 0).length === parentsBefore) continue;
       condensed += 1;
-      // What the pass left: under the trigger by at least the cap of the next pass's leaf.
+      // What the pass left: under the trigger by CONDENSE_SPARE_PERCENT of the window, and at
+      // least the cap of the next pass's leaf.
       const trigger = Math.floor((8000 * out.observation.trigger_percent) / 100);
-      const cap = nodeCap(8000, 0);
-      assert.ok(out.observation.estimated_input_tokens + cap <= trigger, `turn ${i}: ~${out.observation.estimated_input_tokens} + ${cap} over the trigger's ${trigger}`);
+      const spare = Math.max(nodeCap(8000, 0), Math.floor((8000 * CONDENSE_SPARE_PERCENT) / 100));
+      assert.ok(out.observation.estimated_input_tokens + spare <= trigger, `turn ${i}: ~${out.observation.estimated_input_tokens} + ${spare} over the trigger's ${trigger}`);
     }
     assert.ok(condensed >= 3, `${condensed} passes condensed`);
     const backToBack = compactedAt.filter((at, k) => k > 0 && compactedAt[k - 1] === at - 1);
