@@ -62,15 +62,14 @@ export class SearchWorker {
     return this.started !== undefined && !this.closed;
   }
 
+  // The two searches are bound, so they can be handed on as grep's and grepTree's `hits` /
+  // `summaryHits` options (and a memory tool's search) as they are.
+
   /** The index part of a transcript search, counted and paged in the thread (indexMatches). */
-  hits(ask: IndexAsk): Promise<Float64Array> {
-    return this.ask({ kind: 'transcript', ask });
-  }
+  readonly hits = (ask: IndexAsk): Promise<Float64Array> => this.ask({ kind: 'transcript', ask });
 
   /** Nodes of one session whose summary matches the phrase query, as (node, sid) pairs (SUMMARY_HITS_SQL). */
-  summaryHits(query: string, sid: number): Promise<Float64Array> {
-    return this.ask({ kind: 'summaries', query, sid });
-  }
+  readonly summaryHits = (query: string, sid: number): Promise<Float64Array> => this.ask({ kind: 'summaries', query, sid });
 
   /** The file's page bytes per storage part (storage/storage-size.ts pageWalk), packed. */
   pageParts(stateTables: readonly string[]): Promise<Float64Array> {

@@ -485,8 +485,9 @@ function fittedStanding(ledger: Ledger, budgetTokens: number): string[] {
  * three; then changed files are shown by directory, the fullest directory first and a level up
  * at a time, so that a changed file is never left out without its directory named, down to the
  * directories below the one all changed files share; then the remaining commands go; then
- * where the work stood is cut to its shortest quotes and one plan item; then the collapse goes
- * on, up to that shared directory and never above it. Empty when the ledger holds nothing.
+ * where the work stood is cut to its shortest quotes and one plan item, without the user's
+ * instructions; then the collapse goes on, up to that shared directory and never above it.
+ * Empty when the ledger holds nothing.
  */
 export function renderLedger(ledger: Ledger, budgetTokens: number): string {
   const changed = ledger.files.filter(isChanged);
@@ -540,7 +541,8 @@ export function renderLedger(ledger: Ledger, budgetTokens: number): string {
     text = render();
   }
   // Then where the work stood gives up its room down to its shortest quotes, which still carry
-  // each message's opening words, before the changed directories merge into the shared one.
+  // each message's opening words, and drops the user's instructions (transcript_grep finds them),
+  // before the changed directories merge into the shared one.
   if (textTokens(text) > budgetTokens) {
     standing = fittedStanding(ledger, 0);
     text = render();
