@@ -65,9 +65,6 @@ export interface CompactOutcome {
   /** Why nothing was written, when nothing was. */
   reason: string | null;
   backend: string | null;
-  /** Estimated tokens sent to and received from the summarizer. */
-  summarizerTokensIn: number;
-  summarizerTokensOut: number;
   evictedRows: number;
   /** What /context should say about this compaction (e.g. a limit it stopped at). */
   notes?: string[];
@@ -182,5 +179,5 @@ export interface FoldPlugin {
 }
 
 export function nothingCompacted(reason: string): CompactOutcome {
-  return { compacted: false, reason, backend: null, summarizerTokensIn: 0, summarizerTokensOut: 0, evictedRows: 0 };
+  return { compacted: false, reason, backend: null, evictedRows: 0 };
 }

@@ -6,11 +6,10 @@ import type { Upstream } from '../protocol/methods.ts';
 import type { ImageCounts, Observation, OutPart, PlainInput, Section, ToolSpec } from '../protocol/prepared.ts';
 import { type Db, readTogether } from '../storage/db.ts';
 import { yieldToEventLoop } from '../protocol/time-slice.ts';
-import { autoFailures, lastCompaction, logCompaction, setAutoFailures } from '../storage/log/compaction-log.ts';
+import { readSessionBook, type SessionBook } from '../storage/log/bookkeeping.ts';
+import { autoFailures, logCompaction, setAutoFailures } from '../storage/log/compaction-log.ts';
 import { type PromptParts } from '../storage/log/known-prompt.ts';
-import { elisionStats, scheduleElision } from '../storage/images/elision.ts';
-import { tokenRatio } from '../storage/log/token-ratios.ts';
-import { orphanResults } from '../storage/transcript/write.ts';
+import { scheduleElision, type ElisionStats } from '../storage/images/elision.ts';
 import { sessionRewrites } from '../storage/transcript/user-rows.ts';
 import { readsImages, type ModelEntry } from './catalog/models.ts';
 import type { CompactOptions, CompactOutcome, DryRun, FoldPlugin, Layer, LayerView, Projection, Strategy, StrategyInput } from './contract.ts';
@@ -21,7 +20,8 @@ import { projectTail } from './harness/row-memo.ts';
 import { cacheSlot, type KernelCache } from './harness/kernel-cache.ts';
 import { calibrated, isDue, overWindow, resolveWindow, toolOutputCap, validateWindow, type WindowSettings } from './harness/window.ts';
 import type { ProjectionTarget } from './projection.ts';
-import type { Summarizer, SummaryRequest } from './summarizer/types.ts';
+import { metered } from './summarizer/metered.ts';
+import type { Summarizer } from './summarizer/types.ts';
 
 /** Consecutive failed automatic compactions after which automatic tries stop. */
 export const LATCH_LIMIT = 3;
@@ -89,6 +89,8 @@ export interface Prepared {
   extensionContext: string;
   /** The client's instructions `system` carries: the pinned ones, until a compaction rebuilt it. */
   instructions: string;
+  /** Calls made to the summarizer (the daemon says where a client summary went only after one). */
+  summarizerCalls: number;
 }
 
 export function composeSystem(instructions: string, extensionContext: string): string {
@@ -110,6 +112,8 @@ interface Envelope {
   tools: ToolSpec[];
   systemSection: Section;
   problems: string[];
+  /** The session's bookkeeping as this request read it. */
+  book: SessionBook;
 }
 
 /** Where this request goes: the client's word first, then its upstream's, then the catalog's. */
@@ -144,7 +148,8 @@ function envelope(setup: EngineSetup, args: PrepareArgs, prompt = setup.pinnedPr
   const tools = requestTools(args.tools, setup.extensionTools);
   const own = args.clientPrompt === undefined || args.clientPrompt === '' ? 0 : textTokens(args.clientPrompt);
   const pinned = pinnedTokens(system, tools) + own;
-  const window = resolveWindow(setup.settings, setup.model, tokenRatio(args.db, args.session.sid, setup.modelId));
+  const book = readSessionBook(args.db, args.session.sid, setup.modelId);
+  const window = resolveWindow(setup.settings, setup.model, book.tokenRatio);
   const input: StrategyInput = {
     db: args.db,
     session: args.session,
@@ -166,7 +171,7 @@ function envelope(setup: EngineSetup, args: PrepareArgs, prompt = setup.pinnedPr
     } + ${tools.length} tool schema(s)`,
     estimated_tokens: pinned,
   };
-  return { input, system, tools, systemSection, problems: validateWindow(window, pinned), instructions, context };
+  return { input, system, tools, systemSection, problems: validateWindow(window, pinned), instructions, context, book };
 }
 
 /** Without a strategy every row goes out as it is. */
@@ -234,13 +239,8 @@ async function compactLayers(setup: EngineSetup, input: StrategyInput, before: P
   return { views, notes };
 }
 
-function observe(
-  setup: EngineSetup,
-  f: Envelope,
-  p: Projection,
-  extra: { compacted: boolean; failure: string | null; db: Db; notes: string[] },
-): Observation {
-  const failures = autoFailures(extra.db, f.input.session.sid);
+function observe(setup: EngineSetup, f: Envelope, p: Projection, extra: { compacted: boolean; failure: string | null; notes: string[] }): Observation {
+  const failures = f.book.autoFailures;
   return {
     session: f.input.session.name,
     strategy: setup.strategy?.name ?? null,
@@ -259,19 +259,19 @@ function observe(
     prepared_id: null,
     head: f.input.head,
     sections: [f.systemSection, ...p.sections],
-    last_compaction: lastCompaction(extra.db, f.input.session.sid),
+    last_compaction: f.book.lastCompaction,
     failure: extra.failure,
     auto_failures: failures,
     latched: failures >= LATCH_LIMIT,
-    notes: [...f.problems, ...p.notes, ...extra.notes, ...(overWindow(p.estimate, f.input.window) ? [overWindowNote(p, f.input)] : []), ...orphanNote(extra.db, f.input.session.sid)],
+    notes: [...f.problems, ...p.notes, ...extra.notes, ...(overWindow(p.estimate, f.input.window) ? [overWindowNote(p, f.input)] : []), ...orphanNote(f.book.orphanResults)],
     config_errors: setup.configErrors,
     cache_breaks: [],
-    images: imageCounts(extra.db, f.input, p.inputs),
+    images: imageCounts(f.book.elision, f.input, p.inputs),
   };
 }
 
 /** The request's images and their estimated cost, with what elision did in the session so far. */
-function imageCounts(db: Db, input: StrategyInput, inputs: readonly PlainInput[]): ImageCounts {
+function imageCounts(e: ElisionStats, input: StrategyInput, inputs: readonly PlainInput[]): ImageCounts {
   let count = 0;
   let tokens = 0;
   const add = (p: OutPart): void => {
@@ -280,13 +280,11 @@ function imageCounts(db: Db, input: StrategyInput, inputs: readonly PlainInput[]
     tokens += imageTokens(p.width, p.height, input.target.maxImageEdgePx);
   };
   for (const i of inputs) for (const p of i.content) (p.type === 'tool_result' ? p.content : [p]).forEach(add);
-  const e = elisionStats(db, input.session.sid);
   return { count, estimated_tokens: tokens, elided: e.imagesElided, payloads_deleted: e.payloadsDeleted, bytes_freed: e.bytesFreed };
 }
 
 /** Results whose call id matched no open call are stored and sent as text; /context says how many. */
-function orphanNote(db: Db, sid: number): string[] {
-  const n = orphanResults(db, sid);
+function orphanNote(n: number): string[] {
   return n === 0 ? [] : [`${n} tool result(s) in this session answer no open call; they are kept and sent as text`];
 }
 
@@ -372,23 +370,6 @@ function layersHold(setup: EngineSetup, p: Projection, sent: Projection, input: 
 
 const OVERDUE = 'compaction ran because the previous request had also gone out at the trigger (counted with what the layers add)';
 
-/** A summarizer that counts the estimated tokens of every request it forwards and every answer. */
-function meteredSummarizer(inner: Summarizer): Summarizer & { tokensIn: number; tokensOut: number } {
-  const m = {
-    backend: inner.backend,
-    model: inner.model,
-    tokensIn: 0,
-    tokensOut: 0,
-    async summarize(req: SummaryRequest) {
-      m.tokensIn += textTokens(req.system) + textTokens(req.prompt);
-      const result = await inner.summarize(req);
-      m.tokensOut += result.outputTokens;
-      return result;
-    },
-  };
-  return m;
-}
-
 /**
  * Project, compact when due (and not latched or deferred) or forced, and project again. Real
  * failures (the summarizer threw: error, timeout, invalid answer) land in the compaction log and
@@ -403,8 +384,8 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   // stretch of reads (see readTogether).
   const decide = (f: Envelope) => {
     const first = project(setup, f.input);
-    const latched = autoFailures(args.db, sid) >= LATCH_LIMIT;
-    const pace = args.cache.getOrSet(PACE, (): Pace => ({ lastEstimate: undefined, growths: [], baseline: lastCompaction(args.db, sid)?.tokens_after, reason: null, waited: false }));
+    const latched = f.book.autoFailures >= LATCH_LIMIT;
+    const pace = args.cache.getOrSet(PACE, (): Pace => ({ lastEstimate: undefined, growths: [], baseline: f.book.lastCompaction?.tokens_after, reason: null, waited: false }));
     // Waiting is bounded: a deferral (too little growth since the last compaction, or a request
     // at the trigger only with the layers' part) holds one turn. The next request that still
     // reaches the trigger, counted as it goes out, compacts.
@@ -426,9 +407,10 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
       inputs: sent.inputs,
       compacted: false,
       reason: null,
-      observation: observe(setup, f, sent, { compacted: false, failure, db: args.db, notes }),
+      observation: observe(setup, f, sent, { compacted: false, failure, notes }),
       extensionContext: f.context,
       instructions: f.instructions,
+      summarizerCalls: 0,
     };
     return { first, pace, sent: prepared, overdue: false };
   };
@@ -458,15 +440,15 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   // The projection above and the compaction's planning are each one synchronous stretch: the
   // event loop gets a turn between them.
   await yieldToEventLoop();
-  const metered = meteredSummarizer(setup.summarizer);
-  const opts: CompactOptions = { forced: args.force, focus: args.focus, summarizer: metered, signal: args.signal };
+  const meter = metered(setup.summarizer);
+  const opts: CompactOptions = { forced: args.force, focus: args.focus, summarizer: meter, signal: args.signal };
   try {
     outcome = await strategy.compact(f.input, first, opts);
   } catch (err) {
     if (args.signal?.aborted === true) throw err;
     error = describe(err);
     // What was sent before the failure still cost tokens: the log says how many.
-    outcome = { compacted: false, reason: error, backend: setup.summarizer.backend, summarizerTokensIn: metered.tokensIn, summarizerTokensOut: metered.tokensOut, evictedRows: 0 };
+    outcome = { compacted: false, reason: error, backend: setup.summarizer.backend, evictedRows: 0 };
   }
   // One transaction commits the new state and logs the attempt, and only if nothing the
   // compaction read has moved meanwhile (a settle rewrites rows and bumps the counter; appends
@@ -499,8 +481,8 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
       ok: outcome.compacted,
       duration_ms: Math.max(0, Math.round(now() - started)),
       backend: outcome.backend,
-      summarizer_tokens_in: outcome.summarizerTokensIn,
-      summarizer_tokens_out: outcome.summarizerTokensOut,
+      summarizer_tokens_in: meter.tokensIn,
+      summarizer_tokens_out: meter.tokensOut,
       tokens_before: first.estimate,
       tokens_after: second.estimate,
       evicted_rows: outcome.evictedRows,
@@ -509,6 +491,8 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     if (outcome.compacted) setAutoFailures(args.db, sid, 0);
     else if (!args.force) setAutoFailures(args.db, sid, autoFailures(args.db, sid) + 1);
   })();
+  // The latch and the log may have moved: the observation reads them as they are now.
+  out = { ...out, book: readSessionBook(args.db, sid, setup.modelId) };
   observePace(pace, second.estimate, outcome.compacted);
   const reason = outcome.compacted ? null : (error ?? outcome.reason);
   if (error === null) {
@@ -533,9 +517,10 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     inputs: sent.inputs,
     compacted: outcome.compacted,
     reason,
-    observation: observe(setup, out, sent, { compacted: outcome.compacted, failure: reason, db: args.db, notes: [...(overdue ? [OVERDUE] : []), ...(outcome.notes ?? []), ...layers.notes] }),
+    observation: observe(setup, out, sent, { compacted: outcome.compacted, failure: reason, notes: [...(overdue ? [OVERDUE] : []), ...(outcome.notes ?? []), ...layers.notes] }),
     extensionContext: out.context,
     instructions: out.instructions,
+    summarizerCalls: meter.calls,
   };
 }
 
@@ -544,7 +529,7 @@ export function planCompaction(setup: EngineSetup, args: PrepareArgs): { dryRun:
   const f = envelope(setup, args);
   const p = project(setup, f.input);
   const dryRun = setup.strategy?.plan?.(f.input, p, true) ?? null;
-  return { dryRun, observation: observe(setup, f, layered(setup, f.input, p), { compacted: false, failure: null, db: args.db, notes: [] }) };
+  return { dryRun, observation: observe(setup, f, layered(setup, f.input, p), { compacted: false, failure: null, notes: [] }) };
 }
 
 /** The read-only projection, for /context before any request was prepared. */
@@ -556,7 +541,7 @@ export function inspectRequest(setup: EngineSetup, args: PrepareArgs): Observati
 export function previewRequest(setup: EngineSetup, args: PrepareArgs): { inputs: PlainInput[]; observation: Observation } {
   const f = envelope(setup, args);
   const sent = layered(setup, f.input, project(setup, f.input));
-  return { inputs: sent.inputs, observation: observe(setup, f, sent, { compacted: false, failure: null, db: args.db, notes: [] }) };
+  return { inputs: sent.inputs, observation: observe(setup, f, sent, { compacted: false, failure: null, notes: [] }) };
 }
 
 /** Long reads the strategy can do with yields before a preparation, so `project` stays within a slice. */

@@ -7,7 +7,7 @@ import { ToolSpec } from '../../protocol/prepared.ts';
 import { currentProxySession, messageChain } from '../../storage/log/proxy-state.ts';
 import { textTokens } from '../../strategies/estimate.ts';
 import type { CallContext } from '../context.ts';
-import { previewPrepared } from '../handlers/compaction.ts';
+import { previewPrepared } from '../prepare-pipeline.ts';
 import { messagesSplicer } from './anthropic-splice.ts';
 import { AnthropicStreamTee, answerFromJson } from './anthropic-stream.ts';
 import { canonicalMessage, messagesRequest, type MessagesRequest, messageRows, messageText, placeCacheMarkers, preparedMessages, systemText, WIRE, wireError, type WireBlock, type WireMessage } from './anthropic-wire.ts';

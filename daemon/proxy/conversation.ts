@@ -14,7 +14,8 @@ import { countSideRequest, currentProxySession, firstOfFamily, latestOfNamespace
 import type { ChainLink } from '../../storage/log/proxy-state.ts';
 import { createSummarizer, SummarizerConfig } from '../../strategies/summarizer/index.ts';
 import type { CallContext, ConnectionState, DaemonServices } from '../context.ts';
-import { preparedRequest, usageReport } from '../handlers/compaction.ts';
+import { usageReport } from '../handlers/compaction.ts';
+import { preparedRequest } from '../prepare-pipeline.ts';
 import type { BodyMemo } from './body-memo.ts';
 import { identify, type Identity } from './identity.ts';
 import { proxySessionFor, reconcile, recordAnswer, type ProxyTarget } from './reconcile.ts';

@@ -21,7 +21,7 @@ import { yieldToEventLoop } from '../../protocol/time-slice.ts';
 import { saveRollingState } from '../../storage/state/rolling.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type Projection, type Strategy, type StrategyInput } from '../../strategies/contract.ts';
 import type { ExtensionModule } from '../../strategies/extensions/module.ts';
-import { inputsTokens, textTokens } from '../../strategies/estimate.ts';
+import { inputsTokens } from '../../strategies/estimate.ts';
 import { planCut, startCut } from '../../strategies/harness/cut.ts';
 import { priorTail } from '../../strategies/harness/prior.ts';
 import { rowMemo } from '../../strategies/harness/row-memo.ts';
@@ -103,8 +103,6 @@ async function compactSingle(input: StrategyInput, projection: Projection, opts:
   const basis = input.window.window ?? rest.reduce((n, r) => n + tokens(r), 0);
   const cap = summaryCap(basis);
   let summary = resolved.state?.summary ?? '';
-  let tokensIn = 0;
-  let tokensOut = 0;
   let backend: string | null = null;
   for await (const transcript of summaryChunks(cut.evicted, tokens, evictionChunkTokens(basis))) {
     await yieldToEventLoop();
@@ -112,15 +110,13 @@ async function compactSingle(input: StrategyInput, projection: Projection, opts:
     const result = await opts.summarizer.summarize({ session: input.session.name, purpose: 'single-summary', system: SUMMARIZER_SYSTEM, prompt, maxOutputTokens: cap, signal: opts.signal });
     summary = result.text;
     backend = result.backend;
-    tokensIn += textTokens(SUMMARIZER_SYSTEM) + textTokens(prompt);
-    tokensOut += result.outputTokens;
   }
   const after = input.pinnedTokens + inputsTokens([summaryInput(summary), ...forModel(cut.tail, input.target, memo.inputs)]);
   if (after >= projection.estimate) {
-    return { ...nothingCompacted(`the summary would not make the request smaller (~${projection.estimate} -> ~${after})`), backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut };
+    return { ...nothingCompacted(`the summary would not make the request smaller (~${projection.estimate} -> ~${after})`), backend };
   }
   const commit = (): void => saveRollingState(input.db, input.session.sid, { summary, cut: cut.cut, hints: cut.hints, backend });
-  return { compacted: true, commit, reason: null, backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut, evictedRows: cut.evicted.length };
+  return { compacted: true, commit, reason: null, backend, evictedRows: cut.evicted.length };
 }
 
 export const singleSummary: Strategy = { name: 'single-summary', settings: RollingSettings, project: projectSingle, compact: compactSingle };
@@ -190,7 +186,7 @@ function compactMasking(input: StrategyInput, _projection: Projection, opts: Com
   const cut = planCut(input, resolved.located, rest, { tokens, budget, settles: (tail) => input.window.window === null || !isDue(fixed + tail, input.window) });
   if (cut === undefined || cut.evicted.length === 0) return Promise.resolve(nothingCompacted('nothing to mask but the newest exchange'));
   const commit = (): void => saveRollingState(input.db, input.session.sid, { summary: '', cut: cut.cut, hints: cut.hints, backend: null });
-  return Promise.resolve({ compacted: true, commit, reason: null, backend: null, summarizerTokensIn: 0, summarizerTokensOut: 0, evictedRows: cut.evicted.length });
+  return Promise.resolve({ compacted: true, commit, reason: null, backend: null, evictedRows: cut.evicted.length });
 }
 
 export const masking: Strategy = { name: 'masking', settings: RollingSettings, project: projectMasking, compact: compactMasking };

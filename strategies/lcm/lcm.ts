@@ -11,7 +11,6 @@ import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../pr
 import { forkTree, frontierNodes, loadLcmState, writeTreePass, type LcmNode, type LcmState, type NodeDraft, type NodeRef } from '../../storage/state/lcm-tree.ts';
 import { firstSeqAfter, openerAtOrBefore, userRowsBeforeCount } from '../../storage/transcript/user-rows.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
-import { textTokens } from '../estimate.ts';
 import { EMPTY_FINGERPRINT, planCutSteps, startCut, type CutPlan, type LocatedCut } from '../harness/cut.ts';
 import { tailRows, warmTailRows } from '../harness/history-rows.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
@@ -245,16 +244,11 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
 
   const drafts: NodeDraft[] = [];
   let backend: string | null = null;
-  let tokensIn = 0;
-  let tokensOut = 0;
   const ask = async (what: string, transcript: string, limit: number) => {
     await yieldToEventLoop();
     const prompt = summaryPrompt({ previousSummary: '', transcript, focus: opts.focus, maxOutputTokens: limit, what });
     // lcm's own retry (shrink) replaces the output cap's: the second call asks for a third.
-    const result = await opts.summarizer.summarize({ session: input.session.name, purpose: 'lcm', system: SUMMARIZER_SYSTEM, prompt, maxOutputTokens: limit, signal: opts.signal, overCap: 'cut' });
-    tokensIn += textTokens(SUMMARIZER_SYSTEM) + textTokens(prompt);
-    tokensOut += result.outputTokens;
-    return result;
+    return opts.summarizer.summarize({ session: input.session.name, purpose: 'lcm', system: SUMMARIZER_SYSTEM, prompt, maxOutputTokens: limit, signal: opts.signal, overCap: 'cut' });
   };
 
   // Leaves, oldest first.
@@ -331,7 +325,7 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
     };
     seedView(input, frontier.map((item) => nodeOf(item.ref)));
   };
-  return { compacted: true, commit, reason: null, backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut, evictedRows: c.leafRows.length, notes };
+  return { compacted: true, commit, reason: null, backend, evictedRows: c.leafRows.length, notes };
 }
 
 export const lcm: Strategy = {

@@ -236,8 +236,6 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   if (bound.estimate >= projection.estimate) return nothingCompacted(worthless(projection.estimate, bound.estimate));
 
   let summary = previous?.summary ?? '';
-  let tokensIn = 0;
-  let tokensOut = 0;
   let backend: string | null = null;
   // Fold the eviction in order, chunk by chunk, carrying the summary along. Chunks break
   // between units or exchanges, never inside an exchange. A local summarizer never waits on
@@ -261,16 +259,14 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
     });
     summary = result.text;
     backend = result.backend;
-    tokensIn += textTokens(SUMMARIZER_SYSTEM) + textTokens(prompt);
-    tokensOut += result.outputTokens;
   }
 
   const after = build(input, { summary, backend }, locatedAfter(cut), cut.tail, []);
   if (after.estimate >= projection.estimate) {
-    return { ...nothingCompacted(worthless(projection.estimate, after.estimate)), backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut };
+    return { ...nothingCompacted(worthless(projection.estimate, after.estimate)), backend };
   }
   const commit = (): void => saveRollingState(input.db, input.session.sid, { summary, cut: cut.cut, hints: cut.hints, backend });
-  return { compacted: true, commit, reason: null, backend, summarizerTokensIn: tokensIn, summarizerTokensOut: tokensOut, evictedRows: cut.evicted.length };
+  return { compacted: true, commit, reason: null, backend, evictedRows: cut.evicted.length };
 }
 
 /**

@@ -297,7 +297,7 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   const after = c.fixedBeforeFrames + shown * (c.fullFrameTokens + CAPTION_TOKENS) + cut.tailTokens;
   if (after >= projection.estimate) return nothingCompacted(`nothing worth archiving yet: the request would not get smaller (~${projection.estimate} -> ~${after} tokens)`);
   const commit = (): void => saveArchive(input.db, input.session.sid, { text: next.text, marks: next.marks, folds: c.kept, cut: cut.cut, hints: cut.hints });
-  return { compacted: true, commit, reason: null, backend: 'snapcompact', summarizerTokensIn: 0, summarizerTokensOut: 0, evictedRows: cut.evicted.length };
+  return { compacted: true, commit, reason: null, backend: 'snapcompact', evictedRows: cut.evicted.length };
 }
 
 /**

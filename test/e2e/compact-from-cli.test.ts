@@ -74,6 +74,10 @@ test('a CLI /compact is summarized by the agent connection, and falls back with 
   assert.ok(alone.text.includes(why));
   const context = await cli.call('context', { session: SESSION, format: 'text' });
   assert.ok(context.text?.includes(why), context.text ?? '');
+  // The note explains a summary: a request that summarized nothing does not carry it.
+  const quiet = await cli.call('prepare', { session: SESSION, model: 'm', instructions: 'Work in /repo.' });
+  assert.equal(quiet.compacted, false);
+  assert.ok(!quiet.observation.notes.includes(why), quiet.observation.notes.join('; '));
 });
 
 test('a connection that cannot summarize does not displace the agent connection by preparing', async () => {

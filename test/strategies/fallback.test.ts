@@ -14,7 +14,7 @@ function named(name: string, calls: string[], extra: Partial<Strategy> = {}): St
     name,
     settings: windowSection({ tailPercent: 30 }),
     project: () => (calls.push(`${name}.project`), projection(name)),
-    compact: () => (calls.push(`${name}.compact`), Promise.resolve({ compacted: false, reason: name, backend: null, summarizerTokensIn: 0, summarizerTokensOut: 0, evictedRows: 0 })),
+    compact: () => (calls.push(`${name}.compact`), Promise.resolve({ compacted: false, reason: name, backend: null, evictedRows: 0 })),
     plan: () => (calls.push(`${name}.plan`), { plan: { evict_rows: 0, evict_from_seq: null, evict_to_seq: null, tail_rows: 0, estimated_tokens_before: 0, estimated_tokens_after: 0 }, reason: name }),
     ...extra,
   };

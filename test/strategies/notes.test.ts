@@ -315,7 +315,7 @@ describe('notes', () => {
         return { inputs, sections: [], estimate: 100, due: false, notes: [] };
       },
       async compact() {
-        return { compacted: true, commit: () => void (keep = 8), reason: null, backend: null, summarizerTokensIn: 0, summarizerTokensOut: 0, evictedRows: 0 };
+        return { compacted: true, commit: () => void (keep = 8), reason: null, backend: null, evictedRows: 0 };
       },
     };
     const switched = setupFor({ window: 8000, summarizer, layers: [layer], strategy: newest });

@@ -6,7 +6,7 @@ import type { PlainInput } from '../../protocol/prepared.ts';
 import { loadRollingState, type RollingState } from '../../storage/state/rolling.ts';
 import { appendNotice, appendRows, forkSession } from '../../storage/transcript/write.ts';
 import { openSession } from '../../storage/transcript/sessions.ts';
-import { inputsTokens } from '../../strategies/estimate.ts';
+import { inputsTokens, textTokens } from '../../strategies/estimate.ts';
 import { inspectRequest, planCompaction, prepareRequest, adoptSession, LATCH_LIMIT } from '../../strategies/prepare.ts';
 import { RECAP_HEADER, SUMMARY_HEADER } from '../../strategies/rolling/rolling.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
@@ -70,6 +70,11 @@ describe('rolling', () => {
     assert.ok(tail.estimated_tokens <= 2000 + 400, `tail ~${tail.estimated_tokens} tokens`);
     assert.ok(out.observation.last_compaction?.ok);
     assert.equal(out.observation.last_compaction?.backend, 'client');
+    // The log's cost is what the summarizer was sent and answered, every chunk counted.
+    assert.ok(summarizer.calls.length > 0);
+    assert.equal(out.summarizerCalls, summarizer.calls.length);
+    assert.equal(out.observation.last_compaction?.summarizer_tokens_in, summarizer.calls.reduce((n, c) => n + textTokens(c.system) + textTokens(c.prompt), 0));
+    assert.equal(out.observation.last_compaction?.summarizer_tokens_out, summarizer.calls.reduce((n, _c, i) => n + Math.ceil(`summary #${i + 1}`.length / 4), 0));
   });
 
   test('the recap quotes the latest evicted user messages, at most three, each bounded', async (t) => {
