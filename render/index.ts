@@ -4,4 +4,4 @@
 export { frameKey, renderFrame, type RenderedFrame } from './frame.ts';
 export { clampGeometry, columnsOf, Geometry, SHAPES, shapeFor, shapeNameFor, type ShapeName } from './geometry.ts';
 export { GLYPH_HEIGHT, GLYPH_TABLE_VERSION, GLYPH_WIDTH } from './glyphs.ts';
-export { drawnText, layout, MISSING_GLYPH, NEWLINE_GLYPH, TAB_CELLS, type Frame, type FrameMark, type LayoutOptions } from './layout.ts';
+export { drawnText, layout, layoutFrames, MISSING_GLYPH, NEWLINE_GLYPH, TAB_CELLS, type Frame, type FrameMark, type LayoutOptions } from './layout.ts';

@@ -86,72 +86,103 @@ function isControl(cp: number): boolean {
  * joined, are the whole normalized text.
  */
 export function layout(text: string, geometry: Geometry, options: LayoutOptions = {}): Frame[] {
+  return [...layoutFrames(text, geometry, options)];
+}
+
+/**
+ * `layout`, one frame at a time: a caller can stop after the frames it needs, or hand the loop
+ * a turn between frames (a long archive is hundreds of frames). Only the frame being filled is
+ * held as cells, never the whole text's.
+ */
+export function* layoutFrames(text: string, geometry: Geometry, options: LayoutOptions = {}): Generator<Frame, void, undefined> {
   const g = options.maxEdgePx === undefined ? Geometry.parse(geometry) : clampGeometry(geometry, options.maxEdgePx);
-  const norm = text.normalize('NFC');
   const columns = columnsOf(g);
   const perFrame = columns * g.rows;
 
-  // Each code unit gives at most TAB_CELLS cells, so this bound is never passed.
-  const cells = new Uint16Array(norm.length * TAB_CELLS);
-  /** Offset in `norm` of the character that starts each row. */
-  const rowStarts: number[] = [];
-  const marks: FrameMark[] = [];
+  let index = 0;
+  /** Where the frame being filled starts in the normalized text. */
+  let start = 0;
+  /** Its normalized text in the segments before the current one. */
+  let carried = '';
+  let cells = new Uint16Array(perFrame);
+  let marks: FrameMark[] = [];
+  /** Cells of the frame being filled. */
   let n = 0;
-  for (let i = 0; i < norm.length;) {
-    const cp = norm.codePointAt(i)!;
-    let len = cp > 0xffff ? 2 : 1;
-    let glyph: number;
-    let span = 1;
-    if (cp === 0x0a) glyph = NEWLINE_GLYPH;
-    else if (cp === 0x0d && norm.charCodeAt(i + 1) === 0x0a) {
-      glyph = NEWLINE_GLYPH;
-      len = 2;
-    } else if (cp === 0x09) {
-      glyph = SPACE;
-      span = Math.min(TAB_CELLS, columns - (n % columns));
-    } else if (isControl(cp)) glyph = controlPicture(cp);
-    else if (hasGlyph(cp)) {
-      if (isFontMark(cp) && n > 0) {
-        marks.push({ cell: n - 1, mark: cp });
+  const frame = (frameText: string, filled: Uint16Array): Frame => {
+    const rows = Math.ceil(n / columns);
+    return { index, text: frameText, start, geometry: g, columns, rows, width: columns * g.advance, height: rows * g.pitch, cells: filled, marks };
+  };
+  /** Where the current segment starts in the normalized text. */
+  let base = 0;
+  for (const segment of newlineSegments(text)) {
+    const norm = segment.normalize('NFC');
+    /** Where the frame being filled starts in this segment (0 when it started before it). */
+    let from = 0;
+    for (let i = 0; i < norm.length;) {
+      const cp = norm.codePointAt(i)!;
+      let len = cp > 0xffff ? 2 : 1;
+      let glyph: number;
+      let span = 1;
+      if (cp === 0x0a) glyph = NEWLINE_GLYPH;
+      else if (cp === 0x0d && norm.charCodeAt(i + 1) === 0x0a) {
+        glyph = NEWLINE_GLYPH;
+        len = 2;
+      } else if (cp === 0x09) {
+        glyph = SPACE;
+        span = Math.min(TAB_CELLS, columns - (n % columns));
+      } else if (isControl(cp)) glyph = controlPicture(cp);
+      else if (hasGlyph(cp)) {
+        // Over the cell before it, which may be the last of a full frame not yet given out
+        // (a frame is only given out when its successor's first cell arrives, so n is 0 here
+        // only at the very start of the text).
+        if (isFontMark(cp) && n > 0) {
+          marks.push({ cell: n - 1, mark: cp });
+          i += len;
+          continue;
+        }
+        glyph = cp;
+      } else if (INVISIBLE.test(String.fromCodePoint(cp))) {
         i += len;
         continue;
+      } else glyph = MISSING_GLYPH;
+      // A full frame is given out when its next cell arrives: the character that starts the
+      // next row ends it, and whatever was left out or drawn over before that stays in its
+      // text. A tab never runs into the next row, so a row always starts at a character's
+      // first cell.
+      if (n === perFrame) {
+        yield frame(carried + norm.slice(from, i), cells);
+        index++;
+        start = base + i;
+        carried = '';
+        from = i;
+        cells = new Uint16Array(perFrame);
+        marks = [];
+        n = 0;
       }
-      glyph = cp;
-    } else if (INVISIBLE.test(String.fromCodePoint(cp))) {
+      for (let k = 0; k < span; k++) cells[n++] = glyph;
       i += len;
-      continue;
-    } else glyph = MISSING_GLYPH;
-    for (let k = 0; k < span; k++) {
-      if (n % columns === 0) rowStarts.push(i);
-      cells[n++] = glyph;
     }
-    i += len;
+    carried += norm.slice(from);
+    base += norm.length;
   }
+  if (n > 0) yield frame(carried, cells.slice(0, n));
+}
 
-  const frames: Frame[] = [];
-  let m = 0;
-  for (let a = 0, index = 0; a < n; a += perFrame, index++) {
-    const b = Math.min(n, a + perFrame);
-    const firstRow = index * g.rows;
-    const start = index === 0 ? 0 : rowStarts[firstRow]!;
-    const end = b === n ? norm.length : rowStarts[firstRow + g.rows]!;
-    const frameMarks: FrameMark[] = [];
-    for (; m < marks.length && marks[m]!.cell < b; m++) frameMarks.push({ cell: marks[m]!.cell - a, mark: marks[m]!.mark });
-    const rows = Math.ceil((b - a) / columns);
-    frames.push({
-      index,
-      text: norm.slice(start, end),
-      start,
-      geometry: g,
-      columns,
-      rows,
-      width: columns * g.advance,
-      height: rows * g.pitch,
-      cells: cells.slice(a, b),
-      marks: frameMarks,
-    });
+/** Characters normalized at a time, about: a long archive is never normalized in one call. */
+const SEGMENT_CHARS = 1 << 16;
+
+/**
+ * `text` in pieces of about SEGMENT_CHARS that each end just after a newline (the last one
+ * wherever the text ends). NFC never composes or reorders across a newline, so the pieces
+ * normalized one by one and joined are the whole text normalized.
+ */
+function* newlineSegments(text: string): Generator<string, void, undefined> {
+  for (let at = 0; at < text.length;) {
+    const newline = text.indexOf('\n', at + SEGMENT_CHARS);
+    const end = newline < 0 ? text.length : newline + 1;
+    yield text.slice(at, end);
+    at = end;
   }
-  return frames;
 }
 
 /** What a frame shows, as text: each cell's code point followed by the marks drawn over it. */

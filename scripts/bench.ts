@@ -28,6 +28,7 @@ import { benchPrepareSocket, benchPrepareSocketOn, type SocketPrepareResult } fr
 import { benchRead, segmenterProbe } from './bench/read.ts';
 import { benchLcmCompaction, benchLcmPrepare } from './bench/lcm-engine.ts';
 import { benchProxy } from './bench/proxy.ts';
+import { benchFairness, FAIRNESS_ROWS } from './bench/fairness.ts';
 import { benchReplay } from './bench/replay.ts';
 import { judge, render, type Results, type SizeResult } from './bench/report.ts';
 import { benchStartup } from './bench/startup.ts';
@@ -204,6 +205,10 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   if (args.only.has('proxy')) {
     log('proxy ...');
     results.proxy = await benchProxy(root, corpus, { quick: args.quick }, log);
+  }
+  if (args.only.has('fairness')) {
+    log('fairness ...');
+    results.fairness = await benchFairness(root, corpus, args.quick ? 20_000 : FAIRNESS_ROWS, log);
   }
   if (args.only.has('startup')) {
     log('startup ...');

@@ -13,6 +13,7 @@ import type { SocketPrepareResult } from './prepare-socket.ts';
 import type { MemoryResult } from './memory.ts';
 import type { ReadResult } from './read.ts';
 import { judgeLcmEngine, type LcmCompaction, type LcmPrepare } from './lcm-engine.ts';
+import { judgeFairness, renderFairness, type FairnessResult } from './fairness.ts';
 import { judgeProxy, renderProxy, type ProxyResult } from './proxy.ts';
 import { judgeReplay, renderReplay, type ReplayResult } from './replay.ts';
 import { judgeStartup, renderStartup, type StartupResult } from './startup.ts';
@@ -62,6 +63,7 @@ export interface Results {
   images?: { fit?: ImageFitResult; elision?: ElisionResult };
   startup?: StartupResult;
   proxy?: ProxyResult;
+  fairness?: FairnessResult;
   segmenter_probe?: Array<{ chars: number; whole_us_per_grapheme: number; sliced_us_per_grapheme: number }>;
   verdicts: Verdict[];
   total_ms: number;
@@ -228,6 +230,7 @@ export function judge(r: Results): Verdict[] {
   if (r.images?.elision !== undefined) out.push(judgeElision(r.images.elision));
   if (r.startup !== undefined) out.push(...judgeStartup(r.startup));
   if (r.proxy !== undefined) out.push(...judgeProxy(r.proxy));
+  if (r.fairness !== undefined) out.push(...judgeFairness(r.fairness));
   return out;
 }
 
@@ -555,6 +558,7 @@ export function render(r: Results): string {
   if (r.images?.elision !== undefined) out.push(renderElision(r.images.elision));
   if (r.startup !== undefined) out.push(renderStartup(r.startup));
   if (r.proxy !== undefined) out.push(renderProxy(r.proxy));
+  if (r.fairness !== undefined) out.push(renderFairness(r.fairness));
   if (r.verdicts.length > 0) {
     out.push('\ntargets (this run):');
     for (const v of r.verdicts) out.push(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: ${v.measured}${v.note === undefined ? '' : `  [${v.note}]`}`);

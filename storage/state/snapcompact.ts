@@ -52,11 +52,12 @@ const stmts = perDb((db: Db) => ({
   // archive text's overflow pages, and a rowid lookup would walk them all to reach it.
   stamp: db.prepare<[number], number>('SELECT updated_at FROM snapcompact_archive INDEXED BY snapcompact_archive_stamp WHERE sid = ?').pluck(),
   load: db.prepare<[number], Raw>('SELECT text, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at FROM snapcompact_archive WHERE sid = ?'),
-  save: db.prepare<[number, string, string, string, string, number, number, number, number]>(
+  save: db.prepare<[number, string, string, string, string, number, number, number, number], { rewrites: number | null }>(
     `INSERT INTO snapcompact_archive (sid, text, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT rewrites FROM sessions WHERE sid = ?), ?)
      ON CONFLICT (sid) DO UPDATE SET text = excluded.text, marks = excluded.marks, folds = excluded.folds, cut = excluded.cut, cut_seq = excluded.cut_seq,
-       resume_seq = excluded.resume_seq, rewrites = excluded.rewrites, updated_at = excluded.updated_at`,
+       resume_seq = excluded.resume_seq, rewrites = excluded.rewrites, updated_at = excluded.updated_at
+     RETURNING rewrites`,
   ),
   frame: db.prepare<[string], CachedFrame & { used_at: number }>('SELECT hash, width, height, used_at FROM snapcompact_frames WHERE key = ?'),
   putFrame: db.prepare<[string, string, number, number, number]>(
@@ -92,8 +93,15 @@ export function loadArchive(db: Db, sid: number): ArchiveState | { unreadable: s
   return { text: raw.text, marks: m.data, folds: f.data, cut: c.data, hints: { openerSeq: raw.cut_seq, resumeSeq: raw.resume_seq }, rewrites: raw.rewrites, updatedAt: raw.updated_at };
 }
 
-export function saveArchive(db: Db, sid: number, state: { text: string; marks: ArchiveMarks; folds: readonly KeptFold[]; cut: SavedCut; hints: CutHints }, now = Date.now()): void {
-  stmts(db).save.run(sid, state.text, JSON.stringify(state.marks), JSON.stringify(state.folds), JSON.stringify(state.cut), state.hints.openerSeq, state.hints.resumeSeq, sid, now);
+/** Saves the archive; answers the state as `loadArchive` would now read it back. */
+export function saveArchive(db: Db, sid: number, state: { text: string; marks: ArchiveMarks; folds: readonly KeptFold[]; cut: SavedCut; hints: CutHints }, now = Date.now()): ArchiveState {
+  const folds = JSON.stringify(state.folds);
+  const cut = JSON.stringify(state.cut);
+  const saved = stmts(db).save.get(sid, state.text, JSON.stringify(state.marks), folds, cut, state.hints.openerSeq, state.hints.resumeSeq, sid, now);
+  // The small parts through the same parse a load does (their JSON form is what is kept); the
+  // marks are plain pairs, the same either way.
+  const { openerSeq, resumeSeq } = state.hints;
+  return { text: state.text, marks: state.marks, folds: KeptFolds.parse(JSON.parse(folds)), cut: SavedCut.parse(JSON.parse(cut)), hints: { openerSeq, resumeSeq }, rewrites: saved?.rewrites ?? null, updatedAt: now };
 }
 
 /** A cached frame by its cache key (render/frame.ts frameKey), its use recorded at most daily. */

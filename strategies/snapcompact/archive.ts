@@ -4,6 +4,7 @@
 // Choosing the frames a request shows is snapcompact.ts's. Read by the strategy and by
 // snapcompact-memory's fold plugin; no other strategy reads it.
 import type { StoredRow } from '../../protocol/rows.ts';
+import { runSteps, type Steps } from '../../protocol/time-slice.ts';
 import { archiveStamp, loadArchive, type ArchiveMarks, type ArchiveState } from '../../storage/state/snapcompact.ts';
 import type { StrategyInput } from '../contract.ts';
 import { CutCache, locate, startCut, type LocatedCut } from '../harness/cut.ts';
@@ -30,6 +31,11 @@ function loadedArchive(input: StrategyInput): ReturnType<typeof loadArchive> {
   return loadStamped(input, LOADED, stamp, () => (stamp === undefined ? undefined : loadArchive(input.db, input.session.sid)));
 }
 
+/** What a compaction just saved, as the next read would load it: the request after the commit reads no megabytes back. */
+export function seedArchive(input: StrategyInput, saved: ArchiveState): void {
+  input.cache.set(LOADED, { stamp: saved.updatedAt, value: saved });
+}
+
 /** The saved archive and where its cut falls now (the start of history without one). */
 export function resolveArchive(input: StrategyInput): ResolvedArchive {
   const loaded = loadedArchive(input);
@@ -50,10 +56,19 @@ export function resolveArchive(input: StrategyInput): ResolvedArchive {
  * in the tail after archiving it) are not archived twice.
  */
 export function extendArchive(text: string, marks: ArchiveMarks, rows: readonly StoredRow[]): { text: string; marks: ArchiveMarks } {
+  return runSteps(extendArchiveSteps(text, marks, rows));
+}
+
+/** Rows archived per step: a first compaction archives the whole history. */
+const ROWS_PER_STEP = 256;
+
+/** `extendArchive` in steps (see runSteps). */
+export function* extendArchiveSteps(text: string, marks: ArchiveMarks, rows: readonly StoredRow[]): Steps<{ text: string; marks: ArchiveMarks }> {
   let out = text;
   const outMarks: ArchiveMarks = [...marks];
   const last = marks[marks.length - 1]?.[1] ?? 0;
-  for (const row of rows) {
+  for (const [i, row] of rows.entries()) {
+    if (i % ROWS_PER_STEP === ROWS_PER_STEP - 1) yield;
     if (row.seq <= last) continue;
     const piece = archiveText([row]).normalize('NFC');
     if (piece === '') continue;

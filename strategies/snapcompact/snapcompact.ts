@@ -6,17 +6,18 @@
 // bytes (the prompt cache keeps its prefix). A model that reads no images gets the harness's
 // running-summary text compaction instead; the archive stays saved for a later vision model.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
-import { clampGeometry, frameKey, layout, renderFrame, shapeFor, shapeNameFor, type Frame, type Geometry } from '../../render/index.ts';
+import { clampGeometry, frameKey, layoutFrames, renderFrame, shapeFor, shapeNameFor, type Frame, type Geometry } from '../../render/index.ts';
+import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../protocol/time-slice.ts';
 import { cacheFrame, cachedFrame, saveArchive, type ArchiveState, type KeptFold } from '../../storage/state/snapcompact.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
 import { imageTokens, inputsTokens } from '../estimate.ts';
-import { locateAt, planCut, type LocatedCut } from '../harness/cut.ts';
+import { locateAt, planCutSteps, type LocatedCut } from '../harness/cut.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
 import { foldText, priorTail, warmPriorTail } from '../harness/prior.ts';
 import { projectTail, rowMemo, warmTail } from '../harness/row-memo.ts';
 import { isDue, overWindow, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
-import { tokenCounter } from '../projection.ts';
-import { extendArchive, resolveArchive, rowsIn } from './archive.ts';
+import { tokenCounterSteps } from '../projection.ts';
+import { extendArchiveSteps, resolveArchive, rowsIn, seedArchive } from './archive.ts';
 import { SnapcompactSettings } from './settings.ts';
 import { providerImageCap } from '../catalog/models.ts';
 
@@ -93,14 +94,50 @@ interface Laid {
 
 const LAYOUT = cacheSlot<{ key: string; laid: Laid }>('snapcompact.layout');
 
+function layoutKey(state: Pick<ArchiveState, 'updatedAt' | 'text'>, geometry: Geometry): string {
+  return `${state.updatedAt}:${state.text.length}:${JSON.stringify(geometry)}`;
+}
+
+/** The archive laid out, a frame a step (a long archive is hundreds of frames). */
+function* layoutSteps(text: string, geometry: Geometry): Steps<Laid> {
+  const frames: Frame[] = [];
+  const keys: string[] = [];
+  for (const f of layoutFrames(text, geometry)) {
+    frames.push(f);
+    keys.push(frameKey(f.geometry, f.text));
+    yield;
+  }
+  return { frames, keys };
+}
+
 function layoutOf(input: StrategyInput, state: ArchiveState, geometry: Geometry): Laid {
-  const key = `${state.updatedAt}:${state.text.length}:${JSON.stringify(geometry)}`;
+  const key = layoutKey(state, geometry);
   const cached = input.cache.get(LAYOUT);
   if (cached?.key === key) return cached.laid;
-  const frames = layout(state.text, geometry);
-  const laid = { frames, keys: frames.map((f) => frameKey(f.geometry, f.text)) };
+  const laid = runSteps(layoutSteps(state.text, geometry));
   input.cache.set(LAYOUT, { key, laid });
   return laid;
+}
+
+/** The frames of a layout a request shows within its budget (chooseFrames). */
+function shownFrames(input: StrategyInput, frames: readonly Frame[]): number[] {
+  const full = frames[0] === undefined ? 0 : imageTokens(frames[0].width, frames[0].height, input.target.maxImageEdgePx);
+  return chooseFrames(frames.length, frameBudget(input, full));
+}
+
+/**
+ * Renders and caches the frames a request will show that the cache lacks, a turn of the event
+ * loop after each: what a compaction does before its commit, so that the request it makes
+ * finds every frame cached instead of drawing them all in one stretch.
+ */
+async function renderShown(input: StrategyInput, laid: Laid, stop: () => void): Promise<void> {
+  for (const i of shownFrames(input, laid.frames)) {
+    if (cachedFrame(input.db, laid.keys[i]!) !== undefined) continue;
+    stop();
+    const r = renderFrame(laid.frames[i]!);
+    cacheFrame(input.db, laid.keys[i]!, r.png, r.width, r.height);
+    await yieldToEventLoop();
+  }
 }
 
 const VIEW = cacheSlot<{ key: string; view: FramesView; source: (cached: number) => string }>('snapcompact.view');
@@ -119,8 +156,7 @@ function framesOf(input: StrategyInput, state: ArchiveState): FramesView {
   try {
     const geometry = geometryOf(input);
     const { frames, keys } = layoutOf(input, state, geometry);
-    const full = frames[0] === undefined ? 0 : imageTokens(frames[0].width, frames[0].height, input.target.maxImageEdgePx);
-    const chosen = chooseFrames(frames.length, frameBudget(input, full));
+    const chosen = shownFrames(input, frames);
     // The same frames as the last request (the usual case between compactions): reuse its
     // inputs. The day is part of the key so that cached frames still get their daily use mark.
     const viewKey = `${state.updatedAt}:${JSON.stringify(geometry)}:${chosen.join(',')}:${Math.floor(Date.now() / 86_400_000)}`;
@@ -244,11 +280,16 @@ const NOTHING_TO_ARCHIVE = 'cannot compact further without splitting the newest 
  * the trigger leaves after the pinned prompt and a full archive.
  */
 function choose(input: StrategyInput, forced: boolean) {
+  return runSteps(chooseSteps(input, forced));
+}
+
+/** `choose` in steps: a first compaction plans over the whole history. */
+function* chooseSteps(input: StrategyInput, forced: boolean) {
   const r = resolveArchive(input);
   const { folds, rest } = priorTail(input, r.located);
   const from = folds.length === 0 || rest.length === 0 ? r.located : (locateAt(input, rest[0]!) ?? r.located);
   const memo = rowMemo(input);
-  const tokens = tokenCounter(rest, input.target, memo.sizes, memo.inputs);
+  const tokens = yield* tokenCounterSteps(rest, input.target, memo.sizes, memo.inputs);
   const historyTokens = rest.reduce((n, row) => n + tokens(row), 0);
   const g = geometryOf(input);
   const full = imageTokens(g.frameWidth, g.rows * g.pitch, input.target.maxImageEdgePx);
@@ -258,7 +299,7 @@ function choose(input: StrategyInput, forced: boolean) {
   let budget = tailBudget(input.window, historyTokens, forced);
   const room = roomUnderTrigger(input.window, fixed);
   if (room !== null) budget = Math.min(budget, Math.max(0, Math.floor(room / 2)));
-  const plan = planCut(input, from, rest, {
+  const plan = yield* planCutSteps(input, from, rest, {
     tokens,
     budget,
     settles: (tail) => input.window.window === null || !isDue(fixed + tail, input.window),
@@ -285,18 +326,29 @@ function plan(input: StrategyInput, projection: Projection, forced: boolean): Dr
 }
 
 async function compact(input: StrategyInput, projection: Projection, opts: CompactOptions): Promise<CompactOutcome> {
-  const c = choose(input, opts.forced);
+  // Planning, archiving and laying out read the whole history on a first compaction: in slices.
+  const stop = (): void => opts.signal?.throwIfAborted();
+  const c = await runStepsSliced(chooseSteps(input, opts.forced), stop);
   if (c.plan === undefined) return nothingCompacted(NOTHING_TO_ARCHIVE);
   const cut = c.plan;
-  const next = extendArchive(c.r.state?.text ?? '', c.r.state?.marks ?? [], cut.evicted);
+  const next = await runStepsSliced(extendArchiveSteps(c.r.state?.text ?? '', c.r.state?.marks ?? [], cut.evicted), stop);
   // Sized before anything is written: the frames the new archive shows within the budget, at
   // a full frame each, the kept folds and the tail. An archive that would not make the request
   // smaller (a small window, where one frame outweighs the text it replaces) is not saved.
-  const frames = layout(next.text, geometryOf(input)).length;
-  const shown = Math.min(frames, c.budget);
+  const geometry = geometryOf(input);
+  const laid = await runStepsSliced(layoutSteps(next.text, geometry), stop);
+  const shown = Math.min(laid.frames.length, c.budget);
   const after = c.fixedBeforeFrames + shown * (c.fullFrameTokens + CAPTION_TOKENS) + cut.tailTokens;
   if (after >= projection.estimate) return nothingCompacted(`nothing worth archiving yet: the request would not get smaller (~${projection.estimate} -> ~${after} tokens)`);
-  const commit = (): void => saveArchive(input.db, input.session.sid, { text: next.text, marks: next.marks, folds: c.kept, cut: cut.cut, hints: cut.hints });
+  // A frame cached for a compaction that is then discarded is only a cache entry; pruneFrames
+  // drops it once unused.
+  await renderShown(input, laid, stop);
+  // The request after the commit reads the archive and its layout from what was just made.
+  const commit = (): void => {
+    const saved = saveArchive(input.db, input.session.sid, { text: next.text, marks: next.marks, folds: c.kept, cut: cut.cut, hints: cut.hints });
+    seedArchive(input, saved);
+    input.cache.set(LAYOUT, { key: layoutKey(saved, geometry), laid });
+  };
   return { compacted: true, commit, reason: null, backend: 'snapcompact', evictedRows: cut.evicted.length };
 }
 

@@ -2,7 +2,7 @@
 // geometry helpers: shapes per model family and the clamp to an upstream's image edge.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { clampGeometry, drawnText, frameKey, layout, SHAPES, shapeFor, shapeNameFor, type Geometry } from '../../render/index.ts';
+import { clampGeometry, drawnText, frameKey, layout, layoutFrames, SHAPES, shapeFor, shapeNameFor, type Geometry } from '../../render/index.ts';
 
 /** 10 cells across (8-px cells in 80 px), 3 rows: 30 cells a frame. */
 const SMALL: Geometry = { advance: 8, pitch: 13, frameWidth: 80, rows: 3 };
@@ -72,6 +72,39 @@ describe('layout', () => {
     assert.deepEqual(first!.marks, [{ cell: 29, mark: 0x301 }]);
     assert.ok(first!.text.endsWith('x\u0301'));
     assert.equal(second!.text, 'b');
+  });
+
+  test("a character left out after a full frame stays in that frame's text; the next frame starts at the next drawn one", () => {
+    const text = `${'a'.repeat(30)}\u200d\u200db${'c'.repeat(5)}`;
+    const [first, second, ...rest] = layout(text, SMALL);
+    assert.equal(rest.length, 0);
+    assert.equal(first!.text, `${'a'.repeat(30)}\u200d\u200d`);
+    assert.equal(second!.start, 32);
+    assert.equal(drawnText(second!), 'bccccc');
+  });
+
+  test('a text longer than a normalization segment comes out normalized whole, each frame starting where the last ended', () => {
+    // Decomposed characters all through, so segments that broke a composition would show.
+    const text = 'line e\u0301 A\u030a\tx\r\n'.repeat(12_000);
+    const frames = layout(text, SMALL);
+    assert.equal(frames.map((f) => f.text).join(''), text.normalize('NFC'));
+    let at = 0;
+    for (const f of frames) {
+      assert.equal(f.start, at);
+      at += f.text.length;
+    }
+  });
+
+  test('layoutFrames gives the same frames one at a time, and stops where its caller stops', () => {
+    const text = 'one\ttwo\nthree x\u0301 日本\u0007 '.repeat(9);
+    const all = layout(text, SMALL);
+    assert.ok(all.length > 4);
+    const taken = [];
+    for (const f of layoutFrames(text, SMALL)) {
+      taken.push(f);
+      if (taken.length === 3) break;
+    }
+    assert.deepEqual(taken, all.slice(0, 3));
   });
 
   test('empty text has no frames', () => {

@@ -1,0 +1,276 @@
+// Section `fairness`: what one session's big compaction costs every other session on the host.
+// A real daemon (stall-entry.ts: it records its own event-loop gaps) holds a session of
+// FAIRNESS_ROWS rows and three forks of it, never compacted. AGENTS agent connections each own a
+// small session and, once a second, append a turn and prepare, as agents between model calls
+// do. First a stretch with nothing else happening gives their idle prepare latency; then each
+// big session's first prepare compacts its whole history under one strategy while the agents
+// go on. Measured for each: the agents' p99 prepare latency during that compaction against the
+// idle p99, the daemon's longest event-loop stall, and its peak resident set above where it
+// stood before. The search indexer is off (ALBEDO_SEARCH_INDEXER): filling the index is the
+// grep section's measurement, and here it would only add its own slices to both stretches.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AlbedoClient } from '../../protocol/client.ts';
+import { startReplayDaemon, type ReplayDaemon } from '../replay/daemon.ts';
+import type { Corpus } from './corpus.ts';
+import { agentPrompt, MODEL_ID } from './prepare.ts';
+import type { Verdict } from './report.ts';
+import { RowStream } from './rows.ts';
+import { fmtBytes, fmtMs, nowMs } from './timing.ts';
+
+export const FAIRNESS_ROWS = 100_000;
+export const AGENTS = 8;
+/** The agents' p99 prepare during a compaction over their p99 with nothing compacting. */
+export const P99_RATIO_TARGET = 2;
+export const STALL_TARGET_MS = 50;
+/** Peak resident set of the daemon during a first compaction, above where it stood before. */
+export const PEAK_RSS_TARGET_BYTES = 100 * 2 ** 20;
+
+/** Rows each agent session starts with, and appends with each turn. */
+const AGENT_ROWS = 100;
+const TURN_ROWS = 3;
+const PERIOD_MS = 1000;
+const IDLE_MS = 20_000;
+const RSS_SAMPLE_MS = 20;
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+/** How the big session's compaction runs: its strategy, and whether its summary is the agent's (client) or extractive. */
+const CASES = [
+  { name: 'rolling extractive', strategy: 'rolling', client: false },
+  { name: 'rolling client', strategy: 'rolling', client: true },
+  { name: 'lcm', strategy: 'lcm', client: false },
+  { name: 'snapcompact', strategy: 'snapcompact', client: false },
+] as const;
+
+export interface Latencies {
+  samples: number;
+  median_ms: number;
+  p99_ms: number;
+  max_ms: number;
+}
+
+export interface FairnessCase {
+  name: string;
+  compacted: boolean;
+  compaction_ms: number;
+  /** The agents' prepares that overlapped the compaction. */
+  during: Latencies;
+  ratio: number;
+  max_stall_ms: number;
+  rss_before_bytes: number;
+  peak_rss_bytes: number;
+}
+
+export interface FairnessResult {
+  history_rows: number;
+  agents: number;
+  build_ms: number;
+  idle: Latencies & { max_stall_ms: number };
+  cases: FairnessCase[];
+  /** Agent prepares that compacted their own session (none expected: it would cost them, not the big session). */
+  agent_compactions: number;
+}
+
+interface Sample {
+  start: number;
+  end: number;
+  ms: number;
+}
+
+function latencies(samples: readonly Sample[]): Latencies {
+  const ms = samples.map((s) => s.ms).sort((a, b) => a - b);
+  const n = ms.length;
+  const at = (q: number): number => (n === 0 ? NaN : ms[Math.min(n - 1, Math.ceil(q * n) - 1)]!);
+  return { samples: n, median_ms: at(0.5), p99_ms: at(0.99), max_ms: ms[n - 1] ?? NaN };
+}
+
+function rssBytes(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m === null ? 0 : Number(m[1]) * 1024;
+}
+
+/** The daemon's recorded gaps whose end fell within [from, to] (wall clock), the longest. */
+function longestStall(home: string, from: number, to: number): number {
+  const file = path.join(home, 'stalls.jsonl');
+  if (!fs.existsSync(file)) return 0;
+  let max = 0;
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    if (line === '') continue;
+    const s = JSON.parse(line) as { at: number; ms: number };
+    if (s.at >= from && s.at <= to) max = Math.max(max, s.ms);
+  }
+  return max;
+}
+
+/** One agent: its own session, a turn appended and a prepare once a period, each prepare timed. */
+class Agent {
+  readonly samples: Sample[] = [];
+  compactions = 0;
+  private running = true;
+  private loop: Promise<void> | undefined;
+
+  private constructor(
+    private readonly client: AlbedoClient,
+    private readonly session: string,
+    private readonly stream: RowStream,
+    private readonly params: Record<string, unknown>,
+  ) {}
+
+  static async start(socket: string, corpus: Corpus, i: number): Promise<Agent> {
+    const client = await AlbedoClient.connect(socket, { client: { name: `agent-${i}`, version: '1' } });
+    const session = `agent-${i}`;
+    const stream = new RowStream(corpus, { keyPrefix: `a${i}-`, start: 997 * (i + 1), idTag: `a${i}` });
+    const { instructions, tools } = agentPrompt();
+    await client.call('session.open', { session, workspace: `/work/agent-${i}` });
+    await client.raw('transcript.append', { session, rows: stream.take(AGENT_ROWS) });
+    const agent = new Agent(client, session, stream, { session, model: MODEL_ID, instructions, tools });
+    await agent.prepare();
+    return agent;
+  }
+
+  private async prepare(): Promise<Sample> {
+    const start = Date.now();
+    const t0 = nowMs();
+    const r = (await this.client.raw('prepare', this.params)) as { compacted: boolean };
+    const ms = nowMs() - t0;
+    if (r.compacted) this.compactions++;
+    return { start, end: Date.now(), ms };
+  }
+
+  run(phase: number): void {
+    this.loop = (async () => {
+      await sleep(phase);
+      while (this.running) {
+        const due = nowMs() + PERIOD_MS;
+        await this.client.raw('transcript.append', { session: this.session, rows: this.stream.take(TURN_ROWS) });
+        this.samples.push(await this.prepare());
+        const wait = due - nowMs();
+        if (wait > 0) await sleep(wait);
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loop;
+    await this.client.close();
+  }
+}
+
+/** `rows`: the big sessions' history (FAIRNESS_ROWS; fewer with --quick). */
+export async function benchFairness(tmp: string, corpus: Corpus, rows: number, log: (s: string) => void): Promise<FairnessResult> {
+  const d: ReplayDaemon = await startReplayDaemon({
+    window: 200_000,
+    tmp,
+    entry: path.join(here, 'stall-entry.ts'),
+    env: { ALBEDO_SEARCH_INDEXER: 'off' },
+    extensions: {},
+  });
+  const agents: Agent[] = [];
+  try {
+    const socket = path.join(d.home, 'albedod.sock');
+    const t0 = nowMs();
+    const big = 'big-0';
+    await d.client.call('session.open', { session: big, workspace: '/work/big' });
+    const stream = new RowStream(corpus, { keyPrefix: 'b' });
+    for (let done = 0; done < rows; done += 1000) await d.client.raw('transcript.append', { session: big, rows: stream.take(Math.min(1000, rows - done)) });
+    for (let i = 1; i < CASES.length; i++) await d.client.call('session.fork', { session: big, branch: `big-${i}` });
+    const buildMs = nowMs() - t0;
+    log(`  fairness: ${CASES.length} sessions of ${rows} rows built in ${fmtMs(buildMs)}`);
+
+    for (let i = 0; i < AGENTS; i++) agents.push(await Agent.start(socket, corpus, i));
+    agents.forEach((a, i) => a.run((i * PERIOD_MS) / AGENTS));
+    const idleFrom = Date.now();
+    await sleep(IDLE_MS);
+    const idleTo = Date.now();
+    const inside = (from: number, to: number): Sample[] => agents.flatMap((a) => a.samples.filter((s) => s.start < to && s.end > from));
+    const idle = { ...latencies(inside(idleFrom, idleTo)), max_stall_ms: longestStall(d.home, idleFrom, idleTo) };
+    log(`  fairness: idle p99 ${fmtMs(idle.p99_ms)} over ${idle.samples} prepares, longest stall ${fmtMs(idle.max_stall_ms)}`);
+
+    const { instructions, tools } = agentPrompt();
+    const cases: FairnessCase[] = [];
+    for (const [i, c] of CASES.entries()) {
+      const session = `big-${i}`;
+      await d.client.call('extensions.select', { session, enable: [c.strategy] });
+      const caller = c.client
+        ? await AlbedoClient.connect(socket, { client: { name: 'big-agent', version: '1' }, summarize: async () => ({ text: 'The agent built the project, fixed the failing tests and left the release notes open.' }) })
+        : d.client;
+      try {
+        const before = rssBytes(d.pid);
+        let peak = before;
+        const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(d.pid))), RSS_SAMPLE_MS);
+        const from = Date.now();
+        const t = nowMs();
+        const r = (await caller.raw('prepare', { session, model: MODEL_ID, instructions, tools })) as { compacted: boolean; observation: { last_compaction: { backend: string | null } | null } };
+        const ms = nowMs() - t;
+        const to = Date.now();
+        clearInterval(sampler);
+        peak = Math.max(peak, rssBytes(d.pid));
+        const during = latencies(inside(from, to));
+        const out: FairnessCase = {
+          name: c.name,
+          compacted: r.compacted,
+          compaction_ms: ms,
+          during,
+          ratio: during.p99_ms / idle.p99_ms,
+          max_stall_ms: longestStall(d.home, from, to),
+          rss_before_bytes: before,
+          peak_rss_bytes: peak - before,
+        };
+        cases.push(out);
+        log(
+          `  fairness: ${c.name} (${r.observation.last_compaction?.backend ?? 'no'} summarizer) ${fmtMs(ms)}: agents' p99 ${fmtMs(during.p99_ms)} over ${during.samples} prepares (${out.ratio.toFixed(2)}x idle), longest stall ${
+            fmtMs(out.max_stall_ms)
+          }, peak RSS +${fmtBytes(out.peak_rss_bytes)}`,
+        );
+      } finally {
+        if (caller !== d.client) await caller.close();
+      }
+      // The agents' next turns land before the next case starts.
+      await sleep(2 * PERIOD_MS);
+    }
+    return { history_rows: rows, agents: AGENTS, build_ms: buildMs, idle, cases, agent_compactions: agents.reduce((n, a) => n + a.compactions, 0) };
+  } finally {
+    await Promise.all(agents.map((a) => a.stop()));
+    await d.stop();
+  }
+}
+
+export function judgeFairness(r: FairnessResult): Verdict[] {
+  return r.cases.flatMap((c) => [
+    {
+      target: `fairness: ${r.agents} agents' p99 prepare while a ${r.history_rows}-row session compacts (${c.name}) within ${P99_RATIO_TARGET}x of idle`,
+      measured: `${fmtMs(c.during.p99_ms)} over ${c.during.samples} prepares vs ${fmtMs(r.idle.p99_ms)} idle (${c.ratio.toFixed(2)}x)`,
+      pass: c.compacted && c.ratio <= P99_RATIO_TARGET,
+    },
+    {
+      target: `fairness: no event-loop stall over ${STALL_TARGET_MS} ms while a ${r.history_rows}-row session compacts (${c.name})`,
+      measured: `longest ${fmtMs(c.max_stall_ms)} in ${fmtMs(c.compaction_ms)}`,
+      pass: c.compacted && c.max_stall_ms <= STALL_TARGET_MS,
+    },
+    {
+      target: `memory: a first compaction of ${r.history_rows} rows (${c.name}) peaks at most +${fmtBytes(PEAK_RSS_TARGET_BYTES)} of daemon RSS`,
+      measured: `+${fmtBytes(c.peak_rss_bytes)} over ${fmtBytes(c.rss_before_bytes)}`,
+      pass: c.compacted && c.peak_rss_bytes <= PEAK_RSS_TARGET_BYTES,
+    },
+  ]);
+}
+
+export function renderFairness(r: FairnessResult): string {
+  const lines = [
+    `fairness: ${r.agents} agents each appending a turn and preparing once a second while one ${r.history_rows}-row session compacts for the first time`,
+    `  idle: p99 ${fmtMs(r.idle.p99_ms)} (median ${fmtMs(r.idle.median_ms)}, ${r.idle.samples} prepares), longest stall ${fmtMs(r.idle.max_stall_ms)}`,
+    '  | compaction | its time | agents p99 (x idle) | median | prepares | longest stall | peak RSS above before |',
+    '  | --- | --- | --- | --- | --- | --- | --- |',
+    ...r.cases.map((c) =>
+      `  | ${c.name} | ${fmtMs(c.compaction_ms)} | ${fmtMs(c.during.p99_ms)} (${c.ratio.toFixed(2)}x) | ${fmtMs(c.during.median_ms)} | ${c.during.samples} | ${fmtMs(c.max_stall_ms)} | +${fmtBytes(c.peak_rss_bytes)} of ${
+        fmtBytes(c.rss_before_bytes)
+      } |`
+    ),
+  ];
+  if (r.agent_compactions > 0) lines.push(`  note: ${r.agent_compactions} agent prepare(s) compacted their own session during the run`);
+  return lines.join('\n');
+}
