@@ -92,9 +92,11 @@ export function layout(text: string, geometry: Geometry, options: LayoutOptions 
 /**
  * `layout`, one frame at a time: a caller can stop after the frames it needs, or hand the loop
  * a turn between frames (a long archive is hundreds of frames). Only the frame being filled is
- * held as cells, never the whole text's.
+ * held as cells, never the whole text's. The text may come in pieces, laid out as if joined
+ * (the frames and their offsets are the same) but never joined: each piece after the first must
+ * start with a newline or follow one that ends with a newline.
  */
-export function* layoutFrames(text: string, geometry: Geometry, options: LayoutOptions = {}): Generator<Frame, void, undefined> {
+export function* layoutFrames(text: string | readonly string[], geometry: Geometry, options: LayoutOptions = {}): Generator<Frame, void, undefined> {
   const g = options.maxEdgePx === undefined ? Geometry.parse(geometry) : clampGeometry(geometry, options.maxEdgePx);
   const columns = columnsOf(g);
   const perFrame = columns * g.rows;
@@ -114,7 +116,7 @@ export function* layoutFrames(text: string, geometry: Geometry, options: LayoutO
   };
   /** Where the current segment starts in the normalized text. */
   let base = 0;
-  for (const segment of newlineSegments(text)) {
+  for (const segment of newlineSegments(typeof text === 'string' ? [text] : text)) {
     const norm = segment.normalize('NFC');
     /** Where the frame being filled starts in this segment (0 when it started before it). */
     let from = 0;
@@ -172,16 +174,27 @@ export function* layoutFrames(text: string, geometry: Geometry, options: LayoutO
 const SEGMENT_CHARS = 1 << 16;
 
 /**
- * `text` in pieces of about SEGMENT_CHARS that each end just after a newline (the last one
- * wherever the text ends). NFC never composes or reorders across a newline, so the pieces
- * normalized one by one and joined are the whole text normalized.
+ * The joined `pieces` in segments of about SEGMENT_CHARS that each end just after a newline or
+ * just before one (where a piece ends), the last wherever the text ends. A newline composes
+ * with nothing and nothing reorders across it, so the segments normalized one by one and joined
+ * are the whole text normalized. A CR that ends a piece goes with the next one, so that a CR LF
+ * split between two pieces is still one newline.
  */
-function* newlineSegments(text: string): Generator<string, void, undefined> {
-  for (let at = 0; at < text.length;) {
-    const newline = text.indexOf('\n', at + SEGMENT_CHARS);
-    const end = newline < 0 ? text.length : newline + 1;
-    yield text.slice(at, end);
-    at = end;
+function* newlineSegments(pieces: readonly string[]): Generator<string, void, undefined> {
+  let carried = '';
+  for (const [k, piece] of pieces.entries()) {
+    let text = carried + piece;
+    carried = '';
+    if (k < pieces.length - 1 && text.endsWith('\r')) {
+      carried = '\r';
+      text = text.slice(0, -1);
+    }
+    for (let at = 0; at < text.length;) {
+      const newline = text.indexOf('\n', at + SEGMENT_CHARS);
+      const end = newline < 0 ? text.length : newline + 1;
+      yield text.slice(at, end);
+      at = end;
+    }
   }
 }
 

@@ -11,7 +11,7 @@ import { findSession } from '../../storage/transcript/sessions.ts';
 import type { AlbedoClient } from '../../protocol/client.ts';
 import { MAX_GREP_LIMIT } from '../../protocol/methods.ts';
 import type { RowIn } from '../../protocol/rows.ts';
-import { loadArchive } from '../../storage/state/snapcompact.ts';
+import { loadArchive, wholeText } from '../../storage/state/snapcompact.ts';
 import type { ImportedTranscript } from '../../cli/import/index.ts';
 import { startReplayDaemon } from '../replay/daemon.ts';
 import { DEFAULT_MODEL, replayTranscript, type PreparedRequest } from '../replay/replay.ts';
@@ -162,7 +162,7 @@ export async function runEval(name: string, imported: ImportedTranscript, strate
       db ??= openReadOnly(resolvePaths({ ALBEDO_HOME: d.home }).db);
       const s = findSession(db, SESSION);
       const a = s === undefined ? undefined : loadArchive(db, s.sid);
-      return a === undefined || 'unreadable' in a ? '' : a.text;
+      return a === undefined || 'unreadable' in a ? '' : wholeText(a);
     };
 
     const stats = await replayTranscript(d.client, SESSION, imported, {

@@ -30,6 +30,7 @@ import { sql as m028 } from './028-proxy-sessions.ts';
 import { sql as m029 } from './029-proxy-accounting.ts';
 import { sql as m030 } from './030-proxy-chain-stamp.ts';
 import { sql as m031 } from './031-notes-ledger.ts';
+import { sql as m032 } from './032-snapcompact-archive-parts.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -70,4 +71,5 @@ export const migrations: readonly Migration[] = [
   { version: 29, name: 'proxy-accounting', sql: m029 },
   { version: 30, name: 'proxy-chain-stamp', sql: m030 },
   { version: 31, name: 'notes-ledger', sql: m031 },
+  { version: 32, name: 'snapcompact-archive-parts', sql: m032 },
 ];

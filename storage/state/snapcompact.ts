@@ -1,7 +1,9 @@
 // snapcompact's saved state and its frame cache. The archive is plain text (what the frames
 // draw) with the offset where each archived row starts, saved with a user-message cut like
-// rolling's. Frames are derived: a cached frame is a payload named by its cache key, so the
-// request can refer to it by hash and `payload.get` serves its bytes.
+// rolling's. Its text is stored in parts (migration 32): a compaction writes the parts it adds
+// before its commit (`writeArchivePart`), and the commit names the range the archive is
+// (`saveArchive`). Frames are derived: a cached frame is a payload named by its cache key, so
+// the request can refer to it by hash and `payload.get` serves its bytes.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { type Db, perDb } from '../db.ts';
@@ -18,7 +20,12 @@ export type KeptFold = z.infer<typeof KeptFold>;
 const KeptFolds = z.array(KeptFold);
 
 export interface ArchiveState {
-  text: string;
+  /** The text's parts in order, as stored; joined, the archive text (`wholeText`). */
+  parts: readonly string[];
+  /** Their numbers in snapcompact_text: first..last (last = first - 1 for an empty archive). */
+  range: PartRange;
+  /** The text's length in UTF-16 code units. */
+  length: number;
   marks: ArchiveMarks;
   folds: KeptFold[];
   cut: SavedCut;
@@ -33,8 +40,14 @@ export interface CachedFrame {
   height: number;
 }
 
+export interface PartRange {
+  first: number;
+  last: number;
+}
+
 interface Raw {
-  text: string;
+  first_part: number;
+  last_part: number;
   marks: string;
   folds: string;
   cut: string;
@@ -51,12 +64,17 @@ const stmts = perDb((db: Db) => ({
   // Through the (sid, updated_at) index (migration 21): in the table row the stamp lies past the
   // archive text's overflow pages, and a rowid lookup would walk them all to reach it.
   stamp: db.prepare<[number], number>('SELECT updated_at FROM snapcompact_archive INDEXED BY snapcompact_archive_stamp WHERE sid = ?').pluck(),
-  load: db.prepare<[number], Raw>('SELECT text, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at FROM snapcompact_archive WHERE sid = ?'),
-  save: db.prepare<[number, string, string, string, string, number, number, number, number], { rewrites: number | null }>(
-    `INSERT INTO snapcompact_archive (sid, text, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT rewrites FROM sessions WHERE sid = ?), ?)
-     ON CONFLICT (sid) DO UPDATE SET text = excluded.text, marks = excluded.marks, folds = excluded.folds, cut = excluded.cut, cut_seq = excluded.cut_seq,
-       resume_seq = excluded.resume_seq, rewrites = excluded.rewrites, updated_at = excluded.updated_at
+  load: db.prepare<[number], Raw>('SELECT first_part, last_part, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at FROM snapcompact_archive WHERE sid = ?'),
+  range: db.prepare<[number], PartRange>('SELECT first_part AS first, last_part AS last FROM snapcompact_archive WHERE sid = ?'),
+  parts: db.prepare<[number, number, number], string>('SELECT text FROM snapcompact_text WHERE sid = ? AND part BETWEEN ? AND ? ORDER BY part').pluck(),
+  countParts: db.prepare<[number, number, number], number>('SELECT count(*) FROM snapcompact_text WHERE sid = ? AND part BETWEEN ? AND ?').pluck(),
+  putPart: db.prepare<[number, number, string]>('INSERT INTO snapcompact_text (sid, part, text) VALUES (?, ?, ?) ON CONFLICT (sid, part) DO UPDATE SET text = excluded.text'),
+  dropOtherParts: db.prepare<[number, number, number]>('DELETE FROM snapcompact_text WHERE sid = ? AND (part < ? OR part > ?)'),
+  save: db.prepare<[number, number, number, string, string, string, number, number, number, number], { rewrites: number | null }>(
+    `INSERT INTO snapcompact_archive (sid, first_part, last_part, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT rewrites FROM sessions WHERE sid = ?), ?)
+     ON CONFLICT (sid) DO UPDATE SET first_part = excluded.first_part, last_part = excluded.last_part, marks = excluded.marks, folds = excluded.folds,
+       cut = excluded.cut, cut_seq = excluded.cut_seq, resume_seq = excluded.resume_seq, rewrites = excluded.rewrites, updated_at = excluded.updated_at
      RETURNING rewrites`,
   ),
   frame: db.prepare<[string], CachedFrame & { used_at: number }>('SELECT hash, width, height, used_at FROM snapcompact_frames WHERE key = ?'),
@@ -90,18 +108,63 @@ export function loadArchive(db: Db, sid: number): ArchiveState | { unreadable: s
   const m = ArchiveMarks.safeParse(marks);
   const f = KeptFolds.safeParse(folds);
   if (!c.success || !m.success || !f.success) return { unreadable: 'its cut, marks or folds have a format this build does not know' };
-  return { text: raw.text, marks: m.data, folds: f.data, cut: c.data, hints: { openerSeq: raw.cut_seq, resumeSeq: raw.resume_seq }, rewrites: raw.rewrites, updatedAt: raw.updated_at };
+  const range = { first: raw.first_part, last: raw.last_part };
+  const parts = stmts(db).parts.all(sid, range.first, range.last);
+  if (parts.length !== range.last - range.first + 1) return { unreadable: `its text parts ${range.first}-${range.last} are not all stored` };
+  const length = parts.reduce((n, p) => n + p.length, 0);
+  return { parts, range, length, marks: m.data, folds: f.data, cut: c.data, hints: { openerSeq: raw.cut_seq, resumeSeq: raw.resume_seq }, rewrites: raw.rewrites, updatedAt: raw.updated_at };
 }
 
-/** Saves the archive; answers the state as `loadArchive` would now read it back. */
-export function saveArchive(db: Db, sid: number, state: { text: string; marks: ArchiveMarks; folds: readonly KeptFold[]; cut: SavedCut; hints: CutHints }, now = Date.now()): ArchiveState {
+/** The range of parts the session's saved archive is, read even when the rest of it is unreadable. */
+export function archiveRange(db: Db, sid: number): PartRange | undefined {
+  return stmts(db).range.get(sid);
+}
+
+/**
+ * Stores one part of an archive a compaction is growing, before its commit: a part past the
+ * saved range is read by no one until `saveArchive` names it. Write only past the saved range.
+ */
+export function writeArchivePart(db: Db, sid: number, part: number, text: string): void {
+  stmts(db).putPart.run(sid, part, text);
+}
+
+/**
+ * Saves the archive whose text is `parts`, numbered from `first` and already stored
+ * (`writeArchivePart`); parts of the session outside that range are deleted. Throws, so the
+ * caller's transaction rolls back, when one of them is missing. Answers the state as
+ * `loadArchive` would now read it back.
+ */
+export function saveArchive(
+  db: Db,
+  sid: number,
+  state: { first: number; parts: readonly string[]; marks: ArchiveMarks; folds: readonly KeptFold[]; cut: SavedCut; hints: CutHints },
+  now = Date.now(),
+): ArchiveState {
+  const st = stmts(db);
+  const range = { first: state.first, last: state.first + state.parts.length - 1 };
+  const stored = st.countParts.get(sid, range.first, range.last) ?? 0;
+  if (stored !== state.parts.length) throw new Error(`snapcompact archive: ${state.parts.length - stored} of its text parts ${range.first}-${range.last} were never stored`);
   const folds = JSON.stringify(state.folds);
   const cut = JSON.stringify(state.cut);
-  const saved = stmts(db).save.get(sid, state.text, JSON.stringify(state.marks), folds, cut, state.hints.openerSeq, state.hints.resumeSeq, sid, now);
+  const saved = st.save.get(sid, range.first, range.last, JSON.stringify(state.marks), folds, cut, state.hints.openerSeq, state.hints.resumeSeq, sid, now);
+  st.dropOtherParts.run(sid, range.first, range.last);
   // The small parts through the same parse a load does (their JSON form is what is kept); the
   // marks are plain pairs, the same either way.
   const { openerSeq, resumeSeq } = state.hints;
-  return { text: state.text, marks: state.marks, folds: KeptFolds.parse(JSON.parse(folds)), cut: SavedCut.parse(JSON.parse(cut)), hints: { openerSeq, resumeSeq }, rewrites: saved?.rewrites ?? null, updatedAt: now };
+  const length = state.parts.reduce((n, p) => n + p.length, 0);
+  return { parts: [...state.parts], range, length, marks: state.marks, folds: KeptFolds.parse(JSON.parse(folds)), cut: SavedCut.parse(JSON.parse(cut)), hints: { openerSeq, resumeSeq }, rewrites: saved?.rewrites ?? null, updatedAt: now };
+}
+
+const WHOLE = new WeakMap<ArchiveState, string>();
+
+/** The archive's text in one string, joined once per state. */
+export function wholeText(state: ArchiveState): string {
+  let text = WHOLE.get(state);
+  if (text === undefined) {
+    text = state.parts.join('');
+    WHOLE.set(state, text);
+  }
+  return text;
 }
 
 /** A cached frame by its cache key (render/frame.ts frameKey), its use recorded at most daily. */

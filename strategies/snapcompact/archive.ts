@@ -56,27 +56,54 @@ export function resolveArchive(input: StrategyInput): ResolvedArchive {
  * in the tail after archiving it) are not archived twice.
  */
 export function extendArchive(text: string, marks: ArchiveMarks, rows: readonly StoredRow[]): { text: string; marks: ArchiveMarks } {
-  return runSteps(extendArchiveSteps(text, marks, rows));
+  const grown = runSteps(growArchiveSteps(text.length, marks, rows));
+  return { text: text + grown.added.join(''), marks: grown.marks };
 }
+
+/** Characters of archive text a stored part holds, about: a row's text is never split. */
+export const PART_CHARS = 1 << 20;
 
 /** Rows archived per step: a first compaction archives the whole history. */
 const ROWS_PER_STEP = 256;
 
-/** `extendArchive` in steps (see runSteps). */
-export function* extendArchiveSteps(text: string, marks: ArchiveMarks, rows: readonly StoredRow[]): Steps<{ text: string; marks: ArchiveMarks }> {
-  let out = text;
+/** What evicted rows add to an archive of `length` characters. */
+export interface Grown {
+  /**
+   * The text added, in parts of about PART_CHARS (each a string of its own, never a join of
+   * the whole): joined, what follows the archive's text. Every part but an empty archive's
+   * first starts with the newline that joins its first row to the text before.
+   */
+  added: string[];
+  /** The archive's marks, the new rows' included. */
+  marks: ArchiveMarks;
+}
+
+/** `extendArchive` in steps (see runSteps), as the parts a compaction stores. */
+export function* growArchiveSteps(length: number, marks: ArchiveMarks, rows: readonly StoredRow[]): Steps<Grown> {
   const outMarks: ArchiveMarks = [...marks];
   const last = marks[marks.length - 1]?.[1] ?? 0;
+  const added: string[] = [];
+  let pieces: string[] = [];
+  let partChars = 0;
+  let at = length;
   for (const [i, row] of rows.entries()) {
     if (i % ROWS_PER_STEP === ROWS_PER_STEP - 1) yield;
     if (row.seq <= last) continue;
     const piece = archiveText([row]).normalize('NFC');
     if (piece === '') continue;
-    const at = out === '' ? 0 : out.length + 1;
-    outMarks.push([at, row.seq]);
-    out = out === '' ? piece : `${out}\n${piece}`;
+    const text = at === 0 ? piece : `\n${piece}`;
+    outMarks.push([at === 0 ? 0 : at + 1, row.seq]);
+    pieces.push(text);
+    partChars += text.length;
+    at += text.length;
+    if (partChars >= PART_CHARS) {
+      added.push(pieces.join(''));
+      pieces = [];
+      partChars = 0;
+    }
   }
-  return { text: out, marks: outMarks };
+  if (pieces.length > 0) added.push(pieces.join(''));
+  return { added, marks: outMarks };
 }
 
 /** The seqs of the first and last archived rows whose text starts in [from, to). */

@@ -16,7 +16,7 @@ export const snapcompactExtension = {
   description: 'evicted history archived as rendered text frames a vision model reads, then the verbatim tail',
   settings: snapcompact.settings,
   strategy: snapcompact,
-  tables: ['snapcompact_archive', 'snapcompact_frames'],
+  tables: ['snapcompact_archive', 'snapcompact_text', 'snapcompact_frames'],
 } as const satisfies ExtensionModule;
 
 export const snapcompactMemoryExtension = {

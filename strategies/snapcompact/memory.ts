@@ -2,7 +2,7 @@
 // receives the snapcompact archive through `prior` as numbered text pages standing in for
 // exactly the rows the archive's cut covers, plus the folds the archive had kept as text.
 import type { StoredRow } from '../../protocol/rows.ts';
-import type { ArchiveMarks } from '../../storage/state/snapcompact.ts';
+import { wholeText, type ArchiveMarks } from '../../storage/state/snapcompact.ts';
 import type { Fold, FoldPlugin, Prior, StrategyInput } from '../contract.ts';
 import { resolveArchive, rowsIn } from './archive.ts';
 
@@ -30,7 +30,7 @@ export function archivePages(text: string, marks: ArchiveMarks): Array<{ text: s
 
 function archiveEnd(input: StrategyInput): { coveredThrough: number; openerSeq: number } | undefined {
   const r = resolveArchive(input);
-  if (r.state === undefined || r.state.text === '') return undefined;
+  if (r.state === undefined || r.state.length === 0) return undefined;
   return { coveredThrough: (r.located.withinUnit ? r.located.resumeSeq : r.located.openerSeq) - 1, openerSeq: r.located.openerSeq };
 }
 
@@ -38,7 +38,7 @@ function snapPrior(input: StrategyInput, history: readonly StoredRow[], fromSeq:
   const r = resolveArchive(input);
   const end = archiveEnd(input);
   if (r.state === undefined || end === undefined || end.coveredThrough < fromSeq) return { folds: [], rest: history };
-  const pages = archivePages(r.state.text, r.state.marks).filter((p) => p.last >= fromSeq);
+  const pages = archivePages(wholeText(r.state), r.state.marks).filter((p) => p.last >= fromSeq);
   const folds: Fold[] = [
     ...r.state.folds.filter((f) => f.lastSeq >= fromSeq),
     ...pages.map((p, k) => ({

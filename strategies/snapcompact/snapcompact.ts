@@ -8,7 +8,7 @@
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import { clampGeometry, frameKey, layoutFrames, renderFrame, shapeFor, shapeNameFor, type Frame, type Geometry } from '../../render/index.ts';
 import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../protocol/time-slice.ts';
-import { cacheFrame, cachedFrame, saveArchive, type ArchiveState, type KeptFold } from '../../storage/state/snapcompact.ts';
+import { archiveRange, cacheFrame, cachedFrame, saveArchive, writeArchivePart, type ArchiveState, type KeptFold } from '../../storage/state/snapcompact.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
 import { imageTokens, inputsTokens } from '../estimate.ts';
 import { locateAt, planCutSteps, type LocatedCut } from '../harness/cut.ts';
@@ -17,7 +17,7 @@ import { foldText, priorTail, warmPriorTail } from '../harness/prior.ts';
 import { projectTail, rowMemo, warmTail } from '../harness/row-memo.ts';
 import { isDue, overWindow, roomUnderTrigger, roomUnderWindow, tailBudget } from '../harness/window.ts';
 import { tokenCounterSteps } from '../projection.ts';
-import { extendArchiveSteps, resolveArchive, rowsIn, seedArchive } from './archive.ts';
+import { growArchiveSteps, resolveArchive, rowsIn, seedArchive } from './archive.ts';
 import { SnapcompactSettings } from './settings.ts';
 import { providerImageCap } from '../catalog/models.ts';
 
@@ -94,15 +94,15 @@ interface Laid {
 
 const LAYOUT = cacheSlot<{ key: string; laid: Laid }>('snapcompact.layout');
 
-function layoutKey(state: Pick<ArchiveState, 'updatedAt' | 'text'>, geometry: Geometry): string {
-  return `${state.updatedAt}:${state.text.length}:${JSON.stringify(geometry)}`;
+function layoutKey(state: Pick<ArchiveState, 'updatedAt' | 'length'>, geometry: Geometry): string {
+  return `${state.updatedAt}:${state.length}:${JSON.stringify(geometry)}`;
 }
 
-/** The archive laid out, a frame a step (a long archive is hundreds of frames). */
-function* layoutSteps(text: string, geometry: Geometry): Steps<Laid> {
+/** The archive's text (its parts) laid out, a frame a step (a long archive is hundreds of frames). */
+function* layoutSteps(parts: readonly string[], geometry: Geometry): Steps<Laid> {
   const frames: Frame[] = [];
   const keys: string[] = [];
-  for (const f of layoutFrames(text, geometry)) {
+  for (const f of layoutFrames(parts, geometry)) {
     frames.push(f);
     keys.push(frameKey(f.geometry, f.text));
     yield;
@@ -114,7 +114,7 @@ function layoutOf(input: StrategyInput, state: ArchiveState, geometry: Geometry)
   const key = layoutKey(state, geometry);
   const cached = input.cache.get(LAYOUT);
   if (cached?.key === key) return cached.laid;
-  const laid = runSteps(layoutSteps(state.text, geometry));
+  const laid = runSteps(layoutSteps(state.parts, geometry));
   input.cache.set(LAYOUT, { key, laid });
   return laid;
 }
@@ -204,7 +204,7 @@ function framesOf(input: StrategyInput, state: ArchiveState): FramesView {
     return view;
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
-    const text = `[snapcompact archive of ${state.text.length} characters withheld from this request: its frames could not be rendered; transcript_read and transcript_grep read that history]`;
+    const text = `[snapcompact archive of ${state.length} characters withheld from this request: its frames could not be rendered; transcript_read and transcript_grep read that history]`;
     const inputs: PlainInput[] = [{ role: 'user', content: [{ type: 'text', text }] }];
     return {
       inputs,
@@ -230,7 +230,7 @@ function build(input: StrategyInput, state: ArchiveState | undefined, located: L
     sections.push({ name: 'folds', source: `${kept.length} stored fold(s) from ${[...new Set(kept.map((f) => f.source))].join(', ')}`, estimated_tokens: inputsTokens(foldInputs) });
   }
   const { inputs: tail, tokens: tailTokens } = projectTail(input, rest);
-  if (state !== undefined && state.text !== '') {
+  if (state !== undefined && state.length > 0) {
     const view = framesOf(input, state);
     inputs.push(...view.inputs);
     sections.push(view.section);
@@ -331,21 +331,35 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   const c = await runStepsSliced(chooseSteps(input, opts.forced), stop);
   if (c.plan === undefined) return nothingCompacted(NOTHING_TO_ARCHIVE);
   const cut = c.plan;
-  const next = await runStepsSliced(extendArchiveSteps(c.r.state?.text ?? '', c.r.state?.marks ?? [], cut.evicted), stop);
+  const base = c.r.state;
+  const grown = await runStepsSliced(growArchiveSteps(base?.length ?? 0, base?.marks ?? [], cut.evicted), stop);
+  const parts = [...(base?.parts ?? []), ...grown.added];
   // Sized before anything is written: the frames the new archive shows within the budget, at
   // a full frame each, the kept folds and the tail. An archive that would not make the request
   // smaller (a small window, where one frame outweighs the text it replaces) is not saved.
   const geometry = geometryOf(input);
-  const laid = await runStepsSliced(layoutSteps(next.text, geometry), stop);
+  const laid = await runStepsSliced(layoutSteps(parts, geometry), stop);
   const shown = Math.min(laid.frames.length, c.budget);
   const after = c.fixedBeforeFrames + shown * (c.fullFrameTokens + CAPTION_TOKENS) + cut.tailTokens;
   if (after >= projection.estimate) return nothingCompacted(`nothing worth archiving yet: the request would not get smaller (~${projection.estimate} -> ~${after} tokens)`);
   // A frame cached for a compaction that is then discarded is only a cache entry; pruneFrames
   // drops it once unused.
   await renderShown(input, laid, stop);
+  // The parts this compaction adds go past the saved range, where no reader looks, a turn after
+  // each; the commit then names the new range. Without a readable archive to grow (none, or one
+  // that no longer matches) the new one starts there too, and the commit drops the old parts.
+  const { db } = input;
+  const sid = input.session.sid;
+  const from = ((base?.range ?? archiveRange(db, sid))?.last ?? -1) + 1;
+  for (const [k, text] of grown.added.entries()) {
+    stop();
+    writeArchivePart(db, sid, from + k, text);
+    await yieldToEventLoop();
+  }
+  const first = base === undefined ? from : base.range.first;
   // The request after the commit reads the archive and its layout from what was just made.
   const commit = (): void => {
-    const saved = saveArchive(input.db, input.session.sid, { text: next.text, marks: next.marks, folds: c.kept, cut: cut.cut, hints: cut.hints });
+    const saved = saveArchive(db, sid, { first, parts, marks: grown.marks, folds: c.kept, cut: cut.cut, hints: cut.hints });
     seedArchive(input, saved);
     input.cache.set(LAYOUT, { key: layoutKey(saved, geometry), laid });
   };

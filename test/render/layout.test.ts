@@ -95,6 +95,17 @@ describe('layout', () => {
     }
   });
 
+  test('text in pieces is laid out as if joined, a CR LF split between two pieces included', () => {
+    const pieces = ['¶user: fix it e\u0301\r', '\n¶ai: done\ttwo\r', '\n¶out: ok\n', 'x'.repeat(70)];
+    const joined = pieces.join('');
+    const whole = layout(joined, SMALL);
+    const inPieces = [...layoutFrames(pieces, SMALL)];
+    assert.deepEqual(inPieces, whole);
+    const drawn = inPieces.map(drawnText).join('');
+    assert.equal(drawn.split('⏎').length - 1, 3, 'each CR LF and the LF are one newline cell each');
+    assert.ok(!drawn.includes('\u240d'), 'no CR drawn on its own');
+  });
+
   test('layoutFrames gives the same frames one at a time, and stops where its caller stops', () => {
     const text = 'one\ttwo\nthree x\u0301 日本\u0007 '.repeat(9);
     const all = layout(text, SMALL);

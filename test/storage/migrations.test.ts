@@ -314,3 +314,36 @@ test('migration 25 keeps the summaries indexed so far in the index, and later pa
   assert.deepEqual((await grepTree(db, LcmGrepParams.parse({ session: 's', pattern: 'okapi' }))).summaries.matches.map((m) => m.node), [added]);
   assert.deepEqual((await grepTree(db, LcmGrepParams.parse({ session: 's', pattern: 'zebra' }))).summaries.matches.map((m) => m.node), [old]);
 });
+
+test('migration 32 moves an archive text into its first part: the archive reads back the same, and the next save grows it by parts', async (t) => {
+  const file = tempFile(t);
+  const v31 = openDb(file, { synchronous: 'NORMAL', migrations: migrations.filter((m) => m.version <= 31) });
+  const sid = Number(v31.prepare("INSERT INTO sessions (name, created_at) VALUES ('s', 1)").run().lastInsertRowid);
+  const empty = Number(v31.prepare("INSERT INTO sessions (name, created_at) VALUES ('empty', 1)").run().lastInsertRowid);
+  const insert = v31.prepare(
+    `INSERT INTO snapcompact_archive (sid, text, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at)
+     VALUES (?, ?, ?, '[]', '{"format":2,"users":1,"fingerprint":"f"}', 2, 2, 0, 1000)`,
+  );
+  insert.run(sid, '¶user: fix the build\n¶ai: done', '[[0,1],[21,2]]');
+  insert.run(empty, '', '[]');
+  v31.close();
+
+  const db = openDb(file);
+  t.after(() => db.close());
+  const { loadArchive, saveArchive, wholeText, writeArchivePart } = await import('../../storage/state/snapcompact.ts');
+  const a = loadArchive(db, sid);
+  assert.ok(a !== undefined && !('unreadable' in a));
+  assert.equal(wholeText(a), '¶user: fix the build\n¶ai: done');
+  assert.deepEqual(a.range, { first: 0, last: 0 });
+  assert.deepEqual(a.marks, [[0, 1], [21, 2]]);
+  const e = loadArchive(db, empty);
+  assert.ok(e !== undefined && !('unreadable' in e));
+  assert.deepEqual([e.parts, e.range, e.length], [[], { first: 0, last: -1 }, 0]);
+  assert.ok(!db.prepare("SELECT name FROM pragma_table_info('snapcompact_archive')").pluck().all().includes('text'));
+
+  writeArchivePart(db, sid, 1, '\n¶user: and the tests');
+  saveArchive(db, sid, { first: 0, parts: [...a.parts, '\n¶user: and the tests'], marks: [...a.marks, [31, 3]], folds: a.folds, cut: a.cut, hints: a.hints }, 2000);
+  const grown = loadArchive(db, sid);
+  assert.ok(grown !== undefined && !('unreadable' in grown));
+  assert.equal(wholeText(grown), '¶user: fix the build\n¶ai: done\n¶user: and the tests');
+});

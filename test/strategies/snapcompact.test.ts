@@ -10,10 +10,10 @@ import { SHAPES } from '../../render/index.ts';
 import type { Db } from '../../storage/db.ts';
 import { getPayload } from '../../storage/images/payloads.ts';
 import { loadRollingState } from '../../storage/state/rolling.ts';
-import { loadArchive, type ArchiveState } from '../../storage/state/snapcompact.ts';
+import { loadArchive, wholeText, type ArchiveState } from '../../storage/state/snapcompact.ts';
 import { appendRows } from '../../storage/transcript/write.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
-import { inspectRequest, prepareRequest, type EngineSetup } from '../../strategies/prepare.ts';
+import { inspectRequest, prepareRequest, previewRequest, type EngineSetup } from '../../strategies/prepare.ts';
 import { textTokens } from '../../strategies/estimate.ts';
 import { evictionChunkTokens } from '../../strategies/harness/units.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
@@ -74,10 +74,10 @@ describe('snapcompact', () => {
     assert.equal(frames[0]!.width, Math.floor(SHAPES.claude.frameWidth / SHAPES.claude.advance) * SHAPES.claude.advance);
     const read = await readFrame(first.data, SHAPES.claude);
     const columns = read.rows[0]!.length;
-    const expected = canonicalText(archive.text.replaceAll('\n', '⏎')).slice(0, columns * 3);
+    const expected = canonicalText(wholeText(archive).replaceAll('\n', '⏎')).slice(0, columns * 3);
     assert.equal(read.rows.slice(0, 3).join(''), expected, 'the first frame draws the start of the archive');
     assert.match(captions(out.inputs)[0]!, /^\[archive frame 1 of \d+ · rows #1-#\d+/);
-    assert.match(archive.text, /^¶user: request 0: please fix src\/module0\.ts/);
+    assert.match(wholeText(archive), /^¶user: request 0: please fix src\/module0\.ts/);
   });
 
   test('frame bytes stay identical across prepares until the archive grows, and come from the cache', async (t) => {
@@ -93,6 +93,29 @@ describe('snapcompact', () => {
     const source = b.observation.sections.find((s) => s.name === 'frames')!.source;
     const m = /(\d+) of \d+ frame\(s\).*, (\d+) cached/.exec(source);
     assert.ok(m !== null && m[1] === m[2], `every frame shown came from the cache: ${source}`);
+  });
+
+  test('a later compaction stores only the text it adds, and the request it sends is what a fresh kernel reads back', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 160);
+    const setup = withModel(setupFor({ window: 32_000, strategy: snapcompact }), model('claude-test', 'anthropic', ['text', 'image']));
+    const cache = new KernelCache();
+    assert.equal((await prepareRequest(setup, argsFor(db, 's', { cache, force: true }))).compacted, true);
+    const parts = () => db.prepare<[], { part: number; text: string }>('SELECT part, text FROM snapcompact_text ORDER BY part').all();
+    const first = parts();
+    assert.equal(first.length, 1);
+    for (let i = 160; i < 200; i++) await appendRows(db, 's', turn(i));
+    const out = await prepareRequest(setup, argsFor(db, 's', { cache, force: true }));
+    assert.equal(out.compacted, true);
+    const second = parts();
+    assert.deepEqual(second.slice(0, 1), first, 'the first part is kept as it was written');
+    assert.equal(second.length, 2);
+    assert.match(second[1]!.text, /^\n¶user: request 1\d\d:/);
+    const sid = sidOf(db, 's');
+    assert.equal(second.map((p) => p.text).join(''), wholeText(archiveOf(db, sid)));
+    // The compacting kernel sent frames from the state and layout it had just made.
+    const fresh = previewRequest(setup, argsFor(db, 's', { cache: new KernelCache() }));
+    assert.deepEqual(out.inputs, fresh.inputs);
   });
 
   test('a prepare with an unchanged archive reads neither the archive row nor a frame', async (t) => {
@@ -150,7 +173,7 @@ describe('snapcompact', () => {
     assert.ok(summarizer.calls.length > 0, 'the text fallback summarizes');
     assert.ok(loadRollingState(db, sid) !== undefined);
     // The archive was not touched by the text compaction.
-    assert.equal(archiveOf(db, sid).text.length > 0, true);
+    assert.equal(archiveOf(db, sid).length > 0, true);
     // Back on the vision model (inspected, so nothing compacts): the same frames, from the cache.
     const again = await prepareRequest({ ...vision, strategy: { ...snapcompact, compact: () => Promise.reject(new Error('not expected')) } }, argsFor(db, 's'));
     assert.deepEqual(images(again.inputs).map((i) => i.hash), before);
@@ -216,7 +239,7 @@ describe('snapcompact', () => {
     assert.ok(pages.length > 1);
     pages.forEach((p, k) => assert.match(p, new RegExp(`snapcompact archive page ${k + 1} of ${pages.length};`)));
     const joined = pages.map((p) => p.slice(p.indexOf(']\n', p.indexOf('archive page')) + 2)).join('\n');
-    assert.equal(joined, archive.text);
+    assert.equal(joined, wholeText(archive));
   });
 
   test('after a switch to rolling an archive larger than the window is summarized in chunks of at most half the window', async (t) => {
@@ -231,7 +254,7 @@ describe('snapcompact', () => {
     }
     assert.equal(compactions, 3);
     const archive = archiveOf(db, sidOf(db, 's'));
-    const pages = archivePages(archive.text, archive.marks);
+    const pages = archivePages(wholeText(archive), archive.marks);
     const pagesTokens = pages.reduce((n, p) => n + textTokens(p.text), 0);
     assert.ok(pagesTokens > window, `the archive as text (~${pagesTokens} tokens) is more than the window`);
     const summarizer = new RecordingSummarizer();
