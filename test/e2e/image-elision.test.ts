@@ -237,7 +237,14 @@ describe('image elision over the socket', () => {
       for (const img of results) assert.equal(img.elided, !carried.has(img.callId!), `row #${img.seq}`);
       assertNoDanglingRefs(db);
       if (strategy === 'snapcompact') {
-        const archive = db.prepare('SELECT a.text FROM snapcompact_archive a JOIN sessions s ON s.sid = a.sid WHERE s.name = ?').pluck().get(session) as string;
+        const archive = db
+          .prepare<[string], string>(
+            `SELECT t.text FROM snapcompact_archive a JOIN sessions s ON s.sid = a.sid JOIN snapcompact_text t ON t.sid = a.sid AND t.part BETWEEN a.first_part AND a.last_part
+             WHERE s.name = ? ORDER BY t.part`,
+          )
+          .pluck()
+          .all(session)
+          .join('');
         assert.ok(archive.length > 0, 'the archive holds the evicted rows');
         assert.doesNotMatch(archive, /iVBORw0KGgo|[A-Za-z0-9+/]{120,}/, 'and never image bytes');
       }
