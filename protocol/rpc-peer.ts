@@ -4,12 +4,13 @@
 // handler. Split as vscode-jsonrpc splits its connection: the messages and the id rule are
 // rpc-message.ts, the input (lines, parsing, the shared bound on unfinished lines)
 // rpc-input.ts, the output and its slow-reader bound rpc-output.ts, the in-flight slots
-// rpc-slots.ts; this file is the peer's states, dispatch and our own requests.
+// rpc-slots.ts, our own requests rpc-outgoing.ts; this file is the peer's states and dispatch.
 import type { Duplex } from 'node:stream';
 import { DomainCode, RpcCode, toWireError, type AlbedoError, type WireError } from './errors.ts';
 import type { PartialLineBudget } from './line-budget.ts';
-import { CANCEL_METHOD, EncodedJson, encodedResult, encodeLine, errorLine, invalidRequest, invalidUtf8Answer, isObject, joined, parseError, requestLine, RpcRemoteError, usableId, type Id, type Msg, type OutLine } from './rpc-message.ts';
+import { CANCEL_METHOD, EncodedJson, encodedResult, encodeLine, errorLine, invalidRequest, invalidUtf8Answer, isObject, joined, parseError, usableId, type Id, type Msg, type OutLine } from './rpc-message.ts';
 import { InputReader } from './rpc-input.ts';
+import { OutgoingRequests } from './rpc-outgoing.ts';
 import { OutputQueue } from './rpc-output.ts';
 import { RequestSlots } from './rpc-slots.ts';
 
@@ -82,11 +83,6 @@ interface HeldReply {
   bytes: number;
 }
 
-interface Outgoing {
-  resolve: (value: unknown) => void;
-  reject: (err: unknown) => void;
-}
-
 export class RpcPeer {
   private _state: PeerState = 'open';
   private readonly input: InputReader;
@@ -99,10 +95,8 @@ export class RpcPeer {
   /** Lines read whose handling (and reply, if one is due) is not done yet. */
   private unfinishedLines = 0;
   private readonly idleWaiters: Array<() => void> = [];
-  private readonly outgoing = new Map<Id, Outgoing>();
-  private nextId = 1;
-  /** The other side said our line was too long: the reason to give pending requests at close. */
-  private remoteFailure: RpcRemoteError | undefined;
+  /** Our own requests awaiting answers. */
+  private readonly outgoing: OutgoingRequests;
   /**
    * Set by dispose({ answerWith }): requests it cuts off are answered with this error instead of
    * getting no reply, and our side ends only once they have been.
@@ -115,6 +109,7 @@ export class RpcPeer {
     private readonly opts: RpcPeerOptions,
   ) {
     const maxInFlight = Math.max(1, opts.maxInFlight ?? 64);
+    this.outgoing = new OutgoingRequests({ send: (line) => this.send(line), notify: (method, params) => this.notify(method, params), changed: () => this.updateReading() });
     this.output = new OutputQueue(stream, {
       maxBytes: opts.maxQueuedOutputBytes,
       slowReaderGraceMs: opts.slowReaderGraceMs,
@@ -174,48 +169,10 @@ export class RpcPeer {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  /**
-   * Sends a request and resolves with its result. `params` may be an EncodedJson (params the
-   * caller serialized already, e.g. ahead of a timed section): its bytes go into the line as they
-   * are, so they must be one JSON value (an object or an array) with no newline outside strings.
-   */
+  /** Sends a request and resolves with its result (rpc-outgoing.ts). */
   request(method: string, params: unknown, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<unknown> {
     if (this._state !== 'open') return Promise.reject(new Error(`cannot send ${method}: connection is ${this._state}`));
-    const { signal, timeoutMs } = opts;
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    const id = this.nextId++;
-    let line: string | Buffer;
-    try {
-      line = requestLine(id, method, params);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return new Promise((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      const settle = () => {
-        this.outgoing.delete(id);
-        this.updateReading();
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      const giveUp = (reason: unknown) => {
-        settle();
-        this.notify(CANCEL_METHOD, { id });
-        reject(reason);
-      };
-      const onAbort = () => giveUp(signal?.reason);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      if (timeoutMs !== undefined) {
-        const message = `${method} timed out after ${timeoutMs} ms`;
-        timer = setTimeout(() => giveUp(new DOMException(message, 'TimeoutError')), timeoutMs);
-      }
-      this.outgoing.set(id, {
-        resolve: (v) => (settle(), resolve(v)),
-        reject: (e) => (settle(), reject(e)),
-      });
-      this.updateReading();
-      this.send(line);
-    });
+    return this.outgoing.send(method, params, opts);
   }
 
   notify(method: string, params: unknown): void {
@@ -231,14 +188,13 @@ export class RpcPeer {
    */
   dispose(reason = 'disposed', opts: { answerWith?: AlbedoError } = {}): void {
     if (this._state === 'closing' || this._state === 'closed') return;
-    for (const id of this.outgoing.keys()) this.notify(CANCEL_METHOD, { id });
+    this.outgoing.cancelAll();
     if (opts.answerWith !== undefined) this.cutOff = toWireError(opts.answerWith).wire;
     this._state = 'closing';
     const abort = new Error(`connection closing: ${reason}`);
     for (const ac of this.incoming.values()) ac.abort(abort);
     for (const ac of this.notifications) ac.abort(abort);
-    const failure = this.remoteFailure ?? new Error(`connection closed before a response arrived (${reason})`);
-    for (const pending of [...this.outgoing.values()]) pending.reject(failure);
+    this.outgoing.rejectAll(new Error(`connection closed before a response arrived (${reason})`), { preferRemote: true });
     this.slots.startAll();
     this.stream.resume(); // keep reading (and dropping) so the other side's end is seen
     this.output.flush();
@@ -259,8 +215,7 @@ export class RpcPeer {
       return;
     }
     this._state = 'draining';
-    const failure = new Error('connection closed before a response arrived (the other side ended its writes)');
-    for (const pending of [...this.outgoing.values()]) pending.reject(failure);
+    this.outgoing.rejectAll(new Error('connection closed before a response arrived (the other side ended its writes)'), { preferRemote: false });
     if (this.unfinishedLines === 0) this.dispose('stream ended');
   }
 
@@ -338,7 +293,7 @@ export class RpcPeer {
     if (!('method' in m)) {
       const isResponse = ('result' in m || 'error' in m) && (id !== null || m.id === null);
       if (!isResponse) return invalidRequest(id, 'neither a request nor a response');
-      this.onResponse(id, m);
+      this.outgoing.answer(id, m);
       return undefined;
     }
     const { method, params } = m;
@@ -354,7 +309,7 @@ export class RpcPeer {
       if (typeof target === 'string' || typeof target === 'number') this.incoming.get(target)?.abort(new Error('request cancelled'));
       return undefined;
     }
-    if (this.slots.refusesMore(this.outgoing.size > 0)) {
+    if (this.slots.refusesMore(this.outgoing.awaiting)) {
       const busy: WireError = {
         code: DomainCode.busy,
         message: 'too many requests are waiting on this connection while it awaits an answer from you; retry later',
@@ -373,26 +328,9 @@ export class RpcPeer {
     if (a === null) return null;
     if ('reply' in a) return a.reply;
     if ('failCall' in a) {
-      if (id !== null) this.outgoing.get(id)?.reject(a.failCall);
+      if (id !== null) this.outgoing.fail(id, a.failCall);
     } else this.opts.onNotificationError?.(a.report, a.method);
     return undefined;
-  }
-
-  private onResponse(id: Id | null, m: Msg): void {
-    const error = m.error;
-    const remote = 'error' in m
-      ? isObject(error) && typeof error.code === 'number' && typeof error.message === 'string'
-        ? new RpcRemoteError(error.code, error.message, error.data)
-        : new RpcRemoteError(RpcCode.InternalError, 'malformed error response', error)
-      : undefined;
-    if (id === null) {
-      if (remote?.code === DomainCode.message_too_large) this.remoteFailure = remote;
-      return;
-    }
-    // Unknown ids (e.g. answers to requests we cancelled or timed out) are dropped on purpose.
-    const pending = this.outgoing.get(id);
-    if (remote) pending?.reject(remote);
-    else pending?.resolve(m.result);
   }
 
   /**
@@ -486,7 +424,7 @@ export class RpcPeer {
    */
   private updateReading(): void {
     if (this._state !== 'open') return;
-    const hold = (this.slots.full || this.output.over) && this.outgoing.size === 0;
+    const hold = (this.slots.full || this.output.over) && !this.outgoing.awaiting;
     if (hold && !this.stream.isPaused()) this.stream.pause();
     else if (!hold && this.stream.isPaused()) this.stream.resume();
   }

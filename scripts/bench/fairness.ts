@@ -1,15 +1,17 @@
 // Section `fairness`: what one session's big compaction costs every other session on the host.
-// A real daemon (stall-entry.ts: it records its own event-loop gaps) holds a session of
-// FAIRNESS_ROWS rows and three forks of it, never compacted. AGENTS agent connections each own a
-// small session and, once a second, append a turn and prepare, as agents between model calls
-// do. First a stretch with nothing else happening gives their idle prepare latency; then each
-// big session's first prepare compacts its whole history under one strategy while the agents
-// go on. That prepare is made from a process of its own (fairness-compactor.ts), so that its
-// work, the client summaries among it, never delays the timed agents here. Measured for each:
-// the agents' p99 prepare latency during that compaction against the idle p99 (an agent's
-// prepare that compacts its own session is its own cost and left out), the daemon's longest
-// event-loop stall, and its peak resident set above where it stood before. The search indexer is off (ALBEDO_SEARCH_INDEXER): filling the index is the
-// grep section's measurement, and here it would only add its own slices to both stretches.
+// A home holds a session of FAIRNESS_ROWS rows and three forks of it, never compacted. For each
+// strategy a real daemon is started on that home (through stall-entry.ts: it records its own
+// event-loop gaps), and AGENTS agent connections each open a small session of their own and,
+// once a second, append a turn and prepare, as agents between model calls do. A stretch with
+// nothing else happening gives their idle latency; then one big session's first prepare
+// compacts its whole history under the strategy while the agents go on. That prepare is made
+// from a process of its own (fairness-compactor.ts), so that its work, client summaries
+// included, never delays the timed agents here. Measured for each: the agents' p99 prepare
+// latency during the compaction against the idle p99 just before it (an agent's prepare that
+// compacts its own session is its own cost and left out), the daemon's longest event-loop gap,
+// and its peak resident set above where the fresh daemon stood. The search indexer is off
+// (ALBEDO_SEARCH_INDEXER): filling the index is the grep section's measurement, and here it
+// would only add its own slices to both stretches.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -59,6 +61,8 @@ export interface FairnessCase {
   name: string;
   compacted: boolean;
   compaction_ms: number;
+  /** The agents' prepares in the stretch right before it, with nothing compacting, and the longest stall then. */
+  idle: Latencies & { max_stall_ms: number };
   /** The agents' prepares that overlapped the compaction. */
   during: Latencies;
   ratio: number;
@@ -71,7 +75,6 @@ export interface FairnessResult {
   history_rows: number;
   agents: number;
   build_ms: number;
-  idle: Latencies & { max_stall_ms: number };
   cases: FairnessCase[];
   /** Agent prepares that compacted their own session: their own cost, left out of the latencies. */
   agent_compactions: number;
@@ -124,12 +127,13 @@ class Agent {
     private readonly params: Record<string, unknown>,
   ) {}
 
-  static async start(socket: string, corpus: Corpus, i: number): Promise<Agent> {
-    const client = await AlbedoClient.connect(socket, { client: { name: `agent-${i}`, version: '1' } });
-    const session = `agent-${i}`;
-    const stream = new RowStream(corpus, { keyPrefix: `a${i}-`, start: 997 * (i + 1), idTag: `a${i}` });
+  /** `name` is the agent's session; `k` places its stream in the corpus. */
+  static async start(socket: string, corpus: Corpus, name: string, k: number): Promise<Agent> {
+    const client = await AlbedoClient.connect(socket, { client: { name: `agent-${name}`, version: '1' } });
+    const session = `agent-${name}`;
+    const stream = new RowStream(corpus, { keyPrefix: `a${name}-`, start: 997 * (k + 1), idTag: `a${name}` });
     const { instructions, tools } = agentPrompt();
-    await client.call('session.open', { session, workspace: `/work/agent-${i}` });
+    await client.call('session.open', { session, workspace: `/work/agent-${name}` });
     await client.raw('transcript.append', { session, rows: stream.take(AGENT_ROWS) });
     const agent = new Agent(client, session, stream, { session, model: MODEL_ID, instructions, tools });
     await agent.prepare();
@@ -165,7 +169,6 @@ class Agent {
   }
 }
 
-/** `rows`: the big sessions' history (FAIRNESS_ROWS; fewer with --quick). */
 /** The big session's first prepare, made by fairness-compactor.ts in a process of its own. */
 function compactInChild(socket: string, session: string, client: boolean): Promise<{ ms: number; compacted: boolean; backend: string | null }> {
   return new Promise((resolve, reject) => {
@@ -182,70 +185,83 @@ function compactInChild(socket: string, session: string, client: boolean): Promi
   });
 }
 
+/** A daemon on `home` that records its own event-loop gaps (stall-entry.ts), the indexer off. */
+function startDaemon(home: string): Promise<ReplayDaemon> {
+  return startReplayDaemon({ window: 200_000, home, entry: path.join(here, 'stall-entry.ts'), env: { ALBEDO_SEARCH_INDEXER: 'off' }, extensions: {} });
+}
+
+/**
+ * `rows`: the big sessions' history (FAIRNESS_ROWS; fewer with --quick). Each case runs on a
+ * daemon of its own, started on the same home, with agents of its own: its idle stretch is
+ * taken right before its compaction, and its resident set starts where a fresh daemon's does.
+ */
 export async function benchFairness(tmp: string, corpus: Corpus, rows: number, log: (s: string) => void): Promise<FairnessResult> {
-  const d: ReplayDaemon = await startReplayDaemon({
-    window: 200_000,
-    tmp,
-    entry: path.join(here, 'stall-entry.ts'),
-    env: { ALBEDO_SEARCH_INDEXER: 'off' },
-    extensions: {},
-  });
-  const agents: Agent[] = [];
+  const home = fs.mkdtempSync(path.join(tmp, 'albedo-fairness-'));
   try {
-    const socket = path.join(d.home, 'albedod.sock');
     const t0 = nowMs();
-    const big = 'big-0';
-    await d.client.call('session.open', { session: big, workspace: '/work/big' });
-    const stream = new RowStream(corpus, { keyPrefix: 'b' });
-    for (let done = 0; done < rows; done += 1000) await d.client.raw('transcript.append', { session: big, rows: stream.take(Math.min(1000, rows - done)) });
-    for (let i = 1; i < CASES.length; i++) await d.client.call('session.fork', { session: big, branch: `big-${i}` });
+    const builder = await startDaemon(home);
+    try {
+      await builder.client.call('session.open', { session: 'big-0', workspace: '/work/big' });
+      const stream = new RowStream(corpus, { keyPrefix: 'b' });
+      for (let done = 0; done < rows; done += 1000) await builder.client.raw('transcript.append', { session: 'big-0', rows: stream.take(Math.min(1000, rows - done)) });
+      for (let i = 1; i < CASES.length; i++) await builder.client.call('session.fork', { session: 'big-0', branch: `big-${i}` });
+    } finally {
+      await builder.stop();
+    }
     const buildMs = nowMs() - t0;
     log(`  fairness: ${CASES.length} sessions of ${rows} rows built in ${fmtMs(buildMs)}`);
 
-    for (let i = 0; i < AGENTS; i++) agents.push(await Agent.start(socket, corpus, i));
-    agents.forEach((a, i) => a.run((i * PERIOD_MS) / AGENTS));
-    const idleFrom = Date.now();
-    await sleep(IDLE_MS);
-    const idleTo = Date.now();
-    const inside = (from: number, to: number): Sample[] => agents.flatMap((a) => a.samples.filter((s) => s.start < to && s.end > from && !s.compacted));
-    const idle = { ...latencies(inside(idleFrom, idleTo)), max_stall_ms: longestStall(d.home, idleFrom, idleTo) };
-    log(`  fairness: idle p99 ${fmtMs(idle.p99_ms)} over ${idle.samples} prepares, longest stall ${fmtMs(idle.max_stall_ms)}`);
-
     const cases: FairnessCase[] = [];
+    let agentCompactions = 0;
     for (const [i, c] of CASES.entries()) {
-      const session = `big-${i}`;
-      await d.client.call('extensions.select', { session, enable: [c.strategy] });
-      const before = rssBytes(d.pid);
-      let peak = before;
-      const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(d.pid))), RSS_SAMPLE_MS);
-      const from = Date.now();
-      const r = await compactInChild(socket, session, c.client).finally(() => clearInterval(sampler));
-      const to = Date.now();
-      peak = Math.max(peak, rssBytes(d.pid));
-      const during = latencies(inside(from, to));
-      const out: FairnessCase = {
-        name: c.name,
-        compacted: r.compacted,
-        compaction_ms: r.ms,
-        during,
-        ratio: during.p99_ms / idle.p99_ms,
-        max_stall_ms: longestStall(d.home, from, to),
-        rss_before_bytes: before,
-        peak_rss_bytes: peak - before,
-      };
-      cases.push(out);
-      log(
-        `  fairness: ${c.name} (${r.backend ?? 'no'} summarizer) ${fmtMs(r.ms)}: agents' p99 ${fmtMs(during.p99_ms)} over ${during.samples} prepares (${out.ratio.toFixed(2)}x idle), longest stall ${fmtMs(out.max_stall_ms)}, peak RSS +${
-          fmtBytes(out.peak_rss_bytes)
-        }`,
-      );
-      // The agents' next turns land before the next case starts.
-      await sleep(2 * PERIOD_MS);
+      const d = await startDaemon(home);
+      const agents: Agent[] = [];
+      try {
+        const socket = path.join(d.home, 'albedod.sock');
+        for (let k = 0; k < AGENTS; k++) agents.push(await Agent.start(socket, corpus, `${i}-${k}`, k));
+        agents.forEach((a, k) => a.run((k * PERIOD_MS) / AGENTS));
+        const inside = (from: number, to: number): Sample[] => agents.flatMap((a) => a.samples.filter((s) => s.start < to && s.end > from && !s.compacted));
+        const idleFrom = Date.now();
+        await sleep(IDLE_MS);
+        const idleTo = Date.now();
+        const idle = { ...latencies(inside(idleFrom, idleTo)), max_stall_ms: longestStall(d.home, idleFrom, idleTo) };
+
+        const session = `big-${i}`;
+        await d.client.call('extensions.select', { session, enable: [c.strategy] });
+        const before = rssBytes(d.pid);
+        let peak = before;
+        const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(d.pid))), RSS_SAMPLE_MS);
+        const from = Date.now();
+        const r = await compactInChild(socket, session, c.client).finally(() => clearInterval(sampler));
+        const to = Date.now();
+        peak = Math.max(peak, rssBytes(d.pid));
+        const during = latencies(inside(from, to));
+        const out: FairnessCase = {
+          name: c.name,
+          compacted: r.compacted,
+          compaction_ms: r.ms,
+          idle,
+          during,
+          ratio: during.p99_ms / idle.p99_ms,
+          max_stall_ms: longestStall(d.home, from, to),
+          rss_before_bytes: before,
+          peak_rss_bytes: peak - before,
+        };
+        cases.push(out);
+        log(
+          `  fairness: ${c.name} (${r.backend ?? 'no'} summarizer) ${fmtMs(r.ms)}: agents' p99 ${fmtMs(during.p99_ms)} over ${during.samples} prepares against ${fmtMs(idle.p99_ms)} idle (${out.ratio.toFixed(2)}x), longest stall ${
+            fmtMs(out.max_stall_ms)
+          } (idle ${fmtMs(idle.max_stall_ms)}), peak RSS +${fmtBytes(out.peak_rss_bytes)}`,
+        );
+      } finally {
+        await Promise.all(agents.map((a) => a.stop()));
+        agentCompactions += agents.reduce((n, a) => n + a.compactions, 0);
+        await d.stop();
+      }
     }
-    return { history_rows: rows, agents: AGENTS, build_ms: buildMs, idle, cases, agent_compactions: agents.reduce((n, a) => n + a.compactions, 0) };
+    return { history_rows: rows, agents: AGENTS, build_ms: buildMs, cases, agent_compactions: agentCompactions };
   } finally {
-    await Promise.all(agents.map((a) => a.stop()));
-    await d.stop();
+    fs.rmSync(home, { recursive: true, force: true });
   }
 }
 
@@ -253,12 +269,12 @@ export function judgeFairness(r: FairnessResult): Verdict[] {
   return r.cases.flatMap((c) => [
     {
       target: `fairness: ${r.agents} agents' p99 prepare while a ${r.history_rows}-row session compacts (${c.name}) within ${P99_RATIO_TARGET}x of idle`,
-      measured: `${fmtMs(c.during.p99_ms)} over ${c.during.samples} prepares vs ${fmtMs(r.idle.p99_ms)} idle (${c.ratio.toFixed(2)}x)`,
+      measured: `${fmtMs(c.during.p99_ms)} over ${c.during.samples} prepares vs ${fmtMs(c.idle.p99_ms)} over ${c.idle.samples} idle (${c.ratio.toFixed(2)}x)`,
       pass: c.compacted && c.ratio <= P99_RATIO_TARGET,
     },
     {
       target: `fairness: no event-loop stall over ${STALL_TARGET_MS} ms while a ${r.history_rows}-row session compacts (${c.name})`,
-      measured: `longest ${fmtMs(c.max_stall_ms)} in ${fmtMs(c.compaction_ms)}`,
+      measured: `longest ${fmtMs(c.max_stall_ms)} in ${fmtMs(c.compaction_ms)} (idle: ${fmtMs(c.idle.max_stall_ms)})`,
       pass: c.compacted && c.max_stall_ms <= STALL_TARGET_MS,
     },
     {
@@ -272,13 +288,12 @@ export function judgeFairness(r: FairnessResult): Verdict[] {
 export function renderFairness(r: FairnessResult): string {
   const lines = [
     `fairness: ${r.agents} agents each appending a turn and preparing once a second while one ${r.history_rows}-row session compacts for the first time`,
-    `  idle: p99 ${fmtMs(r.idle.p99_ms)} (median ${fmtMs(r.idle.median_ms)}, ${r.idle.samples} prepares), longest stall ${fmtMs(r.idle.max_stall_ms)}`,
-    '  | compaction | its time | agents p99 (x idle) | median | prepares | longest stall | peak RSS above before |',
+    '  | compaction | its time | agents p99: during / idle (ratio) | median: during / idle | prepares: during / idle | longest stall: during / idle | peak RSS above before |',
     '  | --- | --- | --- | --- | --- | --- | --- |',
     ...r.cases.map((c) =>
-      `  | ${c.name} | ${fmtMs(c.compaction_ms)} | ${fmtMs(c.during.p99_ms)} (${c.ratio.toFixed(2)}x) | ${fmtMs(c.during.median_ms)} | ${c.during.samples} | ${fmtMs(c.max_stall_ms)} | +${fmtBytes(c.peak_rss_bytes)} of ${
-        fmtBytes(c.rss_before_bytes)
-      } |`
+      `  | ${c.name} | ${fmtMs(c.compaction_ms)} | ${fmtMs(c.during.p99_ms)} / ${fmtMs(c.idle.p99_ms)} (${c.ratio.toFixed(2)}x) | ${fmtMs(c.during.median_ms)} / ${fmtMs(c.idle.median_ms)} | ${c.during.samples} / ${c.idle.samples} | ${
+        fmtMs(c.max_stall_ms)
+      } / ${fmtMs(c.idle.max_stall_ms)} | +${fmtBytes(c.peak_rss_bytes)} of ${fmtBytes(c.rss_before_bytes)} |`
     ),
   ];
   if (r.agent_compactions > 0) lines.push(`  note: ${r.agent_compactions} agent prepare(s) compacted their own session during the run; they are left out of the latencies`);
