@@ -268,8 +268,38 @@ function project(input: StrategyInput): Projection {
 }
 
 function warm(input: StrategyInput): Promise<void> | undefined {
-  const located = resolveArchive(input).located;
-  return warmTail(input, warmPriorTail(input, located), () => priorTail(input, located).rest);
+  const r = resolveArchive(input);
+  const tail = warmTail(input, warmPriorTail(input, r.located), () => priorTail(input, r.located).rest);
+  const frames = r.state === undefined || r.state.length === 0 ? undefined : warmFrames(input, r.state);
+  if (frames === undefined) return tail;
+  return tail === undefined ? frames : Promise.all([tail, frames]).then(() => undefined);
+}
+
+/**
+ * A kernel with no layout of the archive for this shape (the first request after a restart, or
+ * after a switch to another model family) lays it out and renders the frames it shows in slices
+ * before the projection, which would otherwise do all of it in one stretch. Undefined when the
+ * layout is there. A frame that cannot be rendered is left to the projection, which withholds
+ * the archive with a note (framesOf).
+ */
+function warmFrames(input: StrategyInput, state: ArchiveState): Promise<void> | undefined {
+  let geometry: Geometry;
+  try {
+    geometry = geometryOf(input);
+  } catch {
+    return undefined; // a geometry that cannot be drawn: framesOf says so
+  }
+  const key = layoutKey(state, geometry);
+  if (input.cache.get(LAYOUT)?.key === key) return undefined;
+  return (async () => {
+    const laid = await runStepsSliced(layoutSteps(state.parts, geometry));
+    input.cache.set(LAYOUT, { key, laid });
+    try {
+      await renderShown(input, laid, () => {});
+    } catch {
+      // framesOf meets the same failure on this request and reports it in the observation.
+    }
+  })();
 }
 
 const NOTHING_TO_ARCHIVE = 'cannot compact further without splitting the newest exchange';

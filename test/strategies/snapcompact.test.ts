@@ -207,6 +207,23 @@ describe('snapcompact', () => {
     assert.match(gpt.sections.find((s) => s.name === 'frames')!.source, /gpt shape, 1568x\d+ px/);
   });
 
+  test('a switch to another shape lays the archive out and renders its frames before the projection, which then draws none', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 160);
+    const base = setupFor({ window: 32_000, strategy: snapcompact });
+    const cache = new KernelCache();
+    assert.equal((await prepareRequest(withModel(base, model('claude-test', 'anthropic', ['text', 'image'])), argsFor(db, 's', { cache }))).compacted, true);
+    const gpt = withModel(base, model('gpt-5-test', 'openai', ['text', 'image']));
+    const frames = () => db.prepare<[], number>('SELECT count(*) FROM snapcompact_frames').pluck().get() ?? 0;
+    const before = frames();
+    const out = await prepareRequest(gpt, argsFor(db, 's', { cache }));
+    assert.equal(out.compacted, false);
+    const source = out.observation.sections.find((x) => x.name === 'frames')!.source;
+    const m = /(\d+) of \d+ frame\(s\), gpt shape.*, (\d+) cached/.exec(source);
+    assert.ok(m !== null && Number(m[1]) > 0 && m[1] === m[2], `every frame shown was rendered ahead and found in the cache: ${source}`);
+    assert.equal(frames() - before, Number(m[1]), 'the gpt frames were rendered once, ahead of the projection');
+  });
+
   test('a render failure withholds the archive with a note and never fails the turn', async (t) => {
     const db = tempDb(t);
     await sessionWithTurns(db, 's', 160);
