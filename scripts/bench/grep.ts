@@ -4,7 +4,12 @@
 // not installed) over the same texts dumped to a file.
 import { freePagesKept } from '../../daemon/idle-work.ts';
 import { freePages, releaseFreePages } from '../../storage/db.ts';
-import { indexBatchAndMerge, mergeSearchIndexFully, searchIndexLag } from '../../storage/search/indexer.ts';
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { fold } from '../../storage/search/fold.ts';
+import { BULK_INDEX_BATCH_ROWS, indexBatchAndMerge, mergeSearchIndexFully, searchIndexLag } from '../../storage/search/indexer.ts';
+import { ROW_TEXT_SQL } from '../../storage/transcript/row-text.ts';
 import { grep } from '../../storage/search/grep.ts';
 import { SearchWorker } from '../../storage/search/worker.ts';
 import { pageWalk, type StorageParts } from '../../storage/storage-size.ts';
@@ -27,7 +32,26 @@ export interface IndexResult {
   fts_bytes: number | null;
   /** All pages of the file per dbstat, for the share. */
   dbstat_total_bytes: number | null;
+  /** The first rows of the fill against a bare FTS5 trigram table given the same folded text. */
+  floor: IndexFloor;
 }
+
+/**
+ * What indexing cannot cost less than: the first rows' folded texts (read and folded beforehand,
+ * untimed) inserted into a bare trigram FTS5 table in a file of its own, with FTS5's defaults,
+ * no fsync and no other table, in transactions of the bulk build's batch size.
+ */
+export interface IndexFloor {
+  rows: number;
+  /** Our fill's time to the first batch that reached `rows` (its rows counted, so a rate is compared). */
+  ours_rows_per_s: number;
+  floor_rows_per_s: number;
+  /** ours time over the floor's, per row. */
+  ratio: number;
+}
+
+/** Rows the floor indexes: the fill's first ones (all of a smaller dataset), so the floor stays within the run's time. */
+export const INDEX_FLOOR_ROWS = 100_000;
 
 /** One search timed against GNU grep over the same text (shared with the lcm section). */
 export interface VersusGnu {
@@ -120,6 +144,30 @@ function ftsBytes(ds: Dataset): { fts: number | null; total: number | null } {
   }
 }
 
+/** IndexFloor for the first `ours.rows` rows of the dataset, which our fill indexed in `ours.ms`. */
+function indexFloor(ds: Dataset, ours: { rows: number; ms: number }): IndexFloor {
+  const texts = ds.db.prepare<[number], string>(`SELECT ${ROW_TEXT_SQL} FROM transcript ORDER BY seq LIMIT ?`).pluck().all(ours.rows).map(fold);
+  const file = path.join(ds.dir, 'fts-floor.db');
+  const floor = new Database(file);
+  try {
+    floor.pragma('journal_mode = WAL');
+    floor.pragma('synchronous = OFF');
+    floor.exec("CREATE VIRTUAL TABLE f USING fts5(text, content='', tokenize='trigram case_sensitive 1')");
+    const insert = floor.prepare<[number, string]>('INSERT INTO f (rowid, text) VALUES (?, ?)');
+    const t0 = nowMs();
+    for (let i = 0; i < texts.length; i += BULK_INDEX_BATCH_ROWS) {
+      floor.transaction(() => {
+        for (let j = i; j < Math.min(texts.length, i + BULK_INDEX_BATCH_ROWS); j++) insert.run(j + 1, texts[j]!);
+      })();
+    }
+    const floorMs = nowMs() - t0;
+    return { rows: ours.rows, ours_rows_per_s: ours.rows / (ours.ms / 1000), floor_rows_per_s: texts.length / (floorMs / 1000), ratio: ours.ms / ours.rows / (floorMs / texts.length) };
+  } finally {
+    floor.close();
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) fs.rmSync(f, { force: true });
+  }
+}
+
 /** A search as the daemon runs it: the trigram index query on the search worker thread. */
 async function ourGrep(ds: Dataset, worker: SearchWorker, pattern: string, session: string | undefined): Promise<number> {
   const r = await grep(ds.db, { pattern, offset: 0, limit: 50, ...(session === undefined ? {} : { session }) }, { hits: (ask) => worker.hits(ask) });
@@ -153,6 +201,8 @@ async function measure(ds: Dataset, worker: SearchWorker, dump: ReturnType<typeo
   let rows = 0;
   let batches = 0;
   let maxBatch = 0;
+  const floorRows = Math.min(INDEX_FLOOR_ROWS, ds.totalRows);
+  let firstRows: { rows: number; ms: number } | undefined;
   const t0 = nowMs();
   for (;;) {
     const b0 = nowMs();
@@ -160,6 +210,7 @@ async function measure(ds: Dataset, worker: SearchWorker, dump: ReturnType<typeo
     maxBatch = Math.max(maxBatch, nowMs() - b0);
     if (n === 0) break;
     rows += n;
+    if (firstRows === undefined && rows >= floorRows) firstRows = { rows, ms: nowMs() - t0 };
     batches++;
     if (batches % 100 === 0) log(`  indexing: ${rows}/${ds.totalRows} rows`);
   }
@@ -191,8 +242,13 @@ async function measure(ds: Dataset, worker: SearchWorker, dump: ReturnType<typeo
     db_bytes_after: after,
     fts_bytes: fts,
     dbstat_total_bytes: total,
+    floor: indexFloor(ds, firstRows ?? { rows, ms: indexMs }),
   };
-  log(`  indexed ${rows} rows in ${(indexMs / 1000).toFixed(1)} s (worst batch ${maxBatch.toFixed(0)} ms)`);
+  log(
+    `  indexed ${rows} rows in ${(indexMs / 1000).toFixed(1)} s (worst batch ${maxBatch.toFixed(0)} ms); its first ${index.floor.rows} at ${Math.round(index.floor.ours_rows_per_s)} rows/s, a bare FTS5 table ${
+      Math.round(index.floor.floor_rows_per_s)
+    } rows/s`,
+  );
 
   const cases: GrepCase[] = [];
   for (const scope of ['session', 'cross'] as const) {

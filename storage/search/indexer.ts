@@ -125,7 +125,7 @@ const BULK_MERGE_PAGES = 2000;
  * merged again on each level it climbs: at 330k rows, 8,192-row batches took 92 s to index and
  * merge against 119 s for 2,048-row ones, the merging 19 s against 41 (the inserts the same).
  */
-const BULK_INDEX_BATCH_ROWS = 8192;
+export const BULK_INDEX_BATCH_ROWS = 8192;
 
 /** Rows the index has not reached yet. */
 export function searchIndexLag(db: Db): number {
