@@ -62,7 +62,8 @@ const TOUCH_EVERY_MS = 24 * 60 * 60 * 1000;
 
 const stmts = perDb((db: Db) => ({
   // Through the (sid, updated_at) index (migration 21): in the table row the stamp lies past the
-  // archive text's overflow pages, and a rowid lookup would walk them all to reach it.
+  // marks' overflow pages (a pair per archived row; the text itself was there too before
+  // migration 32), and a rowid lookup would walk them all to reach it.
   stamp: db.prepare<[number], number>('SELECT updated_at FROM snapcompact_archive INDEXED BY snapcompact_archive_stamp WHERE sid = ?').pluck(),
   load: db.prepare<[number], Raw>('SELECT first_part, last_part, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at FROM snapcompact_archive WHERE sid = ?'),
   range: db.prepare<[number], PartRange>('SELECT first_part AS first, last_part AS last FROM snapcompact_archive WHERE sid = ?'),
