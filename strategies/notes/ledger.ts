@@ -131,12 +131,14 @@ const CONSTRAINT = /\b(?:must|never|don't|do not|always|instead)\b/i;
  * The sentences of a user message that set a constraint, whitespace collapsed, at least 12
  * characters and at most INSTRUCTION_CHARS. Blocks an agent wraps in a tag inside the user's
  * turn (`<system-reminder>`, `<environment_context>`, `<user_instructions>`) are context it
- * injected, not what the user said, and are left out. So is a question ("should we always
- * retry?"): it asks, and whatever was settled comes in a later sentence.
+ * injected, not what the user said, and are left out; so is a fenced code block (pasted code, a
+ * log or an error saying "must not be null" is not the user's rule). So is a question ("should
+ * we always retry?"): it asks, and whatever was settled comes in a later sentence.
  */
 export function instructionSentences(text: string): string[] {
   return text
     .replace(/<([A-Za-z][\w-]*)\b[^>]*>[\s\S]*?<\/\1>/g, '\n')
+    .replace(/```[\s\S]*?(?:```|$)/g, '\n')
     .split(/(?<=[.!?])\s+|\n+/)
     .map((x) => x.replace(/\s+/g, ' ').trim())
     .filter((x) => x.length >= 12 && x.length <= INSTRUCTION_CHARS && !x.endsWith('?') && CONSTRAINT.test(x));
