@@ -8,7 +8,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 
 /** Gaps shorter than this are not written (the file stays small; the verdicts are at 50 ms). */
-export const STALL_RECORD_MS = 10;
+const STALL_RECORD_MS = 10;
 const TICK_MS = 1;
 
 const home = process.env.ALBEDO_HOME;
