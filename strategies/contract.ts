@@ -93,6 +93,12 @@ export interface Strategy {
    */
   warm?(input: StrategyInput): Promise<void> | undefined;
   /**
+   * Where the verbatim history the saved state leaves begins (the seq of the tail's first row),
+   * found from the state without decoding a row. With it the engine compacts a history many
+   * stages long in stages (strategies/catch-up.ts); without it such a history is compacted at once.
+   */
+  tailFrom?(input: StrategyInput): number;
+  /**
    * One-time upkeep when a kernel adopts the session (e.g. rewriting an old state format).
    * May write; never called from project or from read-only calls such as /context.
    */

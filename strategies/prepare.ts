@@ -14,6 +14,7 @@ import { sessionRewrites } from '../storage/transcript/user-rows.ts';
 import { readsImages, type ModelEntry } from './catalog/models.ts';
 import type { CompactOptions, CompactOutcome, DryRun, FoldPlugin, Layer, LayerView, Projection, Strategy, StrategyInput } from './contract.ts';
 import { imageTokens, inputsTokens, pinnedTokens, textTokens } from './estimate.ts';
+import { stageHead } from './catch-up.ts';
 import { firstCarriedSeq } from './harness/carried.ts';
 import { forgetPassedRows, historyRows } from './harness/history-rows.ts';
 import { projectTail } from './harness/row-memo.ts';
@@ -377,7 +378,76 @@ const OVERDUE = 'compaction ran because the previous request had also gone out a
  * observation only, costs no latch, and is retried once the request has grown by a turn.
  */
 export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Promise<Prepared> {
-  const now = args.now ?? Date.now;
+  const staged = await compactInStages(setup, args);
+  const prepared = await prepareAtHead(setup, args, staged.failure);
+  if (staged.stages === 0 && staged.failure === null) return prepared;
+  const what =
+    `${staged.stages} compaction(s) in stages (${staged.rows} rows evicted, the last at #${staged.head}) before this request, as requests at those heads would have: the history past the saved state was too long to compact at once`;
+  const notes = [...(staged.stages > 0 ? [what] : []), ...(staged.failure === null ? [] : [`a compaction in stages failed and automatic compaction waits for the next request: ${staged.failure}`])];
+  const compacted = prepared.compacted || staged.stages > 0;
+  return {
+    ...prepared,
+    compacted,
+    observation: { ...prepared.observation, compacted, failure: prepared.observation.failure ?? staged.failure, notes: [...notes, ...prepared.observation.notes] },
+    summarizerCalls: prepared.summarizerCalls + staged.calls,
+  };
+}
+
+/** What the stages before a request did (see compactInStages). */
+interface Staged {
+  stages: number;
+  /** Rows the stages evicted. */
+  rows: number;
+  /** The last stage's head. */
+  head: number;
+  calls: number;
+  /** Why a stage failed (the summarizer threw), or null. */
+  failure: string | null;
+}
+
+/**
+ * A history past the saved state many stages long (strategies/catch-up.ts) is compacted before
+ * the request, a stage at a time: each stage is an automatic compaction of the history as it
+ * stood at an earlier head, logged as one, and decodes only the rows since the last. Stops at
+ * the first stage that is not due, finds nothing to evict, or fails; the request then decides as
+ * it always does, on what is left. Never while automatic compaction is latched and not forced.
+ */
+async function compactInStages(setup: EngineSetup, args: PrepareArgs): Promise<Staged> {
+  const done: Staged = { stages: 0, rows: 0, head: 0, calls: 0, failure: null };
+  const strategy = setup.strategy;
+  if (strategy?.tailFrom === undefined) return done;
+  for (;;) {
+    const stage = readTogether(args.db, () => {
+      const f = envelope(setup, args);
+      if (!args.force && f.book.autoFailures >= LATCH_LIMIT) return undefined;
+      return stageHead(f.input, strategy.tailFrom!(f.input));
+    });
+    if (stage === undefined) return done;
+    const at: PrepareArgs = { ...args, head: stage, force: false };
+    const f = readTogether(args.db, () => envelope(setup, at));
+    await readTogether(args.db, () => strategy.warm?.(f.input));
+    const first = readTogether(args.db, () => project(setup, f.input));
+    if (!first.due) return done;
+    await yieldToEventLoop();
+    const c = await compactAndCommit(setup, at, f, first);
+    done.calls += c.calls;
+    if (!c.outcome.compacted) {
+      if (c.error !== null) done.failure = c.error;
+      return done;
+    }
+    done.stages += 1;
+    done.rows += c.outcome.evictedRows;
+    done.head = stage;
+    await yieldToEventLoop();
+  }
+}
+
+/**
+ * The request at its own head: project, compact when due or forced, project again. After a stage
+ * failed (`stageFailure`) only a forced compaction is tried: the same summarizer would be asked
+ * again, over more rows.
+ */
+async function prepareAtHead(setup: EngineSetup, args: PrepareArgs, stageFailure: string | null): Promise<Prepared> {
   const sid = args.session.sid;
   const strategy = setup.strategy;
   // From the projection to the request that goes out when nothing is due, one synchronous
@@ -395,7 +465,7 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     const deferred = args.force || latched || overdue ? null : first.due ? deferral(pace, first, f.input) : null;
     const held = args.force || latched || overdue || first.due || !atTrigger ? null : layersHold(setup, first, sent, f.input);
     const waits = deferred ?? held;
-    const attempt = strategy !== null && (args.force || overdue || (first.due && !latched && waits === null));
+    const attempt = strategy !== null && (args.force || (stageFailure === null && (overdue || (first.due && !latched && waits === null))));
     pace.waited = !attempt && atTrigger;
     if (attempt) return { first, pace, sent: undefined, overdue: overdue && !args.force };
     observePace(pace, first.estimate, false);
@@ -433,13 +503,59 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   const { first, pace, overdue } = decided;
 
   if (args.force) setAutoFailures(args.db, sid, 0);
+  // The projection above and the compaction's planning are each one synchronous stretch: the
+  // event loop gets a turn between them.
+  await yieldToEventLoop();
+  const { outcome, error, second, out, layers, calls } = await compactAndCommit(setup, args, f, first);
+  observePace(pace, second.estimate, outcome.compacted);
+  const reason = outcome.compacted ? null : (error ?? outcome.reason);
+  if (error === null) {
+    pace.baseline = outcome.compacted ? second.estimate : first.estimate;
+    pace.reason = reason;
+  }
+  const sent = layered(setup, out.input, second, layers.views);
+  return {
+    system: out.system,
+    tools: out.tools,
+    inputs: sent.inputs,
+    compacted: outcome.compacted,
+    reason,
+    observation: observe(setup, out, sent, { compacted: outcome.compacted, failure: reason, notes: [...(overdue ? [OVERDUE] : []), ...(outcome.notes ?? []), ...layers.notes] }),
+    extensionContext: out.context,
+    instructions: out.instructions,
+    summarizerCalls: calls,
+  };
+}
+
+/** A compaction as it ended: committed, or why not, and what the request goes out with after it. */
+interface Compaction {
+  outcome: CompactOutcome;
+  /** The strategy threw (a summarizer error, a timeout, an invalid answer): a real failure. */
+  error: string | null;
+  /** The projection after the commit; the one before it when nothing was committed. */
+  second: Projection;
+  /** The envelope the request goes out in: rebuilt after a commit when a pinned prompt was released. */
+  out: Envelope;
+  /** The layers' views after a committed compaction (their `compact`), and what failed in them. */
+  layers: { views: Map<string, LayerView>; notes: string[] };
+  /** Summarizer calls made. */
+  calls: number;
+}
+
+/**
+ * One compaction of the request `f` and `first` describe: the strategy's `compact`, then one
+ * transaction that commits its state and logs the attempt (a success, or a real failure, which
+ * counts toward the latch), then the layers' `compact` after a commit.
+ */
+async function compactAndCommit(setup: EngineSetup, args: PrepareArgs, f: Envelope, first: Projection): Promise<Compaction> {
+  const strategy = setup.strategy;
+  if (strategy === null) throw new Error('a compaction was attempted without a strategy');
+  const now = args.now ?? Date.now;
+  const sid = args.session.sid;
   const started = now();
   const rewritesAtStart = sessionRewrites(args.db, sid);
   let outcome: CompactOutcome;
   let error: string | null = null;
-  // The projection above and the compaction's planning are each one synchronous stretch: the
-  // event loop gets a turn between them.
-  await yieldToEventLoop();
   const meter = metered(setup.summarizer);
   const opts: CompactOptions = { forced: args.force, focus: args.focus, summarizer: meter, signal: args.signal };
   try {
@@ -493,12 +609,6 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   })();
   // The latch and the log may have moved: the observation reads them as they are now.
   out = { ...out, book: readSessionBook(args.db, sid, setup.modelId) };
-  observePace(pace, second.estimate, outcome.compacted);
-  const reason = outcome.compacted ? null : (error ?? outcome.reason);
-  if (error === null) {
-    pace.baseline = outcome.compacted ? second.estimate : first.estimate;
-    pace.reason = reason;
-  }
   // Layers follow the strategy: after a committed compaction they compact too, otherwise they
   // project as on any other request. The commit and the projection after it are one stretch;
   // the layers' first steps (the notes match the new request against the history) another.
@@ -510,18 +620,7 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     // The rows this compaction evicted were kept for the layers (history-rows.ts); nothing reads them now.
     forgetPassedRows(out.input.cache);
   }
-  const sent = layered(setup, out.input, second, layers.views);
-  return {
-    system: out.system,
-    tools: out.tools,
-    inputs: sent.inputs,
-    compacted: outcome.compacted,
-    reason,
-    observation: observe(setup, out, sent, { compacted: outcome.compacted, failure: reason, notes: [...(overdue ? [OVERDUE] : []), ...(outcome.notes ?? []), ...layers.notes] }),
-    extensionContext: out.context,
-    instructions: out.instructions,
-    summarizerCalls: meter.calls,
-  };
+  return { outcome, error, second, out, layers, calls: meter.calls };
 }
 
 /** What `/compact` would do now, without a model call or a write; null when the strategy has no dry run. */

@@ -88,6 +88,11 @@ function prepare(db: Db) {
         'SELECT count(*) FROM (SELECT 1 FROM transcript WHERE sid = ? AND seq > ? AND seq <= ? LIMIT ?)',
       )
       .pluck(),
+    // Reads only the (sid, seq, graphemes) index; a row from before the column counts as a typical one.
+    volumes: db.prepare<[number, number, number], { seq: number; graphemes: number }>(
+      `SELECT seq, coalesce(graphemes, ${UNKNOWN_ROW_GRAPHEMES}) AS graphemes FROM transcript INDEXED BY transcript_session
+        WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq`,
+    ),
     page: db.prepare<[number, number, number, number], Omit<RawTranscriptRow, 'name'>>(
       `SELECT seq, row_class, key, created_at, ${bodySql()} AS body FROM transcript
         WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
@@ -205,6 +210,31 @@ export function headSeq(db: Db, sid: number): number {
  */
 export function countRowsBetween(db: Db, sid: number, after: number, through: number, cap: number): number {
   return stmts(db).countBetween.get(sid, after, through, cap) ?? 0;
+}
+
+/** What `seqAtVolume` counts for a row stored before rows carried their grapheme count. */
+const UNKNOWN_ROW_GRAPHEMES = 1024;
+
+/**
+ * The first seq at which the session's rows after `after` (through `through`) add up to at
+ * least `graphemes` rendered graphemes and at least `rows` rows, or undefined when they never
+ * do. Reads the (sid, seq, graphemes) index only, and stops there: no row is decoded.
+ */
+export function seqAtVolume(db: Db, sid: number, after: number, through: number, want: { graphemes: number; rows: number }): number | undefined {
+  let graphemes = 0;
+  let rows = 0;
+  for (const r of stmts(db).volumes.iterate(sid, after, through)) {
+    graphemes += r.graphemes;
+    rows += 1;
+    if (graphemes >= want.graphemes && rows >= want.rows) return r.seq;
+  }
+  return undefined;
+}
+
+/** The first row after `seq` (through `through`) that opens a compaction unit, or undefined. */
+export function nextUnitStart(db: Db, sid: number, seq: number, through: number): number | undefined {
+  const next = stmts(db).firstStart.get(sid, seq) ?? undefined;
+  return next !== undefined && next <= through ? next : undefined;
 }
 
 /** The session's append boundary: its newest seq and how many rows it holds up to there. */

@@ -25,6 +25,11 @@ export function withFallback(primary: Strategy, byName: Readonly<Record<string, 
   // The optional hooks only where one of the two has them: the engine skips a strategy without.
   if (primary.warm !== undefined || other.warm !== undefined) wrapped.warm = (input) => (when(input) === null ? primary : other).warm?.(input);
   else delete wrapped.warm;
+  // Stages need the tail's start from whichever of the two runs; without it from both, no stages.
+  if (primary.tailFrom !== undefined && other.tailFrom !== undefined) {
+    const [mine, theirs] = [primary.tailFrom.bind(primary), other.tailFrom.bind(other)];
+    wrapped.tailFrom = (input) => (when(input) === null ? mine : theirs)(input);
+  } else delete wrapped.tailFrom;
   if (primary.adopt !== undefined || other.adopt !== undefined) {
     // The state the fallback keeps may need its one-time upkeep whichever of the two runs next.
     wrapped.adopt = (input) => {

@@ -142,6 +142,11 @@ function warm(input: StrategyInput): Promise<void> | undefined {
   return warmTail(input, warmTailRows(input, located), () => tailRows(input, located));
 }
 
+/** Where the rows the tree does not cover yet begin. */
+function tailFrom(input: StrategyInput): number {
+  return treeView(input).located.openerSeq;
+}
+
 const NOTHING_TO_COVER = 'nothing to summarize: the tail holds only the newest exchange and the frontier is a single node';
 
 interface Choice {
@@ -335,5 +340,6 @@ export const lcm: Strategy = {
   plan,
   compact,
   warm,
+  tailFrom,
   fork: (db, from, to, seqs) => forkTree(db, from, to, seqs),
 };

@@ -400,4 +400,9 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
  * A model that reads no images, or a window with no room for one frame, gets the running-summary
  * text compaction (rolling's): the engine resolves `fallback` (strategies/harness/fallback.ts).
  */
-export const snapcompact: Strategy = { name: 'snapcompact', settings: SnapcompactSettings, project, plan, compact, warm, fallback: { strategy: 'rolling', when: textFallback } };
+/** Where the history the archive does not hold begins (other extensions' folds aside). */
+function tailFrom(input: StrategyInput): number {
+  return resolveArchive(input).located.openerSeq;
+}
+
+export const snapcompact: Strategy = { name: 'snapcompact', settings: SnapcompactSettings, project, plan, compact, warm, tailFrom, fallback: { strategy: 'rolling', when: textFallback } };
