@@ -86,10 +86,31 @@ interface FramesView {
   notes: string[];
 }
 
+/**
+ * A frame of a laid-out archive: where its text lies and its size in pixels. Only a frame a
+ * request can show (the first, and the FRAME_CAP - 1 newest: chooseFrames) keeps what it draws: an archive of 100k rows is thousands of
+ * frames, and their cells and texts together were twice the archive's size, held per kernel.
+ */
+interface LaidFrame {
+  start: number;
+  /** Its text's length, in UTF-16 code units. */
+  length: number;
+  width: number;
+  height: number;
+  drawn: Frame | undefined;
+}
+
 /** The archive laid out for one geometry, with each frame's cache key; kept per kernel. */
 interface Laid {
-  frames: Frame[];
+  frames: LaidFrame[];
   keys: string[];
+}
+
+/** What a frame a request shows draws. */
+function drawnFrame(laid: Laid, i: number): Frame {
+  const drawn = laid.frames[i]?.drawn;
+  if (drawn === undefined) throw new Error(`snapcompact layout: frame ${i + 1} of ${laid.frames.length} is not one a request shows`);
+  return drawn;
 }
 
 const LAYOUT = cacheSlot<{ key: string; laid: Laid }>('snapcompact.layout');
@@ -100,11 +121,14 @@ function layoutKey(state: Pick<ArchiveState, 'updatedAt' | 'length'>, geometry: 
 
 /** The archive's text (its parts) laid out, a frame a step (a long archive is hundreds of frames). */
 function* layoutSteps(parts: readonly string[], geometry: Geometry): Steps<Laid> {
-  const frames: Frame[] = [];
+  const frames: LaidFrame[] = [];
   const keys: string[] = [];
   for (const f of layoutFrames(parts, geometry)) {
-    frames.push(f);
+    frames.push({ start: f.start, length: f.text.length, width: f.width, height: f.height, drawn: f });
     keys.push(frameKey(f.geometry, f.text));
+    // A frame now FRAME_CAP behind the newest can no longer be one of the newest.
+    const passed = frames.length - FRAME_CAP;
+    if (passed > 0) frames[passed]!.drawn = undefined;
     yield;
   }
   return { frames, keys };
@@ -120,7 +144,7 @@ function layoutOf(input: StrategyInput, state: ArchiveState, geometry: Geometry)
 }
 
 /** The frames of a layout a request shows within its budget (chooseFrames). */
-function shownFrames(input: StrategyInput, frames: readonly Frame[]): number[] {
+function shownFrames(input: StrategyInput, frames: readonly LaidFrame[]): number[] {
   const full = frames[0] === undefined ? 0 : imageTokens(frames[0].width, frames[0].height, input.target.maxImageEdgePx);
   return chooseFrames(frames.length, frameBudget(input, full));
 }
@@ -134,7 +158,7 @@ async function renderShown(input: StrategyInput, laid: Laid, stop: () => void): 
   for (const i of shownFrames(input, laid.frames)) {
     if (cachedFrame(input.db, laid.keys[i]!) !== undefined) continue;
     stop();
-    const r = renderFrame(laid.frames[i]!);
+    const r = renderFrame(drawnFrame(laid, i));
     cacheFrame(input.db, laid.keys[i]!, r.png, r.width, r.height);
     await yieldToEventLoop();
   }
@@ -155,7 +179,8 @@ function framesOf(input: StrategyInput, state: ArchiveState): FramesView {
   const counters = input.cache.getOrSet(RENDERS, () => ({ rendered: 0, hits: 0 }));
   try {
     const geometry = geometryOf(input);
-    const { frames, keys } = layoutOf(input, state, geometry);
+    const laid = layoutOf(input, state, geometry);
+    const { frames, keys } = laid;
     const chosen = shownFrames(input, frames);
     // The same frames as the last request (the usual case between compactions): reuse its
     // inputs. The day is part of the key so that cached frames still get their daily use mark.
@@ -165,7 +190,7 @@ function framesOf(input: StrategyInput, state: ArchiveState): FramesView {
       counters.hits += last.view.inputs.length;
       return { ...last.view, section: { ...last.view.section, source: last.source(last.view.inputs.length) } };
     }
-    const dropped = frames.filter((_, i) => !chosen.includes(i)).reduce((n, f) => n + f.text.length, 0);
+    const dropped = frames.filter((_, i) => !chosen.includes(i)).reduce((n, f) => n + f.length, 0);
     const inputs: PlainInput[] = [];
     let hits = 0;
     for (const [k, i] of chosen.entries()) {
@@ -173,14 +198,14 @@ function framesOf(input: StrategyInput, state: ArchiveState): FramesView {
       const key = keys[i]!;
       let image = cachedFrame(input.db, key);
       if (image === undefined) {
-        const r = renderFrame(f);
+        const r = renderFrame(drawnFrame(laid, i));
         image = cacheFrame(input.db, key, r.png, r.width, r.height);
         counters.rendered += 1;
       } else {
         hits += 1;
         counters.hits += 1;
       }
-      const rows = rowsIn(state.marks, f.start, f.start + f.text.length);
+      const rows = rowsIn(state.marks, f.start, f.start + f.length);
       const where = rows === undefined ? '' : ` · rows #${rows.first}-#${rows.last}`;
       // Dropped frames lie between the first frame and the newest; with room for one frame only,
       // the newest is shown and everything before it is dropped.
