@@ -96,7 +96,7 @@ export function layout(text: string, geometry: Geometry, options: LayoutOptions 
  * (the frames and their offsets are the same) but never joined: each piece after the first must
  * start with a newline or follow one that ends with a newline.
  */
-export function* layoutFrames(text: string | readonly string[], geometry: Geometry, options: LayoutOptions = {}): Generator<Frame, void, undefined> {
+export function* layoutFrames(text: string | Iterable<string>, geometry: Geometry, options: LayoutOptions = {}): Generator<Frame, void, undefined> {
   const g = options.maxEdgePx === undefined ? Geometry.parse(geometry) : clampGeometry(geometry, options.maxEdgePx);
   const columns = columnsOf(g);
   const perFrame = columns * g.rows;
@@ -180,12 +180,13 @@ const SEGMENT_CHARS = 1 << 16;
  * are the whole text normalized. A CR that ends a piece goes with the next one, so that a CR LF
  * split between two pieces is still one newline.
  */
-function* newlineSegments(pieces: readonly string[]): Generator<string, void, undefined> {
+function* newlineSegments(pieces: Iterable<string>): Generator<string, void, undefined> {
+  // A CR at a piece's end waits for the next piece, whose LF it may pair with.
   let carried = '';
-  for (const [k, piece] of pieces.entries()) {
+  for (const piece of pieces) {
     let text = carried + piece;
     carried = '';
-    if (k < pieces.length - 1 && text.endsWith('\r')) {
+    if (text.endsWith('\r')) {
       carried = '\r';
       text = text.slice(0, -1);
     }
@@ -196,6 +197,7 @@ function* newlineSegments(pieces: readonly string[]): Generator<string, void, un
       at = end;
     }
   }
+  if (carried !== '') yield carried;
 }
 
 /** What a frame shows, as text: each cell's code point followed by the marks drawn over it. */

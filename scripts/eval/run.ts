@@ -11,7 +11,7 @@ import { findSession } from '../../storage/transcript/sessions.ts';
 import type { AlbedoClient } from '../../protocol/client.ts';
 import { MAX_GREP_LIMIT } from '../../protocol/methods.ts';
 import type { RowIn } from '../../protocol/rows.ts';
-import { loadArchive, wholeText } from '../../storage/state/snapcompact.ts';
+import { archiveText, loadArchive } from '../../storage/state/snapcompact.ts';
 import type { ImportedTranscript } from '../../cli/import/index.ts';
 import { startReplayDaemon } from '../replay/daemon.ts';
 import { DEFAULT_MODEL, replayTranscript, type PreparedRequest } from '../replay/replay.ts';
@@ -158,11 +158,11 @@ export async function runEval(name: string, imported: ImportedTranscript, strate
     let summarizerIn = 0;
     let summarizerOut = 0;
     let lastCompactionAt: number | null = null;
-    const archiveText = (): string => {
+    const savedArchive = (): string => {
       db ??= openReadOnly(resolvePaths({ ALBEDO_HOME: d.home }).db);
       const s = findSession(db, SESSION);
       const a = s === undefined ? undefined : loadArchive(db, s.sid);
-      return a === undefined || 'unreadable' in a ? '' : wholeText(a);
+      return s === undefined || a === undefined || 'unreadable' in a ? '' : archiveText(db, s.sid, a);
     };
 
     const stats = await replayTranscript(d.client, SESSION, imported, {
@@ -195,7 +195,7 @@ export async function runEval(name: string, imported: ImportedTranscript, strate
         if (gone.size === 0) return;
         // The archive changes only when snapcompact compacts: read once per compaction.
         if (!p.observation.sections.some((s) => s.name === 'frames')) frames = undefined;
-        else if (frames === undefined || frames.at !== lastCompactionAt) frames = { at: lastCompactionAt, text: archiveText() };
+        else if (frames === undefined || frames.at !== lastCompactionAt) frames = { at: lastCompactionAt, text: savedArchive() };
         const text = `${inputsText(p.inputs)}\n${frames?.text ?? ''}`;
         scoreProbes(probeSet.at(appended, gone), text, probeSet.modifiedRoot(appended), left.length > 0, tallies, pool);
         if (left.length === 0) return;

@@ -31,6 +31,7 @@ import { sql as m029 } from './029-proxy-accounting.ts';
 import { sql as m030 } from './030-proxy-chain-stamp.ts';
 import { sql as m031 } from './031-notes-ledger.ts';
 import { sql as m032 } from './032-snapcompact-archive-parts.ts';
+import { sql as m033 } from './033-snapcompact-part-lengths.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -72,4 +73,5 @@ export const migrations: readonly Migration[] = [
   { version: 30, name: 'proxy-chain-stamp', sql: m030 },
   { version: 31, name: 'notes-ledger', sql: m031 },
   { version: 32, name: 'snapcompact-archive-parts', sql: m032 },
+  { version: 33, name: 'snapcompact-part-lengths', sql: m033 },
 ];

@@ -2,7 +2,8 @@
 // draw) with the offset where each archived row starts, saved with a user-message cut like
 // rolling's. Its text is stored in parts (migration 32): a compaction writes the parts it adds
 // before its commit (`writeArchivePart`), and the commit names the range the archive is
-// (`saveArchive`). Frames are derived: a cached frame is a payload named by its cache key, so
+// (`saveArchive`). A loaded archive holds its parts' lengths, not their text (migration 33):
+// `archiveParts` and `archiveText` read the text as it is needed. Frames are derived: a cached frame is a payload named by its cache key, so
 // the request can refer to it by hash and `payload.get` serves its bytes.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
@@ -20,10 +21,10 @@ export type KeptFold = z.infer<typeof KeptFold>;
 const KeptFolds = z.array(KeptFold);
 
 export interface ArchiveState {
-  /** The text's parts in order, as stored; joined, the archive text (`wholeText`). */
-  parts: readonly string[];
-  /** Their numbers in snapcompact_text: first..last (last = first - 1 for an empty archive). */
+  /** Its parts' numbers in snapcompact_text: first..last (last = first - 1 for an empty archive). */
   range: PartRange;
+  /** Each part's length in UTF-16 code units, in order. */
+  partLengths: readonly number[];
   /** The text's length in UTF-16 code units. */
   length: number;
   marks: ArchiveMarks;
@@ -67,9 +68,12 @@ const stmts = perDb((db: Db) => ({
   stamp: db.prepare<[number], number>('SELECT updated_at FROM snapcompact_archive INDEXED BY snapcompact_archive_stamp WHERE sid = ?').pluck(),
   load: db.prepare<[number], Raw>('SELECT first_part, last_part, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at FROM snapcompact_archive WHERE sid = ?'),
   range: db.prepare<[number], PartRange>('SELECT first_part AS first, last_part AS last FROM snapcompact_archive WHERE sid = ?'),
-  parts: db.prepare<[number, number, number], string>('SELECT text FROM snapcompact_text WHERE sid = ? AND part BETWEEN ? AND ? ORDER BY part').pluck(),
+  part: db.prepare<[number, number], string>('SELECT text FROM snapcompact_text WHERE sid = ? AND part = ?').pluck(),
+  lengths: db.prepare<[number, number, number], { part: number; chars: number | null }>('SELECT part, chars FROM snapcompact_text WHERE sid = ? AND part BETWEEN ? AND ? ORDER BY part'),
   countParts: db.prepare<[number, number, number], number>('SELECT count(*) FROM snapcompact_text WHERE sid = ? AND part BETWEEN ? AND ?').pluck(),
-  putPart: db.prepare<[number, number, string]>('INSERT INTO snapcompact_text (sid, part, text) VALUES (?, ?, ?) ON CONFLICT (sid, part) DO UPDATE SET text = excluded.text'),
+  putPart: db.prepare<[number, number, string, number]>(
+    'INSERT INTO snapcompact_text (sid, part, text, chars) VALUES (?, ?, ?, ?) ON CONFLICT (sid, part) DO UPDATE SET text = excluded.text, chars = excluded.chars',
+  ),
   dropOtherParts: db.prepare<[number, number, number]>('DELETE FROM snapcompact_text WHERE sid = ? AND (part < ? OR part > ?)'),
   save: db.prepare<[number, number, number, string, string, string, number, number, number, number], { rewrites: number | null }>(
     `INSERT INTO snapcompact_archive (sid, first_part, last_part, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at)
@@ -110,10 +114,11 @@ export function loadArchive(db: Db, sid: number): ArchiveState | { unreadable: s
   const f = KeptFolds.safeParse(folds);
   if (!c.success || !m.success || !f.success) return { unreadable: 'its cut, marks or folds have a format this build does not know' };
   const range = { first: raw.first_part, last: raw.last_part };
-  const parts = stmts(db).parts.all(sid, range.first, range.last);
-  if (parts.length !== range.last - range.first + 1) return { unreadable: `its text parts ${range.first}-${range.last} are not all stored` };
-  const length = parts.reduce((n, p) => n + p.length, 0);
-  return { parts, range, length, marks: m.data, folds: f.data, cut: c.data, hints: { openerSeq: raw.cut_seq, resumeSeq: raw.resume_seq }, rewrites: raw.rewrites, updatedAt: raw.updated_at };
+  const stored = stmts(db).lengths.all(sid, range.first, range.last);
+  if (stored.length !== range.last - range.first + 1) return { unreadable: `its text parts ${range.first}-${range.last} are not all stored` };
+  const partLengths = stored.map((p) => p.chars ?? partLength(db, sid, p.part));
+  const length = partLengths.reduce((n, l) => n + l, 0);
+  return { range, partLengths, length, marks: m.data, folds: f.data, cut: c.data, hints: { openerSeq: raw.cut_seq, resumeSeq: raw.resume_seq }, rewrites: raw.rewrites, updatedAt: raw.updated_at };
 }
 
 /** The range of parts the session's saved archive is, read even when the rest of it is unreadable. */
@@ -126,7 +131,45 @@ export function archiveRange(db: Db, sid: number): PartRange | undefined {
  * saved range is read by no one until `saveArchive` names it. Write only past the saved range.
  */
 export function writeArchivePart(db: Db, sid: number, part: number, text: string): void {
-  stmts(db).putPart.run(sid, part, text);
+  stmts(db).putPart.run(sid, part, text, text.length);
+}
+
+/**
+ * The length of a part stored before parts had one (migration 33), read from its text. Not
+ * written back: a load is a read (the eval reads a daemon's database read-only); a kernel keeps
+ * what it loaded, and a new archive's parts carry their lengths.
+ */
+function partLength(db: Db, sid: number, part: number): number {
+  return stmts(db).part.get(sid, part)?.length ?? 0;
+}
+
+/**
+ * The archive's text a part at a time, each read when the caller asks for it: a layout of a long
+ * archive holds one part, never the whole text. The parts of a saved range never change.
+ */
+export function* archiveParts(db: Db, sid: number, range: PartRange): Generator<string, void, undefined> {
+  for (let part = range.first; part <= range.last; part++) {
+    const text = stmts(db).part.get(sid, part);
+    if (text === undefined) throw new Error(`snapcompact archive: text part ${part} of session ${sid} is gone`);
+    yield text;
+  }
+}
+
+/** The archive's text from `start` to `end` (UTF-16 offsets), reading only the parts that hold it. */
+export function archiveText(db: Db, sid: number, state: Pick<ArchiveState, 'range' | 'partLengths' | 'length'>, start = 0, end = state.length): string {
+  const pieces: string[] = [];
+  let at = 0;
+  for (const [k, length] of state.partLengths.entries()) {
+    const next = at + length;
+    if (next > start && at < end) {
+      const text = stmts(db).part.get(sid, state.range.first + k);
+      if (text === undefined) throw new Error(`snapcompact archive: text part ${state.range.first + k} of session ${sid} is gone`);
+      pieces.push(text.slice(Math.max(0, start - at), Math.min(length, end - at)));
+    }
+    if (next >= end) break;
+    at = next;
+  }
+  return pieces.join('');
 }
 
 /**
@@ -138,13 +181,14 @@ export function writeArchivePart(db: Db, sid: number, part: number, text: string
 export function saveArchive(
   db: Db,
   sid: number,
-  state: { first: number; parts: readonly string[]; marks: ArchiveMarks; folds: readonly KeptFold[]; cut: SavedCut; hints: CutHints },
+  state: { first: number; partLengths: readonly number[]; marks: ArchiveMarks; folds: readonly KeptFold[]; cut: SavedCut; hints: CutHints },
   now = Date.now(),
 ): ArchiveState {
   const st = stmts(db);
-  const range = { first: state.first, last: state.first + state.parts.length - 1 };
+  const count = state.partLengths.length;
+  const range = { first: state.first, last: state.first + count - 1 };
   const stored = st.countParts.get(sid, range.first, range.last) ?? 0;
-  if (stored !== state.parts.length) throw new Error(`snapcompact archive: ${state.parts.length - stored} of its text parts ${range.first}-${range.last} were never stored`);
+  if (stored !== count) throw new Error(`snapcompact archive: ${count - stored} of its text parts ${range.first}-${range.last} were never stored`);
   const folds = JSON.stringify(state.folds);
   const cut = JSON.stringify(state.cut);
   const saved = st.save.get(sid, range.first, range.last, JSON.stringify(state.marks), folds, cut, state.hints.openerSeq, state.hints.resumeSeq, sid, now);
@@ -152,20 +196,18 @@ export function saveArchive(
   // The small parts through the same parse a load does (their JSON form is what is kept); the
   // marks are plain pairs, the same either way.
   const { openerSeq, resumeSeq } = state.hints;
-  const length = state.parts.reduce((n, p) => n + p.length, 0);
-  return { parts: [...state.parts], range, length, marks: state.marks, folds: KeptFolds.parse(JSON.parse(folds)), cut: SavedCut.parse(JSON.parse(cut)), hints: { openerSeq, resumeSeq }, rewrites: saved?.rewrites ?? null, updatedAt: now };
-}
-
-const WHOLE = new WeakMap<ArchiveState, string>();
-
-/** The archive's text in one string, joined once per state. */
-export function wholeText(state: ArchiveState): string {
-  let text = WHOLE.get(state);
-  if (text === undefined) {
-    text = state.parts.join('');
-    WHOLE.set(state, text);
-  }
-  return text;
+  const length = state.partLengths.reduce((n, l) => n + l, 0);
+  return {
+    range,
+    partLengths: [...state.partLengths],
+    length,
+    marks: state.marks,
+    folds: KeptFolds.parse(JSON.parse(folds)),
+    cut: SavedCut.parse(JSON.parse(cut)),
+    hints: { openerSeq, resumeSeq },
+    rewrites: saved?.rewrites ?? null,
+    updatedAt: now,
+  };
 }
 
 /** A cached frame by its cache key (render/frame.ts frameKey), its use recorded at most daily. */

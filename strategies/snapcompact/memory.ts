@@ -2,30 +2,59 @@
 // receives the snapcompact archive through `prior` as numbered text pages standing in for
 // exactly the rows the archive's cut covers, plus the folds the archive had kept as text.
 import type { StoredRow } from '../../protocol/rows.ts';
-import { wholeText, type ArchiveMarks } from '../../storage/state/snapcompact.ts';
+import { archiveText, type ArchiveMarks, type ArchiveState } from '../../storage/state/snapcompact.ts';
 import type { Fold, FoldPlugin, Prior, StrategyInput } from '../contract.ts';
 import { resolveArchive, rowsIn } from './archive.ts';
 
 /** Characters of archive text per page (pages break where an archived row starts). */
 export const PAGE_CHARS = 6000;
 
-/** The archive text in pages of about PAGE_CHARS, each starting at a row's start. */
-export function archivePages(text: string, marks: ArchiveMarks): Array<{ text: string; first: number; last: number }> {
-  const pages: Array<{ text: string; first: number; last: number }> = [];
+interface PageRange {
+  start: number;
+  end: number;
+  /** The rows it holds. */
+  first: number;
+  last: number;
+}
+
+/**
+ * Where the archive's pages lie: about PAGE_CHARS each, each starting at a row's start. They
+ * follow from the marks and the length alone, so that a reader fetches only the text of the
+ * pages it keeps.
+ */
+export function archivePageRanges(length: number, marks: ArchiveMarks): PageRange[] {
+  const pages: PageRange[] = [];
   let start = 0;
   let i = 0;
-  while (start < text.length) {
+  while (start < length) {
     // The next page starts at the first row start at least PAGE_CHARS further on.
     while (i < marks.length && marks[i]![0] <= start) i += 1;
     let j = i;
     while (j < marks.length && marks[j]![0] - start < PAGE_CHARS) j += 1;
-    const end = j < marks.length ? marks[j]![0] : text.length;
+    const end = j < marks.length ? marks[j]![0] : length;
     const rows = rowsIn(marks, start, end);
-    pages.push({ text: text.slice(start, end).replace(/\n$/, ''), first: rows?.first ?? 0, last: rows?.last ?? 0 });
+    pages.push({ start, end, first: rows?.first ?? 0, last: rows?.last ?? 0 });
     start = end;
     i = j;
   }
   return pages;
+}
+
+/** A page's text as a fold shows it (without the newline that ends its last row). */
+function pageText(text: string): string {
+  return text.replace(/\n$/, '');
+}
+
+/** The archive text in pages (archivePageRanges), with their text. */
+export function archivePages(text: string, marks: ArchiveMarks): Array<{ text: string; first: number; last: number }> {
+  return archivePageRanges(text.length, marks).map((p) => ({ text: pageText(text.slice(p.start, p.end)), first: p.first, last: p.last }));
+}
+
+/** The pages of a saved archive from the one holding `fromSeq` on, their text read from the database. */
+function pagesFrom(input: StrategyInput, state: ArchiveState, fromSeq: number): Array<{ text: string; first: number; last: number }> {
+  return archivePageRanges(state.length, state.marks)
+    .filter((p) => p.last >= fromSeq)
+    .map((p) => ({ text: pageText(archiveText(input.db, input.session.sid, state, p.start, p.end)), first: p.first, last: p.last }));
 }
 
 function archiveEnd(input: StrategyInput): { coveredThrough: number; openerSeq: number } | undefined {
@@ -38,7 +67,7 @@ function snapPrior(input: StrategyInput, history: readonly StoredRow[], fromSeq:
   const r = resolveArchive(input);
   const end = archiveEnd(input);
   if (r.state === undefined || end === undefined || end.coveredThrough < fromSeq) return { folds: [], rest: history };
-  const pages = archivePages(wholeText(r.state), r.state.marks).filter((p) => p.last >= fromSeq);
+  const pages = pagesFrom(input, r.state, fromSeq);
   const folds: Fold[] = [
     ...r.state.folds.filter((f) => f.lastSeq >= fromSeq),
     ...pages.map((p, k) => ({

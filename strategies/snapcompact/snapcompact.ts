@@ -8,7 +8,7 @@
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import { clampGeometry, frameKey, layoutFrames, renderFrame, shapeFor, shapeNameFor, type Frame, type Geometry } from '../../render/index.ts';
 import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../protocol/time-slice.ts';
-import { archiveRange, cacheFrame, cachedFrame, saveArchive, writeArchivePart, type ArchiveState, type KeptFold } from '../../storage/state/snapcompact.ts';
+import { archiveParts, archiveRange, archiveText, cacheFrame, cachedFrame, saveArchive, writeArchivePart, type ArchiveState, type KeptFold } from '../../storage/state/snapcompact.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
 import { imageTokens, inputsTokens } from '../estimate.ts';
 import { locateAt, planCutSteps, type LocatedCut } from '../harness/cut.ts';
@@ -119,26 +119,58 @@ function layoutKey(state: Pick<ArchiveState, 'updatedAt' | 'length'>, geometry: 
   return `${state.updatedAt}:${state.length}:${JSON.stringify(geometry)}`;
 }
 
-/** The archive's text (its parts) laid out, a frame a step (a long archive is hundreds of frames). */
-function* layoutSteps(parts: readonly string[], geometry: Geometry): Steps<Laid> {
-  const frames: LaidFrame[] = [];
-  const keys: string[] = [];
+/**
+ * The archive's text (its parts) laid out, a frame a step (a long archive is thousands of
+ * frames). With `after`, the text is what follows the frames of `after.laid` but its last, from
+ * `after.start` (where that last frame starts) on: those frames are kept, and never modified.
+ */
+function* layoutSteps(parts: Iterable<string>, geometry: Geometry, after?: { laid: Laid; start: number }): Steps<Laid> {
+  const frames = after === undefined ? [] : after.laid.frames.slice(0, -1);
+  const keys = after === undefined ? [] : after.laid.keys.slice(0, -1);
+  const first = frames.length;
+  const offset = after?.start ?? 0;
   for (const f of layoutFrames(parts, geometry)) {
-    frames.push({ start: f.start, length: f.text.length, width: f.width, height: f.height, drawn: f });
+    const drawn = after === undefined ? f : { ...f, index: f.index + first, start: f.start + offset };
+    frames.push({ start: drawn.start, length: f.text.length, width: f.width, height: f.height, drawn });
     keys.push(frameKey(f.geometry, f.text));
-    // A frame now FRAME_CAP behind the newest can no longer be one of the newest.
+    // A frame now FRAME_CAP behind the newest can no longer be one of the newest (a copy: a
+    // kept frame may belong to another layout still cached).
     const passed = frames.length - FRAME_CAP;
-    if (passed > 0) frames[passed]!.drawn = undefined;
+    if (passed > 0 && frames[passed]!.drawn !== undefined) frames[passed] = { ...frames[passed]!, drawn: undefined };
     yield;
   }
   return { frames, keys };
+}
+
+/**
+ * The layout of the archive `base` grows into with `added` (text that starts with a newline, as
+ * every row after the first does). Frames start on row boundaries and each follows from its own
+ * text alone, so appending text changes only the last frame: the kernel's layout of `base` for
+ * this geometry, when it has it, is extended from its last frame (a compaction then reads back
+ * one frame of text, not the whole archive). Otherwise, or when the text before ends with a CR
+ * that the added newline would pair with, the whole archive is laid out.
+ */
+function grownLayoutSteps(input: StrategyInput, base: ArchiveState | undefined, added: readonly string[], geometry: Geometry): Steps<Laid> {
+  const { db } = input;
+  const sid = input.session.sid;
+  const cached = base === undefined ? undefined : input.cache.get(LAYOUT);
+  const last = cached?.laid.frames.at(-1);
+  if (base !== undefined && cached?.key === layoutKey(base, geometry) && last !== undefined) {
+    const lastText = archiveText(db, sid, base, last.start);
+    if (!lastText.endsWith('\r')) return layoutSteps([lastText, ...added], geometry, { laid: cached.laid, start: last.start });
+  }
+  function* parts(): Generator<string, void, undefined> {
+    if (base !== undefined) yield* archiveParts(db, sid, base.range);
+    yield* added;
+  }
+  return layoutSteps(parts(), geometry);
 }
 
 function layoutOf(input: StrategyInput, state: ArchiveState, geometry: Geometry): Laid {
   const key = layoutKey(state, geometry);
   const cached = input.cache.get(LAYOUT);
   if (cached?.key === key) return cached.laid;
-  const laid = runSteps(layoutSteps(state.parts, geometry));
+  const laid = runSteps(layoutSteps(archiveParts(input.db, input.session.sid, state.range), geometry));
   input.cache.set(LAYOUT, { key, laid });
   return laid;
 }
@@ -317,7 +349,7 @@ function warmFrames(input: StrategyInput, state: ArchiveState): Promise<void> | 
   const key = layoutKey(state, geometry);
   if (input.cache.get(LAYOUT)?.key === key) return undefined;
   return (async () => {
-    const laid = await runStepsSliced(layoutSteps(state.parts, geometry));
+    const laid = await runStepsSliced(layoutSteps(archiveParts(input.db, input.session.sid, state.range), geometry));
     input.cache.set(LAYOUT, { key, laid });
     try {
       await renderShown(input, laid, () => {});
@@ -388,12 +420,13 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   const cut = c.plan;
   const base = c.r.state;
   const grown = await runStepsSliced(growArchiveSteps(base?.length ?? 0, base?.marks ?? [], cut.evicted), stop);
-  const parts = [...(base?.parts ?? []), ...grown.added];
+  const { db } = input;
+  const sid = input.session.sid;
   // Sized before anything is written: the frames the new archive shows within the budget, at
   // a full frame each, the kept folds and the tail. An archive that would not make the request
   // smaller (a small window, where one frame outweighs the text it replaces) is not saved.
   const geometry = geometryOf(input);
-  const laid = await runStepsSliced(layoutSteps(parts, geometry), stop);
+  const laid = await runStepsSliced(grownLayoutSteps(input, base, grown.added, geometry), stop);
   const shown = Math.min(laid.frames.length, c.budget);
   const after = c.fixedBeforeFrames + shown * (c.fullFrameTokens + CAPTION_TOKENS) + cut.tailTokens;
   if (after >= projection.estimate) return nothingCompacted(`nothing worth archiving yet: the request would not get smaller (~${projection.estimate} -> ~${after} tokens)`);
@@ -403,8 +436,6 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   // The parts this compaction adds go past the saved range, where no reader looks, a turn after
   // each; the commit then names the new range. Without a readable archive to grow (none, or one
   // that no longer matches) the new one starts there too, and the commit drops the old parts.
-  const { db } = input;
-  const sid = input.session.sid;
   const from = ((base?.range ?? archiveRange(db, sid))?.last ?? -1) + 1;
   for (const [k, text] of grown.added.entries()) {
     stop();
@@ -414,20 +445,21 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   const first = base === undefined ? from : base.range.first;
   // The request after the commit reads the archive and its layout from what was just made.
   const commit = (): void => {
-    const saved = saveArchive(db, sid, { first, parts, marks: grown.marks, folds: c.kept, cut: cut.cut, hints: cut.hints });
+    const partLengths = [...(base?.partLengths ?? []), ...grown.added.map((p) => p.length)];
+    const saved = saveArchive(db, sid, { first, partLengths, marks: grown.marks, folds: c.kept, cut: cut.cut, hints: cut.hints });
     seedArchive(input, saved);
     input.cache.set(LAYOUT, { key: layoutKey(saved, geometry), laid });
   };
   return { compacted: true, commit, reason: null, backend: 'snapcompact', evictedRows: cut.evicted.length };
 }
 
-/**
- * A model that reads no images, or a window with no room for one frame, gets the running-summary
- * text compaction (rolling's): the engine resolves `fallback` (strategies/harness/fallback.ts).
- */
 /** Where the history the archive does not hold begins (other extensions' folds aside). */
 function tailFrom(input: StrategyInput): number {
   return resolveArchive(input).located.openerSeq;
 }
 
+/**
+ * A model that reads no images, or a window with no room for one frame, gets the running-summary
+ * text compaction (rolling's): the engine resolves `fallback` (strategies/harness/fallback.ts).
+ */
 export const snapcompact: Strategy = { name: 'snapcompact', settings: SnapcompactSettings, project, plan, compact, warm, tailFrom, fallback: { strategy: 'rolling', when: textFallback } };

@@ -106,6 +106,16 @@ describe('layout', () => {
     assert.ok(!drawn.includes('\u240d'), 'no CR drawn on its own');
   });
 
+  test('pieces read one at a time (any iterable) lay out the same, a CR ending the last piece included', () => {
+    const pieces = ['¶user: fix it\r', '\n¶ai: done\r', '\n¶out: ok', ' and a CR at the very end\r'];
+    function* oneAtATime(): Generator<string> {
+      yield* pieces;
+    }
+    const whole = layout(pieces.join(''), SMALL);
+    assert.deepEqual([...layoutFrames(oneAtATime(), SMALL)], whole);
+    assert.ok(whole.map(drawnText).join('').endsWith('\u240d'), 'the last CR, with no LF after it, is drawn as a control picture');
+  });
+
   test('layoutFrames gives the same frames one at a time, and stops where its caller stops', () => {
     const text = 'one\ttwo\nthree x\u0301 日本\u0007 '.repeat(9);
     const all = layout(text, SMALL);

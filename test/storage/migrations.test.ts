@@ -330,20 +330,22 @@ test('migration 32 moves an archive text into its first part: the archive reads 
 
   const db = openDb(file);
   t.after(() => db.close());
-  const { loadArchive, saveArchive, wholeText, writeArchivePart } = await import('../../storage/state/snapcompact.ts');
+  const { archiveText, loadArchive, saveArchive, writeArchivePart } = await import('../../storage/state/snapcompact.ts');
   const a = loadArchive(db, sid);
   assert.ok(a !== undefined && !('unreadable' in a));
-  assert.equal(wholeText(a), '¶user: fix the build\n¶ai: done');
+  assert.equal(archiveText(db, sid, a), '¶user: fix the build\n¶ai: done');
+  assert.deepEqual(a.partLengths, ['¶user: fix the build\n¶ai: done'.length], 'a part from before migration 33 is measured from its text');
   assert.deepEqual(a.range, { first: 0, last: 0 });
   assert.deepEqual(a.marks, [[0, 1], [21, 2]]);
   const e = loadArchive(db, empty);
   assert.ok(e !== undefined && !('unreadable' in e));
-  assert.deepEqual([e.parts, e.range, e.length], [[], { first: 0, last: -1 }, 0]);
+  assert.deepEqual([e.partLengths, e.range, e.length], [[], { first: 0, last: -1 }, 0]);
   assert.ok(!db.prepare("SELECT name FROM pragma_table_info('snapcompact_archive')").pluck().all().includes('text'));
 
   writeArchivePart(db, sid, 1, '\n¶user: and the tests');
-  saveArchive(db, sid, { first: 0, parts: [...a.parts, '\n¶user: and the tests'], marks: [...a.marks, [31, 3]], folds: a.folds, cut: a.cut, hints: a.hints }, 2000);
+  saveArchive(db, sid, { first: 0, partLengths: [...a.partLengths, '\n¶user: and the tests'.length], marks: [...a.marks, [31, 3]], folds: a.folds, cut: a.cut, hints: a.hints }, 2000);
   const grown = loadArchive(db, sid);
   assert.ok(grown !== undefined && !('unreadable' in grown));
-  assert.equal(wholeText(grown), '¶user: fix the build\n¶ai: done\n¶user: and the tests');
+  assert.equal(archiveText(db, sid, grown), '¶user: fix the build\n¶ai: done\n¶user: and the tests');
+  assert.equal(archiveText(db, sid, grown, 21, 38), '¶ai: done\n¶user: ', 'a stretch across two parts');
 });

@@ -6,14 +6,14 @@ import { describe, test } from 'node:test';
 import { openDb } from '../../storage/db.ts';
 import { deleteSession, openSession } from '../../storage/transcript/sessions.ts';
 import type { Db } from '../../storage/db.ts';
-import { archiveStamp, loadArchive, saveArchive, wholeText, writeArchivePart } from '../../storage/state/snapcompact.ts';
+import { archiveStamp, archiveText, loadArchive, saveArchive, writeArchivePart } from '../../storage/state/snapcompact.ts';
 import { tempDbWithPath } from './factories.ts';
 
 const fields = { marks: [[0, 1]] as Array<[number, number]>, folds: [], cut: { format: 2 as const, users: 1, fingerprint: 'f' }, hints: { openerSeq: 2, resumeSeq: 2 } };
 /** Saves an archive of one part, written first as a compaction writes its parts. */
 function save(db: Db, sid: number, text: string, now: number): void {
   writeArchivePart(db, sid, 0, text);
-  saveArchive(db, sid, { first: 0, parts: [text], ...fields }, now);
+  saveArchive(db, sid, { first: 0, partLengths: [text.length], ...fields }, now);
 }
 /** Big enough that the stamp lies past many overflow pages, as on a long session. */
 const LONG = 'x'.repeat(200_000);
@@ -86,20 +86,20 @@ describe('snapcompact archive parts', () => {
     const { db } = tempDbWithPath(t);
     const sid = openSession(db, { session: 's' }).sid;
     writeArchivePart(db, sid, 0, 'first part');
-    saveArchive(db, sid, { first: 0, parts: ['first part'], ...fields }, 1000);
+    saveArchive(db, sid, { first: 0, partLengths: ['first part'.length], ...fields }, 1000);
     // A compaction grows the archive: its parts go past the range before its commit.
     writeArchivePart(db, sid, 1, '\nsecond');
     writeArchivePart(db, sid, 2, '\nthird');
     const before = loadArchive(db, sid);
     assert.ok(before !== undefined && !('unreadable' in before));
-    assert.equal(wholeText(before), 'first part', 'the parts not yet named are not part of the archive');
+    assert.equal(archiveText(db, sid, before), 'first part', 'the parts not yet named are not part of the archive');
     // That compaction is discarded; the next one overwrites part 1 and names 0-1.
     writeArchivePart(db, sid, 1, '\nagain');
-    const saved = saveArchive(db, sid, { first: 0, parts: ['first part', '\nagain'], ...fields }, 2000);
+    const saved = saveArchive(db, sid, { first: 0, partLengths: ['first part'.length, '\nagain'.length], ...fields }, 2000);
     const after = loadArchive(db, sid);
     assert.deepEqual(after, saved, 'the save answers what a load reads back');
     assert.ok(after !== undefined && !('unreadable' in after));
-    assert.equal(wholeText(after), 'first part\nagain');
+    assert.equal(archiveText(db, sid, after), 'first part\nagain');
     assert.equal(after.length, 'first part\nagain'.length);
     assert.deepEqual(db.prepare('SELECT part FROM snapcompact_text WHERE sid = ? ORDER BY part').pluck().all(sid), [0, 1], 'part 2, past the range, is gone');
   });
@@ -109,12 +109,12 @@ describe('snapcompact archive parts', () => {
     const sid = openSession(db, { session: 's' }).sid;
     save(db, sid, 'old archive', 1000);
     writeArchivePart(db, sid, 1, 'new archive');
-    saveArchive(db, sid, { first: 1, parts: ['new archive'], ...fields }, 2000);
+    saveArchive(db, sid, { first: 1, partLengths: ['new archive'.length], ...fields }, 2000);
     assert.deepEqual(db.prepare('SELECT part FROM snapcompact_text WHERE sid = ?').pluck().all(sid), [1]);
-    assert.throws(() => db.transaction(() => saveArchive(db, sid, { first: 1, parts: ['new archive', '\nnever written'], ...fields }, 3000))(), /1 of its text parts 1-2 were never stored/);
+    assert.throws(() => db.transaction(() => saveArchive(db, sid, { first: 1, partLengths: ['new archive'.length, '\nnever written'.length], ...fields }, 3000))(), /1 of its text parts 1-2 were never stored/);
     const kept = loadArchive(db, sid);
     assert.ok(kept !== undefined && !('unreadable' in kept));
-    assert.equal(wholeText(kept), 'new archive', 'the failed save changed nothing');
+    assert.equal(archiveText(db, sid, kept), 'new archive', 'the failed save changed nothing');
     assert.equal(deleteSession(db, 's'), true);
     assert.equal(db.prepare('SELECT count(*) FROM snapcompact_text').pluck().get(), 0, 'the parts go with their session');
   });

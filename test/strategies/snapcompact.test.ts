@@ -10,7 +10,7 @@ import { SHAPES } from '../../render/index.ts';
 import type { Db } from '../../storage/db.ts';
 import { getPayload } from '../../storage/images/payloads.ts';
 import { loadRollingState } from '../../storage/state/rolling.ts';
-import { loadArchive, wholeText, type ArchiveState } from '../../storage/state/snapcompact.ts';
+import { archiveText, loadArchive, type ArchiveState } from '../../storage/state/snapcompact.ts';
 import { appendRows } from '../../storage/transcript/write.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 import { inspectRequest, prepareRequest, previewRequest, type EngineSetup } from '../../strategies/prepare.ts';
@@ -74,10 +74,10 @@ describe('snapcompact', () => {
     assert.equal(frames[0]!.width, Math.floor(SHAPES.claude.frameWidth / SHAPES.claude.advance) * SHAPES.claude.advance);
     const read = await readFrame(first.data, SHAPES.claude);
     const columns = read.rows[0]!.length;
-    const expected = canonicalText(wholeText(archive).replaceAll('\n', '⏎')).slice(0, columns * 3);
+    const expected = canonicalText(archiveText(db, sidOf(db, 's'), archive).replaceAll('\n', '⏎')).slice(0, columns * 3);
     assert.equal(read.rows.slice(0, 3).join(''), expected, 'the first frame draws the start of the archive');
     assert.match(captions(out.inputs)[0]!, /^\[archive frame 1 of \d+ · rows #1-#\d+/);
-    assert.match(wholeText(archive), /^¶user: request 0: please fix src\/module0\.ts/);
+    assert.match(archiveText(db, sidOf(db, 's'), archive), /^¶user: request 0: please fix src\/module0\.ts/);
   });
 
   test('frame bytes stay identical across prepares until the archive grows, and come from the cache', async (t) => {
@@ -112,10 +112,25 @@ describe('snapcompact', () => {
     assert.equal(second.length, 2);
     assert.match(second[1]!.text, /^\n¶user: request 1\d\d:/);
     const sid = sidOf(db, 's');
-    assert.equal(second.map((p) => p.text).join(''), wholeText(archiveOf(db, sid)));
+    assert.equal(second.map((p) => p.text).join(''), archiveText(db, sid, archiveOf(db, sid)));
     // The compacting kernel sent frames from the state and layout it had just made.
     const fresh = previewRequest(setup, argsFor(db, 's', { cache: new KernelCache() }));
     assert.deepEqual(out.inputs, fresh.inputs);
+  });
+
+  test('a layout extended compaction after compaction from its last frame is the layout a fresh kernel makes of the whole archive', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 120, 700);
+    // A small frame shape: many frames, several frames' worth added by each compaction.
+    const setup = withModel(setupFor({ window: 32_000, strategy: snapcompact }), model('claude-test', 'anthropic', ['text', 'image']));
+    const cache = new KernelCache();
+    for (let round = 0; round < 5; round++) {
+      const out = await prepareRequest(setup, argsFor(db, 's', { cache, force: true }));
+      assert.equal(out.compacted, true, `round ${round}`);
+      const fresh = previewRequest(setup, argsFor(db, 's', { cache: new KernelCache() }));
+      assert.deepEqual(out.inputs, fresh.inputs, `round ${round}: the same frames, captions and tail`);
+      for (let i = 0; i < 30; i++) await appendRows(db, 's', turn(1000 + round * 30 + i, 700));
+    }
   });
 
   test('a prepare with an unchanged archive reads neither the archive row nor a frame', async (t) => {
@@ -256,7 +271,7 @@ describe('snapcompact', () => {
     assert.ok(pages.length > 1);
     pages.forEach((p, k) => assert.match(p, new RegExp(`snapcompact archive page ${k + 1} of ${pages.length};`)));
     const joined = pages.map((p) => p.slice(p.indexOf(']\n', p.indexOf('archive page')) + 2)).join('\n');
-    assert.equal(joined, wholeText(archive));
+    assert.equal(joined, archiveText(db, sid, archive));
   });
 
   test('after a switch to rolling an archive larger than the window is summarized in chunks of at most half the window', async (t) => {
@@ -271,7 +286,7 @@ describe('snapcompact', () => {
     }
     assert.equal(compactions, 3);
     const archive = archiveOf(db, sidOf(db, 's'));
-    const pages = archivePages(wholeText(archive), archive.marks);
+    const pages = archivePages(archiveText(db, sidOf(db, 's'), archive), archive.marks);
     const pagesTokens = pages.reduce((n, p) => n + textTokens(p.text), 0);
     assert.ok(pagesTokens > window, `the archive as text (~${pagesTokens} tokens) is more than the window`);
     const summarizer = new RecordingSummarizer();
