@@ -16,7 +16,7 @@ import { appendRows } from '../../storage/transcript/write.ts';
 import type { Corpus } from './corpus.ts';
 import type { Dataset } from './dataset.ts';
 import { corpusUnits, RowStream } from './rows.ts';
-import { alternateTimed, nowMs, repeat, stats, type Stats, withLoopMonitor } from './timing.ts';
+import { alternateTimed, fmtBytes, nowMs, repeat, stats, type Stats, withLoopMonitor } from './timing.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 
 export const WINDOW_TOKENS = 200_000;
@@ -144,18 +144,43 @@ function response(p: Prepared, head: number): unknown {
 
 export interface CompactionWork {
   history_rows: number;
-  extractive: { total_ms: number; summarizer_ms: number; own_ms: number; summarizer_calls: number; prompt_chars: number; evicted_rows: number; compacted: boolean; max_stall_ms: number };
-  instant: { total_ms: number; evicted_rows: number; compacted: boolean; max_stall_ms: number };
+  extractive: { total_ms: number; summarizer_ms: number; own_ms: number; summarizer_calls: number; prompt_chars: number; evicted_rows: number; compacted: boolean; max_stall_ms: number; peak_rss_bytes: number };
+  instant: { total_ms: number; evicted_rows: number; compacted: boolean; max_stall_ms: number; peak_rss_bytes: number };
+  /** Compactions the forced one ran as (the engine compacts a long history in stages first). */
+  compactions: number;
 }
 
-async function forcedCompaction(ds: Dataset, summarizer: Summarizer): Promise<{ ms: number; maxStallMs: number; prepared: Prepared }> {
+/** Samples this process's resident set every 20 ms while `fn` runs: the peak above where it stood. */
+async function withPeakRss<T>(fn: () => Promise<T>): Promise<{ value: T; peakRssBytes: number }> {
+  const before = process.memoryUsage.rss();
+  let peak = before;
+  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 20);
+  try {
+    const value = await fn();
+    peak = Math.max(peak, process.memoryUsage.rss());
+    return { value, peakRssBytes: peak - before };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+async function forcedCompaction(ds: Dataset, summarizer: Summarizer): Promise<{ ms: number; maxStallMs: number; peakRssBytes: number; prepared: Prepared }> {
   clearState(ds);
   const cache = new KernelCache();
   const setup = setupFor(ds, summarizer);
   const args = argsFor(ds, ds.main.head, cache, true);
   adoptSession(setup, args);
-  const run = await withLoopMonitor(() => prepareRequest(setup, args));
-  return { ms: run.ms, maxStallMs: run.maxStallMs, prepared: run.value };
+  const { value: run, peakRssBytes } = await withPeakRss(() => withLoopMonitor(() => prepareRequest(setup, args)));
+  return { ms: run.ms, maxStallMs: run.maxStallMs, peakRssBytes, prepared: run.value };
+}
+
+/** Compactions logged for the main session since `afterId`. */
+function compactionsSince(ds: Dataset, afterId: number): number {
+  return ds.db.prepare<[number, number], number>('SELECT count(*) FROM compactions WHERE sid = ? AND id > ?').pluck().get(ds.main.sid, afterId) ?? 0;
+}
+
+function lastCompactionId(ds: Dataset): number {
+  return ds.db.prepare<[], number | null>('SELECT max(id) FROM compactions').pluck().get() ?? 0;
 }
 
 function evicted(ds: Dataset): number {
@@ -168,7 +193,9 @@ export async function benchCompactionWork(ds: Dataset, log: (s: string) => void)
   const instant = await forcedCompaction(ds, instantSummarizer);
   const instantEvicted = evicted(ds);
   const timed = new TimedSummarizer(createSummarizer(SummarizerConfig.parse({}), { env: {} }));
+  const sinceId = lastCompactionId(ds);
   const ext = await forcedCompaction(ds, timed);
+  const compactions = compactionsSince(ds, sinceId);
   clearState(ds);
   const out: CompactionWork = {
     history_rows: ds.main.rows,
@@ -181,13 +208,15 @@ export async function benchCompactionWork(ds: Dataset, log: (s: string) => void)
       evicted_rows: evicted(ds),
       compacted: ext.prepared.compacted,
       max_stall_ms: ext.maxStallMs,
+      peak_rss_bytes: ext.peakRssBytes,
     },
-    instant: { total_ms: instant.ms, evicted_rows: instantEvicted, compacted: instant.prepared.compacted, max_stall_ms: instant.maxStallMs },
+    instant: { total_ms: instant.ms, evicted_rows: instantEvicted, compacted: instant.prepared.compacted, max_stall_ms: instant.maxStallMs, peak_rss_bytes: instant.peakRssBytes },
+    compactions,
   };
   log(
-    `  compaction of ${ds.main.rows} rows: extractive ${out.extractive.total_ms.toFixed(0)} ms (summarizer ${out.extractive.summarizer_ms.toFixed(0)} ms), instant ${out.instant.total_ms.toFixed(0)} ms; longest stall ${
-      out.extractive.max_stall_ms.toFixed(1)
-    } / ${out.instant.max_stall_ms.toFixed(1)} ms`,
+    `  compaction of ${ds.main.rows} rows (${compactions} compaction(s)): extractive ${out.extractive.total_ms.toFixed(0)} ms (summarizer ${out.extractive.summarizer_ms.toFixed(0)} ms), instant ${
+      out.instant.total_ms.toFixed(0)
+    } ms; longest stall ${out.extractive.max_stall_ms.toFixed(1)} / ${out.instant.max_stall_ms.toFixed(1)} ms; peak RSS +${fmtBytes(out.extractive.peak_rss_bytes)} / +${fmtBytes(out.instant.peak_rss_bytes)}`,
   );
   return out;
 }

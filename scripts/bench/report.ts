@@ -13,7 +13,7 @@ import type { SocketPrepareResult } from './prepare-socket.ts';
 import type { MemoryResult } from './memory.ts';
 import type { ReadResult } from './read.ts';
 import { judgeLcmEngine, type LcmCompaction, type LcmPrepare } from './lcm-engine.ts';
-import { judgeFairness, renderFairness, type FairnessResult } from './fairness.ts';
+import { judgeFairness, PEAK_RSS_TARGET_BYTES, renderFairness, type FairnessResult } from './fairness.ts';
 import { judgeProxy, renderProxy, type ProxyResult } from './proxy.ts';
 import { judgeReplay, renderReplay, type ReplayResult } from './replay.ts';
 import { judgeStartup, renderStartup, type StartupResult } from './startup.ts';
@@ -225,6 +225,11 @@ export function judge(r: Results): Verdict[] {
       target: `rolling: event-loop stall < ${STALL_TARGET_MS} ms during the same compaction with the extractive summarizer (the default)`,
       measured: `${fmtMs(c.extractive.max_stall_ms)} (compaction ${fmtMs(c.extractive.total_ms)}, summarizer ${fmtMs(c.extractive.summarizer_ms)})`,
       pass: c.extractive.compacted && c.extractive.max_stall_ms < STALL_TARGET_MS,
+    });
+    out.push({
+      target: `memory: the same compaction (extractive, in process) peaks at most +${fmtBytes(PEAK_RSS_TARGET_BYTES)} of RSS`,
+      measured: `+${fmtBytes(c.extractive.peak_rss_bytes)} (instant +${fmtBytes(c.instant.peak_rss_bytes)}; ${c.compactions} compaction(s) in stages)`,
+      pass: c.extractive.compacted && c.extractive.peak_rss_bytes <= PEAK_RSS_TARGET_BYTES,
     });
   }
   if (r.memory !== undefined) {
@@ -476,7 +481,7 @@ export function render(r: Results): string {
     out.push(
       table(
         `one forced compaction of ${fmtCount(c.history_rows)} history rows (prepareRequest force, fresh kernel)`,
-        ['summarizer', 'total', 'summarizer', 'own work', 'calls', 'prompt chars', 'evicted rows', 'max stall'],
+        ['summarizer', 'total', 'summarizer', 'own work', 'calls', 'prompt chars', 'evicted rows', 'max stall', 'peak RSS above'],
         [
           [
             'extractive (timed)',
@@ -487,8 +492,9 @@ export function render(r: Results): string {
             c.extractive.prompt_chars,
             c.extractive.evicted_rows,
             fmtMs(c.extractive.max_stall_ms),
+            `+${fmtBytes(c.extractive.peak_rss_bytes)}`,
           ],
-          ['instant', fmtMs(c.instant.total_ms), '0', fmtMs(c.instant.total_ms), '-', '-', c.instant.evicted_rows, fmtMs(c.instant.max_stall_ms)],
+          ['instant', fmtMs(c.instant.total_ms), '0', fmtMs(c.instant.total_ms), '-', '-', c.instant.evicted_rows, fmtMs(c.instant.max_stall_ms), `+${fmtBytes(c.instant.peak_rss_bytes)}`],
         ],
       ),
     );
