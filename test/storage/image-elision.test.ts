@@ -12,6 +12,7 @@ import { appendNotice, appendRows } from '../../storage/transcript/write.ts';
 import { readTranscript } from '../../storage/transcript/read.ts';
 import { ELIDED_IMAGE_TEXT } from '../../storage/transcript/row-text.ts';
 import { assistant, count, imageIn, pngBytes, rowsOf, tempDbWithPath, toolResult, user } from './factories.ts';
+import { recordingDb } from './recording-db.ts';
 
 /** A session of `n` turns, each a user input, a call and a result with its own screenshot. */
 async function screenshots(db: Db, session: string, n: number, offset = 0): Promise<number[]> {
@@ -160,4 +161,21 @@ test('a fitted copy goes with the last row that read its original; while one sti
   assert.equal(getPayload(db, toHash), undefined, 'the fitted copy went with it');
   assert.equal(b.payloadsDeleted, 2);
   assert.equal(count(db, 'SELECT count(*) FROM payload_refs r LEFT JOIN payloads p ON p.hash = r.hash WHERE p.hash IS NULL'), 0);
+});
+
+test("a job's next rows are found from the image references, not by walking every row of the range", async (t) => {
+  const { db: plain } = tempDbWithPath(t);
+  const { db, executed } = recordingDb(plain);
+  openSession(db, { session: 's' });
+  // A long history without a single image: only the references can say so quickly.
+  for (let i = 0; i < 20; i++) await appendRows(db, 's', Array.from({ length: 100 }, (_, k) => (k % 2 === 0 ? user(`turn ${i}.${k}`) : assistant(`reply ${i}.${k}`))));
+  const sid = sidOf(db, 's');
+  scheduleElision(db, sid, 1_000_000);
+  assert.equal(elideBatch(db, sid).done, true);
+  const scans = executed.filter((sql) => /FROM payload_refs r/.test(sql));
+  assert.ok(scans.length > 0, 'the batch looked for rows with references');
+  for (const sql of scans) {
+    const plan = plain.prepare<unknown[], { detail: string }>(`EXPLAIN QUERY PLAN ${sql}`).all(0, 1, sid, 1).map((r) => r.detail);
+    assert.match(plan[0] ?? '', /^SEARCH r USING (COVERING )?INDEX payload_refs_seq/, `the references drive the scan: ${plan.join(' | ')}`);
+  }
 });
