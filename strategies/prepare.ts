@@ -371,15 +371,62 @@ function layersHold(setup: EngineSetup, p: Projection, sent: Projection, input: 
 
 const OVERDUE = 'compaction ran because the previous request had also gone out at the trigger (counted with what the layers add)';
 
+/** What the stages before a request did (strategies/catch-up.ts). */
+interface Staged {
+  stages: number;
+  /** Rows the stages evicted. */
+  rows: number;
+  /** The last stage's head. */
+  head: number;
+  calls: number;
+  /** Why a stage failed (the summarizer threw), or null. */
+  failure: string | null;
+}
+
 /**
- * Project, compact when due (and not latched or deferred) or forced, and project again. Real
- * failures (the summarizer threw: error, timeout, invalid answer) land in the compaction log and
- * count toward the latch; a compaction that had nothing worth evicting is reported in the
- * observation only, costs no latch, and is retried once the request has grown by a turn.
+ * The head of the next stage to compact before this request, or undefined: a history past the
+ * saved state many stages long is compacted a stage at a time first (strategies/catch-up.ts).
+ * Never while automatic compaction is latched and not forced. On the usual request this is an
+ * arithmetic check on the strategy's (cached) tail start.
  */
-export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Promise<Prepared> {
-  const staged = await compactInStages(setup, args);
-  const prepared = await prepareAtHead(setup, args, staged.failure);
+function nextStage(setup: EngineSetup, args: PrepareArgs, f: Envelope): number | undefined {
+  const strategy = setup.strategy;
+  if (strategy?.tailFrom === undefined) return undefined;
+  if (!args.force && f.book.autoFailures >= LATCH_LIMIT) return undefined;
+  return stageHead(f.input, strategy.tailFrom(f.input));
+}
+
+/**
+ * One stage: an automatic compaction of the history as it stood at `stage`, logged as one, that
+ * decodes only the rows since the last. False when the stages stop here: the stage was not due,
+ * found nothing to evict, or failed (then `staged.failure` says why).
+ */
+async function compactStage(setup: EngineSetup, args: PrepareArgs, stage: number, staged: Staged): Promise<boolean> {
+  const strategy = setup.strategy;
+  if (strategy === null) return false;
+  const at: PrepareArgs = { ...args, head: stage, force: false };
+  const f = readTogether(args.db, () => envelope(setup, at));
+  await readTogether(args.db, () => strategy.warm?.(f.input));
+  const first = readTogether(args.db, () => project(setup, f.input));
+  if (!first.due) return false;
+  await yieldToEventLoop();
+  const c = await compactAndCommit(setup, at, f, first);
+  staged.calls += c.calls;
+  if (!c.outcome.compacted) {
+    if (c.error !== null) staged.failure = c.error;
+    return false;
+  }
+  staged.stages += 1;
+  staged.rows += c.outcome.evictedRows;
+  staged.head = stage;
+  await yieldToEventLoop();
+  // A request its client gave up on compacts no further stage.
+  args.signal?.throwIfAborted();
+  return true;
+}
+
+/** The request with what the stages before it did: compacted if any stage was, and said in its notes. */
+function withStages(prepared: Prepared, staged: Staged): Prepared {
   if (staged.stages === 0 && staged.failure === null) return prepared;
   const what =
     `${staged.stages} compaction(s) in stages (${staged.rows} rows evicted, the last at #${staged.head}) before this request, as requests at those heads would have: the history past the saved state was too long to compact at once`;
@@ -393,63 +440,20 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   };
 }
 
-/** What the stages before a request did (see compactInStages). */
-interface Staged {
-  stages: number;
-  /** Rows the stages evicted. */
-  rows: number;
-  /** The last stage's head. */
-  head: number;
-  calls: number;
-  /** Why a stage failed (the summarizer threw), or null. */
-  failure: string | null;
-}
-
 /**
- * A history past the saved state many stages long (strategies/catch-up.ts) is compacted before
- * the request, a stage at a time: each stage is an automatic compaction of the history as it
- * stood at an earlier head, logged as one, and decodes only the rows since the last. Stops at
- * the first stage that is not due, finds nothing to evict, or fails; the request then decides as
- * it always does, on what is left. Never while automatic compaction is latched and not forced.
+ * Project, compact when due (and not latched or deferred) or forced, and project again. Real
+ * failures (the summarizer threw: error, timeout, invalid answer) land in the compaction log and
+ * count toward the latch; a compaction that had nothing worth evicting is reported in the
+ * observation only, costs no latch, and is retried once the request has grown by a turn. A
+ * history past the saved state many stages long is first compacted in stages (nextStage).
  */
-async function compactInStages(setup: EngineSetup, args: PrepareArgs): Promise<Staged> {
-  const done: Staged = { stages: 0, rows: 0, head: 0, calls: 0, failure: null };
-  const strategy = setup.strategy;
-  if (strategy?.tailFrom === undefined) return done;
-  for (;;) {
-    const stage = readTogether(args.db, () => {
-      const f = envelope(setup, args);
-      if (!args.force && f.book.autoFailures >= LATCH_LIMIT) return undefined;
-      return stageHead(f.input, strategy.tailFrom!(f.input));
-    });
-    if (stage === undefined) return done;
-    const at: PrepareArgs = { ...args, head: stage, force: false };
-    const f = readTogether(args.db, () => envelope(setup, at));
-    await readTogether(args.db, () => strategy.warm?.(f.input));
-    const first = readTogether(args.db, () => project(setup, f.input));
-    if (!first.due) return done;
-    await yieldToEventLoop();
-    const c = await compactAndCommit(setup, at, f, first);
-    done.calls += c.calls;
-    if (!c.outcome.compacted) {
-      if (c.error !== null) done.failure = c.error;
-      return done;
-    }
-    done.stages += 1;
-    done.rows += c.outcome.evictedRows;
-    done.head = stage;
-    await yieldToEventLoop();
-  }
-}
-
-/**
- * The request at its own head: project, compact when due or forced, project again. After a stage
- * failed (`stageFailure`) only a forced compaction is tried: the same summarizer would be asked
- * again, over more rows.
- */
-async function prepareAtHead(setup: EngineSetup, args: PrepareArgs, stageFailure: string | null): Promise<Prepared> {
+export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Promise<Prepared> {
   const sid = args.session.sid;
   const strategy = setup.strategy;
+  const staged: Staged = { stages: 0, rows: 0, head: 0, calls: 0, failure: null };
+  // After a stage failed only a forced compaction is tried: the same summarizer would be asked
+  // again, over more rows.
+  const stageFailure = (): string | null => staged.failure;
   // From the projection to the request that goes out when nothing is due, one synchronous
   // stretch of reads (see readTogether).
   const decide = (f: Envelope) => {
@@ -465,7 +469,7 @@ async function prepareAtHead(setup: EngineSetup, args: PrepareArgs, stageFailure
     const deferred = args.force || latched || overdue ? null : first.due ? deferral(pace, first, f.input) : null;
     const held = args.force || latched || overdue || first.due || !atTrigger ? null : layersHold(setup, first, sent, f.input);
     const waits = deferred ?? held;
-    const attempt = strategy !== null && (args.force || (stageFailure === null && (overdue || (first.due && !latched && waits === null))));
+    const attempt = strategy !== null && (args.force || (stageFailure() === null && (overdue || (first.due && !latched && waits === null))));
     pace.waited = !attempt && atTrigger;
     if (attempt) return { first, pace, sent: undefined, overdue: overdue && !args.force };
     observePace(pace, first.estimate, false);
@@ -484,20 +488,30 @@ async function prepareAtHead(setup: EngineSetup, args: PrepareArgs, stageFailure
     };
     return { first, pace, sent: prepared, overdue: false };
   };
-  // The usual request has nothing to warm: the envelope, the warm check and the decision then share
-  // one stretch. Otherwise the warm-up yields, and the decision is a stretch of its own after it.
-  const opening = readTogether(args.db, () => {
-    const f = envelope(setup, args);
-    const warming = strategy?.warm?.(f.input);
-    return { f, warming, decided: warming === undefined ? decide(f) : undefined };
-  });
+  // The usual request has nothing to warm: the envelope, the stage check, the warm check and the
+  // decision then share one stretch. Otherwise the warm-up yields, and the decision is a stretch
+  // of its own after it. A stage found instead is compacted, and the request opens again.
+  type Opening = { f: Envelope; stage: number | undefined; warming: Promise<void> | undefined; decided: ReturnType<typeof decide> | undefined };
+  let staging = true;
+  let opening: Opening;
+  for (;;) {
+    opening = readTogether(args.db, (): Opening => {
+      const f = envelope(setup, args);
+      const stage = staging ? nextStage(setup, args, f) : undefined;
+      if (stage !== undefined) return { f, stage, warming: undefined, decided: undefined };
+      const warming = strategy?.warm?.(f.input);
+      return { f, stage, warming, decided: warming === undefined ? decide(f) : undefined };
+    });
+    if (opening.stage === undefined) break;
+    staging = await compactStage(setup, args, opening.stage, staged);
+  }
   const f = opening.f;
   let decided = opening.decided;
   if (decided === undefined) {
     await opening.warming;
     decided = readTogether(args.db, () => decide(f));
   }
-  if (decided.sent !== undefined) return decided.sent;
+  if (decided.sent !== undefined) return withStages(decided.sent, staged);
   // An attempt is only decided with a strategy.
   if (strategy === null) throw new Error('a compaction was attempted without a strategy');
   const { first, pace, overdue } = decided;
@@ -514,7 +528,7 @@ async function prepareAtHead(setup: EngineSetup, args: PrepareArgs, stageFailure
     pace.reason = reason;
   }
   const sent = layered(setup, out.input, second, layers.views);
-  return {
+  return withStages({
     system: out.system,
     tools: out.tools,
     inputs: sent.inputs,
@@ -524,7 +538,7 @@ async function prepareAtHead(setup: EngineSetup, args: PrepareArgs, stageFailure
     extensionContext: out.context,
     instructions: out.instructions,
     summarizerCalls: calls,
-  };
+  }, staged);
 }
 
 /** A compaction as it ended: committed, or why not, and what the request goes out with after it. */

@@ -4,6 +4,7 @@
 import type { StoredRow } from '../../protocol/rows.ts';
 import { archiveText, type ArchiveMarks, type ArchiveState } from '../../storage/state/snapcompact.ts';
 import type { Fold, FoldPlugin, Prior, StrategyInput } from '../contract.ts';
+import { cacheSlot } from '../harness/kernel-cache.ts';
 import { resolveArchive, rowsIn } from './archive.ts';
 
 /** Characters of archive text per page (pages break where an archived row starts). */
@@ -50,11 +51,21 @@ export function archivePages(text: string, marks: ArchiveMarks): Array<{ text: s
   return archivePageRanges(text.length, marks).map((p) => ({ text: pageText(text.slice(p.start, p.end)), first: p.first, last: p.last }));
 }
 
+type Page = { text: string; first: number; last: number };
+
+/** The pages the last request read, by the archive's save time and where they start: the next request usually reads the same. */
+const PAGES = cacheSlot<{ key: string; pages: Page[] }>('snapcompact-memory.pages');
+
 /** The pages of a saved archive from the one holding `fromSeq` on, their text read from the database. */
-function pagesFrom(input: StrategyInput, state: ArchiveState, fromSeq: number): Array<{ text: string; first: number; last: number }> {
-  return archivePageRanges(state.length, state.marks)
+function pagesFrom(input: StrategyInput, state: ArchiveState, fromSeq: number): Page[] {
+  const key = `${state.updatedAt}:${state.length}:${fromSeq}`;
+  const cached = input.cache.get(PAGES);
+  if (cached?.key === key) return cached.pages;
+  const pages = archivePageRanges(state.length, state.marks)
     .filter((p) => p.last >= fromSeq)
     .map((p) => ({ text: pageText(archiveText(input.db, input.session.sid, state, p.start, p.end)), first: p.first, last: p.last }));
+  input.cache.set(PAGES, { key, pages });
+  return pages;
 }
 
 function archiveEnd(input: StrategyInput): { coveredThrough: number; openerSeq: number } | undefined {

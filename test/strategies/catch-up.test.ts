@@ -139,4 +139,20 @@ describe('compaction in stages', () => {
     const log = compactionHeads(db, snapshot(db, 's').sid);
     assert.deepEqual(log.map((l) => l.ok), [0]);
   });
+
+  test('a request its client gives up on during a stage compacts no further stage', async (t) => {
+    const db = tempDb(t);
+    await addTurns(db, 's', TURNS);
+    const controller = new AbortController();
+    const summarizer = new RecordingSummarizer();
+    // The first summary comes back after the client has gone.
+    summarizer.answer = (_req, n) => {
+      controller.abort(new Error('the client went away'));
+      return `summary #${n}`;
+    };
+    const { strategy, compactions } = watched();
+    await assert.rejects(prepareRequest(setupFor({ window: 8000, summarizer, strategy }), { ...argsFor(db, 's'), signal: controller.signal }), /the client went away/);
+    assert.equal(compactions.length, 1, 'the stage under way finished; no other began');
+    assert.ok(compactionHeads(db, snapshot(db, 's').sid).length <= 1);
+  });
 });
