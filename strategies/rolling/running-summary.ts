@@ -310,10 +310,10 @@ function adopt(input: StrategyInput): void {
   });
 }
 
-/** The strategy's functions, without a name or settings: each strategy that runs it adds its own. */
 /** Where the verbatim history after the saved cut begins (other extensions' folds aside). */
 function tailFrom(input: StrategyInput): number {
   return resolveState(input).located.openerSeq;
 }
 
+/** The strategy's functions, without a name or settings: each strategy that runs it adds its own. */
 export const runningSummary: Omit<Strategy, 'name' | 'settings'> = { project, plan, compact, warm, tailFrom, adopt };
