@@ -23,7 +23,7 @@ interface PageRange {
  * follow from the marks and the length alone, so that a reader fetches only the text of the
  * pages it keeps.
  */
-export function archivePageRanges(length: number, marks: ArchiveMarks): PageRange[] {
+function archivePageRanges(length: number, marks: ArchiveMarks): PageRange[] {
   const pages: PageRange[] = [];
   let start = 0;
   let i = 0;
@@ -44,11 +44,6 @@ export function archivePageRanges(length: number, marks: ArchiveMarks): PageRang
 /** A page's text as a fold shows it (without the newline that ends its last row). */
 function pageText(text: string): string {
   return text.replace(/\n$/, '');
-}
-
-/** The archive text in pages (archivePageRanges), with their text. */
-export function archivePages(text: string, marks: ArchiveMarks): Array<{ text: string; first: number; last: number }> {
-  return archivePageRanges(text.length, marks).map((p) => ({ text: pageText(text.slice(p.start, p.end)), first: p.first, last: p.last }));
 }
 
 type Page = { text: string; first: number; last: number };

@@ -88,8 +88,9 @@ interface FramesView {
 
 /**
  * A frame of a laid-out archive: where its text lies and its size in pixels. Only a frame a
- * request can show (the first, and the FRAME_CAP - 1 newest: chooseFrames) keeps what it draws: an archive of 100k rows is thousands of
- * frames, and their cells and texts together were twice the archive's size, held per kernel.
+ * request can show (the first, and the FRAME_CAP - 1 newest: chooseFrames) keeps what it
+ * draws. A long archive is thousands of frames, and all their cells and texts together were
+ * about twice the archive's size, held by every kernel that laid it out.
  */
 interface LaidFrame {
   start: number;

@@ -18,7 +18,7 @@ import { textTokens } from '../../strategies/estimate.ts';
 import { evictionChunkTokens } from '../../strategies/harness/units.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
-import { archivePages, snapcompactMemory } from '../../strategies/snapcompact/memory.ts';
+import { snapcompactMemory } from '../../strategies/snapcompact/memory.ts';
 import { extensionTables } from '../../strategies/index.ts';
 import { chooseFrames, frameBudget } from '../../strategies/snapcompact/snapcompact.ts';
 import { plainTarget } from '../../strategies/projection.ts';
@@ -27,7 +27,7 @@ import type { ModelEntry } from '../../strategies/catalog/models.ts';
 import { tempDb } from '../storage/factories.ts';
 import { recordingDb } from '../storage/recording-db.ts';
 import { canonicalText, readFrame } from '../render/read-frame.ts';
-import { argsFor, assertCallsPaired, RecordingSummarizer, sessionWithTurns, setupFor, turn } from './engine-fixtures.ts';
+import { argsFor, assertCallsPaired, RecordingSummarizer, sessionWithTurns, setupFor, strategyInput, turn } from './engine-fixtures.ts';
 
 /** snapcompact as the engine runs it, its fallback to rolling resolved. */
 const snapcompact = extensionTables().strategies.snapcompact!;
@@ -286,7 +286,9 @@ describe('snapcompact', () => {
     }
     assert.equal(compactions, 3);
     const archive = archiveOf(db, sidOf(db, 's'));
-    const pages = archivePages(archiveText(db, sidOf(db, 's'), archive), archive.marks);
+    // The pages as the fold plugin hands them to rolling, without their headers.
+    const pages = snapcompactMemory.prior(strategyInput(db, new KernelCache()), [], 1).folds.map((f) => ({ text: f.text.slice(f.text.indexOf(']\n') + 2) }));
+    assert.equal(pages.map((p) => p.text).join('\n'), archiveText(db, sidOf(db, 's'), archive));
     const pagesTokens = pages.reduce((n, p) => n + textTokens(p.text), 0);
     assert.ok(pagesTokens > window, `the archive as text (~${pagesTokens} tokens) is more than the window`);
     const summarizer = new RecordingSummarizer();
