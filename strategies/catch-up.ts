@@ -1,14 +1,15 @@
 // How far the engine lets a strategy's verbatim history run before it compacts it in stages. A
 // session that compacts as it goes never has more than a window or two past its saved state; a
 // long import, or a session the agent ran without the daemon, can have a hundred thousand rows.
-// Compacting those in one go holds every row decoded and projected at once (about 4 KB a row:
-// 570 MiB of daemon RSS at 100k rows, and every collection of that heap a pause for every other
-// session). Instead the engine (prepare.ts) first compacts the history as it stood at earlier
-// heads, one stage at a time, as a request there would have; each stage decodes only its own
-// rows. The request's own compaction then finds a history of at most a few stages' rows.
+// Compacting those in one go holds every row decoded and projected at once, a heap that grows
+// with the history, and every collection of it is a pause for every other session on the host
+// (docs/performance.md, stop 45). Instead the engine (prepare.ts) first compacts the history as
+// it stood at earlier heads, one stage at a time, as a request there would have; each stage
+// decodes only its own rows. The request's own compaction then finds at most about two stages'.
 //
-// Sizes are read from the (sid, seq, graphemes) index, so the check costs nothing on the usual
-// request: below CATCH_UP_ROWS of seq span it does not even query.
+// Sizes are read from the (sid, seq, graphemes) index, never from decoded rows. On the usual
+// request the check is arithmetic (seqs are global, so a short seq span rules a stage out) or,
+// on a busy host where other sessions' rows widen the span, one count of the tail's own rows.
 import { countRowsBetween, nextUnitStart, seqAtVolume } from '../storage/transcript/history.ts';
 import type { StrategyInput } from './contract.ts';
 
