@@ -451,9 +451,6 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   const sid = args.session.sid;
   const strategy = setup.strategy;
   const staged: Staged = { stages: 0, rows: 0, head: 0, calls: 0, failure: null };
-  // After a stage failed only a forced compaction is tried: the same summarizer would be asked
-  // again, over more rows.
-  const stageFailure = (): string | null => staged.failure;
   // From the projection to the request that goes out when nothing is due, one synchronous
   // stretch of reads (see readTogether).
   const decide = (f: Envelope) => {
@@ -469,7 +466,9 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
     const deferred = args.force || latched || overdue ? null : first.due ? deferral(pace, first, f.input) : null;
     const held = args.force || latched || overdue || first.due || !atTrigger ? null : layersHold(setup, first, sent, f.input);
     const waits = deferred ?? held;
-    const attempt = strategy !== null && (args.force || (stageFailure() === null && (overdue || (first.due && !latched && waits === null))));
+    // After a stage failed only a forced compaction is tried: the same summarizer would be asked
+    // again, over more rows.
+    const attempt = strategy !== null && (args.force || (staged.failure === null && (overdue || (first.due && !latched && waits === null))));
     pace.waited = !attempt && atTrigger;
     if (attempt) return { first, pace, sent: undefined, overdue: overdue && !args.force };
     observePace(pace, first.estimate, false);

@@ -140,7 +140,14 @@ export function writeArchivePart(db: Db, sid: number, part: number, text: string
  * what it loaded, and a new archive's parts carry their lengths.
  */
 function partLength(db: Db, sid: number, part: number): number {
-  return stmts(db).part.get(sid, part)?.length ?? 0;
+  return partText(db, sid, part).length;
+}
+
+/** One stored part's text; throws when the row is missing (a saved range is always whole). */
+function partText(db: Db, sid: number, part: number): string {
+  const text = stmts(db).part.get(sid, part);
+  if (text === undefined) throw new Error(`snapcompact archive: text part ${part} of session ${sid} is gone`);
+  return text;
 }
 
 /**
@@ -148,11 +155,7 @@ function partLength(db: Db, sid: number, part: number): number {
  * archive holds one part, never the whole text. The parts of a saved range never change.
  */
 export function* archiveParts(db: Db, sid: number, range: PartRange): Generator<string, void, undefined> {
-  for (let part = range.first; part <= range.last; part++) {
-    const text = stmts(db).part.get(sid, part);
-    if (text === undefined) throw new Error(`snapcompact archive: text part ${part} of session ${sid} is gone`);
-    yield text;
-  }
+  for (let part = range.first; part <= range.last; part++) yield partText(db, sid, part);
 }
 
 /** The archive's text from `start` to `end` (UTF-16 offsets), reading only the parts that hold it. */
@@ -162,8 +165,7 @@ export function archiveText(db: Db, sid: number, state: Pick<ArchiveState, 'rang
   for (const [k, length] of state.partLengths.entries()) {
     const next = at + length;
     if (next > start && at < end) {
-      const text = stmts(db).part.get(sid, state.range.first + k);
-      if (text === undefined) throw new Error(`snapcompact archive: text part ${state.range.first + k} of session ${sid} is gone`);
+      const text = partText(db, sid, state.range.first + k);
       pieces.push(text.slice(Math.max(0, start - at), Math.min(length, end - at)));
     }
     if (next >= end) break;

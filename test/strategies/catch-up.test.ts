@@ -29,7 +29,7 @@ async function addTurns(db: Db, name: string, turns: number, from = 0): Promise<
   }
 }
 
-function compactionHeads(db: Db, sid: number): Array<{ ok: number; evicted_rows: number; forced: number }> {
+function compactionLog(db: Db, sid: number): Array<{ ok: number; evicted_rows: number; forced: number }> {
   return db.prepare<[number], { ok: number; evicted_rows: number; forced: number }>('SELECT ok, evicted_rows, forced FROM compactions WHERE sid = ? ORDER BY id').all(sid);
 }
 
@@ -90,7 +90,7 @@ describe('compaction in stages', () => {
     assert.equal(out.summarizerCalls, summarizer.calls.length);
 
     // Logged as automatic compactions, one a stage plus the request's own.
-    const log = compactionHeads(db, out.observation.session === 's' ? snapshot(db, 's').sid : 0);
+    const log = compactionLog(db, snapshot(db, 's').sid);
     assert.equal(log.length, compactions.length);
     assert.ok(log.every((l) => l.ok === 1 && l.forced === 0));
 
@@ -122,7 +122,7 @@ describe('compaction in stages', () => {
     const again = await prepareRequest(setupFor({ window: 8000, strategy: forced.strategy }), argsFor(db, 's', { force: true }));
     assert.equal(again.compacted, true);
     assert.ok(forced.compactions.length >= 3, `${forced.compactions.length} compactions`);
-    assert.deepEqual(compactionHeads(db, sid).map((l) => l.forced), [...forced.compactions.slice(1).map(() => 0), 1], 'the stages are automatic, the last one forced');
+    assert.deepEqual(compactionLog(db, sid).map((l) => l.forced), [...forced.compactions.slice(1).map(() => 0), 1], 'the stages are automatic, the last one forced');
   });
 
   test('a stage that fails stops the stages, counts once toward the latch, and the request does not try again', async (t) => {
@@ -136,7 +136,7 @@ describe('compaction in stages', () => {
     assert.match(out.observation.failure ?? '', /the model is down/);
     assert.equal(out.observation.auto_failures, 1);
     assert.match(out.observation.notes.join('\n'), /a compaction in stages failed/);
-    const log = compactionHeads(db, snapshot(db, 's').sid);
+    const log = compactionLog(db, snapshot(db, 's').sid);
     assert.deepEqual(log.map((l) => l.ok), [0]);
   });
 
@@ -153,6 +153,6 @@ describe('compaction in stages', () => {
     const { strategy, compactions } = watched();
     await assert.rejects(prepareRequest(setupFor({ window: 8000, summarizer, strategy }), { ...argsFor(db, 's'), signal: controller.signal }), /the client went away/);
     assert.equal(compactions.length, 1, 'the stage under way finished; no other began');
-    assert.ok(compactionHeads(db, snapshot(db, 's').sid).length <= 1);
+    assert.ok(compactionLog(db, snapshot(db, 's').sid).length <= 1);
   });
 });
