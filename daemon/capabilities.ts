@@ -103,8 +103,8 @@ function standingInstructions(k: Known): string | null {
  */
 function adoptKnown(kernel: Kernel, db: Db, config: ConfigSnapshot, sid: number, known: KnownPrompt, request: ClientPrompt): boolean {
   const resolution = resolveExtensions(db, config, sid);
-  const current = { instructions: request.instructions, context: extensionContext(resolution) };
-  const tools = toolsDigest(requestTools(request.tools, enabledMemoryTools(resolution.enabled).map(toolSpec)));
+  const current = { instructions: request.instructions, context: extensionContext(config, resolution) };
+  const tools = toolsDigest(requestTools(request.tools, enabledMemoryTools(config.modules, resolution.enabled).map(toolSpec)));
   const system = { instructions: known.instructions ?? current.instructions, context: known.context };
   const shown = known.toolsHash === tools ? system : current;
   const believed = { instructions: known.told.instructions ?? shown.instructions, context: known.told.context ?? shown.context };
@@ -163,7 +163,8 @@ export async function tellCapabilities(d: { db: Db; kernels: SessionKernels; log
             const s = findSession(d.db, session);
             const known = kernel.cache.get(KNOWN);
             if (known === undefined || s === undefined) return;
-            const context = extensionContext(resolveExtensions(d.db, d.config(), s.sid));
+            const config = d.config();
+            const context = extensionContext(config, resolveExtensions(d.db, config, s.sid));
             if (context === known.told.context) return;
             // Stored first: a failed append leaves the record as it was, and the next reload retries.
             appendNotice(d.db, s.sid, { notice: 'capabilities_changed', context });

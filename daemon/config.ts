@@ -7,10 +7,9 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { AlbedoError } from '../protocol/errors.ts';
 import { loadCatalog, ModelsFile, type Catalog } from '../strategies/catalog/models.ts';
-import type { Registry } from '../strategies/extensions/catalog.ts';
 import { SummarizerConfig } from '../strategies/summarizer/types.ts';
 import { resolve, validateSelection } from '../strategies/extensions/selection.ts';
-import { extensionTables, type ExtensionSections } from '../strategies/index.ts';
+import { BUILTIN_SET, type ExtensionSections, type ExtensionSet } from '../strategies/index.ts';
 
 /** The proxy's port when neither ALBEDO_PROXY_PORT nor extensions.json names one. */
 export const DEFAULT_PROXY_PORT = 7788;
@@ -20,12 +19,6 @@ const SelectionSection = z.strictObject({
   disable: z.array(z.string().min(1)).default([]),
 });
 
-/**
- * The whole of extensions.json. Unknown keys are errors at the top level and in every section
- * (typos should not pass silently); snapcompact's old `enabled` key is the one tolerated leftover.
- * Missing sections parse to their defaults; `summarizer` uses the summarizer module's schema.
- * Extension names are checked against the registry separately.
- */
 /** The provider-compatible proxy (daemon/proxy/): where it listens and where it forwards. */
 export const ProxySection = z.strictObject({
   /** Port on 127.0.0.1; 0 picks a free one, `off` serves no proxy. Read at start only. */
@@ -45,18 +38,39 @@ export const ProxySection = z.strictObject({
   memoryTools: z.union([z.enum(['on', 'off']), z.array(z.string().min(1).max(200)).max(100)]).default('on'),
 });
 
-export const ExtensionsFile = z.strictObject({
-  extensions: SelectionSection.prefault({}),
-  ...extensionSections(),
-  summarizer: SummarizerConfig.optional(),
-  proxy: ProxySection.prefault({}),
-});
+/**
+ * The whole of extensions.json. Unknown keys are errors at the top level and in every section
+ * (typos should not pass silently); snapcompact's old `enabled` key is the one tolerated leftover.
+ * Missing sections parse to their defaults; `summarizer` uses the summarizer module's schema.
+ * Extension names are checked against the registry separately.
+ */
+function extensionsFileOf<S extends Record<string, z.ZodType>>(sections: S) {
+  return z.strictObject({
+    extensions: SelectionSection.prefault({}),
+    ...(sections as unknown as { [K in keyof S]: z.ZodPrefault<S[K]> }),
+    summarizer: SummarizerConfig.optional(),
+    proxy: ProxySection.prefault({}),
+  });
+}
 
-/** One section per registered extension (strategies/index.ts), each defaulted when absent. */
-function extensionSections(): { [K in keyof ExtensionSections]: z.ZodPrefault<ExtensionSections[K]> } {
-  const out: Record<string, z.ZodType> = {};
-  for (const [name, schema] of Object.entries(extensionTables().settings) as Array<[string, z.ZodType]>) out[name] = schema.prefault({});
-  return out as { [K in keyof ExtensionSections]: z.ZodPrefault<ExtensionSections[K]> };
+/** One section per extension of the set, each defaulted when absent. */
+function sectionsOf(set: ExtensionSet): Record<string, z.ZodType> {
+  return Object.fromEntries(Object.entries(set.settings as Readonly<Record<string, z.ZodType>>).map(([name, schema]) => [name, schema.prefault({})]));
+}
+
+/** extensions.json for the shipped extensions, its sections typed by name. */
+export const ExtensionsFile = extensionsFileOf(sectionsOf(BUILTIN_SET) as ExtensionSections);
+
+const schemas = new WeakMap<ExtensionSet, z.ZodType<ExtensionsFileParsed>>([[BUILTIN_SET, ExtensionsFile]]);
+
+/**
+ * extensions.json for a daemon's extension set: the shipped sections (typed), plus one for each
+ * extension its starter added (read by name).
+ */
+export function extensionsFileFor(set: ExtensionSet): z.ZodType<ExtensionsFileParsed> {
+  let schema = schemas.get(set);
+  if (schema === undefined) schemas.set(set, schema = extensionsFileOf(sectionsOf(set)) as unknown as z.ZodType<ExtensionsFileParsed>);
+  return schema;
 }
 export type ExtensionsFileParsed = z.output<typeof ExtensionsFile>;
 
@@ -71,13 +85,13 @@ function oneLine(err: z.ZodError): string {
  * registry (unknown or unavailable names, two strategies, a name both enabled and disabled,
  * disabling the only strategy). Empty text stands for an empty object.
  */
-export function parseExtensionsText(text: string, registry: Registry): ParseOutcome<ExtensionsFileParsed> {
+export function parseExtensionsText(text: string, set: ExtensionSet): ParseOutcome<ExtensionsFileParsed> {
   const json = parseJson(text);
   if (!json.ok) return json;
-  const parsed = ExtensionsFile.safeParse(json.value);
+  const parsed = extensionsFileFor(set).safeParse(json.value);
   if (!parsed.success) return { ok: false, message: oneLine(parsed.error), issues: parsed.error.issues };
   try {
-    validateSelection(registry, resolve(registry, [], []), parsed.data.extensions);
+    validateSelection(set.registry, resolve(set.registry, [], []), parsed.data.extensions);
   } catch (err) {
     if (err instanceof AlbedoError) return { ok: false, message: `extensions: ${err.message}` };
     throw err;
@@ -104,6 +118,8 @@ function parseJson(text: string): ParseOutcome<unknown> {
 }
 
 export interface ConfigSnapshot {
+  /** The extension modules this daemon runs, which extensions.json was parsed against. */
+  readonly modules: ExtensionSet;
   readonly extensions: ExtensionsFileParsed;
   readonly models: Catalog;
   /** Starts at 1 after `load()`; grows by one on each reload that changed something or cleared a problem. */
@@ -119,7 +135,8 @@ export interface ConfigProblem {
 export interface ConfigStoreOptions {
   extensionsPath: string;
   modelsPath: string;
-  registry: Registry;
+  /** The daemon's extensions: each one's section of extensions.json and the names it may select. */
+  modules: ExtensionSet;
   log: Logger;
   /** Called after every version bump with the new snapshot. */
   onChange?: (cfg: ConfigSnapshot) => void;
@@ -160,7 +177,7 @@ export class ConfigStore {
   constructor(opts: ConfigStoreOptions) {
     this.opts = opts;
     this.log = opts.log;
-    const extDefaults = (): ExtensionsFileParsed => ExtensionsFile.parse({});
+    const extDefaults = (): ExtensionsFileParsed => extensionsFileFor(opts.modules).parse({});
     this.extensionsSlot = {
       path: path.resolve(opts.extensionsPath),
       name: path.basename(opts.extensionsPath),
@@ -168,7 +185,7 @@ export class ConfigStore {
       goodText: null,
       badText: undefined,
       problem: undefined,
-      parse: (text) => parseExtensionsText(text, opts.registry),
+      parse: (text) => parseExtensionsText(text, opts.modules),
       defaults: extDefaults,
     };
     this.modelsSlot = {
@@ -184,7 +201,7 @@ export class ConfigStore {
   }
 
   get current(): ConfigSnapshot {
-    return { extensions: this.extensionsSlot.good, models: this.modelsSlot.good, version: this.version };
+    return { modules: this.opts.modules, extensions: this.extensionsSlot.good, models: this.modelsSlot.good, version: this.version };
   }
 
   problems(): ConfigProblem[] {

@@ -8,16 +8,16 @@ import { AlbedoError } from '../protocol/errors.ts';
 import { PartialLineBudget } from '../protocol/line-budget.ts';
 import { RpcPeer } from '../protocol/rpc-peer.ts';
 import { packageVersion } from '../protocol/version.ts';
-import { openDb, type Db } from '../storage/db.ts';
+import { migrateExtension, openDb, type Db } from '../storage/db.ts';
 import { pruneFrames } from '../storage/state/snapcompact.ts';
 import { collectPayloadGarbage, DEFAULT_MAX_IMAGE_BYTES } from '../storage/images/payloads.ts';
 import { SearchWorker } from '../storage/search/worker.ts';
+import { BUILTIN_SET, type ExtensionSet } from '../strategies/index.ts';
 import type { ConfigProblem, ConnectionState, DaemonServices, DaemonSettings } from './context.ts';
 import { createDispatcher } from './dispatch.ts';
 import { handlers } from './handlers/index.ts';
 import { IdleWork } from './idle-work.ts';
 import { ConfigStore, type ConfigSnapshot } from './config.ts';
-import { registry } from './engine-setup.ts';
 import { StartupError, type HomePaths } from './home.ts';
 import { resetAllAutoFailures } from '../storage/log/compaction-log.ts';
 import { tellCapabilities } from './capabilities.ts';
@@ -80,6 +80,7 @@ export class Daemon implements DaemonServices {
     readonly paths: HomePaths,
     readonly log: Logger,
     readonly settings: DaemonSettings,
+    modules: ExtensionSet,
   ) {
     this.db = openDb(paths.db, {
       // A migration that rewrites the transcript takes a while on a large file: say so first.
@@ -87,6 +88,12 @@ export class Daemon implements DaemonServices {
         if (m.newestSeq > 0) log.info({ migration: m.version, name: m.name, newest_seq: m.newestSeq }, `migrating the database to version ${m.version} (${m.name})`);
       },
     });
+    try {
+      for (const m of modules.modules) if (m.migrations !== undefined) migrateExtension(this.db, m.name, m.migrations);
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
     this.search = new SearchWorker(paths.db);
     this.idle = new IdleWork(this.db, { busy: () => this.busy(), lastRequestAt: () => this.lastRequestAt }, { indexer: settings.searchIndexer, log });
     this.partialLines = new PartialLineBudget(2 * settings.maxLineBytes);
@@ -95,7 +102,7 @@ export class Daemon implements DaemonServices {
     this.configStore = new ConfigStore({
       extensionsPath: paths.extensions,
       modelsPath: paths.models,
-      registry,
+      modules,
       log,
       // A configuration change gives latched sessions another chance.
       onChange: (cfg) => {
@@ -138,8 +145,9 @@ export class Daemon implements DaemonServices {
    * a client that connects as soon as the socket appears finds a daemon ready to serve; a
    * connection accepted before the state turns `running` is held, not reset, and served then.
    */
-  static async start(paths: HomePaths, log: Logger, settings: Partial<DaemonSettings> = {}): Promise<Daemon> {
-    const daemon = new Daemon(paths, log, { ...DEFAULT_SETTINGS, ...settings });
+  /** `modules` is the extension set the daemon runs: the shipped one unless its starter added to it. */
+  static async start(paths: HomePaths, log: Logger, settings: Partial<DaemonSettings> = {}, modules: ExtensionSet = BUILTIN_SET): Promise<Daemon> {
+    const daemon = new Daemon(paths, log, { ...DEFAULT_SETTINGS, ...settings }, modules);
     try {
       if (daemon.settings.watchConfig) await daemon.configStore.watch();
       await daemon.listen();

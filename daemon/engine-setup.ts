@@ -4,22 +4,17 @@
 import { AlbedoError } from '../protocol/errors.ts';
 import { sessionChoices, saveSessionChoices } from '../storage/log/extension-choices.ts';
 import type { Db } from '../storage/db.ts';
-import { createRegistry, type Registry } from '../strategies/extensions/catalog.ts';
 import { applySelection, globalChoices, resolve, type Choice, type Resolution, type SelectionChange } from '../strategies/extensions/selection.ts';
 import { enabledMemoryTools, toolSpec } from '../strategies/extensions/tools.ts';
 import type { WindowSettings } from '../strategies/harness/window.ts';
 import type { Strategy } from '../strategies/contract.ts';
 import { foldPluginsFor } from '../strategies/harness/prior.ts';
-import { extensionTables } from '../strategies/index.ts';
 import type { EngineSetup } from '../strategies/prepare.ts';
 import { createSummarizer } from '../strategies/summarizer/index.ts';
 import { SummarizerConfig } from '../strategies/summarizer/types.ts';
 import type { ModelEntry } from '../strategies/catalog/models.ts';
 import type { ConfigSnapshot } from './config.ts';
 import type { ConnectionState } from './context.ts';
-
-/** The shipped extensions, plus the strategies a script added before the daemon loaded (strategies/index.ts). */
-export const registry: Registry = createRegistry(extensionTables().defs);
 
 /**
  * Resolutions already made, by the parsed extensions.json (a reload parses a new one; snapshots
@@ -39,7 +34,7 @@ export function resolveExtensions(db: Db, config: ConfigSnapshot, sid: number | 
   const key = JSON.stringify(stored);
   let r = made.get(key);
   if (r === undefined) {
-    r = resolve(registry, globalChoices(config.extensions.extensions), stored.map((c) => ({ ...c, scope: 'session' as const })));
+    r = resolve(config.modules.registry, globalChoices(config.extensions.extensions), stored.map((c) => ({ ...c, scope: 'session' as const })));
     made.set(key, r);
     if (made.size > RESOLUTIONS_KEPT) made.delete(made.keys().next().value!);
   }
@@ -50,7 +45,7 @@ export function resolveExtensions(db: Db, config: ConfigSnapshot, sid: number | 
 function choicesAfter(db: Db, config: ConfigSnapshot, sid: number, change: SelectionChange, at: number): Choice[] {
   const current = resolveExtensions(db, config, sid);
   const existing = sessionChoices(db, sid).map((c) => ({ ...c, scope: 'session' as const }));
-  return applySelection(registry, current, existing, change, at);
+  return applySelection(config.modules.registry, current, existing, change, at);
 }
 
 /** Applies an /extensions change to one session and stores its new choice list. */
@@ -60,7 +55,8 @@ export function selectForSession(db: Db, config: ConfigSnapshot, sid: number, ch
   return resolveExtensions(db, config, sid);
 }
 
-function requireStrategy(strategy: string): void {
+function requireStrategy(config: ConfigSnapshot, strategy: string): void {
+  const registry = config.modules.registry;
   const def = registry.get(strategy);
   if (def === undefined || def.kind !== 'strategy') {
     throw new AlbedoError('unknown_strategy', `"${strategy}" is not a compaction strategy (known: ${registry.strategies.map((s) => s.name).join(', ')})`, { strategy });
@@ -73,7 +69,7 @@ function requireStrategy(strategy: string): void {
  * a later default change cannot displace.
  */
 export function chooseStrategy(db: Db, config: ConfigSnapshot, sid: number, strategy: string): Resolution {
-  requireStrategy(strategy);
+  requireStrategy(config, strategy);
   return selectForSession(db, config, sid, { enable: [strategy] });
 }
 
@@ -82,9 +78,9 @@ export function chooseStrategy(db: Db, config: ConfigSnapshot, sid: number, stra
  * what a `/compact <strategy>` dry run plans with.
  */
 export function previewStrategy(db: Db, config: ConfigSnapshot, sid: number, strategy: string, at = Date.now()): Resolution {
-  requireStrategy(strategy);
+  requireStrategy(config, strategy);
   const session = choicesAfter(db, config, sid, { enable: [strategy] }, at);
-  return resolve(registry, globalChoices(config.extensions.extensions), session);
+  return resolve(config.modules.registry, globalChoices(config.extensions.extensions), session);
 }
 
 /**
@@ -98,10 +94,10 @@ function settingsFor(config: ConfigSnapshot, strategy: Strategy | null): WindowS
 }
 
 /** The block the enabled extensions add to the system prompt: one line per extension that acts on the session. */
-export function extensionContext(resolution: Resolution): string {
+export function extensionContext(config: ConfigSnapshot, resolution: Resolution): string {
   const lines: string[] = [];
   for (const name of resolution.enabled) {
-    const def = registry.get(name);
+    const def = config.modules.registry.get(name);
     if (def !== undefined && def.kind !== 'catalog') lines.push(`- ${name}: ${def.description}`);
   }
   if (lines.length === 0) return '';
@@ -142,7 +138,7 @@ export function engineSetup(args: {
   env?: NodeJS.ProcessEnv;
 }): EngineSetup {
   const resolution = args.resolution ?? resolveExtensions(args.db, args.config, args.sid);
-  const tables = extensionTables();
+  const tables = args.config.modules;
   const strategy = resolution.strategy === null ? null : (tables.strategies[resolution.strategy] ?? null);
   const conn = args.conn;
   const peer = conn?.peer;
@@ -155,8 +151,8 @@ export function engineSetup(args: {
     settings: settingsFor(args.config, strategy),
     modelId: args.modelId,
     model: catalogEntry(args.config, resolution, args.modelId),
-    extensionContext: extensionContext(resolution),
-    extensionTools: enabledMemoryTools(resolution.enabled).map(toolSpec),
+    extensionContext: extensionContext(args.config, resolution),
+    extensionTools: enabledMemoryTools(tables, resolution.enabled).map(toolSpec),
     summarizer: createSummarizer(summarizerConfig, { env: args.env ?? process.env, clientCall }),
     configErrors: args.configErrors,
     layers: resolution.enabled.flatMap((name) => {

@@ -137,6 +137,27 @@ export function migrate(db: Db, list: readonly Migration[], onMigration?: OpenOp
 }
 
 /**
+ * Brings one extension's own tables up to date: `scripts[i]` is its version i + 1, run once, in
+ * order, each in its own transaction with the version it reaches (table extension_schema). A
+ * file an extension's newer build wrote is refused, as `migrate` refuses a newer product
+ * schema. Returns the version the file is at.
+ */
+export function migrateExtension(db: Db, name: string, scripts: readonly string[]): number {
+  const current = (db.prepare('SELECT version FROM extension_schema WHERE name = ?').pluck().get(name) as number | undefined) ?? 0;
+  if (current > scripts.length) {
+    throw new AlbedoError('invalid_config', `the tables of extension "${name}" are at version ${current}, newer than its module's ${scripts.length}`, { extension: name });
+  }
+  const record = db.prepare('INSERT INTO extension_schema (name, version, applied_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET version = excluded.version, applied_at = excluded.applied_at');
+  for (let v = current + 1; v <= scripts.length; v++) {
+    db.transaction(() => {
+      db.exec(scripts[v - 1]!);
+      record.run(name, v, Date.now());
+    })();
+  }
+  return scripts.length;
+}
+
+/**
  * Runs `fn` (one or more transactions) with commits that do not wait for an fsync, then puts
  * the connection's own level back. In WAL mode such a commit still survives a crash of the
  * process, and becomes durable with the next fsync of the log: the next commit at FULL (any

@@ -26,6 +26,7 @@ const PART_OF_TABLE: Record<string, StoragePart> = {
   token_ratios: 'engine',
   proxy_sessions: 'engine',
   proxy_messages: 'engine',
+  extension_schema: 'engine',
 };
 
 /** How long a page walk's parts are reused. */

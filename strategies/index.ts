@@ -3,7 +3,8 @@
 // about its extensions is read off this list: the registry and its order, each extension's
 // section of extensions.json, the strategies, layers and fold plugins the engine runs, and the
 // memory tools with how each one runs. Adding an extension is its folder, one line in
-// BUILTIN_MODULES and, when it stores tables, a migration (docs/compaction.md).
+// BUILTIN_MODULES and, when it stores tables, a migration (docs/compaction.md). A daemon runs
+// the set built from this list plus whatever its starter adds (`extensionSet`).
 import type { z } from 'zod';
 import { lcmExtension, lcmMemoryExtension } from './lcm/extension.ts';
 import { modelsExtension } from './catalog/extension.ts';
@@ -27,12 +28,14 @@ export interface MemoryTool extends MemoryToolDef {
   readonly extension: string;
 }
 
-/** Everything read off the list, built once. */
-export interface ExtensionTables {
+/** Everything read off the list of one daemon's extension modules. */
+export interface ExtensionSet {
   /** The modules, the shipped ones first. */
   readonly modules: readonly ExtensionModule[];
   /** The registry's view of each: name, kind, default and requirements. */
   readonly defs: readonly ExtensionDef[];
+  /** The registry built from `defs`: what selections resolve against. */
+  readonly registry: Registry;
   /** Each extension's section of extensions.json (validated at load, defaults when absent). */
   readonly settings: ExtensionSections;
   /** The strategies by name; an extension without one cannot be the active strategy. */
@@ -45,21 +48,6 @@ export interface ExtensionTables {
   readonly tools: readonly MemoryTool[];
   /** The tables the extensions' saved state lives in. */
   readonly stateTables: readonly string[];
-}
-
-/** Modules a script added (the eval's baselines); empty in the product. */
-const added: ExtensionModule[] = [];
-let built: ExtensionTables | undefined;
-
-/**
- * For scripts only (scripts/eval/ registers its baselines, which the product does not ship):
- * adds extension modules after the shipped ones. Must run before anything reads the tables,
- * since the configuration schema and the registry are built from them when the daemon's
- * modules load; after that it throws instead of being silently ignored.
- */
-export function addExtensions(list: readonly ExtensionModule[]): void {
-  if (built !== undefined) throw new Error('addExtensions: the extension tables were already read; add extensions before the daemon loads');
-  added.push(...list);
 }
 
 function defOf(m: ExtensionModule): ExtensionDef {
@@ -84,27 +72,27 @@ function resolveFallbacks(byName: Record<string, Strategy>): Record<string, Stra
   return Object.fromEntries(Object.entries(byName).map(([name, s]) => [name, withFallback(s, byName)]));
 }
 
-/** The tables of the extensions this process runs: the shipped ones, then any a script added. Seals `addExtensions`. */
-export function extensionTables(): ExtensionTables {
-  if (built === undefined) {
-    const modules = checked([...BUILTIN_MODULES, ...added]);
-    const by = <T>(pick: (m: ExtensionModule) => T | undefined): Record<string, T> => Object.fromEntries(modules.flatMap((m) => (pick(m) === undefined ? [] : [[m.name, pick(m)!]])));
-    built = {
-      modules,
-      defs: modules.map(defOf),
-      settings: by((m) => m.settings) as ExtensionSections,
-      strategies: resolveFallbacks(by((m) => m.strategy)),
-      layers: by((m) => m.layer),
-      folds: by((m) => m.fold),
-      tools: modules.flatMap((m) => (m.tools ?? []).map((t) => ({ ...t, extension: m.name }))),
-      stateTables: modules.flatMap((m) => m.tables ?? []),
-    };
-  }
-  return built;
+/**
+ * The extensions one daemon runs: the shipped ones, then `added` (the eval's baselines, a test's
+ * fixture), checked and read off once. The daemon is handed this value (daemon/start.ts); nothing
+ * in the process is changed by building one.
+ */
+export function extensionSet(added: readonly ExtensionModule[] = []): ExtensionSet {
+  const modules = checked([...BUILTIN_MODULES, ...added]);
+  const by = <T>(pick: (m: ExtensionModule) => T | undefined): Record<string, T> => Object.fromEntries(modules.flatMap((m) => (pick(m) === undefined ? [] : [[m.name, pick(m)!]])));
+  const defs = modules.map(defOf);
+  return {
+    modules,
+    defs,
+    registry: createRegistry(defs),
+    settings: by((m) => m.settings) as ExtensionSections,
+    strategies: resolveFallbacks(by((m) => m.strategy)),
+    layers: by((m) => m.layer),
+    folds: by((m) => m.fold),
+    tools: modules.flatMap((m) => (m.tools ?? []).map((t) => ({ ...t, extension: m.name }))),
+    stateTables: modules.flatMap((m) => m.tables ?? []),
+  };
 }
 
-/** The shipped definitions alone, whatever a script added (tests build registries from them). */
-export const BUILTIN_EXTENSIONS: readonly ExtensionDef[] = BUILTIN_MODULES.map(defOf);
-
-/** The registry of the shipped build. */
-export const BUILTIN_REGISTRY: Registry = createRegistry(BUILTIN_EXTENSIONS);
+/** The shipped build's extensions: what albedod runs unless its starter adds some. */
+export const BUILTIN_SET: ExtensionSet = extensionSet();

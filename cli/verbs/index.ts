@@ -5,9 +5,10 @@ import { compactionVerbs } from './compaction.ts';
 import { daemonVerbs } from './daemon.ts';
 import { frameVerbs } from './frames.ts';
 import { lcmVerbs } from './lcm.ts';
+import { toolVerbs } from './tools.ts';
 import { mcpVerbs } from './mcp.ts';
 import { proxyVerbs } from './proxy.ts';
 import { transferVerbs } from './transfer.ts';
 import { transcriptVerbs } from './transcripts.ts';
 
-export const verbModules: readonly VerbModule[] = [daemonVerbs, transcriptVerbs, compactionVerbs, lcmVerbs, frameVerbs, transferVerbs, proxyVerbs, mcpVerbs];
+export const verbModules: readonly VerbModule[] = [daemonVerbs, transcriptVerbs, compactionVerbs, lcmVerbs, toolVerbs, frameVerbs, transferVerbs, proxyVerbs, mcpVerbs];

@@ -5,7 +5,7 @@ import { RpcCode, rpcError } from '../../protocol/errors.ts';
 import { methods } from '../../protocol/methods.ts';
 import type { CallContext, Handler } from '../context.ts';
 import { renderObservation } from '../context-text.ts';
-import { registry } from '../engine-setup.ts';
+import type { Registry } from '../../strategies/extensions/catalog.ts';
 import { compact, context } from './compaction.ts';
 import { extensionsList, extensionsSelect, reload } from './extensions.ts';
 
@@ -20,7 +20,7 @@ function needSession(session: string | undefined, command: string): string {
  * `/compact lcm keep the API decisions` compacts with lcm, focused on the rest; a first word
  * that names no strategy is part of the focus, as in other agents' /compact.
  */
-export function parseCompact(rest: string): { strategy: string | undefined; focus: string | undefined } {
+export function parseCompact(rest: string, registry: Registry): { strategy: string | undefined; focus: string | undefined } {
   const trimmed = rest.trim();
   if (trimmed === '') return { strategy: undefined, focus: undefined };
   const first = trimmed.split(/\s+/)[0] ?? '';
@@ -38,7 +38,7 @@ async function run(line: string, session: string | undefined, ctx: CallContext):
   const rest = (m[2] ?? '').trim();
   switch (name) {
     case 'compact': {
-      const { strategy, focus } = parseCompact(rest);
+      const { strategy, focus } = parseCompact(rest, ctx.daemon.config().modules.registry);
       const result = await compact(methods.compact.params.parse({ session: needSession(session, name), strategy, focus }), ctx);
       const head = result.compacted ? `compacted with ${result.strategy}` : `not compacted: ${result.reason ?? 'nothing to do'}`;
       return { command: name, result, text: `${head}\n\n${renderObservation(result.observation)}` };

@@ -4,7 +4,6 @@ import { AlbedoError, RpcCode, rpcError } from '../../protocol/errors.ts';
 import { PROTOCOL_VERSION } from '../../protocol/methods.ts';
 import { getPayload, payloadStats } from '../../storage/images/payloads.ts';
 import { pageWalk, storageSize, unpackParts } from '../../storage/storage-size.ts';
-import { extensionTables } from '../../strategies/index.ts';
 import type { Handler } from '../context.ts';
 
 export const initialize: Handler<'initialize'> = (params, { daemon, conn }) => {
@@ -27,7 +26,7 @@ export const daemonStatus: Handler<'daemon.status'> = async (params, { daemon })
   // A large file's walk goes to the search worker, off the event loop; a small one is not worth
   // starting the worker thread for.
   const inline = fs.statSync(daemon.paths.db).size <= INLINE_WALK_BYTES && !daemon.search.running;
-  const stateTables = extensionTables().stateTables;
+  const stateTables = daemon.config().modules.stateTables;
   const walk = !params.storage_parts ? undefined : inline ? () => Promise.resolve(pageWalk(daemon.db, stateTables)) : async () => unpackParts(await daemon.search.pageParts(stateTables));
   const storage = await storageSize(daemon.db, daemon.paths.db, { walk });
   const row = daemon.db.prepare('SELECT count(*) AS n FROM sessions').get() as { n: number };

@@ -6,14 +6,15 @@ import { AlbedoError } from '../../protocol/errors.ts';
 import { requireSession } from '../../storage/transcript/sessions.ts';
 import { validateSelection } from '../../strategies/extensions/selection.ts';
 import type { DaemonServices, Handler } from '../context.ts';
-import { registry, resolveExtensions, selectForSession } from '../engine-setup.ts';
+import { resolveExtensions, selectForSession } from '../engine-setup.ts';
 
 export const extensionsList: Handler<'extensions.list'> = (params, { daemon }) => {
   const sid = params.session === undefined ? undefined : requireSession(daemon.db, params.session).sid;
-  const resolution = resolveExtensions(daemon.db, daemon.config(), sid);
+  const config = daemon.config();
+  const resolution = resolveExtensions(daemon.db, config, sid);
   return {
     strategy: resolution.strategy,
-    extensions: registry.defs.map((d) => ({
+    extensions: config.modules.registry.defs.map((d) => ({
       name: d.name,
       kind: d.kind,
       enabled: resolution.enabled.includes(d.name),
@@ -34,6 +35,7 @@ async function writeGlobalSelection(daemon: DaemonServices, change: { enable: st
   }
   let raw: Record<string, unknown> = {};
   if (fs.existsSync(file)) raw = JSON.parse(fs.readFileSync(file, 'utf8') || '{}') as Record<string, unknown>;
+  const { registry } = daemon.config().modules;
   const current = daemon.config().extensions.extensions;
   const touched = new Set([...change.enable, ...change.disable]);
   const enabling = change.enable.map((n) => registry.get(n));
@@ -55,7 +57,7 @@ async function writeGlobalSelection(daemon: DaemonServices, change: { enable: st
 export const extensionsSelect: Handler<'extensions.select'> = async (params, { daemon }) => {
   const change = { enable: params.enable, disable: params.disable };
   if (params.session === undefined) {
-    validateSelection(registry, resolveExtensions(daemon.db, daemon.config(), undefined), change);
+    validateSelection(daemon.config().modules.registry, resolveExtensions(daemon.db, daemon.config(), undefined), change);
     await writeGlobalSelection(daemon, change);
     const r = resolveExtensions(daemon.db, daemon.config(), undefined);
     return { strategy: r.strategy, enabled: [...r.enabled] };

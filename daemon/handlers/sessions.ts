@@ -5,7 +5,6 @@ import { inheritLastPrompt } from '../../storage/log/prepared-requests.ts';
 import { deleteSession, findSession, listSessions, openSession, requireSession } from '../../storage/transcript/sessions.ts';
 import { forkSession, returnFromExcursion } from '../../storage/transcript/write.ts';
 import { forkStrategyState } from '../../strategies/fork-state.ts';
-import { extensionTables } from '../../strategies/index.ts';
 import type { Handler } from '../context.ts';
 
 export const sessionOpen: Handler<'session.open'> = (params, { daemon }) => {
@@ -44,7 +43,7 @@ export const sessionFork: Handler<'session.fork'> = (params, { daemon }) =>
       // A branch keeps its strategy and can size its prompt before its first prepare.
       inheritChoices(db, parent, done.sid);
       inheritLastPrompt(db, parent, done.sid);
-      forkStrategyState(db, { sid: parent }, { sid: done.sid }, Object.values(extensionTables().strategies));
+      forkStrategyState(db, { sid: parent }, { sid: done.sid }, Object.values(daemon.config().modules.strategies));
       return done;
     })();
     daemon.rowsAdded();

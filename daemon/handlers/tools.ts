@@ -12,7 +12,8 @@ import { resolveExtensions } from '../engine-setup.ts';
 
 function sessionTools(ctx: CallContext, session: string | undefined): MemoryTool[] {
   const sid = session === undefined ? undefined : requireSession(ctx.daemon.db, session).sid;
-  return enabledMemoryTools(resolveExtensions(ctx.daemon.db, ctx.daemon.config(), sid).enabled);
+  const config = ctx.daemon.config();
+  return enabledMemoryTools(config.modules, resolveExtensions(ctx.daemon.db, config, sid).enabled);
 }
 
 export const toolsList: Handler<'tools.list'> = (params, ctx) => ({

@@ -4,7 +4,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BUILTIN_EXTENSIONS } from '../../strategies/index.ts';
+import { BUILTIN_SET } from '../../strategies/index.ts';
 import { eachFlag, namesFrom } from '../flags.ts';
 
 /** The shared fixtures folder next to the repository (`../shared/fixtures`), read when present. */
@@ -31,7 +31,7 @@ export interface BenchArgs {
 }
 
 /** Strategies the replay section knows how to configure. */
-export const REPLAY_STRATEGIES: readonly string[] = BUILTIN_EXTENSIONS.filter((d) => d.kind === 'strategy').map((d) => d.name);
+export const REPLAY_STRATEGIES: readonly string[] = BUILTIN_SET.defs.filter((d) => d.kind === 'strategy').map((d) => d.name);
 
 export const DEFAULT_SIZES = [10_000, 100_000, 1_000_000];
 export const QUICK_SIZES = [2_000, 20_000];

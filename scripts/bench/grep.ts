@@ -13,7 +13,7 @@ import { ROW_TEXT_SQL } from '../../storage/transcript/row-text.ts';
 import { grep } from '../../storage/search/grep.ts';
 import { SearchWorker } from '../../storage/search/worker.ts';
 import { pageWalk, type StorageParts } from '../../storage/storage-size.ts';
-import { extensionTables } from '../../strategies/index.ts';
+import { BUILTIN_SET } from '../../strategies/index.ts';
 import { anchorCount, PATTERNS } from './grep-anchor.ts';
 import { benchGrepSocket, type SocketGrepCase } from './grep-socket.ts';
 import { checkpoint, dumpTexts, fileSize, type Dataset } from './dataset.ts';
@@ -229,7 +229,7 @@ async function measure(ds: Dataset, worker: SearchWorker, dump: ReturnType<typeo
     file_bytes: after,
     free_bytes: (ds.db.pragma('freelist_count', { simple: true }) as number) * pageSize,
     ratio: after / dump.textBytes,
-    parts: pageWalk(ds.db, extensionTables().stateTables),
+    parts: pageWalk(ds.db, BUILTIN_SET.stateTables),
   };
   log(`  disk: ${(after / 2 ** 20).toFixed(1)} MiB for ${(dump.textBytes / 2 ** 20).toFixed(1)} MiB of text (${disk.ratio.toFixed(2)}x): ${JSON.stringify(disk.parts)}`);
   const index: IndexResult = {

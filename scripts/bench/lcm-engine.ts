@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ExtensionsFile, type ConfigSnapshot } from '../../daemon/config.ts';
+import { BUILTIN_SET } from '../../strategies/index.ts';
 import { engineSetup } from '../../daemon/engine-setup.ts';
 import { openDb } from '../../storage/db.ts';
 import { writeTreePass, type NodeDraft } from '../../storage/state/lcm-tree.ts';
@@ -24,6 +25,7 @@ export const FLAT_TARGET = 1.2;
 
 function lcmConfig(): ConfigSnapshot {
   return {
+    modules: BUILTIN_SET,
     extensions: ExtensionsFile.parse({ lcm: { contextWindowTokens: WINDOW_TOKENS, tailPercent: TAIL_PERCENT }, extensions: { enable: ['lcm'] } }),
     models: loadCatalog(),
     version: 1,

@@ -4,6 +4,7 @@
 // prepares are timed against JSON.stringify of the same response; plus one compaction's own work.
 import { randomUUID } from 'node:crypto';
 import { ExtensionsFile, type ConfigSnapshot } from '../../daemon/config.ts';
+import { BUILTIN_SET } from '../../strategies/index.ts';
 import { engineSetup } from '../../daemon/engine-setup.ts';
 import type { ToolSpec } from '../../protocol/prepared.ts';
 import { sessionHead } from '../../storage/transcript/history.ts';
@@ -28,6 +29,7 @@ export const COMPACT_EVERY = 100_000;
 
 export function benchConfig(): ConfigSnapshot {
   return {
+    modules: BUILTIN_SET,
     extensions: ExtensionsFile.parse({ rolling: { contextWindowTokens: WINDOW_TOKENS, tailPercent: TAIL_PERCENT } }),
     models: loadCatalog(),
     version: 1,

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ExtensionsFile, type ConfigSnapshot } from '../../daemon/config.ts';
+import { BUILTIN_SET } from '../../strategies/index.ts';
 import { engineSetup } from '../../daemon/engine-setup.ts';
 import { encodePrepareReply } from '../../daemon/prepare-reply.ts';
 import { openDb } from '../../storage/db.ts';
@@ -38,6 +39,7 @@ export interface SnapPrepare {
 
 function config(strategy: string): ConfigSnapshot {
   return {
+    modules: BUILTIN_SET,
     extensions: ExtensionsFile.parse({ [strategy]: { contextWindowTokens: WINDOW, tailPercent: 5 }, extensions: { enable: [strategy] }, summarizer: { provider: 'extractive' } }),
     models: loadCatalog(),
     version: 1,

@@ -21,11 +21,11 @@ import { cachedTokens, commonPrefixBytes, percentile, requestCost, serializeRequ
 import { addScore, emptyTally, kept, normalise, PROBE_KINDS, ProbeSet, type Probe, type ProbeKind, type ProbeTally } from './probes.ts';
 import { EvictionTracker, inputsText, rowInText } from './retention.ts';
 import { BASELINES } from './baselines.ts';
-import { BUILTIN_EXTENSIONS } from '../../strategies/index.ts';
+import { BUILTIN_SET } from '../../strategies/index.ts';
 
 const BASELINE_NAMES: readonly string[] = BASELINES.map((b) => b.name);
 /** What the eval runs: the shipped strategies, then its own baselines (baselines.ts). */
-export const EVAL_STRATEGIES: readonly string[] = [...BUILTIN_EXTENSIONS.filter((d) => d.kind === 'strategy').map((d) => d.name), ...BASELINE_NAMES];
+export const EVAL_STRATEGIES: readonly string[] = [...BUILTIN_SET.defs.filter((d) => d.kind === 'strategy').map((d) => d.name), ...BASELINE_NAMES];
 
 /** Provider tokens per estimated token the usage reports claim (code-heavy requests count ~30% over bytes/4). */
 export const MEASURED_RATIO = 1.3;

@@ -32,6 +32,7 @@ import { sql as m030 } from './030-proxy-chain-stamp.ts';
 import { sql as m031 } from './031-notes-ledger.ts';
 import { sql as m032 } from './032-snapcompact-archive-parts.ts';
 import { sql as m033 } from './033-snapcompact-part-lengths.ts';
+import { sql as m034 } from './034-extension-schema.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -74,4 +75,5 @@ export const migrations: readonly Migration[] = [
   { version: 31, name: 'notes-ledger', sql: m031 },
   { version: 32, name: 'snapcompact-archive-parts', sql: m032 },
   { version: 33, name: 'snapcompact-part-lengths', sql: m033 },
+  { version: 34, name: 'extension-schema', sql: m034 },
 ];

@@ -57,8 +57,15 @@ export interface ExtensionModule {
   readonly fold?: FoldPlugin;
   readonly tools?: readonly MemoryToolDef[];
   /**
-   * The tables its saved state lives in (created by its migration), counted as strategy state
-   * in the storage breakdown (`albedo status --storage`) with their own shadow tables.
+   * The tables its saved state lives in, counted as strategy state in the storage breakdown
+   * (`albedo status --storage`) with their own shadow tables.
    */
   readonly tables?: readonly string[];
+  /**
+   * The SQL that creates and later changes those tables: one script per version, appended and
+   * never edited once released, run by the daemon as it starts (`migrateExtension`). Key a
+   * session's rows by `sid REFERENCES sessions(sid) ON DELETE CASCADE` so they go with it. The
+   * shipped extensions' tables predate this field and live in storage/migrations/.
+   */
+  readonly migrations?: readonly string[];
 }

@@ -3,10 +3,10 @@
 // descriptions and JSON input schemas. Running them is the daemon's job (daemon/handlers/tools.ts).
 import { z } from 'zod';
 import type { ToolSpec } from '../../protocol/prepared.ts';
-import { extensionTables, type MemoryTool } from '../index.ts';
+import type { ExtensionSet, MemoryTool } from '../index.ts';
 
-export function enabledMemoryTools(enabled: readonly string[]): MemoryTool[] {
-  return extensionTables().tools.filter((t) => enabled.includes(t.extension));
+export function enabledMemoryTools(set: ExtensionSet, enabled: readonly string[]): MemoryTool[] {
+  return set.tools.filter((t) => enabled.includes(t.extension));
 }
 
 const specs = new Map<MemoryTool, ToolSpec>();

@@ -10,7 +10,7 @@ import { after, test } from 'node:test';
 import pino from 'pino';
 import { ConfigStore, ExtensionsFile, parseExtensionsText, type ConfigSnapshot } from '../../daemon/config.ts';
 import { createRegistry } from '../../strategies/extensions/catalog.ts';
-import { BUILTIN_EXTENSIONS, BUILTIN_REGISTRY } from '../../strategies/index.ts';
+import { BUILTIN_SET, type ExtensionSet } from '../../strategies/index.ts';
 
 const roots: string[] = [];
 after(() => {
@@ -54,7 +54,7 @@ function captureLog() {
   };
 }
 
-function setup(opts: { registry?: typeof BUILTIN_REGISTRY } = {}) {
+function setup(opts: { modules?: ExtensionSet } = {}) {
   const home = tempHome();
   const cap = captureLog();
   const changes: ConfigSnapshot[] = [];
@@ -62,7 +62,7 @@ function setup(opts: { registry?: typeof BUILTIN_REGISTRY } = {}) {
   const store = new ConfigStore({
     extensionsPath: path.join(home, 'extensions.json'),
     modelsPath: path.join(home, 'models.json'),
-    registry: opts.registry ?? BUILTIN_REGISTRY,
+    modules: opts.modules ?? BUILTIN_SET,
     log: cap.log,
     onChange: (c) => {
       changes.push(c);
@@ -100,7 +100,7 @@ test('missing files load as defaults without problems', () => {
 
 test('valid files load: settings, selection and a user model', () => {
   const { store, write } = setup({
-    registry: createRegistry(BUILTIN_EXTENSIONS.map((d) => ({ ...d, available: true }))),
+    modules: { ...BUILTIN_SET, registry: createRegistry(BUILTIN_SET.defs.map((d) => ({ ...d, available: true }))) },
   });
   write('extensions.json', {
     extensions: { enable: ['lcm'], disable: ['notes'] },
@@ -203,7 +203,7 @@ test('unknown keys and unknown extension names are file problems', () => {
 });
 
 test('an old snapcompact enabled key is accepted and ignored', () => {
-  const parsed = parseExtensionsText(JSON.stringify({ snapcompact: { enabled: true, maxFrames: 30 } }), BUILTIN_REGISTRY);
+  const parsed = parseExtensionsText(JSON.stringify({ snapcompact: { enabled: true, maxFrames: 30 } }), BUILTIN_SET);
   assert.ok(parsed.ok);
   assert.deepEqual(parsed.value.snapcompact, { triggerPercent: 90, tailPercent: 10, archivePercent: 20, maxFrames: 30 });
   assert.ok(!('enabled' in parsed.value.snapcompact));
@@ -212,7 +212,7 @@ test('an old snapcompact enabled key is accepted and ignored', () => {
 
 test('extensions.example.json parses and shows every default', () => {
   const file = new URL('../../extensions.example.json', import.meta.url);
-  const parsed = parseExtensionsText(fs.readFileSync(file, 'utf8'), BUILTIN_REGISTRY);
+  const parsed = parseExtensionsText(fs.readFileSync(file, 'utf8'), BUILTIN_SET);
   assert.ok(parsed.ok, parsed.ok ? '' : parsed.message);
   const { summarizer, ...sections } = parsed.value;
   assert.deepEqual(sections, DEFAULTS);
@@ -266,12 +266,12 @@ test('hot reload through the watcher: create, break, fix and delete a file', { t
 });
 
 test('the notes section: budgetTokens defaults to 2000 and must be a positive integer', () => {
-  const ok = parseExtensionsText('{"notes": {"budgetTokens": 500}}', BUILTIN_REGISTRY);
+  const ok = parseExtensionsText('{"notes": {"budgetTokens": 500}}', BUILTIN_SET);
   assert.ok(ok.ok && ok.value.notes.budgetTokens === 500);
-  const absent = parseExtensionsText('{}', BUILTIN_REGISTRY);
+  const absent = parseExtensionsText('{}', BUILTIN_SET);
   assert.ok(absent.ok && absent.value.notes.budgetTokens === 2000);
   for (const bad of ['{"notes": {"budgetTokens": 0}}', '{"notes": {"budgetTokens": "lots"}}', '{"notes": {"budget": 10}}']) {
-    const out = parseExtensionsText(bad, BUILTIN_REGISTRY);
+    const out = parseExtensionsText(bad, BUILTIN_SET);
     assert.ok(!out.ok && /notes/.test(out.message), bad);
   }
 });

@@ -247,6 +247,38 @@ describe('albedo against a running daemon', () => {
     assert.ok(viaEnv.stdout.startsWith((await client.call('transcript_read', { session: SESSION, limit: 200 })).text));
   });
 
+  test('tools lists the memory tools with their arguments; tool runs one with name=value arguments', async () => {
+    const listed = await client.call('tools.list', { session: SESSION });
+    assert.deepEqual(await json(['tools', SESSION]), listed);
+    const text = await cli(['tools', SESSION]);
+    assert.equal(text.code, 0, text.stderr);
+    for (const t of listed.tools) assert.ok(text.stdout.includes(t.name), t.name);
+    assert.match(text.stdout, /^transcript_grep\(pattern, [^)]*limit\?[^)]*\)$/m, 'required arguments bare, optional ones with ?');
+
+    // JSON values (the number) are JSON, the rest is text: the same answer as the tool over the socket.
+    const expected = await client.call('tools.call', { session: SESSION, name: 'transcript_grep', arguments: { pattern: 'QUOKKA dashboard', limit: 5 } });
+    const ran = await cli(['tool', 'transcript_grep', 'pattern=QUOKKA dashboard', 'limit=5', '--session', SESSION]);
+    assert.equal(ran.code, 0, ran.stderr);
+    assert.deepEqual(JSON.parse(ran.stdout), expected.result);
+    assert.deepEqual(await json(['tool', 'transcript_grep', 'pattern=QUOKKA dashboard', 'limit=5', '--session', SESSION]), expected);
+
+    const notPair = await cli(['tool', 'transcript_grep', 'QUOKKA', '--session', SESSION]);
+    assert.equal(notPair.code, 2);
+    assert.match(notPair.stderr, /"QUOKKA" is not key=value/);
+    const twice = await cli(['tool', 'transcript_grep', 'pattern=a', 'pattern=b', '--session', SESSION]);
+    assert.equal(twice.code, 2);
+    assert.match(twice.stderr, /argument "pattern" is given twice/);
+    const noSession = await cli(['tool', 'transcript_grep', 'pattern=a'], { env: { ALBEDO_SESSION: '' } });
+    assert.equal(noSession.code, 2);
+    // The daemon's refusals: an unknown tool, and arguments its schema rejects.
+    const unknown = await cli(['tool', 'no_such_tool', '--session', SESSION]);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /no_such_tool/);
+    const bad = await cli(['tool', 'transcript_grep', 'pattern=a', 'limit=lots', '--session', SESSION]);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /limit/);
+  });
+
   test('export writes rows transcript.append takes back; import stores them once, and again adds nothing', async () => {
     const dir = tempHome();
     const file = path.join(dir, 'exported.jsonl');

@@ -59,3 +59,25 @@ test("a bad value in the added extension's section is refused like a shipped one
   assert.ok(status.config_errors.some((e) => e.file === 'extensions.json' && /verbatim\.marker/.test(e.message)), JSON.stringify(status.config_errors));
   await c.close();
 });
+
+test("an added extension's table comes from its own migrations, is written by its compaction and read by its tool", async () => {
+  const home = tempHome();
+  fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify({ extensions: { enable: ['verbatim'] } }));
+  let d = await start({ home, entry: ENTRY });
+  let c = await d.connect();
+  await c.call('session.open', { session: 's' });
+  await c.call('transcript.append', { session: 's', rows: [{ kind: 'user', content: [{ type: 'text', text: 'Keep everything.' }] }] });
+  const done = await c.call('compact', { session: 's', focus: 'the plan' });
+  assert.equal(done.compacted, true, 'a forced /compact commits its mark');
+  assert.deepEqual((await c.call('tools.call', { session: 's', name: 'verbatim_marks', arguments: {} })).result, { marks: [{ head: 1, focus: 'the plan' }] });
+  const status = await c.call('daemon.status', { storage_parts: true });
+  assert.ok((status.storage.parts?.strategy_state ?? 0) > 0, 'its table counts as strategy state');
+  await c.close();
+  await d.stop();
+
+  // Started again on the same file: the table is at its version already and keeps its rows.
+  d = await start({ home, entry: ENTRY });
+  c = await d.connect();
+  assert.deepEqual((await c.call('tools.call', { session: 's', name: 'verbatim_marks', arguments: {} })).result, { marks: [{ head: 1, focus: 'the plan' }] });
+  await c.close();
+});

@@ -45,7 +45,7 @@ export function tempHome(): string {
 export interface StartOptions {
   home?: string;
   env?: Record<string, string>;
-  /** Another entry module than daemon/main.ts (one that adds extensions, then imports it). */
+  /** Another entry module than daemon/main.ts (one that starts the daemon with extensions added). */
   entry?: string;
 }
 

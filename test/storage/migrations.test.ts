@@ -7,7 +7,7 @@ import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { AlbedoError } from '../../protocol/errors.ts';
 import type { StoredBody } from '../../protocol/rows.ts';
-import { openDb, type Db } from '../../storage/db.ts';
+import { migrateExtension, openDb, type Db } from '../../storage/db.ts';
 import { migrations } from '../../storage/migrations/index.ts';
 import { ROW_TEXT_SQL, rowText } from '../../storage/transcript/row-text.ts';
 import { appendRows, orphanResults } from '../../storage/transcript/write.ts';
@@ -348,4 +348,27 @@ test('migration 32 moves an archive text into its first part: the archive reads 
   assert.ok(grown !== undefined && !('unreadable' in grown));
   assert.equal(archiveText(db, sid, grown), '¶user: fix the build\n¶ai: done\n¶user: and the tests');
   assert.equal(archiveText(db, sid, grown, 21, 38), '¶ai: done\n¶user: ', 'a stretch across two parts');
+});
+
+test("an extension's own migrations run once each, in order, and a file its newer build wrote is refused", (t) => {
+  const file = tempFile(t);
+  const v1 = ['CREATE TABLE ext_marks (sid INTEGER NOT NULL, head INTEGER NOT NULL) STRICT'];
+  const v2 = [...v1, 'ALTER TABLE ext_marks ADD COLUMN focus TEXT'];
+  let db = openDb(file);
+  assert.equal(migrateExtension(db, 'ext', v1), 1);
+  db.prepare('INSERT INTO ext_marks (sid, head) VALUES (1, 7)').run();
+  // Run again at the same version: nothing re-runs (a second CREATE TABLE would throw).
+  assert.equal(migrateExtension(db, 'ext', v1), 1);
+  db.close();
+
+  db = openDb(file);
+  assert.equal(migrateExtension(db, 'ext', v2), 2);
+  assert.deepEqual(db.prepare('SELECT sid, head, focus FROM ext_marks').all(), [{ sid: 1, head: 7, focus: null }], 'the row kept, the column added');
+  assert.throws(
+    () => migrateExtension(db, 'ext', v1),
+    (err: unknown) => err instanceof AlbedoError && err.code === 'invalid_config' && /"ext" are at version 2, newer than its module's 1/.test(err.message),
+  );
+  // Another extension's versions are its own.
+  assert.equal(migrateExtension(db, 'other', []), 0);
+  db.close();
 });

@@ -7,10 +7,10 @@ import { pageWalk, storageSize, PARTS_MAX_AGE_MS, unpackParts, type StorageParts
 import { SearchWorker } from '../../storage/search/worker.ts';
 import { openSession } from '../../storage/transcript/sessions.ts';
 import { appendRows } from '../../storage/transcript/write.ts';
-import { extensionTables } from '../../strategies/index.ts';
+import { BUILTIN_SET } from '../../strategies/index.ts';
 import { imageIn, pngBytes, tempDbWithPath, user } from './factories.ts';
 
-const STATE_TABLES = extensionTables().stateTables;
+const STATE_TABLES = BUILTIN_SET.stateTables;
 
 test('the parts add up to the file with its free pages, and rows, indexes and payloads each get theirs', async (t) => {
   const { db, path } = tempDbWithPath(t);

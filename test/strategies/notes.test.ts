@@ -21,7 +21,7 @@ import { inspectRequest, prepareRequest } from '../../strategies/prepare.ts';
 import { forModel, plainTarget } from '../../strategies/projection.ts';
 import { lcm } from '../../strategies/lcm/lcm.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
-import { extensionTables } from '../../strategies/index.ts';
+import { BUILTIN_SET } from '../../strategies/index.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
 import type { SummaryRequest } from '../../strategies/summarizer/types.ts';
 import { assistant, tempDb, toolResult, user } from '../storage/factories.ts';
@@ -29,7 +29,7 @@ import { argsFor, RecordingSummarizer, sessionWithTurns, setupFor, turn } from '
 import { recordingDb } from '../storage/recording-db.ts';
 
 /** snapcompact as the engine runs it, its fallback to rolling resolved. */
-const snapcompact = extensionTables().strategies.snapcompact!;
+const snapcompact = BUILTIN_SET.strategies.snapcompact!;
 
 const BUDGET = 300;
 const layer = notesLayer({ budgetTokens: BUDGET });

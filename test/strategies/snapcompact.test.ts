@@ -19,7 +19,7 @@ import { evictionChunkTokens } from '../../strategies/harness/units.ts';
 import { rolling } from '../../strategies/rolling/rolling.ts';
 import { parseSummaryPrompt } from '../../strategies/summarizer/prompt-format.ts';
 import { snapcompactMemory } from '../../strategies/snapcompact/memory.ts';
-import { extensionTables } from '../../strategies/index.ts';
+import { BUILTIN_SET } from '../../strategies/index.ts';
 import { chooseFrames, frameBudget } from '../../strategies/snapcompact/snapcompact.ts';
 import { plainTarget } from '../../strategies/projection.ts';
 import type { StrategyInput } from '../../strategies/contract.ts';
@@ -30,7 +30,7 @@ import { canonicalText, readFrame } from '../render/read-frame.ts';
 import { argsFor, assertCallsPaired, RecordingSummarizer, sessionWithTurns, setupFor, strategyInput, turn } from './engine-fixtures.ts';
 
 /** snapcompact as the engine runs it, its fallback to rolling resolved. */
-const snapcompact = extensionTables().strategies.snapcompact!;
+const snapcompact = BUILTIN_SET.strategies.snapcompact!;
 
 function model(id: string, provider: string, input: ModelEntry['input'], extra: Partial<ModelEntry> = {}): ModelEntry {
   return { id, provider, context_window: 200_000, input, ...extra };

@@ -4,7 +4,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AlbedoError } from '../../../protocol/errors.ts';
 import { createRegistry, type ExtensionDef } from '../../../strategies/extensions/catalog.ts';
-import { BUILTIN_EXTENSIONS, BUILTIN_REGISTRY } from '../../../strategies/index.ts';
+import { BUILTIN_SET } from '../../../strategies/index.ts';
+
+const BUILTIN_EXTENSIONS = BUILTIN_SET.defs;
+const BUILTIN_REGISTRY = BUILTIN_SET.registry;
 import { applySelection, globalChoices, resolve, validateSelection, type Choice } from '../../../strategies/extensions/selection.ts';
 
 /** The built-ins as they will be once every implementation has landed. */
