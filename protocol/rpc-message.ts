@@ -3,7 +3,7 @@
 // (EncodedJson) spliced into a line as bytes, and the error a response from the other side
 // carries.
 import { ByteChunks } from './byte-chunks.ts';
-import { RpcCode, type WireError } from './errors.ts';
+import { DomainCode, RpcCode, type WireError } from './errors.ts';
 import { findInvalidText } from './invalid-utf8.ts';
 
 /** An error response received from the other side. */
@@ -94,6 +94,19 @@ export function invalidRequest(id: Id | null, message: string): string {
   return errorLine(id, { code: RpcCode.InvalidRequest, message, data: { code: 'invalid_request' } });
 }
 
+/**
+ * The answer to input past a size bound, after which the connection closes: one line over
+ * `limit` bytes (`line`), or the unfinished lines of all connections together over it.
+ */
+export function tooLargeLine(limit: number, scope: 'line' | 'all_connections'): string {
+  if (scope === 'line') return errorLine(null, { code: DomainCode.message_too_large, message: `message exceeds ${limit} bytes`, data: { code: 'message_too_large', limit_bytes: limit } });
+  return errorLine(null, {
+    code: DomainCode.message_too_large,
+    message: `unfinished messages on all connections together exceed ${limit} bytes`,
+    data: { code: 'message_too_large', limit_bytes: limit, scope: 'all_connections' },
+  });
+}
+
 /** A request's line; EncodedJson params go in as their bytes (one JSON value, no newline outside strings). */
 export function requestLine(id: Id, method: string, params: unknown): string | Buffer {
   if (!(params instanceof EncodedJson)) return JSON.stringify({ jsonrpc: '2.0', id, method, params });
@@ -137,4 +150,45 @@ export function invalidUtf8Answer(m: Msg, id: Id | null, marker: string): Invali
   if (id !== null) return { reply: errorLine(id, wire) };
   if (!('id' in m)) return { report: wire, method: method ?? '?' };
   return { reply: errorLine(null, wire) };
+}
+
+/** One incoming message, checked: what the peer does with it is decided by `kind`. */
+export type Checked =
+  /** Refused at once: the error line to send back. */
+  | { kind: 'refused'; reply: string }
+  /** Text with bytes that are not UTF-8 (`invalidUtf8Answer`); `id` when one is readable. */
+  | { kind: 'invalid_utf8'; id: Id | null; answer: InvalidUtf8Answer }
+  /** An answer to one of our requests (a null id: an error about a line we sent). */
+  | { kind: 'response'; id: Id | null; msg: Msg }
+  /** `$/cancelRequest` for one of the other side's requests. */
+  | { kind: 'cancel'; target: Id | undefined }
+  | { kind: 'request'; id: Id; method: string; params: unknown }
+  | { kind: 'notification'; method: string; params: unknown };
+
+/**
+ * Checks one message of a parsed line against JSON-RPC 2.0 and the id rule. `rawId` is the id's
+ * token as written (see usableId); `marker`, for a line that was not valid UTF-8, is what stands
+ * in its text for the bad bytes.
+ */
+export function checkMessage(m: unknown, rawId: string | undefined, marker: string | undefined): Checked {
+  const id = isObject(m) && usableId(m.id, rawId) ? m.id : null;
+  const refuse = (message: string, to: Id | null = id): Checked => ({ kind: 'refused', reply: invalidRequest(to, message) });
+  if (!isObject(m) || m.jsonrpc !== '2.0') return refuse('not a JSON-RPC 2.0 message');
+  if (marker !== undefined) {
+    const answer = invalidUtf8Answer(m, id, marker);
+    if (answer !== null) return { kind: 'invalid_utf8', id, answer };
+  }
+  if (!('method' in m)) {
+    const isResponse = ('result' in m || 'error' in m) && (id !== null || m.id === null);
+    return isResponse ? { kind: 'response', id, msg: m } : refuse('neither a request nor a response');
+  }
+  const { method, params } = m;
+  if (typeof method !== 'string') return refuse('method must be a string');
+  if ('id' in m && id === null) return refuse('request id must be a string or a safe integer in plain digits (ids are echoed exactly as sent)', null);
+  if (params !== undefined && (typeof params !== 'object' || params === null)) return refuse('params must be an object or an array');
+  if (id !== null) return { kind: 'request', id, method, params };
+  if (method !== CANCEL_METHOD) return { kind: 'notification', method, params };
+  const target = isObject(params) ? params.id : undefined;
+  // Only ids that passed usableId are in flight, so any string or number may be looked up.
+  return { kind: 'cancel', target: typeof target === 'string' || typeof target === 'number' ? target : undefined };
 }

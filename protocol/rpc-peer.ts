@@ -1,14 +1,16 @@
 // A symmetric JSON-RPC 2.0 endpoint over one duplex stream: validates and dispatches incoming
 // requests and notifications (bounded in flight, cancellable through `$/cancelRequest`), sends
 // our own requests and matches their responses. What a method means is left to the onRequest
-// handler. Split as vscode-jsonrpc splits its connection: the messages and the id rule are
-// rpc-message.ts, the input (lines, parsing, the shared bound on unfinished lines)
-// rpc-input.ts, the output and its slow-reader bound rpc-output.ts, the in-flight slots
-// rpc-slots.ts, our own requests rpc-outgoing.ts; this file is the peer's states and dispatch.
+// handler. Split as vscode-jsonrpc splits its connection: the messages, the id rule and the
+// check of each incoming message are rpc-message.ts, the input (lines, parsing, the shared bound
+// on unfinished lines) rpc-input.ts, the output and its slow-reader bound rpc-output.ts, the
+// in-flight slots rpc-slots.ts, the other side's calls while they run rpc-incoming.ts, our own
+// requests rpc-outgoing.ts; this file is the peer's states, dispatch and replies.
 import type { Duplex } from 'node:stream';
 import { DomainCode, RpcCode, toWireError, type AlbedoError, type WireError } from './errors.ts';
 import type { PartialLineBudget } from './line-budget.ts';
-import { CANCEL_METHOD, EncodedJson, encodedResult, encodeLine, errorLine, invalidRequest, invalidUtf8Answer, isObject, joined, parseError, usableId, type Id, type Msg, type OutLine } from './rpc-message.ts';
+import { checkMessage, EncodedJson, encodedResult, encodeLine, errorLine, invalidRequest, joined, parseError, tooLargeLine, type Id, type InvalidUtf8Answer, type OutLine } from './rpc-message.ts';
+import { IncomingCalls } from './rpc-incoming.ts';
 import { InputReader } from './rpc-input.ts';
 import { OutgoingRequests } from './rpc-outgoing.ts';
 import { OutputQueue } from './rpc-output.ts';
@@ -76,8 +78,6 @@ export type PeerState = 'open' | 'draining' | 'closing' | 'closed';
 /** After dispose, how long the other side gets to close before the stream is destroyed (ms). */
 const CLOSE_GRACE_MS = 2000;
 
-/** What a handler did: its result, or what it threw. */
-type Outcome = { ok: true; value: unknown } | { ok: false; err: unknown };
 /** Bytes of a line's reply made and not yet queued (held in the output's bound meanwhile). */
 interface HeldReply {
   bytes: number;
@@ -88,10 +88,8 @@ export class RpcPeer {
   private readonly input: InputReader;
   private readonly output: OutputQueue;
   private readonly slots: RequestSlots;
-  /** Incoming requests not yet answered (running or waiting for a slot), by id. */
-  private readonly incoming = new Map<Id, AbortController>();
-  /** Incoming notifications running or waiting for a slot (they have no id to key them by). */
-  private readonly notifications = new Set<AbortController>();
+  /** The other side's requests and notifications, running or waiting for a slot. */
+  private readonly calls: IncomingCalls;
   /** Lines read whose handling (and reply, if one is due) is not done yet. */
   private unfinishedLines = 0;
   private readonly idleWaiters: Array<() => void> = [];
@@ -117,6 +115,11 @@ export class RpcPeer {
       afterFlush: () => this.afterFlush(),
     });
     this.slots = new RequestSlots({ maxInFlight, maxQueued: Math.max(1, opts.maxQueued ?? maxInFlight), outputOver: () => this.output.over, onChange: () => this.updateReading() });
+    this.calls = new IncomingCalls({
+      slots: this.slots,
+      handle: (method, params, id, signal) => opts.onRequest(method, params, { id, signal, peer: this }),
+      closing: () => this._state === 'closing' || this._state === 'closed',
+    });
     this.input = new InputReader({
       maxLineBytes: opts.maxLineBytes,
       partialLineBudget: opts.partialLineBudget,
@@ -124,17 +127,11 @@ export class RpcPeer {
       onValue: (value, idTokens, marker) => this.onValue(value, idTokens, marker),
       onParseError: () => this.send(parseError()),
       onTooLong: (limit) => {
-        this.send(errorLine(null, { code: DomainCode.message_too_large, message: `message exceeds ${limit} bytes`, data: { code: 'message_too_large', limit_bytes: limit } }));
+        this.send(tooLargeLine(limit, 'line'));
         this.dispose('message too large');
       },
       onOverBudget: (maxBytes) => {
-        this.send(
-          errorLine(null, {
-            code: DomainCode.message_too_large,
-            message: `unfinished messages on all connections together exceed ${maxBytes} bytes`,
-            data: { code: 'message_too_large', limit_bytes: maxBytes, scope: 'all_connections' },
-          }),
-        );
+        this.send(tooLargeLine(maxBytes, 'all_connections'));
         this.dispose('partial-line budget exceeded');
       },
     });
@@ -191,9 +188,7 @@ export class RpcPeer {
     this.outgoing.cancelAll();
     if (opts.answerWith !== undefined) this.cutOff = toWireError(opts.answerWith).wire;
     this._state = 'closing';
-    const abort = new Error(`connection closing: ${reason}`);
-    for (const ac of this.incoming.values()) ac.abort(abort);
-    for (const ac of this.notifications) ac.abort(abort);
+    this.calls.abortAll(new Error(`connection closing: ${reason}`));
     this.outgoing.rejectAll(new Error(`connection closed before a response arrived (${reason})`), { preferRemote: true });
     this.slots.startAll();
     this.stream.resume(); // keep reading (and dropping) so the other side's end is seen
@@ -279,53 +274,39 @@ export class RpcPeer {
 
   /**
    * Handles one message; resolves to the encoded reply, or undefined when none is due. Never
-   * rejects. `rawId` is the id's token as written in the line (needed when the id is a number);
-   * `held`, when given, is where the reply's bytes are counted until it is sent; `marker` is
-   * onValue's.
+   * rejects. `rawId` and `marker` are checkMessage's; `held`, when given, is where the reply's
+   * bytes are counted until it is sent.
    */
   private async onMessage(m: unknown, rawId: string | undefined, held: HeldReply | undefined, marker?: string): Promise<string | OutLine | undefined> {
-    const id = isObject(m) && usableId(m.id, rawId) ? m.id : null;
-    if (!isObject(m) || m.jsonrpc !== '2.0') return invalidRequest(id, 'not a JSON-RPC 2.0 message');
-    if (marker !== undefined) {
-      const refused = this.refuseInvalidUtf8(m, id, marker);
-      if (refused !== null) return refused;
+    const c = checkMessage(m, rawId, marker);
+    switch (c.kind) {
+      case 'refused':
+        return c.reply;
+      case 'invalid_utf8':
+        return this.refuseInvalidUtf8(c.id, c.answer);
+      case 'response':
+        this.outgoing.answer(c.id, c.msg);
+        return undefined;
+      case 'cancel':
+        if (c.target !== undefined) this.calls.cancel(c.target);
+        return undefined;
     }
-    if (!('method' in m)) {
-      const isResponse = ('result' in m || 'error' in m) && (id !== null || m.id === null);
-      if (!isResponse) return invalidRequest(id, 'neither a request nor a response');
-      this.outgoing.answer(id, m);
-      return undefined;
-    }
-    const { method, params } = m;
-    if (typeof method !== 'string') return invalidRequest(id, 'method must be a string');
-    if ('id' in m && id === null) return invalidRequest(null, 'request id must be a string or a safe integer in plain digits (ids are echoed exactly as sent)');
-    if (params !== undefined && (typeof params !== 'object' || params === null)) {
-      return invalidRequest(id, 'params must be an object or an array');
-    }
-    if (id !== null && this.incoming.has(id)) return invalidRequest(id, `request id ${JSON.stringify(id)} is already in flight`);
-    if (id === null && method === CANCEL_METHOD) {
-      const target = isObject(params) ? params.id : undefined;
-      // Only ids that passed usableId are in flight, so any string or number may be looked up.
-      if (typeof target === 'string' || typeof target === 'number') this.incoming.get(target)?.abort(new Error('request cancelled'));
-      return undefined;
-    }
+    if (c.kind === 'request' && this.calls.has(c.id)) return invalidRequest(c.id, `request id ${JSON.stringify(c.id)} is already in flight`);
     if (this.slots.refusesMore(this.outgoing.awaiting)) {
       const busy: WireError = {
         code: DomainCode.busy,
         message: 'too many requests are waiting on this connection while it awaits an answer from you; retry later',
         data: { code: 'busy', in_flight: this.slots.inFlight, queued: this.slots.waiting },
       };
-      if (id !== null) return errorLine(id, busy);
-      this.opts.onNotificationError?.(busy, method);
+      if (c.kind === 'request') return errorLine(c.id, busy);
+      this.opts.onNotificationError?.(busy, c.method);
       return undefined;
     }
-    return id === null ? this.runNotification(method, params) : this.runRequest(id, method, params, held);
+    return c.kind === 'request' ? this.runRequest(c.id, c.method, c.params, held) : this.runNotification(c.method, c.params);
   }
 
-  /** Carries out invalidUtf8Answer's verdict; null when the message runs as usual. */
-  private refuseInvalidUtf8(m: Msg, id: Id | null, marker: string): string | undefined | null {
-    const a = invalidUtf8Answer(m, id, marker);
-    if (a === null) return null;
+  /** Carries out invalidUtf8Answer's verdict: a reply, a failed call of ours, or a report. */
+  private refuseInvalidUtf8(id: Id | null, a: InvalidUtf8Answer): string | undefined {
     if ('reply' in a) return a.reply;
     if ('failCall' in a) {
       if (id !== null) this.outgoing.fail(id, a.failCall);
@@ -337,60 +318,26 @@ export class RpcPeer {
    * A single message's reply comes back as its encoded line (counted in `held` by its length);
    * a batch member's (no `held`) as its JSON, for the batch to join.
    */
-  private async runRequest(id: Id, method: string, params: unknown, held: HeldReply | undefined): Promise<string | OutLine> {
-    const ac = new AbortController();
-    this.incoming.set(id, ac);
-    try {
-      return await this.invoke(method, params, { id, signal: ac.signal, peer: this }, (outcome) => {
-        const asLine = held !== undefined;
-        const reply = outcome.ok ? this.encodeResult(id, method, outcome.value, asLine) : this.encodeError(id, method, outcome.err, ac.signal.aborted);
-        if (held === undefined) return reply;
-        const line = typeof reply === 'string' ? encodeLine(reply) : reply;
-        held.bytes += line.length;
-        this.output.hold(line.length);
-        return line;
-      });
-    } finally {
-      this.incoming.delete(id);
-    }
+  private runRequest(id: Id, method: string, params: unknown, held: HeldReply | undefined): Promise<string | OutLine> {
+    return this.calls.request(id, method, params, (outcome, aborted) => {
+      const reply = outcome.ok ? this.encodeResult(id, method, outcome.value, held !== undefined) : this.encodeError(id, method, outcome.err, aborted);
+      if (held === undefined) return reply;
+      const line = typeof reply === 'string' ? encodeLine(reply) : reply;
+      held.bytes += line.length;
+      this.output.hold(line.length);
+      return line;
+    });
   }
 
-  /** Runs a notification like a request; its failure is reported, since no reply can carry it. */
-  private async runNotification(method: string, params: unknown): Promise<undefined> {
-    const ac = new AbortController();
-    this.notifications.add(ac);
-    try {
-      return await this.invoke(method, params, { id: undefined, signal: ac.signal, peer: this }, (outcome) => {
-        if (outcome.ok || ac.signal.aborted) return undefined;
-        const { wire, internal } = toWireError(outcome.err);
-        if (internal) this.opts.onInternalError?.(outcome.err, method);
-        else this.opts.onNotificationError?.(wire, method);
-        return undefined;
-      });
-    } finally {
-      this.notifications.delete(ac);
-    }
-  }
-
-  /**
-   * Calls the handler inside an in-flight slot; a request aborted while it waited never starts.
-   * `finish` turns the outcome into the reply while the slot is still held, so the reply is
-   * counted (see runRequest) before the freed slot lets another request start.
-   */
-  private async invoke<T>(method: string, params: unknown, ctx: RequestContext, finish: (outcome: Outcome) => T): Promise<T> {
-    await this.slots.acquire(this._state === 'closing' || this._state === 'closed');
-    let outcome: Outcome;
-    try {
-      if (ctx.signal.aborted) throw ctx.signal.reason;
-      outcome = { ok: true, value: await this.opts.onRequest(method, params, ctx) };
-    } catch (err) {
-      outcome = { ok: false, err };
-    }
-    try {
-      return finish(outcome);
-    } finally {
-      this.slots.release();
-    }
+  /** A notification's failure is reported, since no reply can carry it. */
+  private runNotification(method: string, params: unknown): Promise<undefined> {
+    return this.calls.notification(method, params, (outcome, aborted) => {
+      if (outcome.ok || aborted) return undefined;
+      const { wire, internal } = toWireError(outcome.err);
+      if (internal) this.opts.onInternalError?.(outcome.err, method);
+      else this.opts.onNotificationError?.(wire, method);
+      return undefined;
+    });
   }
 
   /** The reply's JSON; an EncodedJson result is spliced in as bytes, as a whole line when `asLine`. */
