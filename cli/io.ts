@@ -111,8 +111,8 @@ export class Output {
 }
 
 /**
- * 12,345. By hand rather than toLocaleString: its first call loads ICU's locale data, about 20 ms
- * of a CLI run that should take little more than Node's own start.
+ * 12,345. By hand rather than toLocaleString: its first call loads ICU's locale data, a
+ * noticeable part of a CLI run that should take little more than Node's own start.
  */
 export function n(x: number): string {
   const [int = '', frac] = String(Math.abs(x)).split('.');

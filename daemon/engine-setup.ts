@@ -20,7 +20,7 @@ import type { ConnectionState } from './context.ts';
  * Resolutions already made, by the parsed extensions.json (a reload parses a new one; snapshots
  * of the same one are new objects per call) and session choices. A prepare resolves three times
  * (capabilities, image limits, engine setup), and every request of a session the same way until
- * a reload or an /extensions change; resolving walks the registry (~20 µs). Resolutions are
+ * a reload or an /extensions change; resolving walks the registry each time. Resolutions are
  * read-only. Bounded in entries per file.
  */
 const resolutions = new WeakMap<ConfigSnapshot['extensions'], Map<string, Resolution>>();

@@ -23,7 +23,7 @@ export const LONG_QUIET_MS = 150;
 /**
  * Free pages left in the file after a release: room for the next writes, so pages are not moved
  * out only to be allocated again at once. A 32nd of the pages in use, at most 1024 (4 MiB at
- * 4 KiB pages): a flat 4 MiB was a quarter of a 10k-row file's text.
+ * 4 KiB pages): a flat 4 MiB was a large share of a small file's text.
  */
 export function freePagesKept(db: Db): number {
   const used = (db.pragma('page_count', { simple: true }) as number) - freePages(db);
@@ -33,8 +33,8 @@ export function freePagesKept(db: Db): number {
 /**
  * What one unit aims to take, in ms, by how long the daemon has been quiet: about the most a
  * request arriving during it waits. Each kind of unit adapts its size to stay near its pace's
- * target (trigram indexing costs ~0.1 µs per character, a merge step about as much per page,
- * packing ~0.01 µs per byte).
+ * target, since each costs about in proportion to its own measure: characters indexed, pages
+ * merged, bytes packed.
  * Short units cost throughput (each commit adds an index segment for merging to fold in), so
  * they are only used where a request may be close: between calls of a busy client.
  */

@@ -44,8 +44,8 @@ interface Slot {
 const MEASURE_INTERVAL_MS = 250;
 /**
  * A cache whose last measure took less than this (ms) is cheap to measure: every time. Timed,
- * not counted in objects: a few hundred objects with many keys already cost a tenth of a
- * millisecond, a quarter of a warm prepare's own work.
+ * not counted in objects: a few hundred objects with many keys already cost a sizeable share
+ * of a warm prepare's own work.
  */
 const CHEAP_MEASURE_MS = 0.02;
 

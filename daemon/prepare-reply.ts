@@ -2,8 +2,8 @@
 // mostly the history its predecessor also carried, and the projection hands out the same part
 // objects for the same rows (strategies/projection.ts keeps them per row in the kernel), so each
 // part's bytes are kept beside it (protocol/kept-json.ts) and only new parts, the system
-// prompt, the tools and the observation are serialized per reply. Stringifying and UTF-8-encoding the whole request again
-// was most of a warm prepare's own time (a 100 KB request: ~1.3 ms and ~0.9 ms of ~1.7 ms).
+// prompt, the tools and the observation are serialized per reply. Stringifying and
+// UTF-8-encoding the whole request again was most of a warm prepare's own time.
 //
 // Parts are never changed once projected (everything downstream copies what it alters), which
 // is what makes their bytes safe to keep; the output is byte-identical to JSON.stringify of

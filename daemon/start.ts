@@ -22,7 +22,7 @@ async function run(opts: StartOptions): Promise<void> {
   // A daemon serving many sessions churns through short-lived request data. V8's defaults for a
   // large host let the young generation grow to 32 MiB and the old one to several times what is
   // live, most of it garbage between collections; sized for memory, the resident set after a
-  // thousand sessions is about a third lower (bench section memory) for somewhat more time spent
+  // thousand sessions is clearly lower (bench section memory) for somewhat more time spent
   // collecting. V8 consults the flag as it sizes the heap after each collection, so setting it
   // here, after start, still applies.
   if (settings.leanHeap ?? DEFAULT_SETTINGS.leanHeap) v8.setFlagsFromString('--optimize-for-size');

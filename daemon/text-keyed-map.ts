@@ -1,6 +1,6 @@
 // A map keyed by long texts that arrive as new strings on every request: a session's
 // instructions, its running summary, its notes. A JS Map keyed by the text hashes a new string
-// whole on every lookup (a 12 KB prompt measured 18 µs), which made such caches cost most of
+// whole on every lookup, which for a text as long as a prompt made such caches cost most of
 // what they saved. Here an entry is found by a short probe (the text's length and both ends)
 // and confirmed by comparing the text, a memcmp. Texts that share a probe replace each other:
 // the price of a collision is a miss, never a wrong value.

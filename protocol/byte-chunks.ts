@@ -1,9 +1,9 @@
 // A message's bytes as a list of buffers that the transport writes as they are (one writev),
 // never joined. A prepare reply with inline images is a megabyte or more, nearly all of it image
 // bytes the daemon keeps between replies; joining them into one buffer (and again with the
-// JSON-RPC envelope) measured 0.4-1 ms a copy of a 1.2 MB reply on the 2-core machine, in a loop
-// of its own. Small pieces are still joined as they come: copying a few kilobytes is cheaper
-// than a write request per piece.
+// JSON-RPC envelope) costs a fresh large allocation and a copy of the whole reply each time.
+// Small pieces are still joined as they come: copying a few kilobytes is cheaper than a write
+// request per piece.
 
 /** Pieces at least this long stay pieces of their own; shorter runs are joined. */
 const KEEP_WHOLE_BYTES = 16 * 1024;

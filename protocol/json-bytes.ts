@@ -1,7 +1,7 @@
 // JSON.parse of a line's UTF-8 bytes without decoding the line whole. V8 puts every string over
 // 128 KiB in its large-object space, a fresh mmap each time, and on a VM touching those pages
-// costs ~9 µs per 4 KiB: decoding a 200 KiB line takes ~1 ms where pieces under 64 KiB decode at
-// GB/s. Decoding in pieces and concatenating gains nothing (JSON.parse flattens a cons string
+// is slow: decoding a long line whole costs many times more a byte than decoding pieces under
+// 64 KiB. Decoding in pieces and concatenating gains nothing (JSON.parse flattens a cons string
 // first), so a large line is split where its JSON allows: one linear scan finds the separators
 // of every object and array, those over the threshold are built from their members, and the
 // members between them are parsed by JSON.parse in runs under the threshold. Only a single
@@ -16,7 +16,7 @@ import { isRecord } from './is-record.ts';
 /**
  * Lines up to this many bytes are decoded whole. UTF-8 of n bytes decodes to at most n UTF-16
  * units, at most 2n bytes of string, so a piece this size (plus two brackets) stays under V8's
- * 128 KiB bound; a 64 KiB piece with one non-Latin-1 character measured 65x slower.
+ * 128 KiB bound; a 64 KiB piece with one non-Latin-1 character measured many times slower.
  */
 export const JSON_BYTES_THRESHOLD = 64 * 1024 - 64;
 
@@ -59,7 +59,8 @@ export function parseJsonBytesWithTokens(buf: Buffer, name: string, opts: JsonBy
 /**
  * Separator positions, in a typed array kept from line to line: a JS array pushed to hundreds
  * of thousands of entries is copied into a fresh large-object backing store at every growth
- * (~100 ns a push measured, 20x the scan). Parsing is synchronous, so one store serves all.
+ * (measured: a push then cost many times the scan). Parsing is synchronous, so one store serves
+ * all.
  */
 class Positions {
   private store = new Uint32Array(4096);

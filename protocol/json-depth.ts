@@ -26,7 +26,7 @@ function members(v: Container): Array<[string | number, unknown]> {
  * Whether `value` nests at most `limit` levels: tooDeepPath's question without the path, which
  * every request's tool schemas and every appended tool call ask. Values only (Object.values
  * reads an own `__proto__` member as JSON.parse made it), no [key, value] pair per member and
- * no frame per container: the walk with paths cost a tenth of a nothing-due prepare.
+ * no frame per container: the walk with paths cost a sizeable share of a nothing-due prepare.
  */
 function nestsWithin(value: Container, limit: number): boolean {
   const values: Container[] = [value];

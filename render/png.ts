@@ -3,12 +3,8 @@
 // the packed pixels); this adds the signature, the IHDR, IDAT and IEND chunks and their CRCs.
 //
 // Why our own writer rather than sharp: at identical decoded pixels (test/render/frame.test.ts
-// checks that) it costs less than half as much. `npm run bench -- --only frames`, 2026-12-01,
-// this 2-core machine (shared: load average 15-19, so the figures are CPU time, every thread
-// counted), full frames of archive text, both encoders at zlib level 4:
-//   Claude 1562x704:  ours 2.1 ms, sharp 4.2 ms, 33.2 vs 33.1 KiB
-//   GPT 1568x1232:    ours 1.9 ms, sharp 4.5 ms, 33.4 vs 33.2 KiB
-//   Gemini 2048x1408: ours 2.8 ms, sharp 6.2 ms, 47.8 vs 47.5 KiB
+// checks that) it costs much less, for files of about the same size, both at zlib level 4
+// (measured against sharp: docs/performance.md).
 // Nearly all of ours is zlib; sharp adds a copy of the bitmap as 8-bit gray into libvips, a
 // colour-space pass and hand-offs to its threads, which its faster zlib-ng does not make up.
 // Row filters other than None buy nothing on two-colour text (deflate already finds the
@@ -20,10 +16,11 @@ const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 /**
  * zlib settings of the IDAT stream; the benchmark's deflate floor uses the same ones. Level 4,
- * measured as above: zlib's default 6 made files 3-5% smaller but took 2.9-5.1 ms to deflate,
- * so a Gemini frame came to 120 frames per CPU second (the target is 200); level 2 deflated in
- * 1.0-1.6 ms but made files 7-11% larger than level 4, and left drawing a third of the total.
- * Level 4 keeps every shape above 300 frames/s with drawing under a quarter of the time.
+ * measured in the runs that compared sharp: zlib's default 6 made files a little smaller but
+ * deflated too slowly for a Gemini frame to reach the target of 200 frames per CPU second;
+ * level 2 deflated faster but made files clearly larger than level 4, and left drawing a large
+ * share of the total. Level 4 keeps every shape well above the target, with drawing a small
+ * share of the time.
  */
 export const DEFLATE_OPTIONS = { level: 4 } as const;
 
@@ -46,7 +43,7 @@ export function crc32(buf: Uint8Array, crc = 0): number {
 
 /**
  * zlib's own CRC-32 where Node has it (20.15 and later; the engines field still allows 20.9):
- * about 6x faster than the table loop over a 35 KB IDAT, which is a tenth of a millisecond.
+ * several times faster than the table loop over a frame's IDAT.
  */
 const chunkCrc: (buf: Uint8Array) => number = typeof zlib.crc32 === 'function' ? (buf) => zlib.crc32(buf) : crc32;
 

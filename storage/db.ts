@@ -243,13 +243,13 @@ const bounds = perDb((db: Db) => ({ begin: db.prepare('BEGIN'), commit: db.prepa
 
 /**
  * Runs a synchronous stretch of many small reads (a prepare looks up its session, cut, notes
- * and logs some forty times) inside one transaction, when none is open: each statement on its
- * own takes and drops its own read snapshot, 5-9 µs on the 2-core machine against about 1 inside
- * a transaction, and the reads see one state of the file besides. A write inside works as it
+ * and logs dozens of times) inside one transaction, when none is open: each statement on its
+ * own takes and drops its own read snapshot, which makes it several times dearer than inside a
+ * transaction, and the reads see one state of the file besides. A write inside works as it
  * would on its own, committed at the end (BEGIN is deferred; the daemon's connection is the
  * file's only writer, under the home lock, so the upgrade never finds its snapshot stale).
  * Throwing rolls back. Not `db.transaction(fn)()`: building that wrapper on every call measured
- * ~5 µs more a stretch, and a prepare runs four.
+ * a cost of its own on every stretch, and a prepare runs several.
  */
 export function readTogether<T>(db: Db, fn: () => T): T {
   if (db.inTransaction) return fn();

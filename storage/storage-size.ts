@@ -1,8 +1,8 @@
 // How the database's bytes divide among what it stores: the transcript rows, their indexes, the
 // search index, payloads, the strategies' state and the engine's bookkeeping, measured by
-// SQLite's dbstat table (every b-tree's pages). A walk reads every page of the file (~0.8 s at
-// 100k rows), so the daemon runs it on the search worker's connection and keeps the result for
-// a while. The file, WAL and free-page totals are cheap and always current.
+// SQLite's dbstat table (every b-tree's pages). A walk reads every page of the file, so the
+// daemon runs it on the search worker's connection and keeps the result for a while. The file,
+// WAL and free-page totals are cheap and always current.
 import fs from 'node:fs';
 import { STORAGE_PARTS, type StoragePart, type StorageSize } from '../protocol/methods.ts';
 import type { Db } from './db.ts';

@@ -44,7 +44,7 @@ export function imageTokens(width: number, height: number, maxEdgePx?: number): 
  * projected parts are memoized per kernel), so a tail is not re-serialized and re-measured on
  * every prepare. Parts are never changed after they are built; the size is a private,
  * non-enumerable key (invisible to JSON and to deep comparison), not a WeakMap entry: a WeakMap
- * of a long history's parts grew by rehashing in one go, 30-70 ms for a single `set`.
+ * of a long history's parts grew by rehashing in one go, a long stall for a single `set`.
  */
 const OWN_SIZE = Symbol('own-size');
 type Sized = OutPart & { [OWN_SIZE]?: number };
@@ -92,7 +92,7 @@ export function inputsTokens(inputs: readonly PlainInput[], maxImageEdgePx?: num
  * What every request pays before any history: the system prompt and the tool schemas. A
  * ToolSpec's schema is within the depth bound by its type (checked where it entered, clamped
  * where it was read back: protocol/prepared.ts), so it is stringified as it is: the depth walk
- * of stringifyJson was a tenth of a nothing-due prepare's own time.
+ * of stringifyJson was a sizeable share of a nothing-due prepare's own time.
  */
 export function pinnedTokens(system: string, tools: readonly ToolSpec[]): number {
   let n = textTokens(system);

@@ -118,8 +118,8 @@ export async function prepareImage(part: ImagePartIn, opts: { maxBytes: number }
     });
   }
   // The header can be fine while the pixel data is cut off or corrupt: decode it all once,
-  // into a thumbnail so no full-size pixels are kept or summed (stats() took 7 s for a
-  // 9000x9000 PNG, this 0.4 s). Sharp's pixel limit also stops decompression bombs here.
+  // into a thumbnail so no full-size pixels are kept or summed (stats() of a very large PNG
+  // took many times as long). Sharp's pixel limit also stops decompression bombs here.
   try {
     await sharp(buf, { failOn: 'truncated' }).resize(64, 64, { fit: 'inside' }).raw().toBuffer();
   } catch (err) {

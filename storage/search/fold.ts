@@ -48,8 +48,8 @@ const FOLD_CHARS = new RegExp(`[${[...FOLD_MAP.keys()].join('')}]`, 'gu');
 /**
  * A first test for FOLD_CHARS: a few ranges that cover every key (keys less than 256 apart share
  * one). Measured over the bench's rows, testing the ~140-character class across a long text
- * cost about 6x what these ranges cost, and almost no text holds any of them, so most text never
- * runs the class at all.
+ * cost several times what these ranges cost, and almost no text holds any of them, so most text
+ * never runs the class at all.
  */
 const MAY_FOLD = ((): RegExp => {
   const codes = [...FOLD_MAP.keys()].map((c) => c.codePointAt(0)!).sort((a, b) => a - b);

@@ -135,10 +135,10 @@ function prepareIndex(db: Db) {
   return {
     phrase: byScope((scope) => matchSql('phrase', scope)),
     pair: byScope((scope) => matchSql('pair', scope)),
-    // A single character is in a large share of the rows (a fifth, for `z`): counting them in
+    // A single character is in a large share of the rows, even a rare letter: counting them in
     // SQL and reading the page's seqs alone costs less than handing every matching seq to JS
-    // (16% less at 300k rows of the bench's corpus, 30% on a synthetic 1.1M-row table). Longer
-    // patterns match fewer rows and cost more per match, so they are not run twice.
+    // (measured on the bench's corpus and on a larger synthetic table). Longer patterns match
+    // fewer rows and cost more per match, so they are not run twice.
     singleCount: byScope((scope) => `SELECT count(*) FROM (${matchSql('single', scope)})`),
     singlePage: byScope((scope) => `${matchSql('single', scope)} LIMIT $limit OFFSET $offset`),
     sidsOf: db.prepare<[string], unknown[]>('SELECT seq, sid FROM search_rows WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq').raw(),

@@ -171,8 +171,8 @@ export function writeTreePass(db: Db, sid: number, pass: TreePass, now: number =
 
 /**
  * Summary characters one call of indexWaitingSummaries indexes at most (always at least one
- * node): the trigram insert costs about 0.2 µs a character, so a unit stays near 5 ms. A count
- * of nodes did not bound it; summaries run from a line to pages.
+ * node): the trigram insert's cost goes with the characters, so this keeps a unit short. A
+ * count of nodes did not bound it; summaries run from a line to pages.
  */
 export const SUMMARY_INDEX_CHARS = 24_000;
 /** Waiting nodes one unit looks at; the character budget usually stops it first. */

@@ -2,8 +2,8 @@
 // (protocol/rows.ts StoredBody). A large one is kept compressed in `transcript.packed`, with
 // `body` left as the empty string; a small one, or one that would not shrink enough, stays as
 // text in `body` with `packed` NULL. Coding-agent rows are mostly short, but the long ones (file
-// reads, command output) hold most of the bytes and compress to under a third, so this roughly
-// halves the row table (docs/performance.md, "Disk").
+// reads, command output) hold most of the bytes and compress well, so this shrinks the row
+// table substantially (docs/performance.md, "Disk").
 //
 // Every reader that needs the JSON selects `bodySql()`, which inflates in SQLite through
 // `albedo_unpack` only for packed rows; every writer stores what `packBody` (or, for an append's
@@ -27,9 +27,9 @@ const PACK_MAX_RATIO = 0.75;
 const FORMAT_DEFLATE_RAW = 1;
 const FORMAT_BROTLI = 2;
 /**
- * Brotli at quality 1 with a 256 KiB window. On the bench's coding rows it compresses 1.4-1.8
- * times as fast as deflate at level 1 (the fastest level, which packing used before), for 2-7%
- * more bytes (docs/performance.md, "Brotli for packed bodies"): an append pays the compression
+ * Brotli at quality 1 with a 256 KiB window. On the bench's coding rows it compresses faster
+ * than deflate at level 1 (the fastest level, which packing used before), for slightly more
+ * bytes (docs/performance.md, "Brotli for packed bodies"): an append pays the compression
  * of every long row, a reader inflates only the rows it reads. The window is larger than almost
  * every body, and a smaller one was no faster.
  */
@@ -74,9 +74,9 @@ export function packBody(json: string): PackedBody {
 /**
  * Bodies at least this long (UTF-16 units) are compressed on libuv's thread pool by
  * packBodyAsync; shorter ones on the calling thread. Node's asynchronous zlib call goes through a
- * stream and costs ~30 µs more than the synchronous one, a large part of a typical packed body's
- * whole cost, but nothing next to a long body's compression (~0.25 ms at this length on the
- * 2-core machine, ~4 ms a megabyte), which would otherwise hold the event loop.
+ * stream and costs more than the synchronous one, a large part of a typical packed body's whole
+ * cost, but nothing next to a long body's compression, which would otherwise hold the event
+ * loop.
  */
 export const PACK_OFF_THREAD_CHARS = 64 * 1024;
 

@@ -10,7 +10,7 @@
 //
 // Why appends still compress their own rows (docs/performance.md, "Packing in idle time,
 // tried"): packing a row after it was written grows its b-tree cell in place, and the page
-// splits that follow left the row table 0.73 full against 0.87, which cost more disk than the
+// splits that follow left the row table's pages much less full, which cost more disk than the
 // compression costs time.
 import { type Db, perDb, withoutFsync } from '../db.ts';
 import { PACK_MIN_CHARS, packBody } from './row-body.ts';

@@ -7,9 +7,9 @@ import { ROW_TEXT_SQL } from './row-text.ts';
 /**
  * The rows that open a unit (user inputs and image-fit notices), as SQL: the predicate of the
  * partial index transcript_class (migration 17), which holds only these rows so that the other
- * 95% of appends skip it. SQLite uses a partial index only for a query whose WHERE has its
- * predicate as a term, so every query by row_class includes this one verbatim; those naming the
- * index (INDEXED BY) fail to prepare without it.
+ * appends, nearly all of them, skip it. SQLite uses a partial index only for a query whose WHERE
+ * has its predicate as a term, so every query by row_class includes this one verbatim; those
+ * naming the index (INDEXED BY) fail to prepare without it.
  */
 export const OPENS_UNIT = "row_class <> 'other'";
 

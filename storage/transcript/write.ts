@@ -351,8 +351,8 @@ interface BatchBody {
  * before the transaction with the compression off the event loop (packBodyAsync), by row index.
  * Every other body is built, and packed when long enough, inside the transaction as the row is
  * written: building them all ahead kept a whole batch of bodies alive across the await, and the
- * daemon's garbage collection took ~80 µs more a row. A row whose length is in its tool-call arguments
- * is not seen here and is compressed on the loop (~4 ms a megabyte).
+ * daemon's garbage collection cost much more a row. A row whose length is in its tool-call
+ * arguments is not seen here and is compressed on the loop, however long it is.
  */
 async function packLongBodies(rows: readonly RowIn[], images: Map<ImagePartIn, PreparedImage>): Promise<Map<number, BatchBody>> {
   const out = new Map<number, BatchBody>();

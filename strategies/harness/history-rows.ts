@@ -80,7 +80,8 @@ export function historyRows(input: StrategyInput, from: number): readonly Stored
 /**
  * New rows past the cached head that `historyRows` reads in the stretch that asks for them; from
  * this many on (a bulk import, a long run of appends without a prepare) `warmTailRows` reads
- * them ahead in slices. 100k new rows read in one stretch held the event loop for 2.5 s.
+ * them ahead in slices. A long run of new rows read in one stretch held the event loop far past
+ * its budget.
  */
 export const EXTEND_IN_STRETCH_ROWS = 512;
 

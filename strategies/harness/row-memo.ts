@@ -18,7 +18,7 @@ export interface RowMemo {
   projector?: Projector;
 }
 
-/** Rows from which `warmRowMemo` works ahead (below it, about 10 ms of work when needed). */
+/** Rows from which `warmRowMemo` works ahead (below it, sizing when needed is short work). */
 export const WARM_SIZING_ROWS = 4000;
 
 const MEMO = cacheSlot<RowMemo & { key: string }>('row-memo');
@@ -37,9 +37,9 @@ export function rowMemo(input: StrategyInput): RowMemo {
 /**
  * What the memo keeps of one row, on the row object itself under a private, non-enumerable key
  * (invisible to JSON and to deep comparison). A WeakMap of 100k+ rows grew by rehashing in one
- * go (a single `set` held the event loop for 60-70 ms) and gave every full collection an
- * ephemeron pass over it. A row holds one slot, for the memo of the target it was last sized
- * for; another memo's slot is replaced, as a new WeakMap would have started empty.
+ * go (a single `set` held the event loop past the daemon's stall budget) and gave every full
+ * collection an ephemeron pass over it. A row holds one slot, for the memo of the target it was
+ * last sized for; another memo's slot is replaced, as a new WeakMap would have started empty.
  */
 interface Slot {
   owner: object;

@@ -84,9 +84,9 @@ function linesInto(out: string[], row: StoredRow, options: SummaryTextOptions): 
  * Rows in order as summarizer transcripts of at most `maxTokens` estimated tokens each (by
  * `tokens`, the request's sizes), broken between units or exchanges, never inside an exchange;
  * an exchange larger than that goes alone. Each transcript is written when the caller asks for
- * it, with a turn for the event loop every slice: the text of a long eviction (100k rows) took
- * over a second in one stretch. `tokens` should be a memo already filled (tokenCounterYielding),
- * or the grouping sizes every row in one go.
+ * it, with a turn for the event loop every slice: the text of a long eviction, written in one
+ * stretch, held the event loop far past its budget. `tokens` should be a memo already filled
+ * (tokenCounterYielding), or the grouping sizes every row in one go.
  */
 export async function* summaryChunks(rows: readonly StoredRow[], tokens: (row: StoredRow) => number, maxTokens: number): AsyncGenerator<string> {
   const slice = timeSlicer();

@@ -76,7 +76,7 @@ function treeView(input: StrategyInput): TreeView {
 
 /**
  * Caches the view of a tree a pass has just written, from the frontier the pass computed: the
- * projection that follows the commit would otherwise read it back, about 3 µs a node inside the
+ * projection that follows the commit would otherwise read it back node by node inside the
  * commit's stretch, and a long history's first pass leaves thousands. Called in the commit's
  * transaction, after the write; the frontier is in source order, as frontierNodes reads it.
  */
@@ -274,8 +274,8 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   // until the request fits under the trigger with a tenth of the window (at least a node's
   // cap) to spare (condenseSpare); a forced compaction with nothing new to cover condenses
   // once. With less, a pass left the request just under the trigger and the next turns
-  // compacted again: the eval measured lcm compacting (and missing the prompt cache) about
-  // twice as often as rolling on the same sessions. Past MAX_CONDENSE_ROUNDS only a request
+  // compacted again: the eval measured lcm compacting (and missing the prompt cache) far more
+  // often than rolling on the same sessions. Past MAX_CONDENSE_ROUNDS only a request
   // over the whole window is condensed further, so a long history met for the first time (a
   // switch to lcm) never goes out over the window while nodes can still be joined.
   const sizeOf = (items: readonly FrontierItem[]) => input.pinnedTokens + items.reduce((t, n) => t + n.tokens, 0) + c.tailTokens;

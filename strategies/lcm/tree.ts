@@ -21,8 +21,8 @@ export const MAX_CONDENSE_ROUNDS = 16;
 /**
  * What a compaction's condensation leaves free under the trigger, as a share of the window (at
  * least one node's cap): room for the next turns before the next compaction. With only a node's
- * cap spare, lcm landed just under the trigger and compacted again a few turns later, twice as
- * often as rolling at a 32k window. A fifth cost recall at 12k for no saving; docs/lcm.md has
+ * cap spare, lcm landed just under the trigger and compacted again a few turns later, far more
+ * often than rolling at a 32k window. A fifth cost recall at 12k for no saving; docs/lcm.md has
  * the numbers.
  */
 export const CONDENSE_SPARE_PERCENT = 10;

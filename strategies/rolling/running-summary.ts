@@ -110,7 +110,7 @@ function build(input: StrategyInput, saved: Saved | undefined, located: LocatedC
     sections.push({ name: 'folds', source: `${folds.length} stored fold(s) from ${sources} over rows #${folds[0]!.firstSeq}-#${folds[folds.length - 1]!.lastSeq}`, estimated_tokens: inputsTokens(foldInputs) });
   }
   // The tail is measured once: the estimate is a sum over inputs, and on a long uncovered
-  // history a second pass over the tail was a tenth of a second of the event loop.
+  // history a second pass over the tail was a long stretch of the event loop.
   const head = inputsTokens(inputs);
   const { inputs: tail, tokens: tailTokens } = projectTail(input, rows);
   inputs.push(...tail);

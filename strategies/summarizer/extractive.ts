@@ -154,8 +154,8 @@ export function extractSummary(prompt: string, maxOutputTokens: number): string 
 }
 
 /**
- * `extractSummary` in steps (see runSteps): reading a prompt of half a large window took about a
- * second, which the daemon spends in slices between other requests.
+ * `extractSummary` in steps (see runSteps): reading a prompt of half a large window is a long
+ * stretch of work, which the daemon spends in slices between other requests.
  */
 function* summarySteps(prompt: string, maxOutputTokens: number): Steps<string> {
   const budget = Math.max(0, Math.floor(maxOutputTokens)) * BYTES_PER_TOKEN;
