@@ -65,6 +65,19 @@ export function digest(text: string): string {
   return d;
 }
 
+const toolDigests = new WeakMap<readonly ToolSpec[], string>();
+
+/**
+ * A digest of a request's tools, kept by the list: a session's requests share one list while
+ * their tools stay the same (strategies/prepare.ts), so the schemas are serialized and hashed
+ * once, not on every turn.
+ */
+export function toolsDigest(tools: readonly ToolSpec[]): string {
+  let d = toolDigests.get(tools);
+  if (d === undefined) toolDigests.set(tools, d = digest(JSON.stringify(tools)));
+  return d;
+}
+
 function push(kernel: Kernel, b: CacheBreak): void {
   const list = kernel.cache.getOrSet(BREAKS, () => []);
   list.push(b);
@@ -85,7 +98,7 @@ export function notePrefix(
   const last = kernel.cache.get(LAST);
   const instructions = digest(req.instructions);
   const context = digest(req.context);
-  const tools = digest(JSON.stringify(req.tools));
+  const tools = toolsDigest(req.tools);
   const notesFull = notesText(req.inputs, req.observation);
   const notes = notesFull === undefined ? undefined : digest(notesFull);
   const rewrites = sessionRewrites(db, sid);

@@ -11,7 +11,7 @@ import { appendNotice } from '../storage/transcript/write.ts';
 import type { ToolSpec } from '../protocol/prepared.ts';
 import { cacheSlot } from '../strategies/harness/kernel-cache.ts';
 import { requestTools, type EngineSetup, type Prepared } from '../strategies/prepare.ts';
-import { digest } from './cache-breaks.ts';
+import { toolsDigest } from './cache-breaks.ts';
 import type { ConfigSnapshot } from './config.ts';
 import { enabledMemoryTools, toolSpec } from '../strategies/extensions/tools.ts';
 import { extensionContext, resolveExtensions } from './engine-setup.ts';
@@ -25,6 +25,11 @@ interface Known {
   tools: string;
   /** What the model last learned of: `system`'s parts, or a later notice's. */
   told: PromptParts;
+  /**
+   * The session's row holds `system` and `tools` as they are, so sending them again writes
+   * nothing. False after adopting a row recorded before instructions were kept.
+   */
+  stored: boolean;
 }
 
 /** What the client sends of a request's prompt. */
@@ -37,10 +42,6 @@ const KNOWN = cacheSlot<Known>('capabilities.known');
 
 function same(a: PromptParts, b: PromptParts): boolean {
   return a.instructions === b.instructions && a.context === b.context;
-}
-
-function toolsDigest(tools: readonly ToolSpec[]): string {
-  return digest(JSON.stringify(tools));
 }
 
 /**
@@ -62,8 +63,9 @@ export function pinnedPrompt(kernel: Kernel, setup: EngineSetup, request: Client
 export function noteSent(db: Db, sid: number, kernel: Kernel, setup: EngineSetup, request: Pick<ClientPrompt, 'instructions'>, prepared: Prepared): void {
   const system = { instructions: prepared.instructions, context: prepared.extensionContext };
   const tools = toolsDigest(prepared.tools);
-  kernel.cache.set(KNOWN, { system, tools, told: { instructions: request.instructions, context: setup.extensionContext } });
-  saveKnownPrompt(db, sid, system, tools);
+  const known = kernel.cache.get(KNOWN);
+  if (known?.stored !== true || known.tools !== tools || !same(known.system, system)) saveKnownPrompt(db, sid, system, tools);
+  kernel.cache.set(KNOWN, { system, tools, told: { instructions: request.instructions, context: setup.extensionContext }, stored: true });
 }
 
 /**
@@ -108,7 +110,7 @@ function adoptKnown(kernel: Kernel, db: Db, config: ConfigSnapshot, sid: number,
   const system = { instructions: known.instructions ?? current.instructions, context: known.context };
   const shown = known.toolsHash === tools ? system : current;
   const believed = { instructions: known.told.instructions ?? shown.instructions, context: known.told.context ?? shown.context };
-  const k: Known = { system, tools: known.toolsHash, told: believed };
+  const k: Known = { system, tools: known.toolsHash, told: believed, stored: known.instructions !== null };
   kernel.cache.set(KNOWN, k);
   if (same(believed, current)) return false;
   tell(db, sid, kernel, k, current, known.told.instructions);

@@ -82,6 +82,7 @@ function partJson(part: object): Buffer {
 
 const COMMA = Buffer.from(',');
 const INPUT_END = Buffer.from(']}');
+const TOOLS_KEY = Buffer.from('],"tools":');
 
 /** Reads a payload's bytes by hash; undefined when it is gone. */
 export type ImageBytes = (hash: string) => Buffer | undefined;
@@ -169,6 +170,9 @@ export function encodePrepareReply(result: PrepareResult, opts: ReplyOptions = {
   out.push(systemPrompts.get(result.system, () => JSON.stringify(result.system)));
   out.push(Buffer.from(',"inputs":['));
   pushInputs(out, result.inputs, bytesOf);
-  out.push(Buffer.from(`],"tools":${JSON.stringify(result.tools)},"compacted":${JSON.stringify(result.compacted)},"observation":${JSON.stringify(result.observation)}}`));
+  out.push(TOOLS_KEY);
+  // The tools are the session's kept list while they stay the same (strategies/prepare.ts).
+  out.push(keptBytes(result.tools));
+  out.push(Buffer.from(`,"compacted":${JSON.stringify(result.compacted)},"observation":${JSON.stringify(result.observation)}}`));
   return out.finish();
 }

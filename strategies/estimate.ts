@@ -95,7 +95,14 @@ export function inputsTokens(inputs: readonly PlainInput[], maxImageEdgePx?: num
  * of stringifyJson was a sizeable share of a nothing-due prepare's own time.
  */
 export function pinnedTokens(system: string, tools: readonly ToolSpec[]): number {
-  let n = textTokens(system);
-  for (const t of tools) n += textTokens(t.name) + textTokens(t.description) + textTokens(JSON.stringify(t.input_schema));
-  return n;
+  let n = TOOLS_TOKENS.get(tools);
+  if (n === undefined) {
+    n = 0;
+    for (const t of tools) n += textTokens(t.name) + textTokens(t.description) + textTokens(JSON.stringify(t.input_schema));
+    TOOLS_TOKENS.set(tools, n);
+  }
+  return textTokens(system) + n;
 }
+
+/** The tokens of a tool list, by the list: a session's requests share theirs while the tools stay the same (strategies/prepare.ts). */
+const TOOLS_TOKENS = new WeakMap<readonly ToolSpec[], number>();

@@ -2,6 +2,7 @@
 // again. A preparation compacts at most once, so the second projection is what goes out even
 // if it is still due. Also the dry run and the failure latch bookkeeping. No daemon imports:
 // the caller hands in the resolved strategy, settings, model and summarizer.
+import { sameJson } from '../protocol/json-equal.ts';
 import type { Upstream } from '../protocol/methods.ts';
 import type { ImageCounts, Observation, OutPart, PlainInput, Section, ToolSpec } from '../protocol/prepared.ts';
 import { type Db, readTogether } from '../storage/db.ts';
@@ -138,6 +139,21 @@ export function requestTools(clientTools: readonly ToolSpec[], extensionTools: r
   return [...clientTools, ...extensionTools.filter((t) => !clientTools.some((a) => a.name === t.name))];
 }
 
+/** The tools the session's last request carried (see `sessionTools`). */
+const LAST_TOOLS = cacheSlot<ToolSpec[]>('prepare.tools');
+
+/**
+ * The request's tools, as the very array the session's last request had when they are the same:
+ * an agent sends the same schemas on every turn as new objects, and what is derived from them
+ * (their tokens, their digest, their bytes in the reply) is kept by that array's identity.
+ */
+function sessionTools(cache: KernelCache, tools: ToolSpec[]): ToolSpec[] {
+  const last = cache.get(LAST_TOOLS);
+  if (last !== undefined && sameJson(last, tools)) return last;
+  cache.set(LAST_TOOLS, tools);
+  return tools;
+}
+
 /** The system prompt's parts as this request would build them now, without a pin. */
 function currentPrompt(setup: EngineSetup, args: PrepareArgs): PromptParts {
   return { instructions: args.instructions, context: setup.extensionContext };
@@ -146,7 +162,7 @@ function currentPrompt(setup: EngineSetup, args: PrepareArgs): PromptParts {
 function envelope(setup: EngineSetup, args: PrepareArgs, prompt = setup.pinnedPrompt ?? currentPrompt(setup, args)): Envelope {
   const { instructions, context } = prompt;
   const system = composeSystem(instructions, context);
-  const tools = requestTools(args.tools, setup.extensionTools);
+  const tools = sessionTools(args.cache, requestTools(args.tools, setup.extensionTools));
   const own = args.clientPrompt === undefined || args.clientPrompt === '' ? 0 : textTokens(args.clientPrompt);
   const pinned = pinnedTokens(system, tools) + own;
   const book = readSessionBook(args.db, args.session.sid, setup.modelId);

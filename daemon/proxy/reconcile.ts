@@ -12,6 +12,7 @@ import type { Db } from '../../storage/db.ts';
 import { addProxySession, chainStamp, currentProxySession, proxySession, dropChainFrom, firstOfFamily, messageChain, noteAgent, putChainLinks, retireProxySession, type ChainLink } from '../../storage/log/proxy-state.ts';
 import { createSession, findSession } from '../../storage/transcript/sessions.ts';
 import { appendRows, forkMap, forkSession } from '../../storage/transcript/write.ts';
+import { sameJson } from '../../protocol/json-equal.ts';
 import { cacheSlot, type KernelCache } from '../../strategies/harness/kernel-cache.ts';
 import type { Identity } from './identity.ts';
 import type { MessageCodec } from './wire.ts';
@@ -137,28 +138,6 @@ function storedChain(db: Db, sid: number, cache: KernelCache | undefined): reado
  */
 function keepChain(db: Db, sid: number, links: readonly ChainLink[], cache: KernelCache | undefined): void {
   cache?.set(CHAIN_LINKS, { sid, stamp: chainStamp(db, sid), links });
-}
-
-/** Whether two parsed JSON values are the same, key order included (what can differ gets hashed). */
-function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
-    return true;
-  }
-  if (Array.isArray(b)) return false;
-  const x = a as Record<string, unknown>;
-  const y = b as Record<string, unknown>;
-  const kx = Object.keys(x);
-  const ky = Object.keys(y);
-  if (kx.length !== ky.length) return false;
-  for (let i = 0; i < kx.length; i++) {
-    const k = kx[i]!;
-    if (k !== ky[i] || !sameJson(x[k], y[k])) return false;
-  }
-  return true;
 }
 
 /**

@@ -3,7 +3,12 @@
 // the tools are the same; the engine rebuilds it at the next compaction.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { noteSent, noteTold, pinnedPrompt } from '../../daemon/capabilities.ts';
+import { noteSent, noteTold, pinnedPrompt, tellPromptChanges } from '../../daemon/capabilities.ts';
+import { ExtensionsFile, type ConfigSnapshot } from '../../daemon/config.ts';
+import { loadCatalog } from '../../strategies/catalog/models.ts';
+import { BUILTIN_SET } from '../../strategies/index.ts';
+import { knownPrompt } from '../../storage/log/known-prompt.ts';
+import { recordingDb } from '../storage/recording-db.ts';
 import type { Kernel } from '../../daemon/kernels.ts';
 import { KernelCache } from '../../strategies/harness/kernel-cache.ts';
 import { prepareRequest, type EngineSetup, type Prepared } from '../../strategies/prepare.ts';
@@ -78,4 +83,35 @@ test('the engine sends pinned instructions until a compaction, then the ones the
   assert.equal(compacted.compacted, true);
   assert.equal(compacted.system, 'You are a coding agent.\n\nCONTEXT');
   assert.equal(compacted.instructions, 'You are a coding agent.');
+});
+
+test('the prompt a request sent is written once: the same one again writes nothing, a changed one is written', (t) => {
+  const db = tempDb(t);
+  const sid = openSession(db, { session: 's' }).sid;
+  const kernel: Kernel = { session: 's', loadedAt: 0, cache: new KernelCache() };
+  const rec = recordingDb(db);
+  const writes = () => rec.executed.filter((sql) => sql.includes('known_tools = @tools')).length;
+  noteSent(rec.db, sid, kernel, setup('A'), request, sent('A'));
+  assert.equal(writes(), 1);
+  noteSent(rec.db, sid, kernel, setup('A'), request, sent('A'));
+  noteSent(rec.db, sid, kernel, setup('A'), request, sent('A'));
+  assert.equal(writes(), 1, 'the same prompt and tools: the row already holds them');
+  noteSent(rec.db, sid, kernel, setup('A'), request, sent('A', ['transcript_read', 'lcm_grep']));
+  assert.equal(writes(), 2, 'other tools');
+  noteSent(rec.db, sid, kernel, setup('A'), request, sent('A', ['transcript_read', 'lcm_grep'], 'J'));
+  assert.equal(writes(), 3, 'other instructions');
+  assert.equal(knownPrompt(db, sid)?.instructions, 'J');
+});
+
+test('a row recorded before instructions were kept is written at the next request, though nothing changed', (t) => {
+  const db = tempDb(t);
+  const sid = openSession(db, { session: 's' }).sid;
+  noteSent(db, sid, { session: 's', loadedAt: 0, cache: new KernelCache() }, setup(''), request, sent(''));
+  db.prepare('UPDATE sessions SET known_instructions = NULL WHERE sid = ?').run(sid);
+  // A restart: a new kernel adopts the row, then sends the same prompt.
+  const kernel: Kernel = { session: 's', loadedAt: 0, cache: new KernelCache() };
+  const config: ConfigSnapshot = { modules: BUILTIN_SET, extensions: ExtensionsFile.parse({ extensions: { disable: ['lcm-memory', 'snapcompact-memory', 'notes'] } }), models: loadCatalog(), version: 1 };
+  assert.equal(tellPromptChanges(kernel, db, config, sid, request), false, 'nothing to tell');
+  noteSent(db, sid, kernel, setup(''), request, sent(''));
+  assert.equal(knownPrompt(db, sid)?.instructions, 'I', 'the instructions are recorded now');
 });

@@ -207,3 +207,22 @@ describe('the target', () => {
     assert.equal(targetOf({ model: undefined, modelId: 'unknown' }, { session }, null).readsImages, true, 'an uncatalogued model is taken to read images');
   });
 });
+
+test("a session's requests share one tool list while the tools stay the same, and a changed schema is counted anew", async (t) => {
+  const db = tempDb(t);
+  await sessionWithTurns(db, 's', 2);
+  const cache = new KernelCache();
+  const setup = setupFor({});
+  // The client's tools arrive as new objects on every request, as they do over the socket.
+  const tools = (description: string) => [{ name: 'read', description, input_schema: { type: 'object', properties: { path: { type: 'string' } } } }];
+  const first = await prepareRequest(setup, { ...argsFor(db, 's', { cache }), tools: tools('Read a file.') });
+  const again = await prepareRequest(setup, { ...argsFor(db, 's', { cache }), tools: tools('Read a file.') });
+  assert.equal(again.tools, first.tools, 'the same tools: the list of the request before, kept by identity');
+  assert.equal(again.observation.estimated_input_tokens, first.observation.estimated_input_tokens);
+  const longer = 'Read a file from the repository, whole or a range of its lines, as text with line numbers.';
+  const changed = await prepareRequest(setup, { ...argsFor(db, 's', { cache }), tools: tools(longer) });
+  assert.notEqual(changed.tools, first.tools);
+  assert.deepEqual(changed.tools.map((x) => x.description), [longer]);
+  const system = (p: typeof first) => p.observation.sections.find((s) => s.name === 'system')!.estimated_tokens;
+  assert.ok(system(changed) > system(first), "the longer description is counted, not the kept list's tokens");
+});
