@@ -2,16 +2,21 @@
 // compacted once (forced, as an agent's daemon would have), then nothing-due prepares timed
 // round trip (request written, response read and JSON-parsed by the client, as a Python or
 // any untyped client would; the typed client's result validation is the client's own cost)
-// against JSON.stringify of the response the client got and against the transport floor
-// (transport-floor.ts: the same request answered with the same bytes by a bare server), in
-// alternating blocks of the same run.
+// against the transport floor (transport-floor.ts: the same request answered with the same
+// bytes by a bare server), in alternating blocks of the same run, by a client in a process of
+// its own after both sides are warm (socket-timer.ts). JSON.stringify of the response is
+// reported for scale.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Corpus } from './corpus.ts';
 import { startReplayDaemon, type ReplayDaemon } from '../replay/daemon.ts';
 import type { Dataset } from './dataset.ts';
 import { agentPrompt, MODEL_ID, TAIL_PERCENT, WINDOW_TOKENS } from './prepare.ts';
 import { RowStream } from './rows.ts';
-import { nowMs, stats, type Stats } from './timing.ts';
-import { startTransportFloor } from './transport-floor.ts';
+import { stats, type Stats } from './timing.ts';
+import { startFloorServer } from './transport-floor.ts';
 
 export interface SocketPrepareResult {
   history_rows: number;
@@ -25,6 +30,8 @@ export interface SocketPrepareResult {
   /** Median round trip over the floor's median. */
   floor_ratio: number;
 }
+
+const here = path.dirname(fileURLToPath(import.meta.url));
 
 const ROLLING = { rolling: { contextWindowTokens: WINDOW_TOKENS, tailPercent: TAIL_PERCENT } };
 
@@ -62,44 +69,45 @@ export async function benchPrepareSocketOn(ds: Dataset, opts: { blocks: number; 
   }
 }
 
+/** Requests each side gets before timing: enough for V8 to have optimized the daemon's request path. */
+const WARM_REQUESTS = 300;
+
+/** Runs socket-timer.ts in a process of its own against the two sockets; its samples in ms. */
+async function timeInChild(
+  daemonSocket: string,
+  floorSocket: string,
+  dir: string,
+  request: { method: string; params: unknown; warm: number; blocks: number; per_block: number },
+): Promise<{ ours: number[]; floor: number[]; stringify: number[] }> {
+  const file = path.join(dir, 'socket-timer-request.json');
+  fs.writeFileSync(file, JSON.stringify(request));
+  try {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'socket-timer.ts'), daemonSocket, floorSocket, file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    if (code !== 0) throw new Error(`socket-timer exited with ${code}: ${err}`);
+    return JSON.parse(out) as { ours: number[]; floor: number[]; stringify: number[] };
+  } finally {
+    fs.rmSync(file, { force: true });
+  }
+}
+
 async function timePrepares(d: ReplayDaemon, session: string, rows: number, opts: { blocks: number; perBlock: number }, log: (s: string) => void): Promise<SocketPrepareResult> {
   const { instructions, tools } = agentPrompt();
   const params = { session, model: MODEL_ID, instructions, tools };
   const forced = await d.client.call('prepare', { ...params, force: true });
   if (!forced.compacted) log(`  prepare over the socket @${rows}: the forced prepare did not compact`);
-  const once = async (): Promise<unknown> => {
-    const r = (await d.client.raw('prepare', params)) as { compacted: boolean; observation: { due: boolean } };
-    if (r.observation.due || r.compacted) throw new Error('prepare was due; the benchmark wants nothing due');
-    return r;
-  };
-  let response = await once();
-  for (let i = 0; i < 5; i++) response = await once();
-  const floor = await startTransportFloor(d.home, JSON.stringify(response));
+  const response = (await d.client.raw('prepare', params)) as { compacted: boolean; observation: { due: boolean } };
+  if (response.observation.due || response.compacted) throw new Error('prepare was due; the benchmark wants nothing due');
+  const floor = await startFloorServer(d.home, JSON.stringify(response));
   try {
-    for (let i = 0; i < 5; i++) await floor.call('prepare', params);
-    const sp: number[] = [];
-    const sf: number[] = [];
-    const sj: number[] = [];
-    for (let b = 0; b < opts.blocks; b++) {
-      for (let i = 0; i < opts.perBlock; i++) {
-        const t0 = nowMs();
-        response = await once();
-        sp.push(nowMs() - t0);
-      }
-      for (let i = 0; i < opts.perBlock; i++) {
-        const t0 = nowMs();
-        await floor.call('prepare', params);
-        sf.push(nowMs() - t0);
-      }
-      for (let i = 0; i < opts.perBlock; i++) {
-        const t0 = nowMs();
-        JSON.stringify(response);
-        sj.push(nowMs() - t0);
-      }
-    }
-    const P = stats(sp);
-    const F = stats(sf);
-    const J = stats(sj);
+    const samples = await timeInChild(path.join(d.home, 'albedod.sock'), floor.socket, d.home, { method: 'prepare', params, warm: WARM_REQUESTS, blocks: opts.blocks, per_block: opts.perBlock });
+    const P = stats(samples.ours);
+    const F = stats(samples.floor);
+    const J = stats(samples.stringify);
     const out = { history_rows: rows, response_bytes: Buffer.byteLength(JSON.stringify(response)), prepare: P, stringify: J, floor: F, ratio: P.median_ms / J.median_ms, floor_ratio: P.median_ms / F.median_ms };
     log(`  prepare over the socket @${rows}: median ${P.median_ms.toFixed(2)} ms, transport floor ${F.median_ms.toFixed(2)} ms (${out.floor_ratio.toFixed(1)}x), stringify ${J.median_ms.toFixed(3)} ms (${out.ratio.toFixed(1)}x)`);
     return out;

@@ -2,12 +2,11 @@
 // socket that parses each request line (as any server must) and answers with a reply it holds
 // ready, byte for byte the one the daemon sent. No validation, no storage, no work: what one
 // round trip of these bytes between two Node processes cannot cost less than, on this machine
-// at this moment. Timed with the same client as the daemon, in alternating blocks.
+// at this moment. Timed by the same client as the daemon, in alternating blocks
+// (socket-timer.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-import { RpcPeer } from '../../protocol/rpc-peer.ts';
 
 // Plain JavaScript run with `node -e`: reads newline-framed requests and answers each with the
 // canned result under the request's id.
@@ -35,14 +34,14 @@ server.listen(sock, () => process.stdout.write('listening\\n'));
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
 `;
 
-export interface TransportFloor {
-  /** One round trip of `params` under `method`, answered with the canned result (parsed). */
-  call(method: string, params: unknown): Promise<unknown>;
+export interface FloorServer {
+  /** Its Unix socket. */
+  socket: string;
   stop(): Promise<void>;
 }
 
 /** Starts the floor server in `dir`, answering every request with `resultJson`. */
-export async function startTransportFloor(dir: string, resultJson: string): Promise<TransportFloor> {
+export async function startFloorServer(dir: string, resultJson: string): Promise<FloorServer> {
   const sock = path.join(dir, 'floor.sock');
   const resultFile = path.join(dir, 'floor-result.json');
   fs.writeFileSync(resultFile, resultJson);
@@ -51,17 +50,9 @@ export async function startTransportFloor(dir: string, resultJson: string): Prom
     proc.stdout?.once('data', () => resolve());
     proc.once('exit', (code) => reject(new Error(`the transport floor server exited (${code})`)));
   });
-  const socket = await new Promise<net.Socket>((resolve, reject) => {
-    const s = net.connect(sock, () => resolve(s));
-    s.once('error', reject);
-  });
-  const peer = new RpcPeer(socket, {
-    onRequest: () => Promise.reject(new Error('the floor sends no requests')),
-  });
   return {
-    call: (method, params) => peer.request(method, params),
+    socket: sock,
     async stop() {
-      peer.dispose('bench done');
       const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
       proc.kill('SIGTERM');
       await exited;
