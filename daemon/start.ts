@@ -10,6 +10,9 @@ import { acquireHomeLock, prepareHome, resolvePaths, StartupError } from './home
 import { createLogger } from './logger.ts';
 import { settingsFromEnv } from './settings.ts';
 
+/** How far past what survived a major collection the lean heap lets the old generation grow. */
+const HEAP_GROWING_PERCENT = 20;
+
 export interface StartOptions {
   /** Extension modules run after the shipped ones (the eval's baselines, a test's fixture). */
   readonly extensions?: readonly ExtensionModule[];
@@ -19,13 +22,16 @@ async function run(opts: StartOptions): Promise<void> {
   const modules = extensionSet(opts.extensions);
   const paths = resolvePaths();
   const settings = settingsFromEnv();
-  // A daemon serving many sessions churns through short-lived request data. V8's defaults for a
-  // large host let the young generation grow to 32 MiB and the old one to several times what is
-  // live, most of it garbage between collections; sized for memory, the resident set after a
-  // thousand sessions is clearly lower (bench section memory) for somewhat more time spent
-  // collecting. V8 consults the flag as it sizes the heap after each collection, so setting it
-  // here, after start, still applies.
-  if (settings.leanHeap ?? DEFAULT_SETTINGS.leanHeap) v8.setFlagsFromString('--optimize-for-size');
+  // A daemon serving many sessions churns through short-lived request data, and left to its
+  // defaults V8 lets the old generation grow to several times what is live before collecting it
+  // again. The lean heap bounds that growth: each major collection sets the next limit at most
+  // HEAP_GROWING_PERCENT above what survived. The young generation keeps its default size, so a
+  // request's data and a compaction's decoded rows still die young. --optimize-for-size, used
+  // before, shrank the young generation too: that data then reached the old generation, whose
+  // collections ran far more often and paused longer, other sessions' requests waiting behind
+  // them (docs/performance.md, stop 46). V8 reads the flag as it sizes the heap after each
+  // collection, so setting it here, after start, applies.
+  if (settings.leanHeap ?? DEFAULT_SETTINGS.leanHeap) v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
   prepareHome(paths.home);
   const lock = acquireHomeLock(paths);
   const { log, flush } = createLogger(paths.log);
