@@ -421,6 +421,10 @@ async function compactStage(setup: EngineSetup, args: PrepareArgs, stage: number
   const strategy = setup.strategy;
   if (strategy === null) return false;
   const at: PrepareArgs = { ...args, head: stage, force: false };
+  // A turn of the event loop first: the request's own set-up and the stage's first reads would
+  // otherwise run as one task, and on a daemon that just started, with its code still cold,
+  // that held other sessions' requests past the stall budget.
+  await yieldToEventLoop();
   const f = readTogether(args.db, () => envelope(setup, at));
   await readTogether(args.db, () => strategy.warm?.(f.input));
   const first = readTogether(args.db, () => project(setup, f.input));
