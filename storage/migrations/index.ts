@@ -33,6 +33,7 @@ import { sql as m031 } from './031-notes-ledger.ts';
 import { sql as m032 } from './032-snapcompact-archive-parts.ts';
 import { sql as m033 } from './033-snapcompact-part-lengths.ts';
 import { sql as m034 } from './034-extension-schema.ts';
+import { sql as m035 } from './035-snapcompact-part-marks.ts';
 
 export interface Migration {
   /** Version number; migrations run in increasing order, each exactly once. */
@@ -76,4 +77,5 @@ export const migrations: readonly Migration[] = [
   { version: 32, name: 'snapcompact-archive-parts', sql: m032 },
   { version: 33, name: 'snapcompact-part-lengths', sql: m033 },
   { version: 34, name: 'extension-schema', sql: m034 },
+  { version: 35, name: 'snapcompact-part-marks', sql: m035 },
 ];

@@ -3,8 +3,11 @@
 // rolling's. Its text is stored in parts (migration 32): a compaction writes the parts it adds
 // before its commit (`writeArchivePart`), and the commit names the range the archive is
 // (`saveArchive`). A loaded archive holds its parts' lengths, not their text (migration 33):
-// `archiveParts` and `archiveText` read the text as it is needed. Frames are derived: a cached frame is a payload named by its cache key, so
-// the request can refer to it by hash and `payload.get` serves its bytes.
+// `archiveParts` and `archiveText` read the text as it is needed. Each part is stored with the
+// marks of the rows it holds (migration 35), so a commit writes no more marks than its stage
+// added; an archive saved before keeps its older parts' marks in its own row. Frames are
+// derived: a cached frame is a payload named by its cache key, so the request can refer to it
+// by hash and `payload.get` serves its bytes.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { type Db, perDb } from '../db.ts';
@@ -69,16 +72,21 @@ const stmts = perDb((db: Db) => ({
   load: db.prepare<[number], Raw>('SELECT first_part, last_part, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at FROM snapcompact_archive WHERE sid = ?'),
   range: db.prepare<[number], PartRange>('SELECT first_part AS first, last_part AS last FROM snapcompact_archive WHERE sid = ?'),
   part: db.prepare<[number, number], string>('SELECT text FROM snapcompact_text WHERE sid = ? AND part = ?').pluck(),
-  lengths: db.prepare<[number, number, number], { part: number; chars: number | null }>('SELECT part, chars FROM snapcompact_text WHERE sid = ? AND part BETWEEN ? AND ? ORDER BY part'),
+  lengths: db.prepare<[number, number, number], { part: number; chars: number | null; marks: string | null }>(
+    'SELECT part, chars, marks FROM snapcompact_text WHERE sid = ? AND part BETWEEN ? AND ? ORDER BY part',
+  ),
   countParts: db.prepare<[number, number, number], number>('SELECT count(*) FROM snapcompact_text WHERE sid = ? AND part BETWEEN ? AND ?').pluck(),
-  putPart: db.prepare<[number, number, string, number]>(
-    'INSERT INTO snapcompact_text (sid, part, text, chars) VALUES (?, ?, ?, ?) ON CONFLICT (sid, part) DO UPDATE SET text = excluded.text, chars = excluded.chars',
+  putPart: db.prepare<[number, number, string, number, string]>(
+    'INSERT INTO snapcompact_text (sid, part, text, chars, marks) VALUES (?, ?, ?, ?, ?) ON CONFLICT (sid, part) DO UPDATE SET text = excluded.text, chars = excluded.chars, marks = excluded.marks',
   ),
   dropOtherParts: db.prepare<[number, number, number]>('DELETE FROM snapcompact_text WHERE sid = ? AND (part < ? OR part > ?)'),
-  save: db.prepare<[number, number, number, string, string, string, number, number, number, number], { rewrites: number | null }>(
+  // The row's own marks are those of parts stored before migration 35: kept while the archive
+  // grows from the same first part, emptied when a new archive replaces it.
+  save: db.prepare<[number, number, number, string, string, number, number, number, number], { rewrites: number | null }>(
     `INSERT INTO snapcompact_archive (sid, first_part, last_part, marks, folds, cut, cut_seq, resume_seq, rewrites, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT rewrites FROM sessions WHERE sid = ?), ?)
-     ON CONFLICT (sid) DO UPDATE SET first_part = excluded.first_part, last_part = excluded.last_part, marks = excluded.marks, folds = excluded.folds,
+       VALUES (?, ?, ?, '[]', ?, ?, ?, ?, (SELECT rewrites FROM sessions WHERE sid = ?), ?)
+     ON CONFLICT (sid) DO UPDATE SET first_part = excluded.first_part, last_part = excluded.last_part,
+       marks = CASE WHEN snapcompact_archive.first_part = excluded.first_part THEN snapcompact_archive.marks ELSE '[]' END, folds = excluded.folds,
        cut = excluded.cut, cut_seq = excluded.cut_seq, resume_seq = excluded.resume_seq, rewrites = excluded.rewrites, updated_at = excluded.updated_at
      RETURNING rewrites`,
   ),
@@ -118,7 +126,20 @@ export function loadArchive(db: Db, sid: number): ArchiveState | { unreadable: s
   if (stored.length !== range.last - range.first + 1) return { unreadable: `its text parts ${range.first}-${range.last} are not all stored` };
   const partLengths = stored.map((p) => p.chars ?? partLength(db, sid, p.part));
   const length = partLengths.reduce((n, l) => n + l, 0);
-  return { range, partLengths, length, marks: m.data, folds: f.data, cut: c.data, hints: { openerSeq: raw.cut_seq, resumeSeq: raw.resume_seq }, rewrites: raw.rewrites, updatedAt: raw.updated_at };
+  // The row's marks (parts stored before migration 35), then each later part's, in order.
+  const all = m.data;
+  for (const p of stored) {
+    if (p.marks === null) continue;
+    let parsed: ReturnType<typeof ArchiveMarks.safeParse>;
+    try {
+      parsed = ArchiveMarks.safeParse(JSON.parse(p.marks));
+    } catch {
+      return { unreadable: `the marks of its text part ${p.part} are not JSON` };
+    }
+    if (!parsed.success) return { unreadable: `the marks of its text part ${p.part} have a format this build does not know` };
+    for (const mark of parsed.data) all.push(mark);
+  }
+  return { range, partLengths, length, marks: all, folds: f.data, cut: c.data, hints: { openerSeq: raw.cut_seq, resumeSeq: raw.resume_seq }, rewrites: raw.rewrites, updatedAt: raw.updated_at };
 }
 
 /** The range of parts the session's saved archive is, read even when the rest of it is unreadable. */
@@ -130,8 +151,8 @@ export function archiveRange(db: Db, sid: number): PartRange | undefined {
  * Stores one part of an archive a compaction is growing, before its commit: a part past the
  * saved range is read by no one until `saveArchive` names it. Write only past the saved range.
  */
-export function writeArchivePart(db: Db, sid: number, part: number, text: string): void {
-  stmts(db).putPart.run(sid, part, text, text.length);
+export function writeArchivePart(db: Db, sid: number, part: number, text: string, marks: ArchiveMarks): void {
+  stmts(db).putPart.run(sid, part, text, text.length, JSON.stringify(marks));
 }
 
 /**
@@ -193,10 +214,10 @@ export function saveArchive(
   if (stored !== count) throw new Error(`snapcompact archive: ${count - stored} of its text parts ${range.first}-${range.last} were never stored`);
   const folds = JSON.stringify(state.folds);
   const cut = JSON.stringify(state.cut);
-  const saved = st.save.get(sid, range.first, range.last, JSON.stringify(state.marks), folds, cut, state.hints.openerSeq, state.hints.resumeSeq, sid, now);
+  const saved = st.save.get(sid, range.first, range.last, folds, cut, state.hints.openerSeq, state.hints.resumeSeq, sid, now);
   st.dropOtherParts.run(sid, range.first, range.last);
-  // The small parts through the same parse a load does (their JSON form is what is kept); the
-  // marks are plain pairs, the same either way.
+  // The small parts through the same parse a load does (their JSON form is what is kept). The
+  // marks, stored with the parts and the row, read back as `state.marks`: plain pairs.
   const { openerSeq, resumeSeq } = state.hints;
   const length = state.partLengths.reduce((n, l) => n + l, 0);
   return {

@@ -74,6 +74,8 @@ export interface Grown {
    * first starts with the newline that joins its first row to the text before.
    */
   added: string[];
+  /** The marks of the rows each added part holds, part by part (what the part is stored with). */
+  addedMarks: ArchiveMarks[];
   /** The archive's marks, the new rows' included. */
   marks: ArchiveMarks;
 }
@@ -83,6 +85,8 @@ export function* growArchiveSteps(length: number, marks: ArchiveMarks, rows: rea
   const outMarks: ArchiveMarks = [...marks];
   const last = marks[marks.length - 1]?.[1] ?? 0;
   const added: string[] = [];
+  const addedMarks: ArchiveMarks[] = [];
+  let partMarks: ArchiveMarks = [];
   let pieces: string[] = [];
   let partChars = 0;
   let at = length;
@@ -92,18 +96,25 @@ export function* growArchiveSteps(length: number, marks: ArchiveMarks, rows: rea
     const piece = archiveText([row]).normalize('NFC');
     if (piece === '') continue;
     const text = at === 0 ? piece : `\n${piece}`;
-    outMarks.push([at === 0 ? 0 : at + 1, row.seq]);
+    const mark: [number, number] = [at === 0 ? 0 : at + 1, row.seq];
+    outMarks.push(mark);
+    partMarks.push(mark);
     pieces.push(text);
     partChars += text.length;
     at += text.length;
     if (partChars >= PART_CHARS) {
       added.push(pieces.join(''));
+      addedMarks.push(partMarks);
       pieces = [];
+      partMarks = [];
       partChars = 0;
     }
   }
-  if (pieces.length > 0) added.push(pieces.join(''));
-  return { added, marks: outMarks };
+  if (pieces.length > 0) {
+    added.push(pieces.join(''));
+    addedMarks.push(partMarks);
+  }
+  return { added, addedMarks, marks: outMarks };
 }
 
 /** The seqs of the first and last archived rows whose text starts in [from, to). */

@@ -440,7 +440,7 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   const from = ((base?.range ?? archiveRange(db, sid))?.last ?? -1) + 1;
   for (const [k, text] of grown.added.entries()) {
     stop();
-    writeArchivePart(db, sid, from + k, text);
+    writeArchivePart(db, sid, from + k, text, grown.addedMarks[k]!);
     await yieldToEventLoop();
   }
   const first = base === undefined ? from : base.range.first;

@@ -342,12 +342,21 @@ test('migration 32 moves an archive text into its first part: the archive reads 
   assert.deepEqual([e.partLengths, e.range, e.length], [[], { first: 0, last: -1 }, 0]);
   assert.ok(!db.prepare("SELECT name FROM pragma_table_info('snapcompact_archive')").pluck().all().includes('text'));
 
-  writeArchivePart(db, sid, 1, '\n¶user: and the tests');
+  writeArchivePart(db, sid, 1, '\n¶user: and the tests', [[31, 3]]);
   saveArchive(db, sid, { first: 0, partLengths: [...a.partLengths, '\n¶user: and the tests'.length], marks: [...a.marks, [31, 3]], folds: a.folds, cut: a.cut, hints: a.hints }, 2000);
   const grown = loadArchive(db, sid);
   assert.ok(grown !== undefined && !('unreadable' in grown));
+  // Migration 35: the old part's marks stay in the archive row while the archive grows from it;
+  // the new part carries its own.
+  assert.deepEqual(grown.marks, [[0, 1], [21, 2], [31, 3]]);
+  assert.equal(db.prepare('SELECT marks FROM snapcompact_archive WHERE sid = ?').pluck().get(sid), '[[0,1],[21,2]]');
   assert.equal(archiveText(db, sid, grown), '¶user: fix the build\n¶ai: done\n¶user: and the tests');
   assert.equal(archiveText(db, sid, grown, 21, 38), '¶ai: done\n¶user: ', 'a stretch across two parts');
+  writeArchivePart(db, sid, 2, 'a new archive', [[0, 4]]);
+  saveArchive(db, sid, { first: 2, partLengths: ['a new archive'.length], marks: [[0, 4]], folds: a.folds, cut: a.cut, hints: a.hints }, 3000);
+  const replaced = loadArchive(db, sid);
+  assert.ok(replaced !== undefined && !('unreadable' in replaced));
+  assert.deepEqual(replaced.marks, [[0, 4]], 'an archive that starts over leaves the old row marks behind');
 });
 
 test("an extension's own migrations run once each, in order, and a file its newer build wrote is refused", (t) => {

@@ -12,7 +12,7 @@ import { tempDbWithPath } from './factories.ts';
 const fields = { marks: [[0, 1]] as Array<[number, number]>, folds: [], cut: { format: 2 as const, users: 1, fingerprint: 'f' }, hints: { openerSeq: 2, resumeSeq: 2 } };
 /** Saves an archive of one part, written first as a compaction writes its parts. */
 function save(db: Db, sid: number, text: string, now: number): void {
-  writeArchivePart(db, sid, 0, text);
+  writeArchivePart(db, sid, 0, text, fields.marks);
   saveArchive(db, sid, { first: 0, partLengths: [text.length], ...fields }, now);
 }
 /** Big enough that the stamp lies past many overflow pages, as on a long session. */
@@ -85,16 +85,16 @@ describe('snapcompact archive parts', () => {
   test('parts past the saved range are read by no one until a save names them; the save drops the rest', (t) => {
     const { db } = tempDbWithPath(t);
     const sid = openSession(db, { session: 's' }).sid;
-    writeArchivePart(db, sid, 0, 'first part');
+    writeArchivePart(db, sid, 0, 'first part', fields.marks);
     saveArchive(db, sid, { first: 0, partLengths: ['first part'.length], ...fields }, 1000);
     // A compaction grows the archive: its parts go past the range before its commit.
-    writeArchivePart(db, sid, 1, '\nsecond');
-    writeArchivePart(db, sid, 2, '\nthird');
+    writeArchivePart(db, sid, 1, '\nsecond', []);
+    writeArchivePart(db, sid, 2, '\nthird', []);
     const before = loadArchive(db, sid);
     assert.ok(before !== undefined && !('unreadable' in before));
     assert.equal(archiveText(db, sid, before), 'first part', 'the parts not yet named are not part of the archive');
     // That compaction is discarded; the next one overwrites part 1 and names 0-1.
-    writeArchivePart(db, sid, 1, '\nagain');
+    writeArchivePart(db, sid, 1, '\nagain', []);
     const saved = saveArchive(db, sid, { first: 0, partLengths: ['first part'.length, '\nagain'.length], ...fields }, 2000);
     const after = loadArchive(db, sid);
     assert.deepEqual(after, saved, 'the save answers what a load reads back');
@@ -108,7 +108,7 @@ describe('snapcompact archive parts', () => {
     const { db } = tempDbWithPath(t);
     const sid = openSession(db, { session: 's' }).sid;
     save(db, sid, 'old archive', 1000);
-    writeArchivePart(db, sid, 1, 'new archive');
+    writeArchivePart(db, sid, 1, 'new archive', fields.marks);
     saveArchive(db, sid, { first: 1, partLengths: ['new archive'.length], ...fields }, 2000);
     assert.deepEqual(db.prepare('SELECT part FROM snapcompact_text WHERE sid = ?').pluck().all(sid), [1]);
     assert.throws(() => db.transaction(() => saveArchive(db, sid, { first: 1, partLengths: ['new archive'.length, '\nnever written'.length], ...fields }, 3000))(), /1 of its text parts 1-2 were never stored/);
@@ -117,6 +117,22 @@ describe('snapcompact archive parts', () => {
     assert.equal(archiveText(db, sid, kept), 'new archive', 'the failed save changed nothing');
     assert.equal(deleteSession(db, 's'), true);
     assert.equal(db.prepare('SELECT count(*) FROM snapcompact_text').pluck().get(), 0, 'the parts go with their session');
+  });
+
+  test('each part keeps the marks of its rows: a commit writes only its own, and a load reads them in part order', (t) => {
+    const { db } = tempDbWithPath(t);
+    const sid = openSession(db, { session: 's' }).sid;
+    writeArchivePart(db, sid, 0, 'one', [[0, 1]]);
+    saveArchive(db, sid, { first: 0, partLengths: [3], ...fields, marks: [[0, 1]] }, 1000);
+    writeArchivePart(db, sid, 1, '\ntwo\nthree', [[4, 2], [8, 3]]);
+    const grown = saveArchive(db, sid, { first: 0, partLengths: [3, 10], ...fields, marks: [[0, 1], [4, 2], [8, 3]] }, 2000);
+    assert.deepEqual(loadArchive(db, sid), grown);
+    assert.deepEqual(grown.marks, [[0, 1], [4, 2], [8, 3]]);
+    assert.equal(db.prepare('SELECT marks FROM snapcompact_archive WHERE sid = ?').pluck().get(sid), '[]', 'the archive row holds no marks of its own');
+    assert.deepEqual(db.prepare('SELECT marks FROM snapcompact_text WHERE sid = ? ORDER BY part').pluck().all(sid), ['[[0,1]]', '[[4,2],[8,3]]']);
+    // A part whose marks cannot be read makes the archive unreadable, not shorter.
+    db.prepare("UPDATE snapcompact_text SET marks = '[[4]]' WHERE sid = ? AND part = 1").run(sid);
+    assert.deepEqual(loadArchive(db, sid), { unreadable: 'the marks of its text part 1 have a format this build does not know' });
   });
 
   test('an archive whose named parts are missing reads as unreadable, not as a shorter text', (t) => {
