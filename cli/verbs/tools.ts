@@ -11,7 +11,7 @@ import type { VerbModule } from '../program.ts';
  * `pattern=TODO limit=5` gives {"pattern":"TODO","limit":5}. The daemon checks them against the
  * tool's schema.
  */
-export function toolArguments(words: readonly string[]): Record<string, unknown> {
+function argumentsFromWords(words: readonly string[]): Record<string, unknown> {
   const args: Record<string, unknown> = {};
   for (const word of words) {
     const eq = word.indexOf('=');
@@ -60,7 +60,7 @@ export const toolVerbs: VerbModule = (program, run) => {
     .argument('[arguments...]', 'its arguments as name=value (a value that reads as JSON is taken as JSON)')
     .action(
       run(async (ctx, name: string, words: string[]) => {
-        const args = toolArguments(words);
+        const args = argumentsFromWords(words);
         const r = await ctx.link.call('tools.call', { session: ctx.session(), name, arguments: args });
         return { json: r, text: JSON.stringify(r.result, null, 2) };
       }),
