@@ -7,6 +7,7 @@ import { DEFAULT_MAX_LINE_BYTES } from '../protocol/framing.ts';
 import { AlbedoError } from '../protocol/errors.ts';
 import { PartialLineBudget } from '../protocol/line-budget.ts';
 import { RpcPeer } from '../protocol/rpc-peer.ts';
+import { giveWayTo } from '../protocol/time-slice.ts';
 import { packageVersion } from '../protocol/version.ts';
 import { migrateExtension, openDb, type Db } from '../storage/db.ts';
 import { pruneFrames } from '../storage/state/snapcompact.ts';
@@ -64,6 +65,7 @@ export class Daemon implements DaemonServices {
   private inFlight = 0;
   private lastRequestAt = 0;
   private stopped: Promise<void> | undefined;
+  private stopGivingWay: (() => void) | undefined;
   private readonly dispatch = createDispatcher(handlers);
   /** All connections' unfinished lines together: room for two of the longest line. */
   private readonly partialLines: PartialLineBudget;
@@ -159,6 +161,8 @@ export class Daemon implements DaemonServices {
       throw err;
     }
     daemon.state = 'running';
+    // Long work (a compaction, a scan) lets replies and requests under way on the socket move first.
+    daemon.stopGivingWay = giveWayTo(() => daemon.transit());
     // The proxy beside the socket: a port that cannot be had is reported, never fatal.
     await daemon.proxy.start();
     for (const socket of daemon.early.splice(0)) {
@@ -174,6 +178,16 @@ export class Daemon implements DaemonServices {
 
   connectionCount(): number {
     return this.connections.size;
+  }
+
+  /** Bytes moving on the socket's connections and into the proxy: undefined when none, otherwise how many have moved (see giveWayTo). */
+  private transit(): number | undefined {
+    let moved = this.proxy.transit();
+    for (const c of this.connections) {
+      const m = c.peer?.transit;
+      if (m !== undefined) moved = (moved ?? 0) + m;
+    }
+    return moved;
   }
 
   /** What the connections hold: output not yet read by the clients, unfinished lines (bytes). */
@@ -255,6 +269,7 @@ export class Daemon implements DaemonServices {
     this.state = 'stopping';
     this.log.info({ reason }, 'albedod stopping');
     this.idle.stop();
+    this.stopGivingWay?.();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     const proxyClosed = this.proxy.close();
     const drained = Promise.all([...this.connections].map((c) => c.peer?.whenIdle() ?? Promise.resolve())).then(() => this.kernels.idle());

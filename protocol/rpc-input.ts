@@ -34,6 +34,7 @@ export class InputReader {
   private readonly decoder: LineDecoder;
   /** Our share of opts.partialLineBudget, in bytes. */
   private share = 0;
+  private receivedBytes = 0;
 
   constructor(private readonly opts: InputOptions) {
     const limit = opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
@@ -52,8 +53,19 @@ export class InputReader {
 
   /** Cuts a chunk into lines and hands each on, then settles this connection's share of the bound. */
   push(chunk: Buffer): void {
+    this.receivedBytes += chunk.length;
     this.decoder.push(chunk);
     this.account();
+  }
+
+  /** Bytes of a line begun and not yet ended. */
+  get partialBytes(): number {
+    return this.decoder.bufferedBytes;
+  }
+
+  /** Bytes pushed so far. */
+  get received(): number {
+    return this.receivedBytes;
   }
 
   /**

@@ -29,6 +29,8 @@ export class OutputQueue {
   /** UTF-8 bytes of replies made and not yet queued (see RpcPeer's HeldReply). */
   private heldBytes = 0;
   private waitingDrain = false;
+  /** Bytes handed to the stream so far. */
+  private handed = 0;
   /** Runs while output is over the bound; destroys the stream when it fires. */
   private slowReaderTimer: NodeJS.Timeout | undefined;
   readonly maxBytes: number;
@@ -49,6 +51,16 @@ export class OutputQueue {
 
   get over(): boolean {
     return this.queuedBytes > this.maxBytes;
+  }
+
+  /** Bytes the stream has taken and not yet written out. */
+  get unwritten(): number {
+    return this.stream.writableLength;
+  }
+
+  /** Bytes handed to the stream so far. */
+  get handedOver(): number {
+    return this.handed;
   }
 
   /** Everything queued is in the stream. */
@@ -95,6 +107,7 @@ export class OutputQueue {
 
   /** One line into the stream; a chunked one corked, so its pieces go in one writev. False when the stream is full. */
   private write(line: OutLine): boolean {
+    this.handed += line.length;
     if (!(line instanceof ByteChunks)) return this.stream.write(line);
     this.stream.cork();
     let room = true;

@@ -23,6 +23,12 @@ export interface RequestContext {
   signal: AbortSignal;
   peer: RpcPeer;
 }
+/**
+ * How long after a message went out its connection still counts as busy (`transit`): a client
+ * just answered often asks again at once, an append's answer followed by its prepare.
+ */
+export const NEXT_REQUEST_GRACE_MS = 3;
+
 export type RequestHandler = (method: string, params: unknown, ctx: RequestContext) => Promise<unknown>;
 
 export interface RpcPeerOptions {
@@ -101,6 +107,8 @@ export class RpcPeer {
    */
   private cutOff: WireError | undefined;
   private closeTimer: NodeJS.Timeout | undefined;
+  /** When output last went out or was still going (performance.now()); see `transit`. */
+  private sentAt = -Infinity;
 
   constructor(
     private readonly stream: Duplex,
@@ -158,6 +166,19 @@ export class RpcPeer {
   /** Output not yet taken by the other side: replies made, our queue and the stream's buffer, in bytes. */
   get queuedOutputBytes(): number {
     return this.output.queuedBytes;
+  }
+
+  /**
+   * Bytes still moving on this connection (a request line part-way in, a reply part-way out, or
+   * a reply just out, whose client may ask again at once): undefined when none, otherwise how
+   * many bytes have moved in both directions so far.
+   */
+  get transit(): number | undefined {
+    const unwritten = this.output.unwritten;
+    const now = performance.now();
+    if (unwritten > 0 || this.input.partialBytes > 0) this.sentAt = now;
+    else if (now - this.sentAt >= NEXT_REQUEST_GRACE_MS) return undefined;
+    return this.input.received + this.output.handedOver - unwritten;
   }
 
   /** Resolves once no incoming request or notification is running or waiting to run. */
@@ -223,6 +244,7 @@ export class RpcPeer {
   private send(line: string | OutLine): void {
     if (this._state !== 'open' && this._state !== 'draining' && this.cutOff === undefined) return;
     this.output.push(typeof line === 'string' ? encodeLine(line) : line);
+    this.sentAt = performance.now();
   }
 
   /** After each flush: waiting requests start if output is under its bound; a closing peer ends once all is out. */

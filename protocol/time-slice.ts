@@ -2,9 +2,91 @@
 // event loop (and every other session) for long: generators that yield between steps, run to
 // the end at once or a slice at a time. Nothing here knows about storage; the storage scans, the
 // extractive summarizer and the strategies all slice their work with it.
-/** Lets queued I/O run between batches of a long synchronous scan. */
-export function yieldToEventLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
+//
+// A turn also gives way to bytes in transit. A reply larger than the socket's buffer goes out
+// over several turns of the loop, and a long request line comes in over several; with a long
+// compaction running, each of those turns used to wait for one of its slices, so a 300 KB
+// prepare reply reached its agent only after two or three of them. Whoever serves connections
+// registers what is still moving on them (`giveWayTo`), and a turn waits, bounded, until that
+// has moved.
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/**
+ * What is moving on a server's connections: undefined when nothing is, otherwise a count of the
+ * bytes moved so far, which grows while the transfer makes progress.
+ */
+export type Transit = () => number | undefined;
+
+const transits = new Set<Transit>();
+
+/** A transfer that moved nothing for this long is not waited for further (a client not reading). */
+export const GIVE_WAY_STALL_MS = 10;
+/** The longest a turn waits for transfers, however they progress. */
+export const GIVE_WAY_MAX_MS = 50;
+
+/** Long work gives way to `transit` at each turn from now on; call the result to stop. */
+export function giveWayTo(transit: Transit): () => void {
+  transits.add(transit);
+  return () => transits.delete(transit);
+}
+
+/** Transfers of a server that are not a connection of its own (request bodies), as a Transit. */
+export class TransitTally {
+  private active = 0;
+  private moved = 0;
+
+  /** One more transfer under way; call the result once it is over (more than once is harmless). */
+  begin(): () => void {
+    this.active++;
+    let over = false;
+    return () => {
+      if (over) return;
+      over = true;
+      this.active--;
+    };
+  }
+
+  /** Bytes of some transfer moved. */
+  add(bytes: number): void {
+    this.moved += bytes;
+  }
+
+  readonly transit: Transit = () => (this.active > 0 ? this.moved : undefined);
+}
+
+/** Bytes moved by every registered transfer, or undefined when none is moving. */
+function moving(): number | undefined {
+  let moved: number | undefined;
+  for (const t of transits) {
+    const m = t();
+    if (m !== undefined) moved = (moved ?? 0) + m;
+  }
+  return moved;
+}
+
+/**
+ * Lets queued I/O run between batches of a long synchronous scan, then waits while bytes are in
+ * transit on a registered server's connections: until they have moved, until they stop moving
+ * for GIVE_WAY_STALL_MS, or for GIVE_WAY_MAX_MS at most.
+ */
+export async function yieldToEventLoop(): Promise<void> {
+  await new Promise((resolve) => setImmediate(resolve));
+  if (transits.size === 0) return;
+  let moved = moving();
+  if (moved === undefined) return;
+  const started = performance.now();
+  let progressed = started;
+  for (;;) {
+    // A timer, not setImmediate: the loop then waits in its poll for the socket, without spinning.
+    await sleep(1);
+    const now = performance.now();
+    const m = moving();
+    if (m === undefined || now - started >= GIVE_WAY_MAX_MS) return;
+    if (m !== moved) {
+      moved = m;
+      progressed = now;
+    } else if (now - progressed >= GIVE_WAY_STALL_MS) return;
+  }
 }
 
 /** Work between two yields of a long scan, in milliseconds (the daemon's budget is 50). */

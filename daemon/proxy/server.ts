@@ -14,6 +14,7 @@ import { chatWire } from './openai-chat.ts';
 import { handleResponsesCompact, responsesWire } from './openai-responses.ts';
 import { openaiError } from './openai-shared.ts';
 import type { ProxyErrorKind } from './wire.ts';
+import { TransitTally } from '../../protocol/time-slice.ts';
 
 /** What `daemon.status` and `albedo env` say of the proxy. */
 export interface ProxyStatus {
@@ -62,6 +63,8 @@ export class ProxyServer {
   private lastRefusalLog = 0;
   private refusedSince = 0;
   private readonly bodies = new BodyMemo();
+  /** Request bodies still arriving: long work gives way to them (see giveWayTo). */
+  private readonly receiving = new TransitTally();
   status: ProxyStatus = { listening: false, port: null, error: 'not started', anthropic_base_url: null, openai_base_url: null };
 
   constructor(
@@ -98,6 +101,11 @@ export class ProxyServer {
     const base = `http://127.0.0.1:${port}/${this.opts.token}`;
     this.status = { listening: true, port, error: null, anthropic_base_url: `${base}/anthropic`, openai_base_url: `${base}/openai/v1` };
     this.daemon.log.info({ port }, 'proxy listening on 127.0.0.1');
+  }
+
+  /** Request bodies still arriving: undefined when none, otherwise the bytes received so far. */
+  transit(): number | undefined {
+    return this.receiving.transit();
   }
 
   async close(): Promise<void> {
@@ -159,7 +167,7 @@ export class ProxyServer {
         sendError(res, errorBody, 'not_found', `albedo proxy: no wire at ${path.split('?')[0] ?? ''} (served: /anthropic, /openai/v1)`);
         return;
       }
-      const body = await readBody(req, this.opts.maxBodyBytes);
+      const body = await readBody(req, this.opts.maxBodyBytes, this.receiving);
       if (body === null) {
         const msg = errorBody('invalid_request', `albedo proxy: the request body is larger than ${this.opts.maxBodyBytes} bytes`);
         res.writeHead(413, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(msg), connection: 'close' });
@@ -212,18 +220,21 @@ const FAMILIES: readonly Family[] = [
   },
 ];
 
-/** The whole body, or null past `max` bytes. */
-function readBody(req: http.IncomingMessage, max: number): Promise<Buffer | null> {
-  return new Promise((resolve, reject) => {
+/** The whole body, or null past `max` bytes; its bytes are counted in `tally` while they come. */
+function readBody(req: http.IncomingMessage, max: number, tally: TransitTally): Promise<Buffer | null> {
+  const received = tally.begin();
+  return new Promise<Buffer | null>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let n = 0;
     let over = false;
     req.on('data', (c: Buffer) => {
+      tally.add(c.length);
       n += c.length;
       if (n > max) over = true;
       else chunks.push(c);
     });
     req.on('end', () => resolve(over ? null : Buffer.concat(chunks)));
     req.on('error', reject);
-  });
+    req.on('close', received);
+  }).finally(received);
 }

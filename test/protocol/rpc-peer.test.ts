@@ -13,7 +13,7 @@ import { LineDecoder } from '../../protocol/framing.ts';
 import { JSON_BYTES_THRESHOLD } from '../../protocol/json-bytes.ts';
 import { PartialLineBudget } from '../../protocol/line-budget.ts';
 import { EncodedJson, RpcRemoteError } from '../../protocol/rpc-message.ts';
-import { RpcPeer, type RequestHandler, type RpcPeerOptions } from '../../protocol/rpc-peer.ts';
+import { NEXT_REQUEST_GRACE_MS, RpcPeer, type RequestHandler, type RpcPeerOptions } from '../../protocol/rpc-peer.ts';
 import { ByteChunks, ChunkBuilder } from '../../protocol/byte-chunks.ts';
 
 interface Reply {
@@ -845,4 +845,54 @@ test("a chunk that takes all connections' partial lines over the shared budget c
   a.send('"]}\n');
   assert.equal(((await a.reply()).result as string[])[0]?.length, 60 * 1024);
   assert.equal(budget.heldBytes, 0);
+});
+
+/** Polls `ok` once a turn of the event loop, up to `turns` times. */
+async function until(ok: () => boolean, turns = 10_000): Promise<void> {
+  for (let i = 0; i < turns && !ok(); i++) await new Promise((r) => setImmediate(r));
+  assert.ok(ok(), 'never came true');
+}
+
+// issue 35, target 1: long work (a compaction) gives way to bytes in transit (time-slice.ts);
+// a peer reports its own.
+test('a request line part-way in is in transit; once answered, the connection is not, after NEXT_REQUEST_GRACE_MS', async (t) => {
+  const srv = await startServer(t);
+  const c = await rawConnect(t, srv.sock);
+  const whole = line(req(1, 'echo', ['x'.repeat(1000)]));
+  c.send(whole.slice(0, 500));
+  await until(() => srv.peers[0]?.transit !== undefined);
+  const peer = srv.peers[0]!;
+  const before = peer.transit!;
+  c.send(whole.slice(500));
+  assert.equal((await c.reply()).id, 1);
+  await new Promise((r) => setTimeout(r, NEXT_REQUEST_GRACE_MS + 2));
+  assert.equal(peer.transit, undefined);
+  // What moved is counted: the rest of the line in, the reply out.
+  c.send(whole.slice(0, 10));
+  await until(() => peer.transit !== undefined);
+  assert.ok(peer.transit! >= before + 500 + whole.length, `${peer.transit} after ${before}`);
+});
+
+test('replies the client has not read yet are in transit, and the count grows as it reads them', async (t) => {
+  const srv = await startServer(t, { maxInFlight: 1000, maxQueuedOutputBytes: 256 * 1024 });
+  const c = await rawConnect(t, srv.sock);
+  c.socket.pause();
+  const payload = 'r'.repeat(64 * 1024);
+  const count = 40; // ~2.6 MB of replies: far more than the socket buffers and the bound hold
+  c.send(Array.from({ length: count }, (_, i) => line(req(i, 'echo', [payload]))).join(''));
+  // Over the bound the peer stops reading: from then on nothing moves until the client reads.
+  await until(() => srv.sockets[0]?.isPaused() === true, 1_000_000);
+  const peer = srv.peers[0]!;
+  const stuck = peer.transit;
+  assert.ok(stuck !== undefined);
+  await new Promise((r) => setTimeout(r, NEXT_REQUEST_GRACE_MS + 2));
+  assert.equal(peer.transit, stuck, 'nothing moved while the client did not read');
+  c.socket.resume();
+  for (let i = 0; i < count; i++) await c.reply();
+  await new Promise((r) => setTimeout(r, NEXT_REQUEST_GRACE_MS + 2));
+  assert.equal(peer.transit, undefined);
+  c.send(line(req('again', 'echo', [1])).slice(0, 5));
+  await until(() => peer.transit !== undefined);
+  const moved = (peer as { transit: number | undefined }).transit ?? 0;
+  assert.ok(moved > stuck + 512 * 1024, `${moved} after ${stuck}`);
 });

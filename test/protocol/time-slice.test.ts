@@ -1,0 +1,94 @@
+// The turn long work takes between slices (protocol/time-slice.ts): one turn of the event loop,
+// and, while a registered server has bytes in transit, a wait until they have moved, bounded
+// by their progress and by a ceiling. Transits here are counters the test moves itself.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { GIVE_WAY_MAX_MS, GIVE_WAY_STALL_MS, giveWayTo, TransitTally, yieldToEventLoop } from '../../protocol/time-slice.ts';
+
+test('with nothing registered, a turn never asks about transfers', async () => {
+  let asked = 0;
+  const stop = giveWayTo(() => {
+    asked++;
+    return undefined;
+  });
+  stop();
+  await yieldToEventLoop();
+  assert.equal(asked, 0);
+});
+
+test('a turn waits while a transfer moves, and ends once it is done', async (t) => {
+  let moved = 0;
+  let done = false;
+  const stop = giveWayTo(() => {
+    if (done) return undefined;
+    moved += 100;
+    if (moved >= 500) done = true;
+    return moved;
+  });
+  t.after(stop);
+  await yieldToEventLoop();
+  assert.equal(done, true, 'the turn ended before the transfer did');
+});
+
+test('a turn goes on once nothing is in transit, without waiting', async (t) => {
+  let asked = 0;
+  const stop = giveWayTo(() => {
+    asked++;
+    return undefined;
+  });
+  t.after(stop);
+  await yieldToEventLoop();
+  assert.equal(asked, 1);
+});
+
+test('a transfer that stops moving is waited for only GIVE_WAY_STALL_MS', async (t) => {
+  let asked = 0;
+  const stop = giveWayTo(() => {
+    asked++;
+    return 42; // in transit, never moving: a client that stopped reading
+  });
+  t.after(stop);
+  const started = performance.now();
+  await yieldToEventLoop();
+  assert.ok(performance.now() - started >= GIVE_WAY_STALL_MS, 'it gave up before the stall bound');
+  assert.ok(asked > 1, 'it never looked again');
+});
+
+test('a transfer that keeps moving is waited for at most GIVE_WAY_MAX_MS', async (t) => {
+  let moved = 0;
+  const stop = giveWayTo(() => (moved += 1));
+  t.after(stop);
+  const started = performance.now();
+  await yieldToEventLoop();
+  assert.ok(performance.now() - started >= GIVE_WAY_MAX_MS, 'it gave up before the ceiling');
+  assert.ok(moved > 1);
+});
+
+test('several servers: a turn waits until none of them has bytes in transit', async (t) => {
+  let a = 3;
+  let b = 6;
+  const stopA = giveWayTo(() => (a > 0 ? a-- : undefined));
+  const stopB = giveWayTo(() => (b > 0 ? b-- : undefined));
+  t.after(() => {
+    stopA();
+    stopB();
+  });
+  await yieldToEventLoop();
+  assert.equal(a, 0);
+  assert.equal(b, 0);
+});
+
+test('a tally is in transit while any transfer it began is under way, counting their bytes', () => {
+  const tally = new TransitTally();
+  assert.equal(tally.transit(), undefined);
+  const a = tally.begin();
+  const b = tally.begin();
+  tally.add(10);
+  assert.equal(tally.transit(), 10);
+  a();
+  a(); // ending twice ends it once
+  tally.add(5);
+  assert.equal(tally.transit(), 15);
+  b();
+  assert.equal(tally.transit(), undefined);
+});
