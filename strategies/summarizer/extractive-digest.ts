@@ -142,7 +142,18 @@ function commandKey(cmd: string): string {
   return displayCommand(cmd).split(/\s+/).slice(0, 2).join(' ');
 }
 
-function clip(text: string, max: number): string {
+/**
+ * `text` on one line (runs of white space as one space, trimmed), cut to `max` characters with
+ * an ellipsis. Only a prefix is collapsed, growing until it is long enough: a tool's output can
+ * be megabytes, and collapsing it whole held the event loop for tens of milliseconds.
+ */
+export function clip(text: string, max: number): string {
+  for (let n = 2 * max + 64; n < text.length; n *= 4) {
+    // The prefix's line is a prefix of the whole text's line; longer than `max` once trimmed at
+    // the end, the whole one is too, and both cut to the same characters.
+    const t = text.slice(0, n).replace(/\s+/g, ' ').trimStart();
+    if (t.trimEnd().length > max) return `${t.slice(0, max - 1)}…`;
+  }
   const t = text.replace(/\s+/g, ' ').trim();
   return t.length <= max ? t : `${t.slice(0, max - 1)}…`;
 }

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import { AlbedoError } from '../../../protocol/errors.ts';
 import { IMAGE_MARKER_PATTERN, imageMarker } from '../../../storage/transcript/row-text.ts';
 import { clipUtf8, createExtractiveSummarizer, EXTRACTIVE_HEADINGS, extractSummary } from '../../../strategies/summarizer/extractive.ts';
+import { clip } from '../../../strategies/summarizer/extractive-digest.ts';
 import { identifiers, withoutCutTokens } from '../../../strategies/summarizer/extractive-facts.ts';
 import { aiLine, buildSummaryPrompt, callLine, outLine, parseSummaryPrompt, parseTranscriptLine, redactBlobs, userLine } from '../../../strategies/summarizer/prompt-format.ts';
 
@@ -296,4 +297,28 @@ test('a cut marker and the token it cut short name nothing: the same text the on
   // A long unbroken run before a marker, where the regex retried the run from every position.
   const run = `${'q'.repeat(200_000)} […9 more characters cut]`;
   assert.equal(withoutCutTokens(run), ' ');
+});
+
+// issue 35, target 1: clip collapsed a whole tool output (megabytes) to keep 200 characters of it.
+test('clip keeps what collapsing the whole text would, reading only a prefix of a long one', () => {
+  const whole = (text: string, max: number): string => {
+    const t = text.replace(/\s+/g, ' ').trim();
+    return t.length <= max ? t : `${t.slice(0, max - 1)}…`;
+  };
+  const cases = [
+    '',
+    '   ',
+    'short line',
+    `  ${'word '.repeat(10)}`,
+    `${'a'.repeat(39)} `, // the 40th character is trailing white space: not cut
+    `${'a'.repeat(40)}\n\n\n   `,
+    `${'a'.repeat(41)}`,
+    `${' \n\t'.repeat(500)}${'x y '.repeat(30)}`, // a long run of white space before the words
+    `${'line one\n'.repeat(3)}${' '.repeat(300)}end`,
+    `${'é🙂 '.repeat(5000)}`,
+    `${'token '.repeat(200_000)}`,
+  ];
+  for (const text of cases) {
+    for (const max of [1, 2, 5, 40, 200]) assert.equal(clip(text, max), whole(text, max), `${JSON.stringify(text.slice(0, 30))} at ${max}`);
+  }
 });
