@@ -57,6 +57,11 @@ export interface FoldOptions {
   boundary?: number;
   /** Rows per page; default FOLD_PAGE_ROWS. */
   pageSize?: number;
+  /**
+   * A page ends early once reading it has taken this long (ms), so a caller that yields between
+   * pages never holds the event loop long past its slice: 128 long packed bodies took 40 ms.
+   */
+  pageMs?: number;
 }
 
 /** Rows per fold page. */
@@ -393,15 +398,30 @@ export function foldSources(
   const pageSize = opts.pageSize ?? FOLD_PAGE_ROWS;
   const fits = new FitTable(st.fits.all(s.sid, boundary), s.name);
   const last = Math.min(to, boundary);
+  const pageMs = opts.pageMs;
+  /** Up to pageSize rows after `after`, fewer once pageMs is spent; whether rows may follow. */
+  const read = (after: number): { rows: StoredRow[]; more: boolean } => {
+    if (pageMs === undefined) {
+      const rows = st.page.all(s.sid, after, last, pageSize).map((r) => decodeRow({ ...r, name: s.name }));
+      return { rows, more: rows.length === pageSize };
+    }
+    const started = performance.now();
+    const rows: StoredRow[] = [];
+    for (const r of st.page.iterate(s.sid, after, last, pageSize)) {
+      rows.push(decodeRow({ ...r, name: s.name }));
+      // Leaving the loop resets the statement; the next page starts after the last row read.
+      if (performance.now() - started >= pageMs) return { rows, more: true };
+    }
+    return { rows, more: rows.length === pageSize };
+  };
   return (function* pages(): Generator<StoredRow[], void, undefined> {
     let after = from - 1;
     while (after < last) {
-      const raws = st.page.all(s.sid, after, last, pageSize);
-      if (raws.length === 0) return;
-      after = raws[raws.length - 1]!.seq;
-      const rows = raws.map((r) => decodeRow({ ...r, name: s.name }));
+      const { rows, more } = read(after);
+      if (rows.length === 0) return;
+      after = rows[rows.length - 1]!.seq;
       yield fits.empty ? rows : rows.map((r) => fits.apply(r));
-      if (raws.length < pageSize) return;
+      if (!more) return;
     }
   })();
 }

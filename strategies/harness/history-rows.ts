@@ -39,7 +39,7 @@ async function readYielding(input: StrategyInput, from: number, to: number): Pro
   const rows: StoredRow[] = [];
   if (from > to) return rows;
   let started = performance.now();
-  for (const page of foldSources(input.db, input.session.name, from, to, { boundary: to })) {
+  for (const page of foldSources(input.db, input.session.name, from, to, { boundary: to, pageMs: SLICE_MS / 4 })) {
     rows.push(...page);
     if (performance.now() - started >= SLICE_MS) {
       await yieldToEventLoop();

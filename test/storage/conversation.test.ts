@@ -146,6 +146,22 @@ test('foldSources reads a range in chronological pages of 128 rows', async (t) =
   assert.throws(() => foldSources(db, 'nope', 1, 4), isAlbedo('unknown_session'));
 });
 
+// issue 35, target 1: a page of 128 long packed bodies held the event loop for 40 ms.
+test('with pageMs, a page ends once its time is spent, and the pages still join into the range', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 'a' });
+  openSession(db, { session: 'b' });
+  const seqs = await fill(db, 'a', 20);
+  await fill(db, 'b', 5);
+  seqs.push(...(await fill(db, 'a', 20, 'u')));
+  // No time at all: every page ends after its first row.
+  const pages = [...foldSources(db, 'a', seqs[0]!, seqs[39]!, { pageMs: 0 })];
+  assert.deepEqual(pages.map((p) => p.length), Array.from({ length: 40 }, () => 1));
+  assert.deepEqual(pages.flat(), [...foldSources(db, 'a', seqs[0]!, seqs[39]!)].flat());
+  // Time to spare: pages of pageSize rows, as without it.
+  assert.deepEqual([...foldSources(db, 'a', seqs[0]!, seqs[39]!, { pageMs: 60_000, pageSize: 16 })].map((p) => p.length), [16, 16, 8]);
+});
+
 test('a fold the caller stops after its first page reads no further page', async (t) => {
   const base = tempDb(t);
   openSession(base, { session: 'a' });
