@@ -5,7 +5,7 @@
 // other requests.
 import type { Logger } from 'pino';
 import type { Db } from '../storage/db.ts';
-import { yieldToEventLoop } from '../protocol/time-slice.ts';
+import { giveWay } from '../protocol/time-slice.ts';
 import { elideBatch, pendingElisions, type ElisionBatch } from '../storage/images/elision.ts';
 import type { SessionKernels } from './kernels.ts';
 
@@ -26,7 +26,7 @@ export async function finishElision(db: Db, sid: number, stop: () => boolean = (
     total.payloadsDeleted += b.payloadsDeleted;
     total.bytesFreed += b.bytesFreed;
     if (b.done || stop()) return total;
-    await yieldToEventLoop();
+    await giveWay();
   }
 }
 

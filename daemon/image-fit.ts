@@ -7,7 +7,7 @@ import type { Upstream } from '../protocol/methods.ts';
 import type { ImagePart } from '../protocol/rows.ts';
 import { headSeq, imageFits } from '../storage/transcript/history.ts';
 import { type Db } from '../storage/db.ts';
-import { SLICE_MS, yieldToEventLoop } from '../protocol/time-slice.ts';
+import { SLICE_MS, giveWay } from '../protocol/time-slice.ts';
 import { cachedFit, fitChecked, oversizedImages, payloadSize, saveFit, saveFitChecked, type PayloadSize } from '../storage/images/fit.ts';
 import { getPayload, putPayload } from '../storage/images/payloads.ts';
 import { appendNotice } from '../storage/transcript/write.ts';
@@ -109,7 +109,7 @@ export async function fitSessionImages(req: FitRequest): Promise<FitReport> {
     after = page.next;
     windows += 1;
     if (performance.now() - started >= SLICE_MS) {
-      await yieldToEventLoop();
+      await giveWay();
       started = performance.now();
     }
   }

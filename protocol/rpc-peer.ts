@@ -24,8 +24,9 @@ export interface RequestContext {
   peer: RpcPeer;
 }
 /**
- * How long after a message went out its connection still counts as busy (`transit`): a client
- * just answered often asks again at once, an append's answer followed by its prepare.
+ * How long after a message went out its connection still counts as busy (`transit`) while
+ * nothing of it is in flight: a client just answered often asks again at once, an append's
+ * answer followed by its prepare.
  */
 export const NEXT_REQUEST_GRACE_MS = 3;
 
@@ -65,6 +66,8 @@ export interface RpcPeerOptions {
   maxQueuedOutputBytes?: number;
   /** How long output may stay over maxQueuedOutputBytes before the connection is closed (ms). Default 30000. */
   slowReaderGraceMs?: number;
+  /** How long after a message went out the connection counts as busy (`transit`), in ms. Default NEXT_REQUEST_GRACE_MS. */
+  nextRequestGraceMs?: number;
   /** Called once when a connection is closed for staying over maxQueuedOutputBytes. */
   onSlowReader?: (queuedBytes: number) => void;
   /**
@@ -170,14 +173,14 @@ export class RpcPeer {
 
   /**
    * Bytes still moving on this connection (a request line part-way in, a reply part-way out, or
-   * a reply just out, whose client may ask again at once): undefined when none, otherwise how
-   * many bytes have moved in both directions so far.
+   * a reply just out to a client with nothing else in flight, which may ask again at once):
+   * undefined when none, otherwise how many bytes have moved in both directions so far.
    */
   get transit(): number | undefined {
     const unwritten = this.output.unwritten;
     const now = performance.now();
     if (unwritten > 0 || this.input.partialBytes > 0) this.sentAt = now;
-    else if (now - this.sentAt >= NEXT_REQUEST_GRACE_MS) return undefined;
+    else if (this.unfinishedLines > 0 || now - this.sentAt >= (this.opts.nextRequestGraceMs ?? NEXT_REQUEST_GRACE_MS)) return undefined;
     return this.input.received + this.output.handedOver - unwritten;
   }
 

@@ -7,8 +7,8 @@
 // over several turns of the loop, and a long request line comes in over several; with a long
 // compaction running, each of those turns used to wait for one of its slices, so a 300 KB
 // prepare reply reached its agent only after two or three of them. Whoever serves connections
-// registers what is still moving on them (`giveWayTo`), and a turn waits, bounded, until that
-// has moved.
+// registers what is still moving on them (`giveWayTo`), and long work's turn (`giveWay`) waits,
+// bounded, until that has moved.
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
@@ -64,13 +64,19 @@ function moving(): number | undefined {
   return moved;
 }
 
+/** One turn of the event loop: whatever I/O is queued runs first. */
+export function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /**
- * Lets queued I/O run between batches of a long synchronous scan, then waits while bytes are in
- * transit on a registered server's connections: until they have moved, until they stop moving
- * for GIVE_WAY_STALL_MS, or for GIVE_WAY_MAX_MS at most.
+ * Long work's turn between two slices: a turn of the event loop, then a wait while bytes are in
+ * transit on a registered server's connections, until they have moved, until they stop moving
+ * for GIVE_WAY_STALL_MS, or for GIVE_WAY_MAX_MS at most. Not for a short hop off a request's
+ * stack (a reply's bookkeeping): that task would hold its session's lane through the wait.
  */
-export async function yieldToEventLoop(): Promise<void> {
-  await new Promise((resolve) => setImmediate(resolve));
+export async function giveWay(): Promise<void> {
+  await yieldToEventLoop();
   if (transits.size === 0) return;
   let moved = moving();
   if (moved === undefined) return;
@@ -113,7 +119,7 @@ export function runSteps<T>(steps: Steps<T>): T {
  */
 export async function runStepsSliced<T>(steps: Steps<T>, stop?: () => void): Promise<T> {
   const slice = timeSlicer(async () => {
-    await yieldToEventLoop();
+    await giveWay();
     stop?.();
   });
   for (;;) {
@@ -127,7 +133,7 @@ export async function runStepsSliced<T>(steps: Steps<T>, stop?: () => void): Pro
  * For loops over rows of unknown size: call the returned function after each unit of work;
  * once SLICE_MS have passed since the last yield it awaits `yieldNow` and starts a new slice.
  */
-export function timeSlicer(yieldNow: () => Promise<void> = yieldToEventLoop): () => Promise<void> {
+export function timeSlicer(yieldNow: () => Promise<void> = giveWay): () => Promise<void> {
   let start = performance.now();
   return async () => {
     if (performance.now() - start < SLICE_MS) return;

@@ -6,7 +6,7 @@ import { sameJson } from '../protocol/json-equal.ts';
 import type { Upstream } from '../protocol/methods.ts';
 import type { ImageCounts, Observation, OutPart, PlainInput, Section, ToolSpec } from '../protocol/prepared.ts';
 import { type Db, readTogether } from '../storage/db.ts';
-import { yieldToEventLoop } from '../protocol/time-slice.ts';
+import { giveWay } from '../protocol/time-slice.ts';
 import { readSessionBook, type SessionBook } from '../storage/log/bookkeeping.ts';
 import { autoFailures, logCompaction, setAutoFailures } from '../storage/log/compaction-log.ts';
 import { type PromptParts } from '../storage/log/known-prompt.ts';
@@ -424,12 +424,12 @@ async function compactStage(setup: EngineSetup, args: PrepareArgs, stage: number
   // A turn of the event loop first: the request's own set-up and the stage's first reads would
   // otherwise run as one task, and on a daemon that just started, with its code still cold,
   // that held other sessions' requests past the stall budget.
-  await yieldToEventLoop();
+  await giveWay();
   const f = readTogether(args.db, () => envelope(setup, at));
   await readTogether(args.db, () => strategy.warm?.(f.input));
   const first = readTogether(args.db, () => project(setup, f.input));
   if (!first.due) return false;
-  await yieldToEventLoop();
+  await giveWay();
   const c = await compactAndCommit(setup, at, f, first);
   staged.calls += c.calls;
   if (!c.outcome.compacted) {
@@ -439,7 +439,7 @@ async function compactStage(setup: EngineSetup, args: PrepareArgs, stage: number
   staged.stages += 1;
   staged.rows += c.outcome.evictedRows;
   staged.head = stage;
-  await yieldToEventLoop();
+  await giveWay();
   // A request its client gave up on compacts no further stage.
   args.signal?.throwIfAborted();
   return true;
@@ -538,7 +538,7 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   if (args.force) setAutoFailures(args.db, sid, 0);
   // The projection above and the compaction's planning are each one synchronous stretch: the
   // event loop gets a turn between them.
-  await yieldToEventLoop();
+  await giveWay();
   const { outcome, error, second, out, layers, calls } = await compactAndCommit(setup, args, f, first);
   observePace(pace, second.estimate, outcome.compacted);
   const reason = outcome.compacted ? null : (error ?? outcome.reason);
@@ -647,7 +647,7 @@ async function compactAndCommit(setup: EngineSetup, args: PrepareArgs, f: Envelo
   // the layers' first steps (the notes match the new request against the history) another.
   let layers: { views: Map<string, LayerView>; notes: string[] };
   try {
-    if (outcome.compacted) await yieldToEventLoop();
+    if (outcome.compacted) await giveWay();
     layers = outcome.compacted ? await compactLayers(setup, out.input, first, second, opts) : { views: new Map<string, LayerView>(), notes: [] };
   } finally {
     // The rows this compaction evicted were kept for the layers (history-rows.ts); nothing reads them now.

@@ -4,7 +4,7 @@
 // storage/search/indexer.ts's job; queueing a search beside its session's writes is the caller's.
 import type { Params, Result } from '../../protocol/methods.ts';
 import { type Db, perDb } from '../db.ts';
-import { timeSlicer, yieldToEventLoop } from '../../protocol/time-slice.ts';
+import { timeSlicer, giveWay } from '../../protocol/time-slice.ts';
 import { fold } from './fold.ts';
 import { indexedThrough } from './indexer.ts';
 import { ROW_TEXT_SQL } from '../transcript/row-text.ts';
@@ -333,7 +333,7 @@ export async function grep(
   params: Params<'transcript_grep'>,
   opts: GrepOptions = {},
 ): Promise<Result<'transcript_grep'>> {
-  const yieldNow = opts.yieldEvery ?? yieldToEventLoop;
+  const yieldNow = opts.yieldEvery ?? giveWay;
   const slice = timeSlicer(yieldNow);
   const st = stmts(db);
   const scope = params.session === undefined ? null : requireSession(db, params.session);

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { AlbedoError } from '../../protocol/errors.ts';
 import type { Params, Result } from '../../protocol/methods.ts';
 import { type Db, perDb } from '../db.ts';
-import { timeSlicer, yieldToEventLoop } from '../../protocol/time-slice.ts';
+import { timeSlicer, giveWay } from '../../protocol/time-slice.ts';
 import { catchUpSummaries, childNodes, lcmNode, parentNode, type LcmNode } from './lcm-tree.ts';
 import { excerpt, grep, GREP_BATCH_ROWS, MatchPage, packHits, SUMMARY_HITS_SQL, trigramQuery, type GrepOptions } from '../search/grep.ts';
 import { requireSession } from '../transcript/sessions.ts';
@@ -153,7 +153,7 @@ export async function grepTree(db: Db, params: Params<'lcm_grep'>, opts: LcmGrep
     scope === null ? grepOpts : { ...grepOpts, range: { from: scope.firstSeq, to: scope.lastSeq } },
   );
 
-  const yieldNow = opts.yieldEvery ?? yieldToEventLoop;
+  const yieldNow = opts.yieldEvery ?? giveWay;
   const slice = timeSlicer(yieldNow);
   const inTree = scope === null ? null : new Set(st.subtree.all(scope.node));
   const matches = new MatchPage(params.pattern, params.offset, params.limit, (node, sid) => sid === s.sid && (inTree === null || inTree.has(node)));

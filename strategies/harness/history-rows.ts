@@ -5,7 +5,7 @@
 // and a layer that reads the same rows at a compaction (notes) takes them from here too.
 import type { StoredRow } from '../../protocol/rows.ts';
 import { countRowsBetween, foldSources } from '../../storage/transcript/history.ts';
-import { SLICE_MS, yieldToEventLoop } from '../../protocol/time-slice.ts';
+import { SLICE_MS, giveWay } from '../../protocol/time-slice.ts';
 import { sessionRewrites } from '../../storage/transcript/user-rows.ts';
 import type { StrategyInput } from '../contract.ts';
 import type { LocatedCut } from './cut.ts';
@@ -42,7 +42,7 @@ async function readYielding(input: StrategyInput, from: number, to: number): Pro
   for (const page of foldSources(input.db, input.session.name, from, to, { boundary: to, pageMs: SLICE_MS / 4 })) {
     rows.push(...page);
     if (performance.now() - started >= SLICE_MS) {
-      await yieldToEventLoop();
+      await giveWay();
       started = performance.now();
     }
   }

@@ -7,7 +7,7 @@
 // pass came back; the engine commits the pass in its own transaction.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
-import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../protocol/time-slice.ts';
+import { runSteps, runStepsSliced, type Steps, giveWay } from '../../protocol/time-slice.ts';
 import { forkTree, frontierNodes, loadLcmState, writeTreePass, type LcmNode, type LcmState, type NodeDraft, type NodeRef } from '../../storage/state/lcm-tree.ts';
 import { firstSeqAfter, openerAtOrBefore, userRowsBeforeCount } from '../../storage/transcript/user-rows.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
@@ -250,7 +250,7 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   const drafts: NodeDraft[] = [];
   let backend: string | null = null;
   const ask = async (what: string, transcript: string, limit: number) => {
-    await yieldToEventLoop();
+    await giveWay();
     const prompt = summaryPrompt({ previousSummary: '', transcript, focus: opts.focus, maxOutputTokens: limit, what });
     // lcm's own retry (shrink) replaces the output cap's: the second call asks for a third.
     return opts.summarizer.summarize({ session: input.session.name, purpose: 'lcm', system: SUMMARIZER_SYSTEM, prompt, maxOutputTokens: limit, signal: opts.signal, overCap: 'cut' });

@@ -3,7 +3,7 @@
 // compaction evicted, and sent at the top of every request. docs/notes.md explains the why.
 // It reads only the request a compaction produced, so it works over any strategy.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
-import { runStepsSliced, yieldToEventLoop } from '../../protocol/time-slice.ts';
+import { runStepsSliced, giveWay } from '../../protocol/time-slice.ts';
 import { loadNotes, noteNotesFailure, saveLedger, saveNotes, type NotesState } from '../../storage/state/notes.ts';
 import type { CompactOptions, Layer, LayerView, Projection, StrategyInput } from '../contract.ts';
 import { inputsTokens } from '../estimate.ts';
@@ -151,7 +151,7 @@ async function rewrite(input: StrategyInput, after: Projection, opts: CompactOpt
   let folded = ledger;
   for (let i = 0; i < evicted.length; i += LEDGER_SLICE_ROWS) {
     folded = foldLedger(folded, evicted.slice(i, i + LEDGER_SLICE_ROWS), results);
-    await yieldToEventLoop();
+    await giveWay();
   }
   saveLedger(input.db, input.session.sid, JSON.stringify(folded), START_CUT);
   const budget = notesBudget(settings.budgetTokens, input.window);
@@ -161,7 +161,7 @@ async function rewrite(input: StrategyInput, after: Projection, opts: CompactOpt
   // Capability notices render to nothing, so a chunk of only them needs no call.
   for await (const transcript of summaryChunks(evicted, tokens, evictionChunkTokens(basis))) {
     if (transcript === '') continue;
-    await yieldToEventLoop();
+    await giveWay();
     const result = await opts.summarizer.summarize({
       session: input.session.name,
       purpose: 'notes',

@@ -7,7 +7,7 @@
 // (rolling_state): a text summary written for one is the other's too.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import type { StoredRow } from '../../protocol/rows.ts';
-import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../protocol/time-slice.ts';
+import { runSteps, runStepsSliced, type Steps, giveWay } from '../../protocol/time-slice.ts';
 import { saveRollingState } from '../../storage/state/rolling.ts';
 import { sessionRewrites, userRowsBefore } from '../../storage/transcript/user-rows.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Fold, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
@@ -241,7 +241,7 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   // between units or exchanges, never inside an exchange. A local summarizer never waits on
   // I/O, so each chunk gives the event loop a turn.
   for await (const transcript of evictionTranscripts(folds, cut.evicted, tokens, basis)) {
-    await yieldToEventLoop();
+    await giveWay();
     const prompt = summaryPrompt({
       previousSummary: summary,
       transcript,

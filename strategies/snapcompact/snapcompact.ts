@@ -7,7 +7,7 @@
 // running-summary text compaction instead; the archive stays saved for a later vision model.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import { clampGeometry, frameKey, layoutFrames, renderFrame, shapeFor, shapeNameFor, type Frame, type Geometry } from '../../render/index.ts';
-import { runSteps, runStepsSliced, type Steps, yieldToEventLoop } from '../../protocol/time-slice.ts';
+import { runSteps, runStepsSliced, type Steps, giveWay } from '../../protocol/time-slice.ts';
 import { archiveParts, archiveRange, archiveText, cacheFrame, cachedFrame, saveArchive, writeArchivePart, type ArchiveState, type KeptFold } from '../../storage/state/snapcompact.ts';
 import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun, type Projection, type Strategy, type StrategyInput } from '../contract.ts';
 import { imageTokens, inputsTokens } from '../estimate.ts';
@@ -193,7 +193,7 @@ async function renderShown(input: StrategyInput, laid: Laid, stop: () => void): 
     stop();
     const r = renderFrame(drawnFrame(laid, i));
     cacheFrame(input.db, laid.keys[i]!, r.png, r.width, r.height);
-    await yieldToEventLoop();
+    await giveWay();
   }
 }
 
@@ -441,7 +441,7 @@ async function compact(input: StrategyInput, projection: Projection, opts: Compa
   for (const [k, text] of grown.added.entries()) {
     stop();
     writeArchivePart(db, sid, from + k, text, grown.addedMarks[k]!);
-    await yieldToEventLoop();
+    await giveWay();
   }
   const first = base === undefined ? from : base.range.first;
   // The request after the commit reads the archive and its layout from what was just made.

@@ -896,3 +896,19 @@ test('replies the client has not read yet are in transit, and the count grows as
   const moved = (peer as { transit: number | undefined }).transit ?? 0;
   assert.ok(moved > stuck + 512 * 1024, `${moved} after ${stuck}`);
 });
+
+test('after a reply, the connection counts as busy for the grace, unless it already has a request in flight', async (t) => {
+  const srv = await startServer(t, { nextRequestGraceMs: 60_000 });
+  const c = await rawConnect(t, srv.sock);
+  c.send(line(req(1, 'echo', [1])));
+  assert.equal((await c.reply()).id, 1);
+  const peer = srv.peers[0]!;
+  const answered = peer.transit;
+  assert.ok(answered !== undefined, 'just answered: its client may ask again at once');
+  c.send(line(req(2, 'gated')));
+  await srv.started.reach(1);
+  assert.equal(peer.transit, undefined, 'the next request came: nothing more to wait for');
+  srv.gate.releaseOne();
+  assert.equal((await c.reply()).id, 2);
+  assert.ok((peer.transit ?? 0) > answered);
+});

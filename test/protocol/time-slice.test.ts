@@ -1,9 +1,10 @@
-// The turn long work takes between slices (protocol/time-slice.ts): one turn of the event loop,
-// and, while a registered server has bytes in transit, a wait until they have moved, bounded
-// by their progress and by a ceiling. Transits here are counters the test moves itself.
+// The turn long work takes between slices (protocol/time-slice.ts, giveWay): one turn of the
+// event loop, and, while a registered server has bytes in transit, a wait until they have
+// moved, bounded by their progress and by a ceiling. Transits here are counters the test moves
+// itself.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { GIVE_WAY_MAX_MS, GIVE_WAY_STALL_MS, giveWayTo, TransitTally, yieldToEventLoop } from '../../protocol/time-slice.ts';
+import { GIVE_WAY_MAX_MS, GIVE_WAY_STALL_MS, giveWay, giveWayTo, TransitTally, yieldToEventLoop } from '../../protocol/time-slice.ts';
 
 test('with nothing registered, a turn never asks about transfers', async () => {
   let asked = 0;
@@ -12,7 +13,7 @@ test('with nothing registered, a turn never asks about transfers', async () => {
     return undefined;
   });
   stop();
-  await yieldToEventLoop();
+  await giveWay();
   assert.equal(asked, 0);
 });
 
@@ -26,7 +27,7 @@ test('a turn waits while a transfer moves, and ends once it is done', async (t) 
     return moved;
   });
   t.after(stop);
-  await yieldToEventLoop();
+  await giveWay();
   assert.equal(done, true, 'the turn ended before the transfer did');
 });
 
@@ -37,7 +38,7 @@ test('a turn goes on once nothing is in transit, without waiting', async (t) => 
     return undefined;
   });
   t.after(stop);
-  await yieldToEventLoop();
+  await giveWay();
   assert.equal(asked, 1);
 });
 
@@ -49,7 +50,7 @@ test('a transfer that stops moving is waited for only GIVE_WAY_STALL_MS', async 
   });
   t.after(stop);
   const started = performance.now();
-  await yieldToEventLoop();
+  await giveWay();
   assert.ok(performance.now() - started >= GIVE_WAY_STALL_MS, 'it gave up before the stall bound');
   assert.ok(asked > 1, 'it never looked again');
 });
@@ -59,7 +60,7 @@ test('a transfer that keeps moving is waited for at most GIVE_WAY_MAX_MS', async
   const stop = giveWayTo(() => (moved += 1));
   t.after(stop);
   const started = performance.now();
-  await yieldToEventLoop();
+  await giveWay();
   assert.ok(performance.now() - started >= GIVE_WAY_MAX_MS, 'it gave up before the ceiling');
   assert.ok(moved > 1);
 });
@@ -73,9 +74,20 @@ test('several servers: a turn waits until none of them has bytes in transit', as
     stopA();
     stopB();
   });
-  await yieldToEventLoop();
+  await giveWay();
   assert.equal(a, 0);
   assert.equal(b, 0);
+});
+
+test('a plain turn of the event loop never waits for transfers', async (t) => {
+  let asked = 0;
+  const stop = giveWayTo(() => {
+    asked++;
+    return 1;
+  });
+  t.after(stop);
+  await yieldToEventLoop();
+  assert.equal(asked, 0);
 });
 
 test('a tally is in transit while any transfer it began is under way, counting their bytes', () => {
