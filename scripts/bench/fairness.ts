@@ -2,7 +2,8 @@
 // A home holds a session of FAIRNESS_ROWS rows and three forks of it, never compacted. For each
 // strategy a real daemon is started on that home (through stall-entry.ts: it records its own
 // event-loop gaps), and AGENTS agent connections each open a small session of their own and,
-// once a second, append a turn and prepare, as agents between model calls do. A stretch with
+// once a second, append a turn and prepare, as agents between model calls do; they run in a
+// process of their own (fairness-agents.ts), as agents do, not in the bench's. A stretch with
 // nothing else happening gives their idle latency; then one big session's first prepare
 // compacts its whole history under the strategy while the agents go on. That prepare is made
 // from a process of its own (fairness-compactor.ts), so that its work, client summaries
@@ -12,14 +13,14 @@
 // and its peak resident set above where the fresh daemon stood. The search indexer is off
 // (ALBEDO_SEARCH_INDEXER): filling the index is the grep section's measurement, and here it
 // would only add its own slices to both stretches.
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AlbedoClient } from '../../protocol/client.ts';
 import { startReplayDaemon, type ReplayDaemon } from '../replay/daemon.ts';
 import type { Corpus } from './corpus.ts';
+import type { AgentSample, AgentsPlan } from './fairness-agents.ts';
 import { agentPrompt, MODEL_ID } from './prepare.ts';
 import type { Verdict } from './report.ts';
 import { RowStream } from './rows.ts';
@@ -80,15 +81,7 @@ export interface FairnessResult {
   agent_compactions: number;
 }
 
-interface Sample {
-  start: number;
-  end: number;
-  ms: number;
-  /** The agent's own session compacted on this prepare: its own cost, left out of the latencies. */
-  compacted: boolean;
-}
-
-function latencies(samples: readonly Sample[]): Latencies {
+function latencies(samples: readonly AgentSample[]): Latencies {
   const ms = samples.map((s) => s.ms).sort((a, b) => a - b);
   const n = ms.length;
   const at = (q: number): number => (n === 0 ? NaN : ms[Math.min(n - 1, Math.ceil(q * n) - 1)]!);
@@ -113,59 +106,63 @@ function longestStall(home: string, from: number, to: number): number {
   return max;
 }
 
-/** One agent: its own session, a turn appended and a prepare once a period, each prepare timed. */
-class Agent {
-  readonly samples: Sample[] = [];
-  compactions = 0;
-  private running = true;
-  private loop: Promise<void> | undefined;
+/** Turns each agent is given: more than the idle stretch and the longest compaction take. */
+const AGENT_TURNS = 240;
 
+/**
+ * The AGENTS agents of one case, run by fairness-agents.ts in a process of their own. Their
+ * rows are cut here, from the corpus, and handed over in a file.
+ */
+class Agents {
   private constructor(
-    private readonly client: AlbedoClient,
-    private readonly session: string,
-    private readonly stream: RowStream,
-    private readonly params: Record<string, unknown>,
+    private readonly child: ChildProcess,
+    private readonly out: Promise<string>,
   ) {}
 
-  /** `name` is the agent's session; `k` places its stream in the corpus. */
-  static async start(socket: string, corpus: Corpus, name: string, k: number): Promise<Agent> {
-    const client = await AlbedoClient.connect(socket, { client: { name: `agent-${name}`, version: '1' } });
-    const session = `agent-${name}`;
-    const stream = new RowStream(corpus, { keyPrefix: `a${name}-`, start: 997 * (k + 1), idTag: `a${name}` });
+  /** Opens the agents' sessions (`${name}-${k}`) and starts their loops; resolves once they run. */
+  static async start(dir: string, socket: string, corpus: Corpus, name: string): Promise<Agents> {
     const { instructions, tools } = agentPrompt();
-    await client.call('session.open', { session, workspace: `/work/agent-${name}` });
-    await client.raw('transcript.append', { session, rows: stream.take(AGENT_ROWS) });
-    const agent = new Agent(client, session, stream, { session, model: MODEL_ID, instructions, tools });
-    await agent.prepare();
-    return agent;
+    const plan: AgentsPlan = {
+      socket,
+      period_ms: PERIOD_MS,
+      prompt: { model: MODEL_ID, instructions, tools },
+      agents: Array.from({ length: AGENTS }, (_, k) => {
+        const tag = `${name}-${k}`;
+        const stream = new RowStream(corpus, { keyPrefix: `a${tag}-`, start: 997 * (k + 1), idTag: `a${tag}` });
+        return { session: `agent-${tag}`, workspace: `/work/agent-${tag}`, first: stream.take(AGENT_ROWS), turns: Array.from({ length: AGENT_TURNS }, () => stream.take(TURN_ROWS)) };
+      }),
+    };
+    const file = path.join(dir, `agents-${name}.json`);
+    fs.writeFileSync(file, JSON.stringify(plan));
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'fairness-agents.ts'), file], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const exited = new Promise<string>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`fairness-agents exited ${code}: ${err}`))));
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (d: string) => {
+        out += d;
+        if (out.startsWith('ready\n')) resolve();
+      });
+      exited.then(() => reject(new Error(`fairness-agents ended before its agents ran: ${err}`)), reject);
+    });
+    return new Agents(child, exited);
   }
 
-  private async prepare(): Promise<Sample> {
-    const start = Date.now();
-    const t0 = nowMs();
-    const r = (await this.client.raw('prepare', this.params)) as { compacted: boolean };
-    const ms = nowMs() - t0;
-    if (r.compacted) this.compactions++;
-    return { start, end: Date.now(), ms, compacted: r.compacted };
+  /** Stops the loops; every prepare they timed. */
+  async stop(): Promise<AgentSample[]> {
+    this.child.stdin?.end('stop\n');
+    const out = await this.out;
+    return JSON.parse(out.slice('ready\n'.length)) as AgentSample[];
   }
 
-  run(phase: number): void {
-    this.loop = (async () => {
-      await sleep(phase);
-      while (this.running) {
-        const due = nowMs() + PERIOD_MS;
-        await this.client.raw('transcript.append', { session: this.session, rows: this.stream.take(TURN_ROWS) });
-        this.samples.push(await this.prepare());
-        const wait = due - nowMs();
-        if (wait > 0) await sleep(wait);
-      }
-    })();
-  }
-
-  async stop(): Promise<void> {
-    this.running = false;
-    await this.loop;
-    await this.client.close();
+  /** Ends the process without its samples (the case failed). */
+  kill(): void {
+    this.child.kill('SIGKILL');
   }
 }
 
@@ -215,16 +212,13 @@ export async function benchFairness(tmp: string, corpus: Corpus, rows: number, l
     let agentCompactions = 0;
     for (const [i, c] of CASES.entries()) {
       const d = await startDaemon(home);
-      const agents: Agent[] = [];
+      let agents: Agents | undefined;
       try {
         const socket = path.join(d.home, 'albedod.sock');
-        for (let k = 0; k < AGENTS; k++) agents.push(await Agent.start(socket, corpus, `${i}-${k}`, k));
-        agents.forEach((a, k) => a.run((k * PERIOD_MS) / AGENTS));
-        const inside = (from: number, to: number): Sample[] => agents.flatMap((a) => a.samples.filter((s) => s.start < to && s.end > from && !s.compacted));
+        agents = await Agents.start(home, socket, corpus, String(i));
         const idleFrom = Date.now();
         await sleep(IDLE_MS);
         const idleTo = Date.now();
-        const idle = { ...latencies(inside(idleFrom, idleTo)), max_stall_ms: longestStall(d.home, idleFrom, idleTo) };
 
         const session = `big-${i}`;
         await d.client.call('extensions.select', { session, enable: [c.strategy] });
@@ -235,6 +229,11 @@ export async function benchFairness(tmp: string, corpus: Corpus, rows: number, l
         const r = await compactInChild(socket, session, c.client).finally(() => clearInterval(sampler));
         const to = Date.now();
         peak = Math.max(peak, rssBytes(d.pid));
+        const samples = await agents.stop();
+        agents = undefined;
+        agentCompactions += samples.filter((x) => x.compacted).length;
+        const inside = (a: number, b: number): AgentSample[] => samples.filter((x) => x.start < b && x.end > a && !x.compacted);
+        const idle = { ...latencies(inside(idleFrom, idleTo)), max_stall_ms: longestStall(d.home, idleFrom, idleTo) };
         const during = latencies(inside(from, to));
         const out: FairnessCase = {
           name: c.name,
@@ -254,8 +253,7 @@ export async function benchFairness(tmp: string, corpus: Corpus, rows: number, l
           } (idle ${fmtMs(idle.max_stall_ms)}), peak RSS +${fmtBytes(out.peak_rss_bytes)}`,
         );
       } finally {
-        await Promise.all(agents.map((a) => a.stop()));
-        agentCompactions += agents.reduce((n, a) => n + a.compactions, 0);
+        agents?.kill();
         await d.stop();
       }
     }
