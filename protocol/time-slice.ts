@@ -95,8 +95,12 @@ export async function giveWay(): Promise<void> {
   }
 }
 
-/** Work between two yields of a long scan, in milliseconds (the daemon's budget is 50). */
-export const SLICE_MS = 8;
+/**
+ * Work between two turns of long work, in milliseconds. A request that arrives meanwhile waits
+ * for the rest of the slice (and for whatever step or collection overruns it), so this is most
+ * of what another session's prepare pays while one compacts (docs/performance.md, stop 47).
+ */
+export const SLICE_MS = 4;
 
 /**
  * Long pure computations are written as generators that `yield` (nothing) between steps, so
