@@ -18,6 +18,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 export type Transit = () => number | undefined;
 
 const transits = new Set<Transit>();
+/** The bytes moved when a wait last ended because nothing moved (see giveWay). */
+let stalledAt: number | undefined;
 
 /** A transfer that moved nothing for this long is not waited for further (a client not reading). */
 export const GIVE_WAY_STALL_MS = 10;
@@ -72,14 +74,17 @@ export function yieldToEventLoop(): Promise<void> {
 /**
  * Long work's turn between two slices: a turn of the event loop, then a wait while bytes are in
  * transit on a registered server's connections, until they have moved, until they stop moving
- * for GIVE_WAY_STALL_MS, or for GIVE_WAY_MAX_MS at most. Not for a short hop off a request's
- * stack (a reply's bookkeeping): that task would hold its session's lane through the wait.
+ * for GIVE_WAY_STALL_MS, or for GIVE_WAY_MAX_MS at most. Transfers that stalled a wait are not
+ * waited for again until they move: a client that holds half a request, or stops reading,
+ * slows long work by one stall, not by one per slice. Not for a short hop off a request's stack
+ * (a reply's bookkeeping): that task would hold its session's lane through the wait.
  */
 export async function giveWay(): Promise<void> {
   await yieldToEventLoop();
   if (transits.size === 0) return;
   let moved = moving();
-  if (moved === undefined) return;
+  // Transfers that stalled a wait before and have not moved since are not waited for again.
+  if (moved === undefined || moved === stalledAt) return;
   const started = performance.now();
   let progressed = started;
   for (;;) {
@@ -91,7 +96,10 @@ export async function giveWay(): Promise<void> {
     if (m !== moved) {
       moved = m;
       progressed = now;
-    } else if (now - progressed >= GIVE_WAY_STALL_MS) return;
+    } else if (now - progressed >= GIVE_WAY_STALL_MS) {
+      stalledAt = m;
+      return;
+    }
   }
 }
 

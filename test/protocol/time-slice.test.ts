@@ -55,6 +55,24 @@ test('a transfer that stops moving is waited for only GIVE_WAY_STALL_MS', async 
   assert.ok(asked > 1, 'it never looked again');
 });
 
+test('a transfer that stalled a wait is not waited for again until it moves', async (t) => {
+  let moved = 7_000;
+  let asked = 0;
+  const stop = giveWayTo(() => {
+    asked++;
+    return moved;
+  });
+  t.after(stop);
+  await giveWay(); // waits GIVE_WAY_STALL_MS, then gives up on it
+  asked = 0;
+  await giveWay();
+  assert.equal(asked, 1, 'it waited again for a transfer that had not moved');
+  moved += 1;
+  const started = performance.now();
+  await giveWay();
+  assert.ok(asked > 2 && performance.now() - started >= GIVE_WAY_STALL_MS, 'once it moved, it was waited for again');
+});
+
 test('a transfer that keeps moving is waited for at most GIVE_WAY_MAX_MS', async (t) => {
   let moved = 0;
   const stop = giveWayTo(() => (moved += 1));

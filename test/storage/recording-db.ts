@@ -1,11 +1,15 @@
-// A database wrapper that records the SQL of every statement execution, so a test can prove
-// what a reader did (and did not) read, and which of them ran in autocommit mode (outside any
-// transaction). Behaviour under test lives in the test files.
+// A database wrapper that records the SQL of every statement execution and the rows each
+// statement handed back, so a test can prove what a reader did (and did not) read, and which of
+// them ran in autocommit mode (outside any transaction). Behaviour under test lives in the test
+// files.
 import type { Db } from '../../storage/db.ts';
 
-export function recordingDb(db: Db): { db: Db; executed: string[]; autocommit: string[] } {
+export function recordingDb(db: Db): { db: Db; executed: string[]; autocommit: string[]; returned: Map<string, number> } {
   const executed: string[] = [];
   const autocommit: string[] = [];
+  /** Rows each statement handed back through `all` and `iterate`, by its SQL. */
+  const returned = new Map<string, number>();
+  const count = (sql: string, n: number): void => void returned.set(sql, (returned.get(sql) ?? 0) + n);
   const wrapStatement = (stmt: object & { source: string }): object => {
     const proxy: object = new Proxy(stmt, {
       get(target, prop) {
@@ -17,6 +21,15 @@ export function recordingDb(db: Db): { db: Db; executed: string[]; autocommit: s
             if (!db.inTransaction) autocommit.push(target.source);
           }
           const r: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
+          if (prop === 'all' && Array.isArray(r)) count(target.source, r.length);
+          if (prop === 'iterate') {
+            return (function* counted() {
+              for (const row of r as Iterable<unknown>) {
+                count(target.source, 1);
+                yield row;
+              }
+            })();
+          }
           // Builder methods (pluck, raw, ...) return the statement: keep handing out the proxy.
           return r === target ? proxy : r;
         };
@@ -31,5 +44,5 @@ export function recordingDb(db: Db): { db: Db; executed: string[]; autocommit: s
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
   });
-  return { db: proxied, executed, autocommit };
+  return { db: proxied, executed, autocommit, returned };
 }

@@ -90,21 +90,23 @@ async function compactedSession(t: Parameters<typeof tempDb>[0]) {
 
 describe('notes', () => {
   test('the rewrite decodes no row the compaction already read, and the engine lets those rows go afterwards', async (t) => {
-    // Transcript pages read by a forced compaction of the same session, with and without the notes layer.
+    // Transcript rows read in pages by a forced compaction of the same session, with and without
+    // the notes layer. Rows, not pages: a sliced read ends a page when its time is spent.
     const pageReads = async (layers: typeof layer[]): Promise<{ reads: number; cache: KernelCache; notesCalls: number }> => {
       const base = tempDb(t);
       await sessionWithTurns(base, 's', 40);
-      const { db, executed } = recordingDb(base);
+      const { db, returned } = recordingDb(base);
       const summarizer = notesSummarizer();
       const cache = new KernelCache();
       const out = await prepareRequest(setupFor({ window: 8000, summarizer, layers }), argsFor(db, 's', { cache }));
       assert.equal(out.compacted, true);
-      const reads = executed.filter((sql) => /FROM transcript\s+WHERE sid = \? AND seq > \? AND seq <= \? ORDER BY seq LIMIT/.test(sql)).length;
+      const reads = [...returned].filter(([sql]) => /FROM transcript\s+WHERE sid = \? AND seq > \? AND seq <= \? ORDER BY seq LIMIT/.test(sql)).reduce((n, [, rows]) => n + rows, 0);
       return { reads, cache, notesCalls: summarizer.calls.filter((c) => c.purpose === 'notes').length };
     };
     const without = await pageReads([]);
     const withNotes = await pageReads([layer]);
     assert.ok(withNotes.notesCalls > 0, 'the notes were rewritten');
+    assert.ok(without.reads > 0, 'the compaction read rows in pages');
     assert.equal(withNotes.reads, without.reads, 'the notes read their rows from the kernel, not from the file');
     const passed = withNotes.cache.slotSizes().find((s) => s.slot === 'history-rows.passed');
     assert.ok(passed !== undefined && passed.bytes <= 8, `the passed rows are let go: ${JSON.stringify(passed)}`);
