@@ -6,6 +6,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { TransitTally } from '../../protocol/time-slice.ts';
 import type { DaemonServices } from '../context.ts';
 import { anthropicWire, handleCountTokens } from './anthropic.ts';
 import { BodyMemo } from './body-memo.ts';
@@ -14,7 +15,6 @@ import { chatWire } from './openai-chat.ts';
 import { handleResponsesCompact, responsesWire } from './openai-responses.ts';
 import { openaiError } from './openai-shared.ts';
 import type { ProxyErrorKind } from './wire.ts';
-import { TransitTally } from '../../protocol/time-slice.ts';
 
 /** What `daemon.status` and `albedo env` say of the proxy. */
 export interface ProxyStatus {
