@@ -379,6 +379,13 @@ export const methods = lazyTable({
       }),
       /** The database's size on disk and how it divides (storage/storage-size.ts). */
       storage: StorageSize,
+      /** The trigram index behind transcript_grep and lcm_grep, filled in idle time. */
+      search: z.object({
+        /** Whether idle time fills it (ALBEDO_SEARCH_INDEXER). */
+        indexer: z.boolean(),
+        /** Rows appended that it has not reached yet: a search reads them one by one. 0 once it has caught up. */
+        rows_behind: z.number().int().nonnegative(),
+      }),
       /** The provider-compatible HTTP proxy: whether it listens, and the base URLs agents are given. */
       proxy: z.object({
         listening: z.boolean(),

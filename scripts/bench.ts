@@ -5,8 +5,9 @@
 // compaction and prepare costs (section lcm), replays the real fixture
 // transcripts turn by turn into fresh daemons (section replay), renders snapcompact frames
 // (section frames), fits oversized images (section images), times the CLI and the daemon's
-// start (section startup), and what the provider-compatible proxy adds to a request (section
-// proxy). Prints tables and PASS/FAIL; writes JSON.
+// start (section startup), what the provider-compatible proxy adds to a request (section
+// proxy), other sessions' prepares while one compacts (section fairness) and search while an
+// import's index fills (section import). Prints tables and PASS/FAIL; writes JSON.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -29,6 +30,7 @@ import { benchRead, segmenterProbe } from './bench/read.ts';
 import { benchLcmCompaction, benchLcmPrepare } from './bench/lcm-engine.ts';
 import { benchProxy } from './bench/proxy.ts';
 import { benchFairness, FAIRNESS_ROWS } from './bench/fairness.ts';
+import { benchImportFill, IMPORT_COPIES } from './bench/import-fill.ts';
 import { benchReplay } from './bench/replay.ts';
 import { judge, render, type Results, type SizeResult } from './bench/report.ts';
 import { benchStartup } from './bench/startup.ts';
@@ -209,6 +211,10 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   if (args.only.has('fairness')) {
     log('fairness ...');
     results.fairness = await benchFairness(root, corpus, args.quick ? 20_000 : FAIRNESS_ROWS, log);
+  }
+  if (args.only.has('import')) {
+    log('import ...');
+    results.import_fill = await benchImportFill(root, args.fixtures, args.quick ? IMPORT_COPIES / 10 : IMPORT_COPIES, log);
   }
   if (args.only.has('startup')) {
     log('startup ...');

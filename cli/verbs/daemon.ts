@@ -14,7 +14,7 @@ function configErrors(errors: ReadonlyArray<{ file: string; message: string }>, 
 export const daemonVerbs: VerbModule = (program, run) => {
   program
     .command('status')
-    .description('the running daemon: version, pid, home, uptime, sessions, connections, database size, image payloads, configuration errors')
+    .description('the running daemon: version, pid, home, uptime, sessions, connections, database size, image payloads, the search index, configuration errors')
     .option('--storage', 'also how the database divides (rows, indexes, search index, payloads, strategy state; reads every page)')
     .action(
       run(async ({ link, out }, opts: { storage?: boolean }) => {
@@ -27,6 +27,11 @@ export const daemonVerbs: VerbModule = (program, run) => {
           `${n(s.sessions)} sessions · ${n(s.loaded_kernels)} loaded · ${n(s.connections)} connections`,
           s.proxy.listening ? `proxy http://127.0.0.1:${s.proxy.port ?? '?'} (albedo env prints the base URLs)` : `proxy not listening: ${s.proxy.error ?? 'unknown reason'}`,
           `database ${bytes(db.file_bytes)} (+ ${bytes(db.wal_bytes)} WAL, ${bytes(db.free_bytes)} free) · ${n(s.payloads.count)} image payloads · ${bytes(s.payloads.bytes)}`,
+          !s.search.indexer
+            ? 'search index off: searches read every row'
+            : s.search.rows_behind === 0
+            ? 'search index caught up'
+            : `search index ${n(s.search.rows_behind)} rows behind (filled while the daemon is idle; searches read those rows one by one)`,
         ];
         if (db.parts !== null) {
           const parts = Object.entries(db.parts).sort((a, b) => b[1] - a[1]);

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { AlbedoError, RpcCode, rpcError } from '../../protocol/errors.ts';
 import { PROTOCOL_VERSION } from '../../protocol/methods.ts';
 import { getPayload, payloadStats } from '../../storage/images/payloads.ts';
+import { searchIndexLag } from '../../storage/search/indexer.ts';
 import { pageWalk, storageSize, unpackParts } from '../../storage/storage-size.ts';
 import type { Handler } from '../context.ts';
 
@@ -51,6 +52,7 @@ export const daemonStatus: Handler<'daemon.status'> = async (params, { daemon })
       partial_line_budget_bytes: held.partialLineBudgetBytes,
     },
     storage,
+    search: { indexer: daemon.settings.searchIndexer, rows_behind: searchIndexLag(daemon.db) },
     proxy: daemon.proxyStatus(),
   };
 };

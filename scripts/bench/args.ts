@@ -10,7 +10,7 @@ import { eachFlag, namesFrom } from '../flags.ts';
 /** The shared fixtures folder next to the repository (`../shared/fixtures`), read when present. */
 export const DEFAULT_FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures');
 
-export const SECTIONS = ['append', 'read', 'grep', 'prepare', 'compact', 'memory', 'replay', 'lcm', 'frames', 'images', 'startup', 'proxy', 'fairness'] as const;
+export const SECTIONS = ['append', 'read', 'grep', 'prepare', 'compact', 'memory', 'replay', 'lcm', 'frames', 'images', 'startup', 'proxy', 'fairness', 'import'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface BenchArgs {
@@ -38,7 +38,7 @@ export const QUICK_SIZES = [2_000, 20_000];
 export const DEFAULT_LCM = { rows: 1_000_000, smallRows: 10_000, nodes: 10_000 };
 export const QUICK_LCM = { rows: 20_000, smallRows: 2_000, nodes: 1_000 };
 
-const USAGE = `usage: npm run bench -- [--quick] [--sizes 10000,100000,1000000] [--only append,read,grep,prepare,compact,memory,replay,lcm,frames,images,startup,proxy,fairness]
+const USAGE = `usage: npm run bench -- [--quick] [--sizes 10000,100000,1000000] [--only append,read,grep,prepare,compact,memory,replay,lcm,frames,images,startup,proxy,fairness,import]
                         [--lcm-rows 1M] [--lcm-small-rows 10k] [--lcm-nodes 10k]
                         [--json out.json] [--fixtures DIR] [--tmp DIR] [--strategies rolling,lcm,snapcompact]`;
 

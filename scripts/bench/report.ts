@@ -14,6 +14,7 @@ import type { MemoryResult } from './memory.ts';
 import type { ReadResult } from './read.ts';
 import { judgeLcmEngine, type LcmCompaction, type LcmPrepare } from './lcm-engine.ts';
 import { judgeFairness, PEAK_RSS_TARGET_BYTES, renderFairness, type FairnessResult } from './fairness.ts';
+import { judgeImportFill, renderImportFill, type ImportFillResult } from './import-fill.ts';
 import { judgeProxy, renderProxy, type ProxyResult } from './proxy.ts';
 import { judgeReplay, renderReplay, type ReplayResult } from './replay.ts';
 import { judgeStartup, renderStartup, type StartupResult } from './startup.ts';
@@ -64,6 +65,8 @@ export interface Results {
   startup?: StartupResult;
   proxy?: ProxyResult;
   fairness?: FairnessResult;
+  /** Section import: an import's search index filling (import-fill.ts). */
+  import_fill?: ImportFillResult;
   segmenter_probe?: Array<{ chars: number; whole_us_per_grapheme: number; sliced_us_per_grapheme: number }>;
   verdicts: Verdict[];
   total_ms: number;
@@ -244,6 +247,7 @@ export function judge(r: Results): Verdict[] {
   if (r.startup !== undefined) out.push(...judgeStartup(r.startup));
   if (r.proxy !== undefined) out.push(...judgeProxy(r.proxy));
   if (r.fairness !== undefined) out.push(...judgeFairness(r.fairness));
+  if (r.import_fill !== undefined) out.push(...judgeImportFill(r.import_fill));
   return out;
 }
 
@@ -574,6 +578,7 @@ export function render(r: Results): string {
   if (r.startup !== undefined) out.push(renderStartup(r.startup));
   if (r.proxy !== undefined) out.push(renderProxy(r.proxy));
   if (r.fairness !== undefined) out.push(renderFairness(r.fairness));
+  if (r.import_fill !== undefined) out.push(renderImportFill(r.import_fill));
   if (r.verdicts.length > 0) {
     out.push('\ntargets (this run):');
     for (const v of r.verdicts) out.push(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: ${v.measured}${v.note === undefined ? '' : `  [${v.note}]`}`);

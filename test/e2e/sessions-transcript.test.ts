@@ -887,5 +887,28 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
         await extra.close();
       }
     });
+
+    // issue 35, target 3: when does search answer from the index after an import?
+    test('daemon.status says how many rows the search index has not reached, and 0 once idle time has indexed them', async () => {
+      const off = await startDaemon({ env: { ALBEDO_SEARCH_INDEXER: 'off' } });
+      try {
+        const oc = await off.connect();
+        await oc.call('session.open', { session: 'behind' });
+        await oc.call('transcript.append', { session: 'behind', rows: Array.from({ length: 7 }, (_, i) => user(`row ${i}`)) });
+        assert.deepEqual((await oc.call('daemon.status', {})).search, { indexer: false, rows_behind: 7 });
+      } finally {
+        await off.stop();
+        fs.rmSync(off.home, { recursive: true, force: true });
+      }
+      await c.call('session.open', { session: 'indexed' });
+      await c.call('transcript.append', { session: 'indexed', rows: Array.from({ length: 40 }, (_, i) => user(`indexed row ${i} quillwort`)) });
+      let search = (await c.call('daemon.status', {})).search;
+      for (let i = 0; i < 400 && search.rows_behind > 0; i++) {
+        await new Promise((r) => setTimeout(r, 25));
+        search = (await c.call('daemon.status', {})).search;
+      }
+      assert.deepEqual(search, { indexer: true, rows_behind: 0 });
+      assert.equal((await c.call('transcript_grep', { session: 'indexed', pattern: 'quillwort' })).total, 40);
+    });
   });
 });
