@@ -26,6 +26,7 @@ test('an entry is built when first read, once, and the others stay unbuilt', () 
       payloads: { count: 0, bytes: 0 },
       storage: { file_bytes: 4096, wal_bytes: 0, free_bytes: 0, parts: null, measured_at: null },
       memory: { rss_bytes: 1, heap_used_bytes: 1, external_bytes: 1, queued_output_bytes: 0, partial_line_bytes: 0, partial_line_budget_bytes: 1 },
+      search: { indexer: true, rows_behind: 0 },
       proxy: { listening: false, port: null, error: 'off', anthropic_base_url: null, openai_base_url: null },
     }).success,
   );
