@@ -162,9 +162,10 @@ export function migrateExtension(db: Db, name: string, scripts: readonly string[
  * the connection's own level back. In WAL mode such a commit still survives a crash of the
  * process, and becomes durable with the next fsync of the log: the next commit at FULL (any
  * append) or a checkpoint. Power loss before that can drop it, never corrupt it. Only for data
- * that can be rebuilt or is bookkeeping (the search index, prepared-request records), or for
- * rewrites that leave a row's content as it was (packing its body); never for new or changed
- * transcript rows.
+ * that can be rebuilt or is bookkeeping (the search index, prepared-request records), for
+ * rewrites that leave a row's content as it was (packing its body), or for rows no reader looks
+ * at until a later commit at FULL names them (snapcompact's archive parts); never for new or
+ * changed transcript rows.
  */
 export function withoutFsync<T>(db: Db, fn: () => T): T {
   // Through db.pragma, not a cached statement: SQLite applies `synchronous = …` while it

@@ -10,7 +10,7 @@
 // by hash and `payload.get` serves its bytes.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { type Db, perDb } from '../db.ts';
+import { type Db, perDb, withoutFsync } from '../db.ts';
 import { putPayload, releasePayloads } from '../images/payloads.ts';
 import { SavedCut, type CutHints } from './saved-cut.ts';
 
@@ -150,9 +150,11 @@ export function archiveRange(db: Db, sid: number): PartRange | undefined {
 /**
  * Stores one part of an archive a compaction is growing, before its commit: a part past the
  * saved range is read by no one until `saveArchive` names it. Write only past the saved range.
+ * Its commit does not wait for an fsync: the commit that names it fsyncs the log, and with it
+ * every part written before.
  */
 export function writeArchivePart(db: Db, sid: number, part: number, text: string, marks: ArchiveMarks): void {
-  stmts(db).putPart.run(sid, part, text, text.length, JSON.stringify(marks));
+  withoutFsync(db, () => stmts(db).putPart.run(sid, part, text, text.length, JSON.stringify(marks)));
 }
 
 /**

@@ -60,8 +60,12 @@ export function extendArchive(text: string, marks: ArchiveMarks, rows: readonly 
   return { text: text + grown.added.join(''), marks: grown.marks };
 }
 
-/** Characters of archive text a stored part holds, about: a row's text is never split. */
-export const PART_CHARS = 1 << 20;
+/**
+ * Characters of archive text a stored part holds, about: a row's text is never split. Each part
+ * is one INSERT on the event loop (docs/snapcompact.md): parts four times this size held it for
+ * 20-35 ms each.
+ */
+export const PART_CHARS = 1 << 18;
 
 /** Rows archived per step: a first compaction archives the whole history. */
 const ROWS_PER_STEP = 256;
