@@ -70,7 +70,7 @@ function retag(v: unknown, tag: string): unknown {
   return out;
 }
 
-/** The source `copies` times over, into `file`; the last copy's first user text gets NEEDLE. */
+/** The source `copies` times over, into `file`; the last copy's first user message gets NEEDLE. */
 function writeCopies(source: string, copies: number, file: string): number {
   const lines = fs.readFileSync(source, 'utf8').split('\n').filter((l) => l.trim() !== '');
   const out = fs.openSync(file, 'w');
@@ -79,9 +79,12 @@ function writeCopies(source: string, copies: number, file: string): number {
       let needled = k < copies - 1;
       const chunk: string[] = [];
       for (const line of lines) {
-        let rec = retag(JSON.parse(line), `c${k}`) as { type?: string; message?: { content?: unknown } };
-        if (!needled && rec.type === 'user' && typeof rec.message?.content === 'string') {
-          rec = { ...rec, message: { ...rec.message, content: `${rec.message.content} ${NEEDLE}` } };
+        let rec = retag(JSON.parse(line), `c${k}`) as { type?: string; isSidechain?: boolean; message?: { content?: unknown } };
+        const content = rec.message?.content;
+        const typed = (b: unknown): boolean => typeof b === 'object' && b !== null && (b as { type?: unknown }).type === 'text';
+        if (!needled && rec.type === 'user' && rec.isSidechain !== true && (typeof content === 'string' || (Array.isArray(content) && content.length > 0 && content.every(typed)))) {
+          const withNeedle = typeof content === 'string' ? `${content} ${NEEDLE}` : [...(content as unknown[]), { type: 'text', text: NEEDLE }];
+          rec = { ...rec, message: { ...rec.message, content: withNeedle } };
           needled = true;
         }
         chunk.push(JSON.stringify(rec));
