@@ -32,7 +32,7 @@ export interface DaemonSettings {
   /** Whether the background search indexer runs (off: searches scan every row past the cursor). */
   searchIndexer: boolean;
   /**
-   * Whether V8's old generation may grow only a little past what is live (daemon/start.ts sets
+   * Whether V8's old generation may grow only a bounded share past what is live (daemon/start.ts sets
    * it for the whole process as the daemon starts; an in-process daemon leaves it alone).
    */
   leanHeap: boolean;

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startReplayDaemon } from '../replay/daemon.ts';
 import type { Verdict } from './report.ts';
-import { fmtMs, nowMs } from './timing.ts';
+import { fmtMs, nowMs, stats } from './timing.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -161,16 +161,11 @@ export async function benchImportFill(tmp: string, fixtures: string, copies: num
   }
 }
 
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? NaN : s[Math.floor((s.length - 1) / 2)]!;
-};
-
 export function judgeImportFill(r: ImportFillResult): Verdict[] {
   return (['grep_ms', 'lcm_grep_ms'] as const).map((k) => {
     const name = k === 'grep_ms' ? 'transcript_grep' : 'lcm_grep';
-    const during = median(r.during[k]);
-    const idle = median(r.idle[k]);
+    const during = stats(r.during[k]).median_ms;
+    const idle = stats(r.idle[k]).median_ms;
     return {
       target: `import: ${name} while the search index fills after an import within ${FILL_GREP_RATIO_TARGET}x of its latency once filled (medians)`,
       measured: r.polls === 0 ? 'the index caught up before the first search' : `${fmtMs(during)} over ${r.polls} searches vs ${fmtMs(idle)} (${(during / idle).toFixed(2)}x)`,
@@ -180,7 +175,10 @@ export function judgeImportFill(r: ImportFillResult): Verdict[] {
 }
 
 export function renderImportFill(r: ImportFillResult): string {
-  const row = (name: string, k: 'grep_ms' | 'lcm_grep_ms'): string => `  | ${name} | ${fmtMs(median(r.during[k]))} / ${fmtMs(Math.max(...r.during[k], 0))} | ${fmtMs(median(r.idle[k]))} / ${fmtMs(Math.max(...r.idle[k]))} |`;
+  const row = (name: string, k: 'grep_ms' | 'lcm_grep_ms'): string => {
+    const [during, idle] = [stats(r.during[k]), stats(r.idle[k])];
+    return `  | ${name} | ${fmtMs(during.median_ms)} / ${fmtMs(during.max_ms)} | ${fmtMs(idle.median_ms)} / ${fmtMs(idle.max_ms)} |`;
+  };
   return [
     `import: ${r.source} (${r.source_lines} lines) ${r.copies} times, ${r.rows} rows: imported in ${fmtMs(r.import_ms)}, searches answer from the index ${fmtMs(r.ready_ms)} after the import began`,
     '  | search | during the fill: median / max | after: median / max |',
