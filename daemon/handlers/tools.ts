@@ -34,6 +34,10 @@ export const toolsCall: Handler<'tools.call'> = async (params, ctx) => {
   // In the session's transcript lane, as the RPC methods of the same names run: a page never
   // mixes the states before and after a settle, and none waits behind a prepare's model call.
   const { daemon } = ctx;
-  const result = await daemon.kernels.run(params.session, () => tool.run(args.data, { db: daemon.db, session: params.session, search: { hits: daemon.search.hits, summaryHits: daemon.search.summaryHits } }), 'transcript');
+  const result = await daemon.kernels.run(
+    params.session,
+    () => tool.run(args.data, { db: daemon.db, session: params.session, search: { hits: daemon.search.hits, scan: daemon.search.scan, summaryHits: daemon.search.summaryHits } }),
+    'transcript',
+  );
   return { name: tool.name, result };
 };

@@ -5,10 +5,10 @@
 // The transcript is the longest Claude Code file among the fixtures, repeated COPIES times
 // (100; 10 with --quick), each copy's ids suffixed so that every copy is rows of its own (the
 // repository's small sample stands in when the fixtures are absent). A real daemon, indexer on,
-// and the real CLI run on a fresh home. From the import's start a client, every POLL_MS, asks
-// `daemon.status` for the rows the index has not reached and times one transcript_grep and one
-// lcm_grep of a word of the last copy, as an agent might while its session is imported. Once the
-// index has caught up, the same searches are timed again: the idle figures.
+// and the real CLI run on a fresh home. Once the import has returned, a client, every POLL_MS,
+// asks `daemon.status` for the rows the index has not reached and times one transcript_grep and
+// one lcm_grep of a word of the last copy, as an agent resuming the imported session might. Once
+// the index has caught up, the same searches are timed again: the idle figures.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';

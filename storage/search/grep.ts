@@ -4,7 +4,7 @@
 // storage/search/indexer.ts's job; queueing a search beside its session's writes is the caller's.
 import type { Params, Result } from '../../protocol/methods.ts';
 import { type Db, perDb } from '../db.ts';
-import { timeSlicer, giveWay } from '../../protocol/time-slice.ts';
+import { SLICE_MS, timeSlicer, giveWay } from '../../protocol/time-slice.ts';
 import { fold } from './fold.ts';
 import { indexedThrough } from './indexer.ts';
 import { ROW_TEXT_SQL } from '../transcript/row-text.ts';
@@ -20,6 +20,12 @@ export interface GrepOptions {
    * thread's (storage/search/worker.ts); by default it runs inline on `db`.
    */
   hits?: (ask: IndexAsk) => Promise<Float64Array>;
+  /**
+   * Answers one batch of the scan of rows the index has not reached (scanMatches' packing). The
+   * daemon passes its worker thread's, so deriving and folding those rows never holds the event
+   * loop; by default each batch runs inline on `db`, one slice long.
+   */
+  scan?: (ask: ScanAsk) => Promise<Float64Array>;
   /**
    * Only rows with from <= seq <= to (inclusive): lcm_grep's scope to a node's source range.
    * The scan starts at `from` and stops after `to`; the index query is bounded by it in SQL.
@@ -40,6 +46,16 @@ export interface SeqRange {
 export const SUMMARY_HITS_SQL = `SELECT n.node, n.sid FROM lcm_summary_fts f JOIN lcm_nodes n ON n.node = f.rowid
   WHERE lcm_summary_fts MATCH ? AND n.sid = ? ORDER BY n.first_seq, n.node`;
 
+/** (id, sid) pairs in the reverse order, each pair kept whole. */
+function reversePairs(pairs: Float64Array): Float64Array {
+  const out = new Float64Array(pairs.length);
+  for (let i = 0, j = pairs.length - 2; j >= 0; i += 2, j -= 2) {
+    out[i] = pairs[j]!;
+    out[i + 1] = pairs[j + 1]!;
+  }
+  return out;
+}
+
 /** Packs an index query's rows as (id, sid) pairs. */
 export function packHits(rows: ReadonlyArray<readonly unknown[]>): Float64Array {
   const out = new Float64Array(rows.length * 2);
@@ -50,8 +66,13 @@ export function packHits(rows: ReadonlyArray<readonly unknown[]>): Float64Array 
   return out;
 }
 
-/** Most rows SQLite hands over per batch. */
+/** Most rows SQLite hands over per batch (lcm_grep's scan of node summaries). */
 export const GREP_BATCH_ROWS = 2048;
+/**
+ * How long one batch of the scan of unindexed rows runs on the search worker. Batches of several
+ * searches take turns there, so this is about the most one search's scan delays another's.
+ */
+export const WORKER_SCAN_MS = 20;
 /** Preview length, in UTF-16 code units, before ellipses. */
 const PREVIEW_CHARS = 160;
 /** How much of the preview comes before the match. */
@@ -66,11 +87,11 @@ interface Candidate {
 
 function prepare(db: Db) {
   return {
-    globalPage: db.prepare<[number, number, number], Candidate>(
-      `SELECT seq AS id, sid, ${ROW_TEXT_SQL} AS text FROM transcript WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
+    globalScan: db.prepare<[number, number], Candidate>(
+      `SELECT seq AS id, sid, ${ROW_TEXT_SQL} AS text FROM transcript WHERE seq > ? AND seq <= ? ORDER BY seq DESC`,
     ),
-    sessionPage: db.prepare<[number, number, number, number], Candidate>(
-      `SELECT seq AS id, sid, ${ROW_TEXT_SQL} AS text FROM transcript WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
+    sessionScan: db.prepare<[number, number, number], Candidate>(
+      `SELECT seq AS id, sid, ${ROW_TEXT_SQL} AS text FROM transcript WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq DESC`,
     ),
     textOf: db.prepare<[number], string>(`SELECT ${ROW_TEXT_SQL} FROM transcript WHERE seq = ?`).pluck(),
     workspaceSids: db.prepare<[string], number>('SELECT sid FROM sessions WHERE workspace = ?').pluck(),
@@ -192,6 +213,50 @@ export function indexMatches(db: Db, ask: IndexAsk): Float64Array {
 }
 
 type Statement = ReturnType<typeof prepareIndex>['phrase']['all'];
+
+/**
+ * One batch of the scan of rows past the index cursor: rows with after < seq <= to, of session
+ * `sid` (every session when null), newest first, whose folded text contains `needle` (already
+ * folded). The batch ends after the row that used up `budgetMs`, so a backlog of long rows is
+ * cut by time, not by a row count (deriving a row's text from its body is tens of µs, a packed
+ * one's more).
+ */
+export interface ScanAsk {
+  needle: string;
+  after: number;
+  to: number;
+  sid: number | null;
+  budgetMs: number;
+}
+
+/**
+ * Answers a ScanAsk, packed as [last, more, seq, sid, seq, sid, ...] with the pairs in the order
+ * visited (descending seq): `last` is the oldest seq the batch visited (the next batch ends below
+ * it), `more` is 1 when it stopped on its budget with rows possibly left in the range. Every
+ * matching row of the batch is listed; the caller applies the scope and pages. The daemon runs
+ * it on the search worker's connection.
+ */
+export function scanMatches(db: Db, ask: ScanAsk): Float64Array {
+  const st = stmts(db);
+  const started = performance.now();
+  const found: number[] = [];
+  let last = ask.to + 1;
+  let more = 0;
+  const rows = ask.sid === null ? st.globalScan.iterate(ask.after, ask.to) : st.sessionScan.iterate(ask.sid, ask.after, ask.to);
+  for (const row of rows) {
+    if (fold(row.text).includes(ask.needle)) found.push(row.id, row.sid);
+    last = row.id;
+    if (performance.now() - started >= ask.budgetMs) {
+      more = 1;
+      break;
+    }
+  }
+  const out = new Float64Array(2 + found.length);
+  out[0] = last;
+  out[1] = more;
+  out.set(found, 2);
+  return out;
+}
 
 function phrase(folded: string): string {
   return `"${folded.replaceAll('"', '""')}"`;
@@ -318,10 +383,11 @@ export class MatchPage {
  *    (sessions, seq range) in its SQL counts the matching rows and returns only the page's.
  *    The index holds folded text and is case-sensitive, so its matches are exact and no row
  *    text is read except for the previews of the page.
- *  - everything else (seq > C): keyset scans of
- *    actual rows, GREP_BATCH_ROWS at a time, matched here with fold(): the session's rows
- *    through the (sid, seq) index for a session-scoped search, global rows otherwise, with
- *    the workspace's sessions filtered here so every SQL batch stays bounded.
+ *  - everything else (seq > C): keyset scans of actual rows in batches bounded by time
+ *    (scanMatches, on the worker thread in the daemon), each row's text derived and matched
+ *    with fold(): the session's rows through the (sid, seq) index for a session-scoped search,
+ *    global rows otherwise, with the workspace's sessions filtered here. Only the matches come
+ *    back; the page's previews are derived here afterwards, as for index hits.
  *
  * The index query is not paged by rowid: measured on 200k rows, FTS5 does a phrase's whole
  * work (loading each trigram's doclist, checking positions) on every query whatever its rowid
@@ -344,25 +410,37 @@ export async function grep(
   const matches = new MatchPage(params.pattern, params.offset, params.limit, accept);
 
   if ((sids === null || sids.size > 0) && range.from <= range.to) {
-    const cursor = Math.min(indexedThrough(db), range.to);
-    let after = range.from - 1;
-    if (matches.needle !== '' && cursor > after) {
-      const ask: IndexAsk = { needle: matches.needle, from: range.from, to: cursor, sids: sids === null ? null : [...sids], offset: params.offset, limit: params.limit };
-      matches.indexed(opts.hits === undefined ? indexMatches(db, ask) : await opts.hits(ask));
-      after = cursor;
-    }
+    // The rows past the index cursor are scanned newest first, a batch at a time (on the worker
+    // when there is one, else inline, a slice per batch), while the daemon's indexer moves the
+    // cursor up from the other end: the scan stops where they meet, and the index answers
+    // everything below. An empty needle (every row) does not use the index.
+    const covered = (): number => (matches.needle === '' ? range.from - 1 : Math.min(indexedThrough(db), range.to));
+    const scanned: Float64Array[] = [];
+    /** The scan has visited every row in [low, range.to]. */
+    let low = range.to + 1;
     for (;;) {
-      await yieldNow();
-      const rows = scope === null
-        ? st.globalPage.all(after, range.to, GREP_BATCH_ROWS)
-        : st.sessionPage.all(scope.sid, after, range.to, GREP_BATCH_ROWS);
-      await matches.scan(rows, slice);
-      if (rows.length < GREP_BATCH_ROWS) break;
-      after = rows[rows.length - 1]!.id;
+      const cursor = covered();
+      if (low <= range.from || cursor >= low - 1) break;
+      const ask: ScanAsk = { needle: matches.needle, after: Math.max(cursor, range.from - 1), to: low - 1, sid: scope === null ? null : scope.sid, budgetMs: opts.scan === undefined ? SLICE_MS : WORKER_SCAN_MS };
+      let batch: Float64Array;
+      if (opts.scan === undefined) {
+        await yieldNow();
+        batch = scanMatches(db, ask);
+      } else {
+        batch = await opts.scan(ask);
+      }
+      scanned.push(batch.subarray(2));
+      low = batch[1] === 1 ? batch[0]! : ask.after + 1;
     }
+    if (low - 1 >= range.from) {
+      const ask: IndexAsk = { needle: matches.needle, from: range.from, to: low - 1, sids: sids === null ? null : [...sids], offset: params.offset, limit: params.limit };
+      matches.indexed(opts.hits === undefined ? indexMatches(db, ask) : await opts.hits(ask));
+    }
+    // The scan's matches, oldest first, after the index's.
+    for (const pairs of scanned.reverse()) await matches.hits(reversePairs(pairs), slice);
   }
 
-  // Previews for the page's index hits: the only row text an indexed search reads.
+  // Previews for the page's matches: the only row text a search reads on the event loop.
   const found = await matches.previews((seq) => st.textOf.get(seq) ?? '', slice);
   const names = new Map<number, string>();
   const nameOf = (sid: number): string => {

@@ -1,14 +1,18 @@
-// Runs the search index queries (grep's over rows, lcm_grep's over node summaries), and the page
-// walk that sizes the database's parts, on a worker thread, so a query that takes long on a large index never stalls the daemon's event loop. One
+// Runs the search index queries (grep's over rows, lcm_grep's over node summaries), grep's scan of
+// the rows the index has not reached, and the page walk that sizes the database's parts, on a worker thread, so a query that takes long on a large index never stalls the daemon's event loop. One
 // worker, requests answered in order; grep works the same without it (tests and scripts run the
 // query inline). The thread starts with the first query: a worker is a V8 instance of its own
 // with the TypeScript loader in it (tens of MiB), which a daemon nobody searches does not need;
 // for the same reason it stops after a while without queries, and the next one starts it again.
 import { Worker } from 'node:worker_threads';
-import type { IndexAsk } from './grep.ts';
+import type { IndexAsk, ScanAsk } from './grep.ts';
 
 /** One query for the thread: over indexed transcript rows, or over one session's node summaries. */
-export type SearchAsk = { kind: 'transcript'; ask: IndexAsk } | { kind: 'summaries'; query: string; sid: number } | { kind: 'pages'; stateTables: readonly string[] };
+export type SearchAsk =
+  | { kind: 'transcript'; ask: IndexAsk }
+  | { kind: 'scan'; ask: ScanAsk }
+  | { kind: 'summaries'; query: string; sid: number }
+  | { kind: 'pages'; stateTables: readonly string[] };
 
 interface Pending {
   resolve: (pairs: Float64Array) => void;
@@ -62,11 +66,14 @@ export class SearchWorker {
     return this.started !== undefined && !this.closed;
   }
 
-  // The two searches are bound, so they can be handed on as grep's and grepTree's `hits` /
+  // The searches are bound, so they can be handed on as grep's and grepTree's `hits` / `scan` /
   // `summaryHits` options (and a memory tool's search) as they are.
 
   /** The index part of a transcript search, counted and paged in the thread (indexMatches). */
   readonly hits = (ask: IndexAsk): Promise<Float64Array> => this.ask({ kind: 'transcript', ask });
+
+  /** One batch of a transcript search's scan of rows the index has not reached (scanMatches). */
+  readonly scan = (ask: ScanAsk): Promise<Float64Array> => this.ask({ kind: 'scan', ask });
 
   /** Nodes of one session whose summary matches the phrase query, as (node, sid) pairs (SUMMARY_HITS_SQL). */
   readonly summaryHits = (query: string, sid: number): Promise<Float64Array> => this.ask({ kind: 'summaries', query, sid });

@@ -14,7 +14,7 @@ export interface ToolContext {
   readonly db: Db;
   readonly session: string;
   /** The index parts of a search, answered by the daemon's search worker thread. */
-  readonly search: Required<Pick<LcmGrepOptions, 'hits' | 'summaryHits'>>;
+  readonly search: Required<Pick<LcmGrepOptions, 'hits' | 'scan' | 'summaryHits'>>;
 }
 
 /**

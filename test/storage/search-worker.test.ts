@@ -1,4 +1,4 @@
-// The worker-thread index queries give grep and lcm_grep exactly what the inline queries give;
+// The worker-thread index queries and scans give grep and lcm_grep exactly what the inline ones give;
 // an idle worker stops and the next query starts another.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -10,6 +10,7 @@ import { SearchWorker } from '../../storage/search/worker.ts';
 import { openSession } from '../../storage/transcript/sessions.ts';
 import { appendRows } from '../../storage/transcript/write.ts';
 import { tempDbWithPath, user } from './factories.ts';
+import { recordingDb } from './recording-db.ts';
 import { writeTree } from './lcm-trees.ts';
 
 test('grep through the search worker finds what the inline query finds', async (t) => {
@@ -19,16 +20,21 @@ test('grep through the search worker finds what the inline query finds', async (
   for (let i = 0; i < 300; i++) {
     await appendRows(db, i % 2 === 0 ? 'a' : 'b', [user(`row ${i} ${i % 7 === 0 ? 'NeedleInHay' : 'plain text'} tail`)]);
   }
-  while (indexPending(db, 1000) > 0);
+  // Half the rows indexed: the rest are scanned, inline or on the worker.
+  assert.equal(indexPending(db, 150), 150);
   const worker = new SearchWorker(path);
   t.after(() => worker.close());
   const pages = [{ pattern: 'y', session: 'a', offset: 20, limit: 5 }, { pattern: 'ow', offset: 290, limit: 50 }, { pattern: 'row 1', offset: 3, limit: 4 }];
   for (const params of [{ pattern: 'needleinhay' }, { pattern: 'needleinhay', session: 'b' }, { pattern: 'row 1' }].map((q) => ({ ...q, limit: 500 })).concat(pages)) {
     const p = TranscriptGrepParams.parse(params);
     const inline = await grep(db, p);
-    const viaWorker = await grep(db, p, { hits: (ask) => worker.hits(ask) });
+    const onMain = recordingDb(db);
+    const viaWorker = await grep(onMain.db, p, { hits: (ask) => worker.hits(ask), scan: (ask) => worker.scan(ask) });
     assert.deepEqual(viaWorker, inline);
     assert.ok(inline.total > 0);
+    // The worker scanned: the main connection derived row text only for the page's previews.
+    const derived = [...onMain.returned].filter(([sql]) => sql.includes('albedo_row_text')).reduce((n, [, k]) => n + k, 0);
+    assert.ok(derived <= inline.matches.length, `the main connection derived ${derived} rows for a page of ${inline.matches.length}`);
   }
   const sid = openSession(db, { session: 'a' }).sid;
   const [leaf] = writeTree(db, sid, {
@@ -43,7 +49,7 @@ test('grep through the search worker finds what the inline query finds', async (
   for (const params of [{ pattern: 'needleinhay' }, { pattern: 'NeedleInHay', node: leaf }]) {
     const p = LcmGrepParams.parse({ ...params, session: 'a', limit: 500 });
     const inline = await grepTree(db, p);
-    const viaWorker = await grepTree(db, p, { hits: (ask) => worker.hits(ask), summaryHits: (q, s) => worker.summaryHits(q, s) });
+    const viaWorker = await grepTree(db, p, { hits: (ask) => worker.hits(ask), scan: (ask) => worker.scan(ask), summaryHits: (q, s) => worker.summaryHits(q, s) });
     assert.deepEqual(viaWorker, inline);
     assert.ok(inline.summaries.total > 0 && inline.source.total > 0);
   }

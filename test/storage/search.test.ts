@@ -5,7 +5,7 @@ import { test, type TestContext } from 'node:test';
 import { AlbedoError } from '../../protocol/errors.ts';
 import { TranscriptGrepParams, type ParamsIn, type Result } from '../../protocol/methods.ts';
 import type { Db } from '../../storage/db.ts';
-import { fold, grep, indexMatches, matchSql, trigramQuery, type SeqRange } from '../../storage/search/grep.ts';
+import { fold, grep, indexMatches, matchSql, scanMatches, trigramQuery, type SeqRange } from '../../storage/search/grep.ts';
 import { catchUpSearchIndex, indexedThrough, indexPending, mergeSearchIndex, searchIndexLag } from '../../storage/search/indexer.ts';
 import { deleteSession, openSession } from '../../storage/transcript/sessions.ts';
 import { appendRows } from '../../storage/transcript/write.ts';
@@ -372,6 +372,61 @@ test('a long search yields between batches', async (t) => {
   });
   assert.equal(r.total, 1);
   assert.ok(yields >= 3, `yielded ${yields} times`);
+});
+
+test('a scan batch of unindexed rows goes newest first, ends on its time budget, not a row count, and says where the next ends', async (t) => {
+  const db = tempDb(t);
+  const a = openSession(db, { session: 'a' });
+  openSession(db, { session: 'b' });
+  const seqs: number[] = [];
+  for (let i = 0; i < 6; i++) seqs.push(...(await add(db, i % 2 === 0 ? 'a' : 'b', `row ${i} ${i % 3 === 0 ? 'Needle' : 'hay'}`)));
+  // A budget of 0 is used up by the first row: one row per batch, each batch naming it.
+  const visited: number[] = [];
+  const found: number[] = [];
+  let to = Number.MAX_SAFE_INTEGER;
+  for (let more = true; more;) {
+    const batch = scanMatches(db, { needle: 'needle', after: 0, to, sid: null, budgetMs: 0 });
+    for (let i = 2; i < batch.length; i += 2) found.push(batch[i]!);
+    more = batch[1] === 1;
+    if (more) visited.push(batch[0]!);
+    to = batch[0]! - 1;
+  }
+  assert.deepEqual(visited, [...seqs].reverse());
+  assert.deepEqual(found, [seqs[3], seqs[0]]);
+  // A generous budget takes the rest of the range in one batch, a session's rows only, between `after` and `to`.
+  const one = scanMatches(db, { needle: 'row', after: seqs[0]!, to: seqs[4]!, sid: a.sid, budgetMs: 60_000 });
+  assert.deepEqual([...one], [seqs[2], 0, seqs[4], a.sid, seqs[2], a.sid]);
+});
+
+test('a search whose scan meets the index cursor moving up stops there and asks the index for the rest', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  const seqs = await add(db, 's', ...Array.from({ length: 40 }, (_v, i) => `row ${i} ${i % 4 === 0 ? 'Needle' : 'hay'}`));
+  assert.equal(indexPending(db, 10), 10);
+  const inline = await grep(db, TranscriptGrepParams.parse({ pattern: 'needle', offset: 2, limit: 5 }));
+  // The scan, one row per batch, while an indexer indexes three rows between two batches.
+  const scannedRows: number[] = [];
+  let asks = 0;
+  const r = await grep(db, TranscriptGrepParams.parse({ pattern: 'needle', offset: 2, limit: 5 }), {
+    hits: async (ask) => {
+      asks++;
+      assert.ok(ask.to <= indexedThrough(db), 'the index is asked only for rows it holds');
+      return indexMatches(db, ask);
+    },
+    scan: async (ask) => {
+      const batch = scanMatches(db, { ...ask, budgetMs: 0 });
+      if (batch[1] === 1) scannedRows.push(batch[0]!);
+      indexPending(db, 3);
+      return batch;
+    },
+  });
+  assert.deepEqual(r, inline);
+  assert.equal(r.total, 10);
+  assert.equal(asks, 1);
+  // 30 rows were past the cursor: the scan took the newest and the indexer the oldest, none twice.
+  assert.ok(scannedRows.length < 30 && scannedRows.length > 0, `scanned ${scannedRows.length}`);
+  assert.ok(Math.min(...scannedRows) > indexedThrough(db) - 3);
+  assert.equal(Math.max(...scannedRows), seqs.at(-1));
 });
 
 test("an indexed search reads its page's previews a row at a time, letting the event loop turn between long rows", async (t) => {
