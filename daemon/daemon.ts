@@ -97,7 +97,7 @@ export class Daemon implements DaemonServices {
       throw err;
     }
     this.search = new SearchWorker(paths.db);
-    this.idle = new IdleWork(this.db, { busy: () => this.busy(), lastRequestAt: () => this.lastRequestAt }, { indexer: settings.searchIndexer, log });
+    this.idle = new IdleWork(this.db, { busy: () => this.busy(), moving: () => this.transit() !== undefined, lastRequestAt: () => this.lastRequestAt }, { indexer: settings.searchIndexer, log });
     this.partialLines = new PartialLineBudget(2 * settings.maxLineBytes);
     // Half-open: a client that ends its writes still gets the replies to what it sent.
     this.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));

@@ -7,10 +7,11 @@
 // here; what a unit does is storage's (storage/transcript/row-packing.ts, storage/search/indexer.ts,
 // storage/state/lcm-tree.ts).
 import type { Logger } from 'pino';
+import { SLICE_MS } from '../protocol/time-slice.ts';
 import { flushLogOffLoop, freePages, releaseFreePages, type Db } from '../storage/db.ts';
 import { packPending } from '../storage/transcript/row-packing.ts';
 import { indexWaitingSummaries, mergeSummaryIndex } from '../storage/state/lcm-tree.ts';
-import { indexPending, mergeSearchIndex } from '../storage/search/indexer.ts';
+import { indexPending, mergeSearchIndex, seqsBehindIndex } from '../storage/search/indexer.ts';
 
 /** Quiet (no request in flight, none for this long, in ms) before the first unit starts. */
 export const QUIET_MS = 20;
@@ -19,6 +20,19 @@ export const QUIET_MS = 20;
  * an agent waiting on its model leaves seconds. Units may then be longer, and checkpoints run.
  */
 export const LONG_QUIET_MS = 150;
+
+/**
+ * Rows (in seqs) the search index may lag by before it stops waiting for quiet: past this, its
+ * units also run while requests are in flight, whenever no request's bytes are moving. A search
+ * reads each row the index has not reached (tens of µs a row, on the search worker), and an
+ * import or a run of searches leaves the daemon never quiet, so waiting for quiet let an import's
+ * backlog last a minute (docs/performance.md, "Search right after an import"). An agent's turns
+ * add a few rows each, far below this: the quiet between its calls indexes them.
+ */
+export const BACKLOG_ROWS = 1024;
+
+/** How soon to look again, in ms, when a backlog's unit waits for bytes in transit to arrive. */
+const TRANSIT_RECHECK_MS = 1;
 
 /**
  * Free pages left in the file after a release: room for the next writes, so pages are not moved
@@ -36,9 +50,12 @@ export function freePagesKept(db: Db): number {
  * target, since each costs about in proportion to its own measure: characters indexed, pages
  * merged, bytes packed.
  * Short units cost throughput (each commit adds an index segment for merging to fold in), so
- * they are only used where a request may be close: between calls of a busy client.
+ * they are only used where a request may be close: between calls of a busy client. A backlog
+ * (BACKLOG_ROWS) runs at the length of the slices long requests give way at (SLICE_MS), whether
+ * requests are in flight or not: at 1 ms its segments were a handful of rows each, and merging
+ * them cost more than indexing.
  */
-export const UNIT_MS = { short: 1, long: 8 } as const;
+export const UNIT_MS = { short: 1, backlog: SLICE_MS, long: 8 } as const;
 type Pace = keyof typeof UNIT_MS;
 
 const ROWS = { min: 1, start: 16, max: 2048 } as const;
@@ -61,6 +78,10 @@ interface Sizes {
   release: number;
 }
 
+function startSizes(): Sizes {
+  return { packRows: PACK_ROWS.start, packBytes: PACK_BYTES.start, rows: ROWS.start, chars: CHARS.start, pages: PAGES.start, release: RELEASE.start };
+}
+
 /** Grows a unit's size when it ran well under its target, shrinks it when it ran over. */
 function adapt(size: number, tookMs: number, targetMs: number, bounds: { min: number; max: number }): number {
   if (tookMs < targetMs / 2) return Math.min(bounds.max, size * 2);
@@ -71,6 +92,12 @@ function adapt(size: number, tookMs: number, targetMs: number, bounds: { min: nu
 export interface IdleWorkHost {
   /** A request is in flight or arriving: not idle, whatever the clock says. */
   busy(): boolean;
+  /**
+   * Bytes are moving in or out of the daemon right now (a request arriving, a reply going out,
+   * a client about to call again): a backlog's units, which run while requests are in flight,
+   * still wait for these.
+   */
+  moving(): boolean;
   /** When the last request arrived or finished (performance.now()). */
   lastRequestAt(): number;
 }
@@ -90,8 +117,9 @@ export class IdleWork {
   private next: { cancel(): void } | undefined;
   private stopped = false;
   private readonly sizes: Record<Pace, Sizes> = {
-    short: { packRows: PACK_ROWS.start, packBytes: PACK_BYTES.start, rows: ROWS.start, chars: CHARS.start, pages: PAGES.start, release: RELEASE.start },
-    long: { packRows: PACK_ROWS.start, packBytes: PACK_BYTES.start, rows: ROWS.start, chars: CHARS.start, pages: PAGES.start, release: RELEASE.start },
+    short: startSizes(),
+    backlog: startSizes(),
+    long: startSizes(),
   };
   /**
    * Rows past the packer's cursor may hold bodies stored as text. Only a file from before
@@ -105,6 +133,8 @@ export class IdleWork {
   private mergeDue = true;
   /** The next index unit may find rows (an append happened since indexing caught up). */
   private indexDue = true;
+  /** seqsBehindIndex as of the last append or index unit: at BACKLOG_ROWS, units stop waiting for quiet. */
+  private behind = 0;
   /** The last unit run was an index unit. */
   private lastWasIndex = false;
   /**
@@ -138,6 +168,7 @@ export class IdleWork {
   /** Rows were added (appended, imported, forked): index them at the next quiet. */
   rowsAdded(): void {
     this.indexDue = true;
+    if (this.opts.indexer) this.behind = seqsBehindIndex(this.db);
     this.requestDone();
   }
 
@@ -191,8 +222,17 @@ export class IdleWork {
     this.next = { cancel: () => clearImmediate(turn) };
   }
 
+  /**
+   * The index lags by a backlog (an import, a burst of appends): its units run whenever no bytes
+   * are moving, requests in flight or not, at the backlog pace until the daemon is idle.
+   */
+  private backlog(): boolean {
+    return this.opts.indexer && this.indexDue && this.behind >= BACKLOG_ROWS;
+  }
+
   /** Milliseconds until the quiet the next unit needs (0: now), given what is due. */
   private waitFor(): number {
+    if (this.backlog()) return this.host.moving() ? TRANSIT_RECHECK_MS : 0;
     if (this.host.busy()) return QUIET_MS;
     const needs = this.packDue || this.indexWork() ? QUIET_MS : LONG_QUIET_MS;
     return Math.max(0, needs - this.quietFor());
@@ -242,7 +282,7 @@ export class IdleWork {
   }
 
   private runUnit(): void {
-    const pace: Pace = this.quietFor() >= LONG_QUIET_MS ? 'long' : 'short';
+    const pace: Pace = this.quietFor() >= LONG_QUIET_MS && !this.host.busy() ? 'long' : this.backlog() ? 'backlog' : 'short';
     const size = this.sizes[pace];
     const target = UNIT_MS[pace];
     const started = performance.now();
@@ -271,6 +311,7 @@ export class IdleWork {
         const took = performance.now() - started;
         this.done.index++;
         this.lastWasIndex = true;
+        this.behind = seqsBehindIndex(this.db);
         if (indexed === 0) {
           this.indexDue = false;
           return;

@@ -28,6 +28,7 @@ function prepare(db: Db) {
     merge: db.prepare<[number]>("INSERT INTO transcript_fts (transcript_fts, rank) VALUES ('merge', ?)"),
     totalChanges: db.prepare<[], number>('SELECT total_changes()').pluck(),
     lag: db.prepare<[number], number>('SELECT count(*) FROM transcript WHERE seq > ?').pluck(),
+    newest: db.prepare<[], number | null>('SELECT max(seq) FROM transcript').pluck(),
   };
 }
 
@@ -131,4 +132,14 @@ export const BULK_INDEX_BATCH_ROWS = 8192;
 export function searchIndexLag(db: Db): number {
   const st = stmts(db);
   return st.lag.get(st.cursor.get() ?? 0) ?? 0;
+}
+
+/**
+ * How far the index is behind in seqs (the newest row's seq less the cursor): at least the rows
+ * it has not reached, more where deleted rows left gaps. Two index lookups, cheap enough to ask
+ * after every append, where counting the rows (searchIndexLag) costs a read of each.
+ */
+export function seqsBehindIndex(db: Db): number {
+  const st = stmts(db);
+  return Math.max(0, (st.newest.get() ?? 0) - (st.cursor.get() ?? 0));
 }

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import pino from 'pino';
-import { freePagesKept, IdleWork, LONG_QUIET_MS, QUIET_MS } from '../../daemon/idle-work.ts';
+import { BACKLOG_ROWS, freePagesKept, IdleWork, LONG_QUIET_MS, QUIET_MS, type IdleWorkHost } from '../../daemon/idle-work.ts';
 import { freePages, type Db } from '../../storage/db.ts';
 import { packingLag } from '../../storage/transcript/row-packing.ts';
 import { mergeSummaryIndex } from '../../storage/state/lcm-tree.ts';
@@ -26,15 +26,19 @@ async function until(what: string, cond: () => boolean, timeoutMs = 10_000): Pro
   }
 }
 
-/** A host whose requests the test plays: `busy` while one is in flight, `touch` when one ends. */
-function host(): { busy: boolean; last: number; touch(): void; view: { busy(): boolean; lastRequestAt(): number } } {
+/**
+ * A host whose requests the test plays: `busy` while one is in flight, `moving` while its bytes
+ * are, `touch` when one ends.
+ */
+function host(): { busy: boolean; moving: boolean; last: number; touch(): void; view: IdleWorkHost } {
   const h = {
     busy: false,
+    moving: false,
     last: -1e9,
     touch() {
       h.last = performance.now();
     },
-    view: { busy: () => h.busy, lastRequestAt: () => h.last },
+    view: { busy: () => h.busy, moving: () => h.moving, lastRequestAt: () => h.last },
   };
   return h;
 }
@@ -64,6 +68,30 @@ test('nothing runs while a request is in flight', async (t) => {
   h.busy = false;
   h.touch();
   await until('the backlog indexed', () => searchIndexLag(db) === 0);
+});
+
+test('a backlog of BACKLOG_ROWS is indexed while requests are in flight, but not while bytes are moving', async (t) => {
+  const db = await dbWithRows(t, BACKLOG_ROWS + 200);
+  const h = host();
+  h.busy = true;
+  h.moving = true;
+  h.touch();
+  const w = work(t, db, h);
+  w.rowsAdded();
+  await sleep(QUIET_MS * 4);
+  assert.equal(w.done.index, 0, 'no unit while a request is arriving');
+  h.moving = false;
+  // Still in flight, never quiet: the backlog is indexed anyway, down to where quiet takes over.
+  await until('the backlog below BACKLOG_ROWS', () => searchIndexLag(db) < BACKLOG_ROWS);
+  const done = w.done.index;
+  assert.ok(done > 0);
+  // Below the bound the units wait for quiet again, as for an agent's few rows.
+  await sleep(QUIET_MS * 4);
+  assert.ok(w.done.index <= done + 1, `${w.done.index - done} more index units while busy below the bound`);
+  assert.ok(searchIndexLag(db) > 0);
+  h.busy = false;
+  h.touch();
+  await until('the rest indexed once quiet', () => searchIndexLag(db) === 0);
 });
 
 test('a client calling every few milliseconds keeps the work waiting', async (t) => {
