@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import pino from 'pino';
-import { BACKLOG_ROWS, freePagesKept, IdleWork, LONG_QUIET_MS, QUIET_MS, type IdleWorkHost } from '../../daemon/idle-work.ts';
+import { BACKLOG_ROWS, freePagesKept, IdleWork, LONG_QUIET_MS, QUIET_MS, STARVED_MS, type IdleWorkHost } from '../../daemon/idle-work.ts';
 import { freePages, type Db } from '../../storage/db.ts';
 import { packingLag } from '../../storage/transcript/row-packing.ts';
 import { mergeSummaryIndex } from '../../storage/state/lcm-tree.ts';
@@ -92,6 +92,24 @@ test('a backlog of BACKLOG_ROWS is indexed while requests are in flight, but not
   h.busy = false;
   h.touch();
   await until('the rest indexed once quiet', () => searchIndexLag(db) === 0);
+});
+
+test('between the calls of a client calling every few milliseconds, a backlog waits STARVED_MS for quiet, then runs without it', async (t) => {
+  const db = await dbWithRows(t, 2 * BACKLOG_ROWS + 200);
+  const h = host();
+  const w = work(t, db, h);
+  w.rowsAdded();
+  await until('a unit in quiet', () => w.done.index > 0);
+  // From here a call ends every 5 ms: never quiet, never in flight.
+  const calling = setInterval(() => h.touch(), 5);
+  t.after(() => clearInterval(calling));
+  h.touch();
+  const inQuiet = w.done.index + w.done.merge;
+  // The unit under way when the calls began may finish; none starts before STARVED_MS.
+  await sleep(STARVED_MS / 2);
+  assert.ok(w.done.index + w.done.merge <= inQuiet + 1, 'no unit between calls before the backlog starves');
+  await until('units between calls, once starved', () => w.done.index + w.done.merge > inQuiet + 1);
+  assert.ok(performance.now() - h.last < QUIET_MS, 'still calling');
 });
 
 test('a client calling every few milliseconds keeps the work waiting', async (t) => {
