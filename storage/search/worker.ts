@@ -1,5 +1,5 @@
 // Runs the search index queries (grep's over rows, lcm_grep's over node summaries), grep's scan of
-// the rows the index has not reached, and the page walk that sizes the database's parts, on a worker thread, so a query that takes long on a large index never stalls the daemon's event loop. One
+// the rows the index has not reached, the count of those rows, and the page walk that sizes the database's parts, on a worker thread, so a query that takes long on a large index never stalls the daemon's event loop. One
 // worker, requests answered in order; grep works the same without it (tests and scripts run the
 // query inline). The thread starts with the first query: a worker is a V8 instance of its own
 // with the TypeScript loader in it (tens of MiB), which a daemon nobody searches does not need;
@@ -12,7 +12,8 @@ export type SearchAsk =
   | { kind: 'transcript'; ask: IndexAsk }
   | { kind: 'scan'; ask: ScanAsk }
   | { kind: 'summaries'; query: string; sid: number }
-  | { kind: 'pages'; stateTables: readonly string[] };
+  | { kind: 'pages'; stateTables: readonly string[] }
+  | { kind: 'lag' };
 
 interface Pending {
   resolve: (pairs: Float64Array) => void;
@@ -77,6 +78,11 @@ export class SearchWorker {
 
   /** Nodes of one session whose summary matches the phrase query, as (node, sid) pairs (SUMMARY_HITS_SQL). */
   readonly summaryHits = (query: string, sid: number): Promise<Float64Array> => this.ask({ kind: 'summaries', query, sid });
+
+  /** Rows the trigram index has not reached (searchIndexLag), counted in the thread: a read of each of them. */
+  async indexLag(): Promise<number> {
+    return (await this.ask({ kind: 'lag' }))[0] ?? 0;
+  }
 
   /** The file's page bytes per storage part (storage/storage-size.ts pageWalk), packed. */
   pageParts(stateTables: readonly string[]): Promise<Float64Array> {

@@ -896,6 +896,13 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
         await oc.call('session.open', { session: 'behind' });
         await oc.call('transcript.append', { session: 'behind', rows: Array.from({ length: 7 }, (_, i) => user(`row ${i}`)) });
         assert.deepEqual((await oc.call('daemon.status', {})).search, { indexer: false, rows_behind: 7 });
+        // Over 8,192 seqs behind, the rows are counted on the search worker, and still counted,
+        // not taken from the seqs: a deleted session's rows leave a gap of seqs, not rows.
+        await oc.call('session.open', { session: 'gone' });
+        for (let k = 0; k < 9; k++) await oc.call('transcript.append', { session: 'gone', rows: Array.from({ length: 1000 }, (_, i) => user(`gone ${k}.${i}`)) });
+        await oc.call('session.delete', { session: 'gone' });
+        await oc.call('transcript.append', { session: 'behind', rows: [user('row 7'), user('row 8')] });
+        assert.deepEqual((await oc.call('daemon.status', {})).search, { indexer: false, rows_behind: 9 });
       } finally {
         await off.stop();
         fs.rmSync(off.home, { recursive: true, force: true });
