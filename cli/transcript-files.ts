@@ -300,7 +300,10 @@ async function importText(ctx: VerbContext, file: string, text: string, fileByte
     const got = childAdded[i] ?? 0;
     return { session: c.session, file: c.file, ...k, added: got, already_stored: dryRun ? 0 : k.rows - got, skipped: c.skipped };
   });
-  const json = { session, format, dry_run: dryRun, ...counts, added, already_stored: dryRun ? 0 : counts.rows - added, skipped, subagents };
+  // How far the search index is behind once the rows are in: searches scan those rows until the
+  // daemon has indexed them (docs/search.md).
+  const behind = dryRun ? 0 : (await ctx.link.call('daemon.status', {})).search.rows_behind;
+  const json = { session, format, dry_run: dryRun, ...counts, added, already_stored: dryRun ? 0 : counts.rows - added, skipped, subagents, search_rows_behind: behind };
   const skipList = (sk: Record<string, number>) => Object.entries(sk).map(([why, k]) => `${why} ×${k}`).join(', ');
   const lines = [
     `${dryRun ? 'checked' : 'imported'} ${file} (${format}) ${dryRun ? '' : `into ${ctx.out.style.bold(session)}`}`.trimEnd(),
@@ -315,5 +318,9 @@ async function importText(ctx: VerbContext, file: string, text: string, fileByte
       lines.push(`    ${dryRun ? path.basename(c.file) : ctx.out.style.bold(c.session)}: ${n(c.rows)} rows${stored}${Object.keys(c.skipped).length > 0 ? ` · skipped: ${skipList(c.skipped)}` : ''}`);
     }
   }
+  if (behind >= SEARCH_BEHIND_NOTED) lines.push(`  search: ${n(behind)} rows not in the search index yet; searches read them one by one until it catches up (\`albedo status\` shows how many are left)`);
   return { json, text: lines.join('\n') };
 }
+
+/** Rows behind the search index from which an import says so: fewer are indexed before anyone could search. */
+const SEARCH_BEHIND_NOTED = 1000;

@@ -13,7 +13,7 @@ import type { AlbedoClient } from '../../protocol/client.ts';
 import type { Result } from '../../protocol/methods.ts';
 import { Observation } from '../../protocol/prepared.ts';
 import { buildProgram, runCli } from '../../cli/program.ts';
-import { pngBytes } from '../storage/factories.ts';
+import { pngBytes, user } from '../storage/factories.ts';
 import { allRows, startDaemon, tempHome, type DaemonHandle } from './harness.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -318,6 +318,30 @@ describe('albedo against a running daemon', () => {
     assert.equal(c.code, 1);
     assert.match(c.stderr, /^albedo: line 2: not JSON/);
     assert.equal((await client.call('session.list', {})).sessions.some((x) => x.session === 'cli-broken'), false);
+  });
+
+  test('an import that leaves the search index a thousand rows or more behind says so, with the count; --json always gives it', async () => {
+    const off = await startDaemon({ env: { ALBEDO_SEARCH_INDEXER: 'off' } });
+    try {
+      const env = { ALBEDO_HOME: off.home, ALBEDO_SOCKET: off.socket };
+      const dir = tempHome();
+      const small = path.join(dir, 'small.jsonl');
+      fs.writeFileSync(small, `${Array.from({ length: 5 }, (_, i) => JSON.stringify(user(`small ${i}`))).join('\n')}\n`);
+      const s = await cli(['import', small, '--session', 'small'], { env });
+      assert.equal(s.code, 0, s.stderr);
+      assert.doesNotMatch(s.stdout, /search/);
+      const big = path.join(dir, 'big.jsonl');
+      fs.writeFileSync(big, `${Array.from({ length: 1200 }, (_, i) => JSON.stringify(user(`big ${i}`))).join('\n')}\n`);
+      const b = await cli(['import', big, '--session', 'big'], { env });
+      assert.equal(b.code, 0, b.stderr);
+      assert.match(b.stdout, /\n {2}search: 1,205 rows not in the search index yet; searches read them one by one until it catches up \(`albedo status` shows how many are left\)\n$/);
+      // Rows without keys are stored again: five more behind.
+      const again = await cli(['import', small, '--session', 'small', '--json'], { env });
+      assert.equal((JSON.parse(again.stdout) as { search_rows_behind: number }).search_rows_behind, 1210);
+    } finally {
+      await off.stop();
+      fs.rmSync(off.home, { recursive: true, force: true });
+    }
   });
 
   test("import reads another agent's transcript, and a malformed line stores nothing", async () => {
