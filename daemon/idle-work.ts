@@ -241,8 +241,9 @@ export class IdleWork {
   private backlog(): boolean {
     if (!this.opts.indexer || !this.indexDue || this.behind < BACKLOG_ROWS) return false;
     // A request in flight with no bytes moving is waiting (on the search worker, a summarizer,
-    // the disk): the loop is free. Between calls, the next one is likely close: only once quiet
-    // has not come for a while.
+    // the disk), and the loop is free; or it is long work between two of its slices, and a unit
+    // is one slice more for it (a compaction takes longer while a backlog lasts). Between calls,
+    // the next one is likely close: only once quiet has not come for a while.
     return this.host.busy() || performance.now() - this.lastQuietUnitAt >= STARVED_MS;
   }
 

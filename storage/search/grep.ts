@@ -1,6 +1,6 @@
 // Literal transcript search (`transcript_grep`). Rows the index covers are matched, counted and
 // paged by it (it holds folded text, storage/search/fold.ts, so its answers are exact for any pattern
-// length: see indexMatches); newer rows are scanned here in bounded batches. Filling the index is
+// length: see indexMatches); newer rows are scanned in batches bounded by time (scanMatches). Filling the index is
 // storage/search/indexer.ts's job; queueing a search beside its session's writes is the caller's.
 import type { Params, Result } from '../../protocol/methods.ts';
 import { type Db, perDb } from '../db.ts';
@@ -28,7 +28,7 @@ export interface GrepOptions {
   scan?: (ask: ScanAsk) => Promise<Float64Array>;
   /**
    * Only rows with from <= seq <= to (inclusive): lcm_grep's scope to a node's source range.
-   * The scan starts at `from` and stops after `to`; the index query is bounded by it in SQL.
+   * The scan starts at `to` and stops at `from` (or the index cursor); the index query is bounded by it in SQL.
    */
   range?: SeqRange;
 }
@@ -378,16 +378,18 @@ export class MatchPage {
 /**
  * Literal, Unicode case-insensitive search over transcript rows, paged in matching rows.
  *
- * Rows are visited in seq order in two parts split at the index cursor C (read once):
- *  - seq <= C: one index query (indexMatches, on the daemon's worker thread) with the scope
- *    (sessions, seq range) in its SQL counts the matching rows and returns only the page's.
- *    The index holds folded text and is case-sensitive, so its matches are exact and no row
- *    text is read except for the previews of the page.
- *  - everything else (seq > C): keyset scans of actual rows in batches bounded by time
+ * Rows are visited in two parts, split where a scan down from the newest row meets the index
+ * cursor C, which the daemon's indexer moves up meanwhile (C is read again before each batch):
+ *  - seq > C: keyset scans of actual rows, newest first, in batches bounded by time
  *    (scanMatches, on the worker thread in the daemon), each row's text derived and matched
  *    with fold(): the session's rows through the (sid, seq) index for a session-scoped search,
  *    global rows otherwise, with the workspace's sessions filtered here. Only the matches come
  *    back; the page's previews are derived here afterwards, as for index hits.
+ *  - everything below where the scan stopped: one index query (indexMatches, on the daemon's
+ *    worker thread) with the scope (sessions, seq range) in its SQL counts the matching rows and
+ *    returns only the page's. The index holds folded text and is case-sensitive, so its matches
+ *    are exact and no row text is read except for the previews of the page.
+ * The index's count comes first and the scan's matches after it, oldest first: pages are in seq order.
  *
  * The index query is not paged by rowid: measured on 200k rows, FTS5 does a phrase's whole
  * work (loading each trigram's doclist, checking positions) on every query whatever its rowid
