@@ -46,14 +46,48 @@ export interface SeqRange {
 export const SUMMARY_HITS_SQL = `SELECT n.node, n.sid FROM lcm_summary_fts f JOIN lcm_nodes n ON n.node = f.rowid
   WHERE lcm_summary_fts MATCH ? AND n.sid = ? ORDER BY n.first_seq, n.node`;
 
-/** (id, sid) pairs in the reverse order, each pair kept whole. */
-function reversePairs(pairs: Float64Array): Float64Array {
-  const out = new Float64Array(pairs.length);
-  for (let i = 0, j = pairs.length - 2; j >= 0; i += 2, j -= 2) {
-    out[i] = pairs[j]!;
-    out[i + 1] = pairs[j + 1]!;
+/**
+ * A scan's matches in scope, fed newest first, of which only the oldest `kept` are held: a page
+ * can hold no newer one, since the index's matches and these oldest ones all come before them.
+ * The rest are only counted, so a common pattern over a long backlog holds a page's worth of
+ * pairs, not one pair per matching row.
+ */
+class OldestMatches {
+  /** (seq, sid) pairs, newest first. */
+  private held: number[] = [];
+  /** Matches in scope dropped from the front of `held`. */
+  dropped = 0;
+
+  constructor(
+    private readonly kept: number,
+    private readonly accept: (seq: number, sid: number) => boolean,
+  ) {}
+
+  add(pairs: Float64Array): void {
+    for (let i = 0; i + 1 < pairs.length; i += 2) {
+      if (this.accept(pairs[i]!, pairs[i + 1]!)) this.held.push(pairs[i]!, pairs[i + 1]!);
+    }
+    // Trimmed in bulk once twice as many are held, so each pair is moved at most once more.
+    if (this.held.length > 4 * this.kept) this.trim();
   }
-  return out;
+
+  private trim(): void {
+    const extra = this.held.length / 2 - this.kept;
+    if (extra <= 0) return;
+    this.held.splice(0, 2 * extra);
+    this.dropped += extra;
+  }
+
+  /** The held pairs, oldest first. */
+  oldestFirst(): Float64Array {
+    this.trim();
+    const out = new Float64Array(this.held.length);
+    for (let i = 0, j = this.held.length - 2; j >= 0; i += 2, j -= 2) {
+      out[i] = this.held[j]!;
+      out[i + 1] = this.held[j + 1]!;
+    }
+    return out;
+  }
 }
 
 /** Packs an index query's rows as (id, sid) pairs. */
@@ -336,6 +370,15 @@ export class MatchPage {
     for (let i = 1; i + 1 < answer.length; i += 2) this.page.push({ id: answer[i]!, sid: answer[i + 1]!, preview: undefined });
   }
 
+  /**
+   * `n` more matches, all after every match fed so far and none of them on the page: counted,
+   * not kept (the scan's newest matches, past the page, in grep).
+   */
+  counted(n: number): void {
+    if (n > 0 && this.total < this.offset + this.limit) throw new Error('MatchPage: matches only counted would belong on the page');
+    this.total += n;
+  }
+
   /** Index hits, as (id, sid) pairs, are exact matches already: only the scope decides. */
   async hits(pairs: Float64Array, slice: () => Promise<void>): Promise<void> {
     for (let i = 0; i < pairs.length; i += 2) {
@@ -417,7 +460,7 @@ export async function grep(
     // cursor up from the other end: the scan stops where they meet, and the index answers
     // everything below. An empty needle (every row) does not use the index.
     const covered = (): number => (matches.needle === '' ? range.from - 1 : Math.min(indexedThrough(db), range.to));
-    const scanned: Float64Array[] = [];
+    const scanned = new OldestMatches(params.offset + params.limit, accept);
     /** The scan has visited every row in [low, range.to]. */
     let low = range.to + 1;
     for (;;) {
@@ -431,7 +474,7 @@ export async function grep(
       } else {
         batch = await opts.scan(ask);
       }
-      scanned.push(batch.subarray(2));
+      scanned.add(batch.subarray(2));
       low = batch[1] === 1 ? batch[0]! : ask.after + 1;
     }
     if (low - 1 >= range.from) {
@@ -439,7 +482,8 @@ export async function grep(
       matches.indexed(opts.hits === undefined ? indexMatches(db, ask) : await opts.hits(ask));
     }
     // The scan's matches, oldest first, after the index's.
-    for (const pairs of scanned.reverse()) await matches.hits(reversePairs(pairs), slice);
+    await matches.hits(scanned.oldestFirst(), slice);
+    matches.counted(scanned.dropped);
   }
 
   // Previews for the page's matches: the only row text a search reads on the event loop.

@@ -429,6 +429,26 @@ test('a search whose scan meets the index cursor moving up stops there and asks 
   assert.equal(Math.max(...scannedRows), seqs.at(-1));
 });
 
+test("pages over a long scan of unindexed matches, newest first, equal the index's pages: counts, order, offsets near both ends", async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  openSession(db, { session: 'other' });
+  for (let k = 0; k < 6; k++) await add(db, k % 3 === 2 ? 'other' : 's', ...Array.from({ length: 500 }, (_v, i) => `row ${k}.${i} ${i % 2 === 0 ? 'Match' : 'hay'}`));
+  indexPending(db, 300);
+  const pages = [{ offset: 0, limit: 3 }, { offset: 7, limit: 5 }, { offset: 995, limit: 10 }, { offset: 1490, limit: 20 }];
+  const scanned = [];
+  for (const page of pages) for (const session of ['s', undefined]) scanned.push(await grep(db, TranscriptGrepParams.parse({ pattern: 'match', ...page, ...(session === undefined ? {} : { session }) })));
+  catchUpSearchIndex(db);
+  let k = 0;
+  for (const page of pages) {
+    for (const session of ['s', undefined]) {
+      const indexed = await grep(db, TranscriptGrepParams.parse({ pattern: 'match', ...page, ...(session === undefined ? {} : { session }) }));
+      assert.deepEqual(scanned[k++], indexed);
+      assert.equal(indexed.total, session === undefined ? 1500 : 1000);
+    }
+  }
+});
+
 test("an indexed search reads its page's previews a row at a time, letting the event loop turn between long rows", async (t) => {
   const db = tempDb(t);
   openSession(db, { session: 's' });
