@@ -35,8 +35,8 @@ export const BACKLOG_ROWS = 1024;
 /**
  * How long a backlog waits between calls for a quiet unit before it runs without one. Agents
  * calling with pauses between leave quiet often enough, and a unit started between two of their
- * calls is what the next one waits for (measured: prepare latency with the indexer working went
- * from 1.2x to 1.3-1.4x of the indexer off when a backlog's units ran between calls at once).
+ * calls is what the next one waits for (measured: prepare latency with the indexer working read
+ * up to 1.44x of the indexer off when a backlog's units ran between calls at once, docs/performance.md).
  */
 export const STARVED_MS = 250;
 
