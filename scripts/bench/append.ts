@@ -12,10 +12,13 @@ import { openSession } from '../../storage/transcript/sessions.ts';
 import { appendRows } from '../../storage/transcript/write.ts';
 import { startReplayDaemon, type ReplayDaemon } from '../replay/daemon.ts';
 import type { Corpus } from './corpus.ts';
+import type { AppendTimerBlocks, AppendTimerRequest } from './append-timer.ts';
+import { runTimerChild } from './child-timer.ts';
 import { AppendFloor, medianRatio, SchemaFloor } from './floor.ts';
 import { agentPrompt, MODEL_ID, TAIL_PERCENT, WINDOW_TOKENS } from './prepare.ts';
 import { RowStream } from './rows.ts';
-import { nowMs, processCpuMs, stats, type Stats } from './timing.ts';
+import { nowMs, ownCpuMs, processCpuMs, stats, type Stats } from './timing.ts';
+import { type FloorServer, startFloorServer } from './transport-floor.ts';
 
 export interface AppendResult {
   batch: number;
@@ -102,6 +105,12 @@ export interface FloorComparison {
    */
   schema?: { rows_per_s: number; ratio: number };
   /**
+   * Over the socket: the transport floor (a bare server answering each batch's request with an
+   * append's reply, transport-floor.ts) timed in the same blocks, and the median over blocks of our
+   * time over the two floors' times added (issue 35, target 5).
+   */
+  transport?: { rows_per_s: number; ratio: number };
+  /**
    * CPU time per row while the batches were timed (user + system, all threads): ours (the bench
    * process in process, the daemon over the socket), the floor's, and over the socket the
    * client's. Less noisy than the times on a shared machine; absent where /proc is not readable.
@@ -148,12 +157,6 @@ interface Side<T> {
   cpuMs(): number | undefined;
 }
 
-/** This process's CPU milliseconds (user + system, every thread). */
-function ownCpuMs(): number {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-}
-
 /**
  * Our side and the floor, given the same prefill and then the same batches in alternating
  * blocks (which side goes first alternates too).
@@ -162,7 +165,7 @@ async function compare<T>(
   ours: Side<T>,
   floor: AppendFloor,
   stream: RowStream,
-  opts: { path: FloorComparison['path']; batch: number; prefill: number; blocks: number; perBlock: number; schema?: SchemaFloor },
+  opts: { batch: number; prefill: number; blocks: number; perBlock: number; schema?: SchemaFloor },
 ): Promise<FloorComparison> {
   const { schema } = opts;
   for (let done = 0; done < opts.prefill; done += 1000) {
@@ -176,9 +179,7 @@ async function compare<T>(
   let oursMs = 0;
   let floorMs = 0;
   let schemaMs = 0;
-  // CPU of our side's process, the floor's (this process) and, when ours runs elsewhere, the client's (this process).
-  const cpu = { ours: 0, floor: 0, client: 0, readable: true };
-  const remote = opts.path === 'socket';
+  const cpu = { ours: 0, floor: 0, readable: true };
   for (let b = 0; b < opts.blocks; b++) {
     const batches = Array.from({ length: opts.perBlock }, () => stream.take(opts.batch));
     const flat = batches.map((x) => AppendFloor.flatten(x));
@@ -189,12 +190,10 @@ async function compare<T>(
     let sf = 0;
     const runOurs = async (): Promise<void> => {
       const c0 = ours.cpuMs();
-      const k0 = ownCpuMs();
       for (const x of sent) o += await ours.append(x);
       const c1 = ours.cpuMs();
       if (c0 === undefined || c1 === undefined) cpu.readable = false;
       else cpu.ours += c1 - c0;
-      if (remote) cpu.client += ownCpuMs() - k0;
     };
     const runFloor = (): void => {
       const k0 = ownCpuMs();
@@ -220,7 +219,7 @@ async function compare<T>(
   const rows = opts.blocks * opts.perBlock * opts.batch;
   const perRow = (ms: number): number => (ms * 1000) / rows;
   return {
-    path: opts.path,
+    path: 'in-process',
     batch: opts.batch,
     rows,
     blocks: opts.blocks,
@@ -229,7 +228,7 @@ async function compare<T>(
     ratio: medianRatio(pairs),
     ...(schema === undefined ? {} : { schema: { rows_per_s: rows / (schemaMs / 1000), ratio: medianRatio(schemaPairs) } }),
     ...(cpu.readable
-      ? { cpu_us_per_row: { ours: perRow(cpu.ours), floor: perRow(cpu.floor), ...(remote ? { client: perRow(cpu.client) } : {}) } }
+      ? { cpu_us_per_row: { ours: perRow(cpu.ours), floor: perRow(cpu.floor) } }
       : {}),
   };
 }
@@ -288,7 +287,7 @@ export async function benchAppendFloor(tmp: string, corpus: Corpus, opts: { quic
           return nowMs() - t0;
         },
       };
-      const r = await compare(ours, floor, new RowStream(corpus, { keyPrefix: 'k' }), { path: 'in-process', prefill, schema, ...p });
+      const r = await compare(ours, floor, new RowStream(corpus, { keyPrefix: 'k' }), { prefill, schema, ...p });
       const s = r.schema === undefined ? '' : `; the same columns into our schema, nothing computed: ${Math.round(r.schema.rows_per_s)} (${r.schema.ratio.toFixed(2)}x)`;
       log(`  append in process, batches of ${p.batch}: ${Math.round(r.ours_rows_per_s)} rows/s vs floor ${Math.round(r.floor_rows_per_s)} (${r.ratio.toFixed(2)}x)${cpuNote(r)}${s}`);
       out.push(r);
@@ -299,21 +298,72 @@ export async function benchAppendFloor(tmp: string, corpus: Corpus, opts: { quic
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }
+  out.push(await benchAppendSocket(tmp, corpus, { prefill, ...(opts.quick ? { batch: 100, blocks: 6, perBlock: 10 } : { batch: 100, blocks: 10, perBlock: 30 }) }, log));
+  return out;
+}
+
+/**
+ * Appends over a real daemon's socket against both floors beneath them (issue 35, target 5): the
+ * transport floor (a bare server answering with an append's reply) and the SQLite floor, timed
+ * side by side by a client in a process of its own (append-timer.ts). The ratio to the SQLite
+ * floor alone is issue 12's measure, kept for comparison with earlier runs.
+ */
+async function benchAppendSocket(
+  tmp: string,
+  corpus: Corpus,
+  p: { prefill: number; batch: number; blocks: number; perBlock: number },
+  log: (s: string) => void,
+): Promise<FloorComparison> {
   const dir = fs.mkdtempSync(path.join(tmp, 'floor-socket-'));
   const floor = new AppendFloor(dir);
   const d = await startReplayDaemon({ window: 200_000, tmp, env: { ALBEDO_SEARCH_INDEXER: 'on' } });
+  let transport: FloorServer | undefined;
   try {
-    await d.client.call('session.open', { session: 'a', workspace: '/w' });
-    const p = opts.quick ? { batch: 100, blocks: 6, perBlock: 10 } : { batch: 100, blocks: 10, perBlock: 30 };
-    const r = await compare(socketSide(d, 'a'), floor, new RowStream(corpus, { keyPrefix: 'k' }), { path: 'socket', prefill, ...p });
-    log(`  append over the socket, batches of ${p.batch}: ${Math.round(r.ours_rows_per_s)} rows/s vs floor ${Math.round(r.floor_rows_per_s)} (${r.ratio.toFixed(2)}x)${cpuNote(r)}`);
-    out.push(r);
+    const session = 'a';
+    await d.client.call('session.open', { session, workspace: '/w' });
+    const stream = new RowStream(corpus, { keyPrefix: 'k' });
+    for (let done = 0; done < p.prefill; done += 1000) {
+      const rows = stream.take(1000);
+      await d.client.raw('transcript.append', { session, rows });
+      floor.append(AppendFloor.flatten(rows));
+    }
+    floor.close();
+    // The transport floor answers every append with the reply to a batch of the timed size.
+    const reply = await d.client.raw('transcript.append', { session, rows: stream.take(p.batch) });
+    transport = await startFloorServer(dir, JSON.stringify(reply));
+    const warm = Array.from({ length: 20 }, () => stream.take(p.batch));
+    const blocks = Array.from({ length: p.blocks }, () => Array.from({ length: p.perBlock }, () => stream.take(p.batch)));
+    const request: AppendTimerRequest = { daemon_socket: path.join(d.home, 'albedod.sock'), daemon_pid: d.pid, floor_socket: transport.socket, sqlite_dir: dir, session, warm, blocks };
+    const t = await runTimerChild<AppendTimerBlocks>('append-timer.ts', [], dir, request);
+    const rows = p.blocks * p.perBlock * p.batch;
+    const sum = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0);
+    const perRow = (ms: number): number => (ms * 1000) / rows;
+    const r: FloorComparison = {
+      path: 'socket',
+      batch: p.batch,
+      rows,
+      blocks: p.blocks,
+      ours_rows_per_s: rows / (sum(t.ours) / 1000),
+      floor_rows_per_s: rows / (sum(t.sqlite) / 1000),
+      ratio: medianRatio(t.ours.map((o, i) => ({ ours: o, floor: t.sqlite[i]! }))),
+      transport: {
+        rows_per_s: rows / (sum(t.transport) / 1000),
+        ratio: medianRatio(t.ours.map((o, i) => ({ ours: o, floor: t.transport[i]! + t.sqlite[i]! }))),
+      },
+      ...(t.cpu_ms === undefined ? {} : { cpu_us_per_row: { ours: perRow(t.cpu_ms.daemon), floor: perRow(t.cpu_ms.sqlite), client: perRow(t.cpu_ms.client) } }),
+    };
+    log(
+      `  append over the socket, batches of ${p.batch}: ${Math.round(r.ours_rows_per_s)} rows/s; transport floor ${Math.round(r.transport!.rows_per_s)}, SQLite floor ${Math.round(r.floor_rows_per_s)}; ${
+        r.transport!.ratio.toFixed(2)
+      }x the two together, ${r.ratio.toFixed(2)}x the SQLite floor alone${cpuNote(r)}`,
+    );
+    return r;
   } finally {
+    await transport?.stop();
     await d.stop();
     floor.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  return out;
 }
 
 /** Rows the daemon's search index covers, read from its file beside it (a read-only connection). */

@@ -26,11 +26,12 @@ export class AppendFloor {
   private readonly db: Database.Database;
   private readonly write: (rows: readonly FlatRow[]) => void;
 
+  /** The floor's file in `dir`, made there or (a timing client in another process) reopened. */
   constructor(dir: string) {
     this.db = new Database(path.join(dir, 'floor.db'));
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
-    this.db.exec(`CREATE TABLE rows (
+    this.db.exec(`CREATE TABLE IF NOT EXISTS rows (
       seq INTEGER PRIMARY KEY AUTOINCREMENT, sid INTEGER NOT NULL, kind TEXT NOT NULL, key TEXT,
       body TEXT NOT NULL, created_at INTEGER NOT NULL) STRICT`);
     const insert = this.db.prepare<[number, string, string | null, string, number]>(

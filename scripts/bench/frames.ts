@@ -12,17 +12,11 @@ import { DEFAULT_MAX_IMAGE_EDGE_PX, imageTokens, textTokens } from '../../strate
 import { extendArchive } from '../../strategies/snapcompact/archive.ts';
 import type { Corpus } from './corpus.ts';
 import { RowStream } from './rows.ts';
-import { fmtMs, nowMs, stats, turn } from './timing.ts';
+import { fmtMs, nowMs, ownCpuMs, stats, turn } from './timing.ts';
 
-/**
- * CPU time of this process in milliseconds (every thread, so sharp's workers count too). The
- * figures judged are CPU times: the machine is shared with other work, and wall time mostly
- * measures how long the scheduler kept us waiting. Wall times are reported beside them.
- */
-function cpuNowMs(): number {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-}
+// The figures judged are this process's CPU times (ownCpuMs: every thread, so sharp's workers count
+// too): the machine is shared with other work, and wall time mostly measures how long the
+// scheduler kept us waiting. Wall times are reported beside them.
 
 /** Frames per second each shape must reach, rendering and encoding full frames. */
 export const FRAMES_PER_S_TARGET = 200;
@@ -112,9 +106,9 @@ async function benchShape(shape: ShapeName, text: string, opts: { quick: boolean
   let frames: Frame[] = [];
   let layoutMs = Infinity;
   for (let i = 0; i < 3; i++) {
-    const t0 = cpuNowMs();
+    const t0 = ownCpuMs();
     frames = layout(text, g);
-    layoutMs = Math.min(layoutMs, cpuNowMs() - t0);
+    layoutMs = Math.min(layoutMs, ownCpuMs() - t0);
   }
   const full = frames.filter((f) => f.rows === g.rows).slice(0, opts.quick ? 20 : 60);
   if (full.length === 0) throw new Error(`the archive text fills no whole ${shape} frame`);
@@ -127,7 +121,7 @@ async function benchShape(shape: ShapeName, text: string, opts: { quick: boolean
   let pngBytes = 0;
   let chars = 0;
   const tt = nowMs();
-  const ct = cpuNowMs();
+  const ct = ownCpuMs();
   for (let p = 0; p < passes; p++) {
     for (const f of full) {
       const r = renderFrame(f);
@@ -137,7 +131,7 @@ async function benchShape(shape: ShapeName, text: string, opts: { quick: boolean
       }
     }
   }
-  const framesPerS = (passes * full.length) / ((cpuNowMs() - ct) / 1000);
+  const framesPerS = (passes * full.length) / ((ownCpuMs() - ct) / 1000);
   const framesPerWallS = (passes * full.length) / ((nowMs() - tt) / 1000);
 
   // Interleaved per frame, so whatever else the machine does hits all of them alike. Each is
@@ -152,10 +146,10 @@ async function benchShape(shape: ShapeName, text: string, opts: { quick: boolean
     let cpu = Infinity;
     let wall = Infinity;
     for (let i = 0; i < 3; i++) {
-      const c = cpuNowMs();
+      const c = ownCpuMs();
       const w = nowMs();
       await fn();
-      cpu = Math.min(cpu, cpuNowMs() - c);
+      cpu = Math.min(cpu, ownCpuMs() - c);
       wall = Math.min(wall, nowMs() - w);
     }
     return { cpu, wall };

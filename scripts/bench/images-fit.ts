@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 import { fitImage, type FitLimits } from '../../daemon/image-resize.ts';
-import { fmtBytes, fmtMs, nowMs, stats, turn, type Stats } from './timing.ts';
+import { fmtBytes, fmtMs, nowMs, ownCpuMs, stats, turn, type Stats } from './timing.ts';
 
 /** Our fit against the bare resize of the same file to the same size (CPU time, medians). */
 export const FIT_RATIO_TARGET = 1.2;
@@ -35,11 +35,6 @@ export interface ImageFitResult {
   cases: ImageFitCase[];
 }
 
-function cpuNowMs(): number {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-}
-
 /** A photo-like picture: smooth colour gradients plus per-pixel noise of +-`amp` levels. */
 function photoLike(width: number, height: number, amp: number): sharp.Sharp {
   const raw = Buffer.alloc(width * height * 3);
@@ -64,10 +59,10 @@ function photoLike(width: number, height: number, amp: number): sharp.Sharp {
 
 async function timeCpu(fn: () => Promise<unknown>): Promise<{ cpu: number; wall: number }> {
   await turn();
-  const c0 = cpuNowMs();
+  const c0 = ownCpuMs();
   const w0 = nowMs();
   await fn();
-  return { cpu: cpuNowMs() - c0, wall: nowMs() - w0 };
+  return { cpu: ownCpuMs() - c0, wall: nowMs() - w0 };
 }
 
 /** Fits each image `runs` times, interleaved with the bare resize, after one untimed run of each. */

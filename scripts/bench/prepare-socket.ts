@@ -6,10 +6,8 @@
 // bytes by a bare server), in alternating blocks of the same run, by a client in a process of
 // its own after both sides are warm (socket-timer.ts). JSON.stringify of the response is
 // reported for scale.
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { runTimerChild } from './child-timer.ts';
 import type { Corpus } from './corpus.ts';
 import { startReplayDaemon, type ReplayDaemon } from '../replay/daemon.ts';
 import type { Dataset } from './dataset.ts';
@@ -30,8 +28,6 @@ export interface SocketPrepareResult {
   /** Median round trip over the floor's median. */
   floor_ratio: number;
 }
-
-const here = path.dirname(fileURLToPath(import.meta.url));
 
 const ROLLING = { rolling: { contextWindowTokens: WINDOW_TOKENS, tailPercent: TAIL_PERCENT } };
 
@@ -72,29 +68,6 @@ export async function benchPrepareSocketOn(ds: Dataset, opts: { blocks: number; 
 /** Requests each side gets before timing: enough for V8 to have optimized the daemon's request path. */
 const WARM_REQUESTS = 300;
 
-/** Runs socket-timer.ts in a process of its own against the two sockets; its samples in ms. */
-async function timeInChild(
-  daemonSocket: string,
-  floorSocket: string,
-  dir: string,
-  request: { method: string; params: unknown; warm: number; blocks: number; per_block: number },
-): Promise<{ ours: number[]; floor: number[]; stringify: number[] }> {
-  const file = path.join(dir, 'socket-timer-request.json');
-  fs.writeFileSync(file, JSON.stringify(request));
-  try {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'socket-timer.ts'), daemonSocket, floorSocket, file], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    if (code !== 0) throw new Error(`socket-timer exited with ${code}: ${err}`);
-    return JSON.parse(out) as { ours: number[]; floor: number[]; stringify: number[] };
-  } finally {
-    fs.rmSync(file, { force: true });
-  }
-}
-
 async function timePrepares(d: ReplayDaemon, session: string, rows: number, opts: { blocks: number; perBlock: number }, log: (s: string) => void): Promise<SocketPrepareResult> {
   const { instructions, tools } = agentPrompt();
   const params = { session, model: MODEL_ID, instructions, tools };
@@ -104,7 +77,13 @@ async function timePrepares(d: ReplayDaemon, session: string, rows: number, opts
   if (response.observation.due || response.compacted) throw new Error('prepare was due; the benchmark wants nothing due');
   const floor = await startFloorServer(d.home, JSON.stringify(response));
   try {
-    const samples = await timeInChild(path.join(d.home, 'albedod.sock'), floor.socket, d.home, { method: 'prepare', params, warm: WARM_REQUESTS, blocks: opts.blocks, per_block: opts.perBlock });
+    const samples = await runTimerChild<{ ours: number[]; floor: number[]; stringify: number[] }>('socket-timer.ts', [path.join(d.home, 'albedod.sock'), floor.socket], d.home, {
+      method: 'prepare',
+      params,
+      warm: WARM_REQUESTS,
+      blocks: opts.blocks,
+      per_block: opts.perBlock,
+    });
     const P = stats(samples.ours);
     const F = stats(samples.floor);
     const J = stats(samples.stringify);

@@ -73,8 +73,13 @@ export interface Results {
 }
 
 const APPEND_TARGET = 20_000;
-/** Our time over the floor's for the same rows (scripts/bench/floor.ts). */
-const FLOOR_TARGET = { 'in-process': 1.2, socket: 1.5 } as const;
+/**
+ * An append of 100-row batches over the socket within this of the two floors beneath it added: the
+ * transport floor (a bare server answering the same requests) and the SQLite floor (the same rows
+ * stored plainly) (issue 35, target 5). Issue 12's ratios to the SQLite floor alone (1.2x in
+ * process, 1.5x over the socket) were withdrawn by issue 35 and are reported, not judged.
+ */
+const APPEND_FLOORS_TARGET = 2;
 /** Append latency with the indexer working over latency without it. */
 const INDEXER_TARGET = 1.2;
 const RSS_TARGET_BYTES = 150 * 2 ** 20;
@@ -102,11 +107,14 @@ export function judge(r: Results): Verdict[] {
     out.push({ target: `append >= ${fmtCount(APPEND_TARGET)} rows/s, batches of ${a.batch}`, measured: `${Math.round(a.rows_per_s)} rows/s`, pass: a.rows_per_s >= APPEND_TARGET });
   }
   for (const f of r.append_floor ?? []) {
-    const target = FLOOR_TARGET[f.path];
+    const t = f.transport;
+    if (t === undefined) continue;
     out.push({
-      target: `append ${f.path}, batches of ${f.batch}, within ${target}x of the SQLite floor for the same rows`,
-      measured: `${Math.round(f.ours_rows_per_s)} vs ${Math.round(f.floor_rows_per_s)} rows/s (${f.ratio.toFixed(2)}x, median of ${f.blocks} blocks)`,
-      pass: f.ratio <= target,
+      target: `append over the socket, batches of ${f.batch}, within ${APPEND_FLOORS_TARGET}x of the transport floor plus the SQLite floor for the same rows`,
+      measured: `${Math.round(f.ours_rows_per_s)} rows/s vs ${Math.round(t.rows_per_s)} and ${Math.round(f.floor_rows_per_s)} (${t.ratio.toFixed(2)}x the two together, median of ${f.blocks} blocks; ${
+        f.ratio.toFixed(2)
+      }x the SQLite floor alone)`,
+      pass: t.ratio <= APPEND_FLOORS_TARGET,
     });
   }
   if (r.append_indexer !== undefined) {
@@ -300,13 +308,25 @@ export function render(r: Results): string {
   if (r.append_floor !== undefined) {
     out.push(
       table(
-        'append against the SQLite floor (same rows: plain table, WAL, synchronous=FULL, one transaction per batch; alternating blocks)',
-        ['path', 'batch', 'rows', 'ours rows/s', 'floor rows/s', 'ratio', 'our schema, nothing computed', 'CPU µs/row ours / floor / client'],
+        'append against the SQLite floor (same rows: plain table, WAL, synchronous=FULL, one transaction per batch) and, over the socket, the transport floor as well (a bare server answering the same requests); alternating blocks',
+        ['path', 'batch', 'rows', 'ours rows/s', 'SQLite floor rows/s', 'vs SQLite floor', 'transport floor rows/s', 'vs both floors', 'our schema, nothing computed', 'CPU µs/row ours / SQLite floor / client'],
         r.append_floor.map((f) => {
           const c = f.cpu_us_per_row;
           const cpu = c === undefined ? '-' : [c.ours, c.floor, ...(c.client === undefined ? [] : [c.client])].map((x) => x.toFixed(1)).join(' / ');
           const schema = f.schema === undefined ? '-' : `${Math.round(f.schema.rows_per_s)} rows/s (${f.schema.ratio.toFixed(2)}x)`;
-          return [f.path, f.batch, f.rows, Math.round(f.ours_rows_per_s), Math.round(f.floor_rows_per_s), `${f.ratio.toFixed(2)}x`, schema, cpu];
+          const t = f.transport;
+          return [
+            f.path,
+            f.batch,
+            f.rows,
+            Math.round(f.ours_rows_per_s),
+            Math.round(f.floor_rows_per_s),
+            `${f.ratio.toFixed(2)}x`,
+            t === undefined ? '-' : Math.round(t.rows_per_s),
+            t === undefined ? '-' : `${t.ratio.toFixed(2)}x`,
+            schema,
+            cpu,
+          ];
         }),
       ),
     );

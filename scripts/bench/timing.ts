@@ -9,6 +9,12 @@ export function nowMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;
 }
 
+/** This process's CPU milliseconds so far (user + system, every thread). */
+export function ownCpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
 /** Another process's CPU milliseconds (user + system) from /proc (Linux), or undefined. */
 export function processCpuMs(pid: number): number | undefined {
   try {
