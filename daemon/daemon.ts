@@ -96,7 +96,7 @@ export class Daemon implements DaemonServices {
       this.db.close();
       throw err;
     }
-    this.search = new SearchWorker(paths.db);
+    this.search = new SearchWorker(paths.db, { onStart: (kind) => log.info({ method: 'search', ask: kind }, 'search worker started') });
     this.idle = new IdleWork(this.db, { busy: () => this.busy(), moving: () => this.transit() !== undefined, lastRequestAt: () => this.lastRequestAt }, { indexer: settings.searchIndexer, log });
     this.partialLines = new PartialLineBudget(2 * settings.maxLineBytes);
     // Half-open: a client that ends its writes still gets the replies to what it sent.

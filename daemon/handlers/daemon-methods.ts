@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import { AlbedoError, RpcCode, rpcError } from '../../protocol/errors.ts';
 import { PROTOCOL_VERSION } from '../../protocol/methods.ts';
 import { getPayload, payloadStats } from '../../storage/images/payloads.ts';
-import { searchIndexLag, seqsBehindIndex } from '../../storage/search/indexer.ts';
+import { runStepsSliced } from '../../protocol/time-slice.ts';
+import { searchIndexLagSteps } from '../../storage/search/indexer.ts';
 import { pageWalk, storageSize, unpackParts } from '../../storage/storage-size.ts';
 import type { Handler } from '../context.ts';
 
@@ -22,12 +23,6 @@ export const initialize: Handler<'initialize'> = (params, { daemon, conn }) => {
 
 /** Files up to this size are walked on the daemon's own connection (tens of milliseconds at most). */
 const INLINE_WALK_BYTES = 16 * 2 ** 20;
-/**
- * Seqs past the index cursor up to which daemon.status counts the rows behind it on the event
- * loop: a few milliseconds of reads at most. Past it the count goes to the search worker.
- */
-const INLINE_LAG_SEQS = 8192;
-
 export const daemonStatus: Handler<'daemon.status'> = async (params, { daemon }) => {
   // A large file's walk goes to the search worker, off the event loop; a small one is not worth
   // starting the worker thread for.
@@ -37,8 +32,9 @@ export const daemonStatus: Handler<'daemon.status'> = async (params, { daemon })
   const storage = await storageSize(daemon.db, daemon.paths.db, { walk });
   const row = daemon.db.prepare('SELECT count(*) AS n FROM sessions').get() as { n: number };
   // Counting the rows past the index cursor reads each one (~0.5 µs warm, more cold): after a
-  // large import, seconds. A backlog that may be that large is counted on the search worker.
-  const rowsBehind = seqsBehindIndex(daemon.db) <= INLINE_LAG_SEQS ? searchIndexLag(daemon.db) : await daemon.search.indexLag();
+  // large import, seconds, so it runs sliced. Not on the search worker: starting that thread
+  // (a V8 instance, tens of MiB for a minute) for a status call cost more than the count.
+  const rowsBehind = await runStepsSliced(searchIndexLagSteps(daemon.db));
   const mem = process.memoryUsage();
   const held = daemon.connectionMemory();
   return {

@@ -4,7 +4,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { openReadOnly } from '../db.ts';
 import { indexMatches, packHits, scanMatches, SUMMARY_HITS_SQL } from './grep.ts';
-import { searchIndexLag } from './indexer.ts';
 import type { SearchAsk } from './worker.ts';
 import { packParts, pageWalk } from '../storage-size.ts';
 
@@ -22,8 +21,6 @@ if (port !== null) {
         ? indexMatches(db, ask.ask)
         : ask.kind === 'scan'
         ? scanMatches(db, ask.ask)
-        : ask.kind === 'lag'
-        ? Float64Array.of(searchIndexLag(db))
         : packHits(summaries.all(ask.query, ask.sid));
       port.postMessage({ id: ask.id, pairs }, [pairs.buffer as ArrayBuffer]);
     } catch (err) {

@@ -1,5 +1,5 @@
 // Runs the search index queries (grep's over rows, lcm_grep's over node summaries), grep's scan of
-// the rows the index has not reached, the count of those rows, and the page walk that sizes the database's parts, on a worker thread, so a query that takes long on a large index never stalls the daemon's event loop. One
+// the rows the index has not reached, and the page walk that sizes the database's parts, on a worker thread, so a query that takes long on a large index never stalls the daemon's event loop. One
 // worker, requests answered in order; grep works the same without it (tests and scripts run the
 // query inline). The thread starts with the first query: a worker is a V8 instance of its own
 // with the TypeScript loader in it (tens of MiB), which a daemon nobody searches does not need;
@@ -12,8 +12,7 @@ export type SearchAsk =
   | { kind: 'transcript'; ask: IndexAsk }
   | { kind: 'scan'; ask: ScanAsk }
   | { kind: 'summaries'; query: string; sid: number }
-  | { kind: 'pages'; stateTables: readonly string[] }
-  | { kind: 'lag' };
+  | { kind: 'pages'; stateTables: readonly string[] };
 
 interface Pending {
   resolve: (pairs: Float64Array) => void;
@@ -30,12 +29,15 @@ export class SearchWorker {
   private closed = false;
   private idleTimer: NodeJS.Timeout | undefined;
   private readonly idleStopMs: number;
+  private readonly onStart: ((kind: SearchAsk['kind']) => void) | undefined;
 
+  /** `onStart`: told each time the thread starts, with the kind of the ask that started it. */
   constructor(
     private readonly dbPath: string,
-    opts: { idleStopMs?: number } = {},
+    opts: { idleStopMs?: number; onStart?: (kind: SearchAsk['kind']) => void } = {},
   ) {
     this.idleStopMs = opts.idleStopMs ?? DEFAULT_IDLE_STOP_MS;
+    this.onStart = opts.onStart;
   }
 
   private get worker(): Worker {
@@ -79,11 +81,6 @@ export class SearchWorker {
   /** Nodes of one session whose summary matches the phrase query, as (node, sid) pairs (SUMMARY_HITS_SQL). */
   readonly summaryHits = (query: string, sid: number): Promise<Float64Array> => this.ask({ kind: 'summaries', query, sid });
 
-  /** Rows the trigram index has not reached (searchIndexLag), counted in the thread: a read of each of them. */
-  async indexLag(): Promise<number> {
-    return (await this.ask({ kind: 'lag' }))[0] ?? 0;
-  }
-
   /** The file's page bytes per storage part (storage/storage-size.ts pageWalk), packed. */
   pageParts(stateTables: readonly string[]): Promise<Float64Array> {
     return this.ask({ kind: 'pages', stateTables });
@@ -93,7 +90,9 @@ export class SearchWorker {
     if (this.closed) return Promise.reject(new Error('search worker is closed'));
     const id = this.nextId++;
     clearTimeout(this.idleTimer);
+    const starts = this.started === undefined;
     const worker = this.worker;
+    if (starts) this.onStart?.(msg.kind);
     return new Promise((resolve, reject) => {
       if (this.pending.size === 0) worker.ref();
       this.pending.set(id, { resolve, reject });

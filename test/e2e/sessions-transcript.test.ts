@@ -9,7 +9,7 @@ import { DomainCode, RpcCode } from '../../protocol/errors.ts';
 import { PROTOCOL_VERSION, type Result } from '../../protocol/methods.ts';
 import type { RowIn, StoredRow } from '../../protocol/rows.ts';
 import { assistant, imageIn, pngBytes, toolResult, user } from '../storage/factories.ts';
-import { allRows, failsWith, rawConnection, startDaemon, type DaemonHandle } from './harness.ts';
+import { allRows, failsWith, loggedLine, rawConnection, startDaemon, type DaemonHandle } from './harness.ts';
 
 let d: DaemonHandle;
 let c: AlbedoClient;
@@ -896,13 +896,19 @@ describe('albedod sessions and transcripts over the socket', { timeout: 120_000 
         await oc.call('session.open', { session: 'behind' });
         await oc.call('transcript.append', { session: 'behind', rows: Array.from({ length: 7 }, (_, i) => user(`row ${i}`)) });
         assert.deepEqual((await oc.call('daemon.status', {})).search, { indexer: false, rows_behind: 7 });
-        // Over 8,192 seqs behind, the rows are counted on the search worker, and still counted,
+        // Thousands of seqs behind, the rows are counted a window of seqs at a time, and counted,
         // not taken from the seqs: a deleted session's rows leave a gap of seqs, not rows.
         await oc.call('session.open', { session: 'gone' });
         for (let k = 0; k < 9; k++) await oc.call('transcript.append', { session: 'gone', rows: Array.from({ length: 1000 }, (_, i) => user(`gone ${k}.${i}`)) });
         await oc.call('session.delete', { session: 'gone' });
         await oc.call('transcript.append', { session: 'behind', rows: [user('row 7'), user('row 8')] });
         assert.deepEqual((await oc.call('daemon.status', {})).search, { indexer: false, rows_behind: 9 });
+        // The count did not start the search worker (a V8 instance, tens of MiB for a minute):
+        // the first search that needs it does.
+        assert.equal((await oc.call('transcript_grep', { session: 'behind', pattern: 'row 8' })).total, 1);
+        const started = (await loggedLine(off, 'search worker started')).split('\n').filter((l) => l.includes('search worker started'));
+        assert.equal(started.length, 1);
+        assert.equal((JSON.parse(started[0]!) as { ask: string }).ask, 'scan');
       } finally {
         await off.stop();
         fs.rmSync(off.home, { recursive: true, force: true });

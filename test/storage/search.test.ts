@@ -6,7 +6,7 @@ import { AlbedoError } from '../../protocol/errors.ts';
 import { TranscriptGrepParams, type ParamsIn, type Result } from '../../protocol/methods.ts';
 import type { Db } from '../../storage/db.ts';
 import { fold, grep, indexMatches, matchSql, scanMatches, trigramQuery, type SeqRange } from '../../storage/search/grep.ts';
-import { catchUpSearchIndex, indexedThrough, indexPending, mergeSearchIndex, searchIndexLag } from '../../storage/search/indexer.ts';
+import { catchUpSearchIndex, indexedThrough, indexPending, mergeSearchIndex, searchIndexLag, searchIndexLagSteps } from '../../storage/search/indexer.ts';
 import { deleteSession, openSession } from '../../storage/transcript/sessions.ts';
 import { appendRows } from '../../storage/transcript/write.ts';
 import { count, tempDb, user } from './factories.ts';
@@ -481,6 +481,27 @@ test('indexPending indexes in bounded batches and reports when it is caught up',
   assert.equal(indexPending(db, 10), 0);
   assert.equal(indexedThrough(db), seqs[24]);
   assert.equal(count(db, 'SELECT count(*) FROM transcript_fts WHERE transcript_fts MATCH \'"row"\''), 25);
+});
+
+test('searchIndexLagSteps counts the rows behind the cursor a window of seqs per step, deleted rows left out', async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  openSession(db, { session: 'gone' });
+  await add(db, 's', 'first');
+  indexAll(db);
+  // 3,000 seqs that will be gone, then 5 rows: a backlog spanning several windows with 5 rows in it.
+  await appendRows(db, 'gone', Array.from({ length: 3000 }, (_v, i) => user(`gone ${i}`)));
+  deleteSession(db, 'gone');
+  await add(db, 's', 'a', 'b', 'c', 'd', 'e');
+  let steps = 0;
+  const counting = searchIndexLagSteps(db);
+  let r = counting.next();
+  for (; r.done !== true; r = counting.next()) steps++;
+  assert.equal(r.value, 5);
+  assert.ok(steps >= 3, `3,005 seqs behind in ${steps} steps`);
+  assert.equal(searchIndexLag(db), 5);
+  indexAll(db);
+  assert.equal(searchIndexLag(db), 0);
 });
 
 test('indexPending stops at its character budget, but always indexes one row', async (t) => {
