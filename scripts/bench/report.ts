@@ -95,8 +95,11 @@ const PREPARE_JSON_TARGET = 3;
  */
 const PREPARE_FLOOR_TARGET = 1.5;
 const LCM_FLAT_TARGET = 1.2;
-/** The database file (index included) over the raw text of its rows. */
-const DISK_TARGET = 3;
+/**
+ * The database file (index included) over the raw text of its rows: at most 2.5x (issue 35,
+ * target 4), where issue 12 had asked for 3x.
+ */
+const DISK_TARGET = 2.5;
 /** Rows a second into the search index, bulk fill, at 1M rows. */
 const INDEX_FILL_TARGET = 15_000;
 
