@@ -11,13 +11,12 @@
 //
 // The request file holds AppendTimerRequest. Prints one JSON line: AppendTimerBlocks.
 import fs from 'node:fs';
-import net from 'node:net';
 import { AlbedoClient } from '../../protocol/client.ts';
 import type { RowIn } from '../../protocol/rows.ts';
 import { EncodedJson } from '../../protocol/rpc-message.ts';
-import { RpcPeer } from '../../protocol/rpc-peer.ts';
 import { AppendFloor } from './floor.ts';
 import { nowMs, ownCpuMs, processCpuMs } from './timing.ts';
+import { connectToFloor } from './transport-floor.ts';
 
 export interface AppendTimerRequest {
   daemon_socket: string;
@@ -41,20 +40,12 @@ export interface AppendTimerBlocks {
   cpu_ms?: { daemon: number; sqlite: number; client: number };
 }
 
-async function connect(socket: string): Promise<RpcPeer> {
-  const s = await new Promise<net.Socket>((resolve, reject) => {
-    const c = net.connect(socket, () => resolve(c));
-    c.once('error', reject);
-  });
-  return new RpcPeer(s, { onRequest: () => Promise.reject(new Error('the timer answers no requests')) });
-}
-
 async function main(): Promise<void> {
   const file = process.argv[2];
   if (file === undefined) throw new Error('usage: append-timer.ts <request file>');
   const r = JSON.parse(fs.readFileSync(file, 'utf8')) as AppendTimerRequest;
   const client = await AlbedoClient.connect(r.daemon_socket, { client: { name: 'albedo-bench-append-timer', version: '1' } });
-  const transport = await connect(r.floor_socket);
+  const transport = await connectToFloor(r.floor_socket);
   const sqlite = new AppendFloor(r.sqlite_dir);
   const out: AppendTimerBlocks = { ours: [], transport: [], sqlite: [] };
   const cpu = { daemon: 0, sqlite: 0, client: 0 };

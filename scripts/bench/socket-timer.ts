@@ -12,9 +12,8 @@
 // {ours, floor, stringify} in milliseconds, each sample a round trip from the request written to
 // the response parsed (stringify: JSON.stringify of that response, for scale).
 import fs from 'node:fs';
-import net from 'node:net';
 import { AlbedoClient } from '../../protocol/client.ts';
-import { RpcPeer } from '../../protocol/rpc-peer.ts';
+import { connectToFloor } from './transport-floor.ts';
 
 interface TimerRequest {
   method: string;
@@ -24,14 +23,6 @@ interface TimerRequest {
   per_block: number;
 }
 
-async function connect(socket: string): Promise<RpcPeer> {
-  const s = await new Promise<net.Socket>((resolve, reject) => {
-    const c = net.connect(socket, () => resolve(c));
-    c.once('error', reject);
-  });
-  return new RpcPeer(s, { onRequest: () => Promise.reject(new Error('the timer answers no requests')) });
-}
-
 async function main(): Promise<void> {
   const [daemonSocket, floorSocket, requestFile] = process.argv.slice(2);
   if (daemonSocket === undefined || floorSocket === undefined || requestFile === undefined) throw new Error('usage: socket-timer.ts <daemon socket> <floor socket> <request file>');
@@ -39,7 +30,7 @@ async function main(): Promise<void> {
   // The daemon's side as an agent's connection (initialized); the floor answers any line.
   const client = await AlbedoClient.connect(daemonSocket, { client: { name: 'albedo-bench-timer', version: '1' } });
   const ours = { request: (method: string, params: unknown) => client.raw(method, params) };
-  const floor = await connect(floorSocket);
+  const floor = await connectToFloor(floorSocket);
   let response: unknown;
   for (let i = 0; i < r.warm; i++) response = await ours.request(r.method, r.params);
   for (let i = 0; i < r.warm; i++) await floor.request(r.method, r.params);

@@ -6,7 +6,9 @@
 // (socket-timer.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
+import { RpcPeer } from '../../protocol/rpc-peer.ts';
 
 // Plain JavaScript run with `node -e`: reads newline-framed requests and answers each with the
 // canned result under the request's id. Lines are found in the bytes, as the daemon finds them
@@ -65,4 +67,13 @@ export async function startFloorServer(dir: string, resultJson: string): Promise
       fs.rmSync(resultFile, { force: true });
     },
   };
+}
+
+/** A timing client's connection to the floor server's socket (it answers no requests of its own). */
+export async function connectToFloor(socket: string): Promise<RpcPeer> {
+  const s = await new Promise<net.Socket>((resolve, reject) => {
+    const c = net.connect(socket, () => resolve(c));
+    c.once('error', reject);
+  });
+  return new RpcPeer(s, { onRequest: () => Promise.reject(new Error('the timer answers no requests')) });
 }
