@@ -23,6 +23,7 @@ export const initialize: Handler<'initialize'> = (params, { daemon, conn }) => {
 
 /** Files up to this size are walked on the daemon's own connection (tens of milliseconds at most). */
 const INLINE_WALK_BYTES = 16 * 2 ** 20;
+
 export const daemonStatus: Handler<'daemon.status'> = async (params, { daemon }) => {
   // A large file's walk goes to the search worker, off the event loop; a small one is not worth
   // starting the worker thread for.

@@ -338,6 +338,10 @@ async function benchAppendSocket(
     const rows = p.blocks * p.perBlock * p.batch;
     const sum = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0);
     const perRow = (ms: number): number => (ms * 1000) / rows;
+    const both = {
+      rows_per_s: rows / (sum(t.transport) / 1000),
+      ratio: medianRatio(t.ours.map((o, i) => ({ ours: o, floor: t.transport[i]! + t.sqlite[i]! }))),
+    };
     const r: FloorComparison = {
       path: 'socket',
       batch: p.batch,
@@ -346,16 +350,13 @@ async function benchAppendSocket(
       ours_rows_per_s: rows / (sum(t.ours) / 1000),
       floor_rows_per_s: rows / (sum(t.sqlite) / 1000),
       ratio: medianRatio(t.ours.map((o, i) => ({ ours: o, floor: t.sqlite[i]! }))),
-      transport: {
-        rows_per_s: rows / (sum(t.transport) / 1000),
-        ratio: medianRatio(t.ours.map((o, i) => ({ ours: o, floor: t.transport[i]! + t.sqlite[i]! }))),
-      },
+      transport: both,
       ...(t.cpu_ms === undefined ? {} : { cpu_us_per_row: { ours: perRow(t.cpu_ms.daemon), floor: perRow(t.cpu_ms.sqlite), client: perRow(t.cpu_ms.client) } }),
     };
     log(
-      `  append over the socket, batches of ${p.batch}: ${Math.round(r.ours_rows_per_s)} rows/s; transport floor ${Math.round(r.transport!.rows_per_s)}, SQLite floor ${Math.round(r.floor_rows_per_s)}; ${
-        r.transport!.ratio.toFixed(2)
-      }x the two together, ${r.ratio.toFixed(2)}x the SQLite floor alone${cpuNote(r)}`,
+      `  append over the socket, batches of ${p.batch}: ${Math.round(r.ours_rows_per_s)} rows/s; transport floor ${Math.round(both.rows_per_s)}, SQLite floor ${Math.round(r.floor_rows_per_s)}; ${both.ratio.toFixed(2)}x the two together, ${
+        r.ratio.toFixed(2)
+      }x the SQLite floor alone${cpuNote(r)}`,
     );
     return r;
   } finally {
