@@ -8,8 +8,7 @@ import type { Handler } from '../context.ts';
 
 export const lcmList: Handler<'lcm_list'> = (params, { daemon }) => daemon.kernels.run(params.session, () => listNodes(daemon.db, params), 'transcript');
 
-export const lcmGrep: Handler<'lcm_grep'> = (params, { daemon }) =>
-  daemon.kernels.run(params.session, () => grepTree(daemon.db, params, { hits: daemon.search.hits, scan: daemon.search.scan, summaryHits: daemon.search.summaryHits }), 'transcript');
+export const lcmGrep: Handler<'lcm_grep'> = (params, { daemon }) => daemon.kernels.run(params.session, () => grepTree(daemon.db, params, daemon.search.searches), 'transcript');
 
 export const lcmDescribe: Handler<'lcm_describe'> = (params, { daemon }) => daemon.kernels.run(params.session, () => describeNode(daemon.db, params), 'transcript');
 

@@ -36,7 +36,7 @@ export const toolsCall: Handler<'tools.call'> = async (params, ctx) => {
   const { daemon } = ctx;
   const result = await daemon.kernels.run(
     params.session,
-    () => tool.run(args.data, { db: daemon.db, session: params.session, search: { hits: daemon.search.hits, scan: daemon.search.scan, summaryHits: daemon.search.summaryHits } }),
+    () => tool.run(args.data, { db: daemon.db, session: params.session, search: daemon.search.searches }),
     'transcript',
   );
   return { name: tool.name, result };

@@ -22,6 +22,6 @@ export const transcriptRead: Handler<'transcript_read'> = (params, { daemon }) =
 
 /** A session-scoped search queues on its session; a cross-session one runs on its own. */
 export const transcriptGrep: Handler<'transcript_grep'> = (params, { daemon }) => {
-  const run = () => grep(daemon.db, params, { hits: daemon.search.hits, scan: daemon.search.scan });
+  const run = () => grep(daemon.db, params, daemon.search.searches);
   return params.session === undefined ? run() : daemon.kernels.run(params.session, run, 'transcript');
 };

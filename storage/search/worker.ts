@@ -69,8 +69,8 @@ export class SearchWorker {
     return this.started !== undefined && !this.closed;
   }
 
-  // The searches are bound, so they can be handed on as grep's and grepTree's `hits` / `scan` /
-  // `summaryHits` options (and a memory tool's search) as they are.
+  // The searches are bound, so they are handed on as they are: together as `searches`, the
+  // `hits` / `scan` / `summaryHits` options of grep, grepTree and a memory tool's search.
 
   /** The index part of a transcript search, counted and paged in the thread (indexMatches). */
   readonly hits = (ask: IndexAsk): Promise<Float64Array> => this.ask({ kind: 'transcript', ask });
@@ -80,6 +80,9 @@ export class SearchWorker {
 
   /** Nodes of one session whose summary matches the phrase query, as (node, sid) pairs (SUMMARY_HITS_SQL). */
   readonly summaryHits = (query: string, sid: number): Promise<Float64Array> => this.ask({ kind: 'summaries', query, sid });
+
+  /** The three searches, as the search options of grep, grepTree and the memory tools. */
+  readonly searches = { hits: this.hits, scan: this.scan, summaryHits: this.summaryHits } as const;
 
   /** The file's page bytes per storage part (storage/storage-size.ts pageWalk), packed. */
   pageParts(stateTables: readonly string[]): Promise<Float64Array> {

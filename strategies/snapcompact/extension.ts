@@ -42,7 +42,7 @@ export const snapcompactMemoryExtension = {
         'matching rows and one page of matches with their seq and a preview; read around a match with ' +
         'transcript_read from_seq/to_seq.',
       args: TranscriptGrepParams.omit({ session: true, workspace: true }),
-      run: (args, cx) => grep(cx.db, { ...args, session: cx.session }, { hits: cx.search.hits, scan: cx.search.scan }),
+      run: (args, cx) => grep(cx.db, { ...args, session: cx.session }, cx.search),
     }),
   ],
 } as const satisfies ExtensionModule;
