@@ -29,14 +29,17 @@ export interface ReplayResult {
   import_errors: Array<{ transcript: string; error: string }>;
 }
 
-/** Transcript files under `dir`, sorted, without the synthetic schema-coverage fixture. */
+/**
+ * Transcript files under `dir`, sorted, without the synthetic schema-coverage fixture and the
+ * proxy fixtures' logs of HTTP requests (`*.requests.jsonl`), which are not transcripts.
+ */
 export function replayFiles(dir: string): string[] {
   const out: string[] = [];
   const walk = (d: string): void => {
     for (const e of fs.readdirSync(d, { withFileTypes: true })) {
       const p = path.join(d, e.name);
       if (e.isDirectory()) walk(p);
-      else if (/\.(jsonl|traj)$/.test(e.name) && !e.name.startsWith('SYNTHETIC')) out.push(p);
+      else if (/\.(jsonl|traj)$/.test(e.name) && !e.name.endsWith('.requests.jsonl') && !e.name.startsWith('SYNTHETIC')) out.push(p);
     }
   };
   walk(dir);
