@@ -3,8 +3,8 @@
 // strategy a real daemon is started on that home (through stall-entry.ts: it records its own
 // event-loop gaps), and AGENTS agent connections each open a small session of their own and,
 // once a second, append a turn and prepare, as agents between model calls do; they run in a
-// process of their own (fairness-agents.ts), as agents do, not in the bench's. A stretch with
-// nothing else happening gives their idle latency; then one big session's first prepare
+// process of their own (fairness-agents.ts), as agents do, not in the bench's. After a warm-up,
+// a stretch with nothing else happening gives their idle latency; then one big session's first prepare
 // compacts its whole history under the strategy while the agents go on. That prepare is made
 // from a process of its own (fairness-compactor.ts), so that its work, client summaries
 // included, never delays the timed agents here. Measured for each: the agents' p99 prepare
@@ -38,6 +38,12 @@ export const PEAK_RSS_TARGET_BYTES = 100 * 2 ** 20;
 const AGENT_ROWS = 100;
 const TURN_ROWS = 3;
 const PERIOD_MS = 1000;
+/**
+ * The agents run this long before the idle stretch starts. A fresh daemon's first turns run
+ * code V8 has not optimized yet: counted as idle, they were the stretch's worst prepares and
+ * set its p99 (13.0 ms instead of 9.1 without its first 5 s, in one run).
+ */
+const WARM_MS = 5_000;
 const IDLE_MS = 20_000;
 const RSS_SAMPLE_MS = 20;
 
@@ -106,7 +112,7 @@ function longestStall(home: string, from: number, to: number): number {
   return max;
 }
 
-/** Turns each agent is given: more than the idle stretch and the longest compaction take. */
+/** Turns each agent is given: more than the warm-up, the idle stretch and the longest compaction take. */
 const AGENT_TURNS = 240;
 
 /**
@@ -216,6 +222,7 @@ export async function benchFairness(tmp: string, corpus: Corpus, rows: number, l
       try {
         const socket = path.join(d.home, 'albedod.sock');
         agents = await Agents.start(home, socket, corpus, String(i));
+        await sleep(WARM_MS);
         const idleFrom = Date.now();
         await sleep(IDLE_MS);
         const idleTo = Date.now();
