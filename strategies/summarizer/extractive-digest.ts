@@ -534,7 +534,8 @@ function* readTranscript(b: Builder, entries: readonly Entry[], focus: ReadonlyS
     const first = said?.text.split('\n').find((l) => l.trim() !== '')?.trim();
     if (first !== undefined) {
       // Said as the fix, the line is not a fact of its own as well.
-      const own = b.facts.findIndex((f) => f.text === clip(first, LINE_CAP));
+      const line = clip(first, LINE_CAP);
+      const own = b.facts.findIndex((f) => f.text === line);
       if (own >= 0) b.facts.splice(own, 1);
       const [head, resolved] = x.fact.text.split(RESOLVED);
       x.fact.text = `${clip(`${head ?? ''} — then: ${first}`, LINE_CAP + 120)}${resolved === undefined ? '' : RESOLVED + resolved}`;

@@ -200,9 +200,10 @@ function namesLine(names: readonly string[], written: string, room: number): str
   const kept: string[] = [];
   let bytes = 2; // "- "
   for (const n of names) {
-    if (written.includes(n) || n.includes(', ')) continue;
+    // What fits is asked first: a long prompt names thousands, and once the room is nearly full
+    // most do not, so the search of the written facts is left for the few that might.
     const cost = Buffer.byteLength(n, 'utf8') + (kept.length > 0 ? 2 : 0);
-    if (bytes + cost > room) continue;
+    if (bytes + cost > room || written.includes(n) || n.includes(', ')) continue;
     kept.push(n);
     bytes += cost;
   }
