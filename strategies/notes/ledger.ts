@@ -381,6 +381,16 @@ function commonDirectory(paths: readonly string[]): string {
   return common === '.' || common === '/' ? '' : `${common}/`;
 }
 
+/** `f`, answering its last result again while it is called with the same arguments (===). */
+function lastCall<A extends unknown[], R>(f: (...args: A) => R): (...args: A) => R {
+  let last: { args: A; result: R } | undefined;
+  return (...args) => {
+    if (last !== undefined && last.args.length === args.length && last.args.every((a, i) => a === args[i])) return last.result;
+    last = { args, result: f(...args) };
+    return last.result;
+  };
+}
+
 /** A changed file shown alone, or a directory standing for the changed files under it. */
 type Shown = { file: FileEntry } | { dir: string; files: number; last: number };
 
@@ -398,26 +408,41 @@ function collapseOnce(units: readonly Shown[]): Shown[] | null {
   const groups = new Map<string, Shown[]>();
   for (const u of units) {
     const dir = parentOf(shownPath(u));
-    groups.set(dir, [...(groups.get(dir) ?? []), u]);
+    const g = groups.get(dir);
+    if (g === undefined) groups.set(dir, [u]);
+    else g.push(u);
   }
   let pick: [string, Shown[]] | undefined;
+  let pickLast = 0;
   for (const g of groups) {
     if (g[1].length < 2) continue;
     const last = Math.max(...g[1].map(shownLast));
-    if (pick === undefined || g[1].length > pick[1].length || (g[1].length === pick[1].length && last < Math.max(...pick[1].map(shownLast)))) pick = g;
+    if (pick === undefined || g[1].length > pick[1].length || (g[1].length === pick[1].length && last < pickLast)) {
+      pick = g;
+      pickLast = last;
+    }
   }
   if (pick === undefined) {
     // Each alone: lift the deepest one level, so that it may meet others.
-    const deepest = [...units].sort((x, y) => shownPath(y).split('/').length - shownPath(x).split('/').length)[0]!;
+    // The first of the deepest, as a stable sort by depth would put first.
+    let deepest = units[0]!;
+    let depth = -1;
+    for (const u of units) {
+      const d = shownPath(u).split('/').length;
+      if (d > depth) [deepest, depth] = [u, d];
+    }
     const dir = parentOf(shownPath(deepest));
     if (dir === shownPath(deepest)) return null;
     pick = [dir, [deepest]];
   }
   const [dir, lifted] = pick;
   // The new directory also takes in what is already shown in or under it, rather than it being named twice.
-  const members = [...lifted, ...units.filter((u) => !lifted.includes(u) && (shownPath(u) === dir || shownPath(u).startsWith(dir === '/' ? '/' : `${dir}/`)))];
+  const inLifted = new Set(lifted);
+  const under = dir === '/' ? '/' : `${dir}/`;
+  const members = [...lifted, ...units.filter((u) => !inLifted.has(u) && (shownPath(u) === dir || shownPath(u).startsWith(under)))];
+  const inMembers = new Set(members);
   const merged: Shown = { dir, files: members.reduce((n, u) => n + ('file' in u ? 1 : u.files), 0), last: Math.max(...members.map(shownLast)) };
-  return [...units.filter((u) => !members.includes(u)), merged];
+  return [...units.filter((u) => !inMembers.has(u)), merged];
 }
 
 function shownLine(u: Shown, strip: (p: string) => string): string {
@@ -499,17 +524,28 @@ export function renderLedger(ledger: Ledger, budgetTokens: number): string {
   let standing = fittedStanding(ledger, budgetTokens);
   if (ledger.files.length === 0 && commands.length === 0 && ledger.tests.length === 0 && standing.length === 0) return '';
   let units: Shown[] = changed.map((f) => ({ file: f }));
+  // Each step below changes one of the parts and renders again; a part is rendered only when
+  // what it shows changed (a collapse steps once per directory, and the files only read can
+  // be a thousand), so fitting a long ledger is not a render of all of it per step.
+  const tests = ledger.tests.length > 0 ? `Tests: ${ledger.tests.map((t) => `\`${t.command.slice(0, COMMAND_CHARS)}\` ${t.verdict} (#${t.seq})`).join('; ')}` : undefined;
+  // The shared directory of what is shown: a file only read elsewhere stops pulling it up once it goes.
+  const rootOf = lastCall((shown: readonly FileEntry[]) => commonDirectory([...changed, ...shown].map((f) => f.path)));
+  const stripFor = (root: string) => (p: string): string => (root !== '' && p.startsWith(root) ? p.slice(root.length) : p);
+  const readOnlyLine = lastCall((shown: readonly FileEntry[], root: string) => {
+    const strip = stripFor(root);
+    return shown.length > 0 ? `Read only: ${shown.map((f) => fileLine(f, strip(f.path))).join('; ')}` : undefined;
+  });
+  const changedLine = lastCall((shown: readonly Shown[], root: string) => {
+    const strip = stripFor(root);
+    const byDir = shown.some((u) => !('file' in u)) ? ' (a directory stands for the files changed under it; transcript_grep it to list them)' : '';
+    return shown.length > 0 ? `Changed${byDir}: ${shown.map((u) => shownLine(u, strip)).join('; ')}` : undefined;
+  });
+  const commandsLine = lastCall((shown: readonly CommandEntry[]) => (shown.length > 0 ? `Last commands: ${shown.map(commandLine).join('; ')}` : undefined));
   const render = (): string => {
-    // The shared directory of what is shown: a file only read elsewhere stops pulling it up once it goes.
-    const root = commonDirectory([...changed, ...readOnly].map((f) => f.path));
-    const strip = (p: string): string => (root !== '' && p.startsWith(root) ? p.slice(root.length) : p);
+    const root = rootOf(readOnly);
     const out = [LEDGER_HEADER, ...standing];
     if (root !== '') out.push(`Paths below are under ${root}`);
-    const byDir = units.some((u) => !('file' in u)) ? ' (a directory stands for the files changed under it; transcript_grep it to list them)' : '';
-    if (units.length > 0) out.push(`Changed${byDir}: ${units.map((u) => shownLine(u, strip)).join('; ')}`);
-    if (readOnly.length > 0) out.push(`Read only: ${readOnly.map((f) => fileLine(f, strip(f.path))).join('; ')}`);
-    if (commands.length > 0) out.push(`Last commands: ${commands.map(commandLine).join('; ')}`);
-    if (ledger.tests.length > 0) out.push(`Tests: ${ledger.tests.map((t) => `\`${t.command.slice(0, COMMAND_CHARS)}\` ${t.verdict} (#${t.seq})`).join('; ')}`);
+    for (const line of [changedLine(units, root), readOnlyLine(readOnly, root), commandsLine(commands), tests]) if (line !== undefined) out.push(line);
     return out.join('\n');
   };
   let text = render();
