@@ -34,7 +34,7 @@
 //    The saved cut counts every exchange of the unit, so it resumes at the head.
 import { createHash } from 'node:crypto';
 import type { StoredRow } from '../../protocol/rows.ts';
-import { foldSources } from '../../storage/transcript/history.ts';
+import { countRowsBetween, foldSources } from '../../storage/transcript/history.ts';
 import type { CutHints, SavedCut } from '../../storage/state/saved-cut.ts';
 import { firstSeq, fitsBetween, newestRowsBefore, nthFitAfter, nthUserSeq, openerAtOrBefore, rowsBeforeCount, sessionRewrites, userRowsAfter, userRowsBeforeCount } from '../../storage/transcript/user-rows.ts';
 import { runSteps, type Steps } from '../../protocol/time-slice.ts';
@@ -372,17 +372,23 @@ function* unitCut(input: StrategyInput, located: LocatedCut, evicted: readonly S
   if (opener === undefined) return { format: 2, users, fingerprint };
   const prevUser = users === 0 ? 0 : (nthUserSeq(db, sid, users - 1) ?? 0);
   const fits = opener.row_class === 'image_fit' ? fitsBetween(db, sid, prevUser, opener.seq) + 1 : 0;
-  return {
-    format: 2,
-    users,
-    fingerprint,
-    ...(fits > 0 ? { fits } : {}),
-    rows: rowsBeforeCount(db, sid, opener.seq),
-  };
+  // The rows before the opener, counted a range of seqs per step: one count of a long
+  // history's index held the event loop for milliseconds. Whatever runs between the steps
+  // cannot change the count: seqs are only handed out above the head, and a settle moves
+  // contents along the session's seqs, never the seqs themselves (docs/transcript.md).
+  let rows = 0;
+  for (let after = (firstSeq(db, sid) ?? opener.seq) - 1; after < opener.seq - 1; after += COUNT_SEQS_STEP) {
+    rows += countRowsBetween(db, sid, after, Math.min(after + COUNT_SEQS_STEP, opener.seq - 1), Number.MAX_SAFE_INTEGER);
+    yield;
+  }
+  return { format: 2, users, fingerprint, ...(fits > 0 ? { fits } : {}), rows };
 }
 
 /** User inputs a cut's fingerprint reads per step; their texts run to kilobytes each. */
 const USER_BATCH_STEP = 256;
+
+/** Seqs of the session index a cut's row count reads per step. */
+const COUNT_SEQS_STEP = 16_384;
 
 /**
  * The whole-unit cut a layer saves after `evicted` — rows read from a located whole-unit cut's

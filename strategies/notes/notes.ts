@@ -153,7 +153,10 @@ async function rewrite(input: StrategyInput, after: Projection, opts: CompactOpt
     folded = foldLedger(folded, evicted.slice(i, i + LEDGER_SLICE_ROWS), results);
     await giveWay();
   }
-  saveLedger(input.db, input.session.sid, JSON.stringify(folded), START_CUT);
+  // Saved now and again with the notes below: one serialization of a ledger that can run to
+  // hundreds of kilobytes.
+  const ledgerJson = JSON.stringify(folded);
+  saveLedger(input.db, input.session.sid, ledgerJson, START_CUT);
   const budget = notesBudget(settings.budgetTokens, input.window);
   const cap = notesOutputCap(budget);
   let text = state?.text ?? '';
@@ -176,7 +179,7 @@ async function rewrite(input: StrategyInput, after: Projection, opts: CompactOpt
     backend = result.backend;
   }
   const { cut, hints } = await runStepsSliced(cutAfterSteps(input, located, evicted, rows[kept]), () => opts.signal?.throwIfAborted());
-  saveNotes(input.db, input.session.sid, { text, ledger: JSON.stringify(folded), cut, hints, backend });
+  saveNotes(input.db, input.session.sid, { text, ledger: ledgerJson, cut, hints, backend });
 }
 
 /** The notes layer with its section of extensions.json. */

@@ -323,6 +323,30 @@ describe('a newest exchange that cannot fit the window beside its opener', () =>
   });
 });
 
+// The saved cut's row count is read a range of seqs at a time (unitCut); over a history longer
+// than one range, with another session's rows between this one's, it is still the count of
+// the rows before the opener.
+test('a cut saved over a long history counts the rows before its opener exactly', { timeout: 120_000 }, async (t) => {
+  const db = tempDb(t);
+  openSession(db, { session: 's' });
+  openSession(db, { session: 'other' });
+  // 2,400 turns of 4 rows each, with 5 rows of another session after every turn: this
+  // session's rows spread over some 21,600 seqs, more than one range of the count.
+  for (let i = 0; i < 2400; i += 100) {
+    for (let k = i; k < i + 100; k++) {
+      await appendRows(db, 's', turn(k, 20));
+      await appendRows(db, 'other', Array.from({ length: 5 }, (_, j) => user(`other ${k}.${j}`)));
+    }
+  }
+  const out = await prepareRequest(setupFor({ window: WINDOW }), argsFor(db, 's', { force: true }));
+  assert.equal(out.compacted, true, out.observation.failure ?? '');
+  const s = stateOf(db);
+  assert.ok(s.hints.openerSeq > 16_384, `the opener at #${s.hints.openerSeq} lies past one range`);
+  const before = db.prepare<[number, number], number>('SELECT count(*) FROM transcript WHERE sid = ? AND seq < ?').pluck().get(argsFor(db, 's').session.sid, s.hints.openerSeq)!;
+  assert.ok('rows' in s.cut);
+  assert.equal(s.cut.rows, before);
+});
+
 async function sessionWithTurnsInto(db: Db, turns: number): Promise<void> {
   for (let i = 0; i < turns; i++) await appendRows(db, 's', turn(i));
 }
