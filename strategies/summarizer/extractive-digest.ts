@@ -151,11 +151,22 @@ export function clip(text: string, max: number): string {
   for (let n = 2 * max + 64; n < text.length; n *= 4) {
     // The prefix's line is a prefix of the whole text's line; longer than `max` once trimmed at
     // the end, the whole one is too, and both cut to the same characters.
-    const t = text.slice(0, n).replace(/\s+/g, ' ').trimStart();
+    const t = oneLine(text.slice(0, n)).trimStart();
     if (t.trimEnd().length > max) return `${t.slice(0, max - 1)}…`;
   }
-  const t = text.replace(/\s+/g, ' ').trim();
+  const t = oneLine(text).trim();
   return t.length <= max ? t : `${t.slice(0, max - 1)}…`;
+}
+
+/** Whitespace other than a lone space: what `oneLine` has to replace. */
+const NOT_ONE_LINE = /[^\S ]|\s\s/;
+
+/**
+ * `text` with each run of whitespace made one space. Most lines already are: they are handed
+ * back as they are, not copied (every candidate fact of a long transcript is clipped).
+ */
+function oneLine(text: string): string {
+  return NOT_ONE_LINE.test(text) ? text.replace(/\s+/g, ' ') : text;
 }
 
 /** The sentence of `line` that matches `re` (the whole line when none does alone). */

@@ -27,6 +27,8 @@ const KEYWORDS = new Set([
   "can't", 'problem', 'issue', 'cause', 'caused', 'found', 'reverted', 'revert', 'blocked', 'remaining',
   'done', 'verified', 'verify', 'works', 'passes', 'passing', 'tested', 'confirmed',
 ]);
+/** The shortest and longest keyword: a word of another length is not looked up. */
+const KEYWORD_LENGTHS = { min: Math.min(...[...KEYWORDS].map((k) => k.length)), max: Math.max(...[...KEYWORDS].map((k) => k.length)) };
 // dprint-ignore
 const STOPWORDS = new Set([
   'the', 'and', 'for', 'with', 'that', 'this', 'from', 'into', 'about', 'what', 'when', 'where',
@@ -37,7 +39,7 @@ const STOPWORDS = new Set([
 
 const CUT_MARKER = /\[…\d+ more characters cut\]/g;
 const BACKTICKED = /`[^`\n]+`/g;
-const TOKEN = /[\w$@.:/~+-]+/g;
+const TOKEN = /[\w$@.:/~+-]+/;
 const CAMEL = /^[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*$/;
 const PASCAL = /^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+$/;
 const SNAKE = /^[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+$/;
@@ -106,14 +108,61 @@ export function withoutCutTokens(text: string): string {
   return out + text.slice(done);
 }
 
+/** Character codes below 128 that TOKEN's runs are made of. */
+const TOKEN_CODES = (() => {
+  const codes = new Uint8Array(128);
+  const one = new RegExp(`^${TOKEN.source}$`);
+  for (let c = 0; c < 128; c++) if (one.test(String.fromCharCode(c))) codes[c] = 1;
+  return codes;
+})();
+
+/**
+ * Calls `visit` with the bounds of each run of TOKEN in `text`, in order: what
+ * `text.matchAll(TOKEN)` finds, without a match array for every word. The summarizer reads
+ * every word of every prompt, and those arrays were most of what a compaction allocated (its
+ * collections then paused the daemon for every session).
+ */
+export function eachToken(text: string, visit: (start: number, end: number) => void): void {
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c >= 128 || TOKEN_CODES[c] === 0) {
+      i++;
+      continue;
+    }
+    const start = i;
+    do i++; while (i < n && text.charCodeAt(i) < 128 && TOKEN_CODES[text.charCodeAt(i)] === 1);
+    visit(start, i);
+  }
+}
+
+/** Whether text[start, end) is a PLAIN_WORD: ASCII lowercase letters only. */
+function isPlainWord(text: string, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 97 || c > 122) return false;
+  }
+  return end > start;
+}
+
+/** Calls `visit` with each identifier of a text, in order, as often as it occurs. */
+function eachIdentifier(text: string, visit: (id: string, kind: IdKind) => void): void {
+  const clean = withoutCutTokens(text);
+  eachToken(clean, (start, end) => {
+    // What identifierOf refuses first, decided without cutting the word out.
+    if (end - start < 3 || isPlainWord(clean, start, end)) return;
+    const found = identifierOf(clean.slice(start, end));
+    if (found !== undefined) visit(found.id, found.kind);
+  });
+}
+
 /** The identifiers of a text, once each, in order of first appearance. */
 export function identifiers(text: string): Map<string, IdKind> {
   const out = new Map<string, IdKind>();
-  const clean = withoutCutTokens(text);
-  for (const m of clean.matchAll(TOKEN)) {
-    const found = identifierOf(m[0]);
-    if (found !== undefined && !out.has(found.id)) out.set(found.id, found.kind);
-  }
+  eachIdentifier(text, (id, kind) => {
+    if (!out.has(id)) out.set(id, kind);
+  });
   return out;
 }
 
@@ -128,18 +177,19 @@ export interface Features {
 export function features(text: string): Features {
   const clean = text.replace(IMAGE_MARKER_PATTERN, ' ').replace(CUT_MARKER, ' ').replaceAll(BLOB_PLACEHOLDER, ' ');
   const f: Features = { paths: 0, identifiers: (clean.match(BACKTICKED) ?? []).length, numbers: 0, keywords: 0 };
-  for (const m of clean.matchAll(TOKEN)) {
-    const raw = m[0];
-    if (PLAIN_WORD.test(raw)) {
-      if (KEYWORDS.has(raw)) f.keywords++;
-      continue;
+  eachToken(clean, (start, end) => {
+    if (isPlainWord(clean, start, end)) {
+      const length = end - start;
+      if (length >= KEYWORD_LENGTHS.min && length <= KEYWORD_LENGTHS.max && KEYWORDS.has(clean.slice(start, end))) f.keywords++;
+      return;
     }
+    const raw = clean.slice(start, end);
     const found = identifierOf(raw);
     if (found?.kind === 'path') f.paths++;
     else if (found?.kind === 'symbol') f.identifiers++;
     else if (found?.kind === 'number') f.numbers++;
     if (KEYWORDS.has(raw.toLowerCase())) f.keywords++;
-  }
+  });
   for (const w of clean.toLowerCase().match(/\b(?:don't|can't)\b/g) ?? []) if (KEYWORDS.has(w)) f.keywords++;
   return f;
 }
@@ -345,13 +395,16 @@ export class References {
     const w = mentionWeight(e.kind);
     // An image marker's hash and size name nothing a summary keeps.
     const text = e.text.includes('[image ') ? e.text.replace(IMAGE_MARKER_PATTERN, ' ') : e.text;
-    for (const id of identifiers(text).keys()) {
+    const spoken = e.kind === 'ai' || e.kind === 'user' || e.kind === 'thinking';
+    eachIdentifier(text, (id) => {
       let r = this.at.get(id);
       if (r === undefined) this.at.set(id, r = { index: [], weight: [] });
+      // Once per entry: entries are added in order, so an earlier mention here is the last one kept.
+      else if (r.index[r.index.length - 1] === e.index) return;
       r.index.push(e.index);
       r.weight.push(w);
-      if (e.kind === 'ai' || e.kind === 'user' || e.kind === 'thinking') this.spoken.add(id);
-    }
+      if (spoken) this.spoken.add(id);
+    });
   }
 
   /** Weighted mentions of `id` in entries after `entry` (-1: the whole transcript). */

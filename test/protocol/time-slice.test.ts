@@ -4,7 +4,7 @@
 // itself.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { GIVE_WAY_MAX_MS, GIVE_WAY_STALL_MS, giveWay, giveWayTo, TransitTally, yieldToEventLoop } from '../../protocol/time-slice.ts';
+import { GIVE_WAY_MAX_MS, GIVE_WAY_STALL_MS, giveWay, giveWayTo, runStepsSliced, SLICE_MS, type Steps, TransitTally, yieldToEventLoop } from '../../protocol/time-slice.ts';
 
 test('with nothing registered, a turn never asks about transfers', async () => {
   let asked = 0;
@@ -121,4 +121,46 @@ test('a tally is in transit while any transfer it began is under way, counting t
   assert.equal(tally.transit(), 15);
   b();
   assert.equal(tally.transit(), undefined);
+});
+
+/** `n` steps of about a millisecond of work each, noting the first step after `seen()` turned true. */
+function* busySteps(n: number, seen: () => boolean, firstSeenAt: { step?: number }): Steps<string> {
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    while (performance.now() - t < 1);
+    if (seen()) firstSeenAt.step ??= i;
+    yield;
+  }
+  return 'finished';
+}
+
+test('sliced steps give the event loop a turn once a slice is used up, and ask stop at each turn', async () => {
+  let turned = false;
+  setImmediate(() => (turned = true));
+  let asked = 0;
+  const at: { step?: number } = {};
+  const out = await runStepsSliced(busySteps(6 * SLICE_MS, () => turned, at), () => asked++);
+  assert.equal(out, 'finished');
+  // Steps of a millisecond or more each: a slice is used up after SLICE_MS of them at most.
+  assert.ok(at.step !== undefined && at.step <= SLICE_MS, `first seen at step ${at.step}`);
+  assert.ok(asked >= 2, `stop asked ${asked} times`);
+});
+
+test('a stop that throws ends sliced steps at that turn, with its error', async () => {
+  let steps = 0;
+  function* counting(): Steps<void> {
+    for (;;) {
+      const t = performance.now();
+      while (performance.now() - t < 1);
+      steps++;
+      yield;
+    }
+  }
+  await assert.rejects(
+    runStepsSliced(counting(), () => {
+      throw new Error('cancelled');
+    }),
+    /cancelled/,
+  );
+  assert.ok(steps >= 1 && steps <= SLICE_MS, `${steps} steps ran`);
 });

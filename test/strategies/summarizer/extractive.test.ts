@@ -4,10 +4,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AlbedoError } from '../../../protocol/errors.ts';
+import { runSteps } from '../../../protocol/time-slice.ts';
 import { IMAGE_MARKER_PATTERN, imageMarker } from '../../../storage/transcript/row-text.ts';
 import { clipUtf8, createExtractiveSummarizer, EXTRACTIVE_HEADINGS, extractSummary } from '../../../strategies/summarizer/extractive.ts';
 import { clip } from '../../../strategies/summarizer/extractive-digest.ts';
-import { identifiers, withoutCutTokens } from '../../../strategies/summarizer/extractive-facts.ts';
+import { eachToken, features, identifiers, References, withoutCutTokens } from '../../../strategies/summarizer/extractive-facts.ts';
 import { aiLine, buildSummaryPrompt, callLine, outLine, parseSummaryPrompt, parseTranscriptLine, redactBlobs, userLine } from '../../../strategies/summarizer/prompt-format.ts';
 
 const bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
@@ -317,8 +318,54 @@ test('clip keeps what collapsing the whole text would, reading only a prefix of 
     `${'line one\n'.repeat(3)}${' '.repeat(300)}end`,
     `${'é🙂 '.repeat(5000)}`,
     `${'token '.repeat(200_000)}`,
+    // Lines handed back as they are (lone spaces only) beside lines that need collapsing.
+    'a b c',
+    ' a b ',
+    'a  b',
+    'a\tb',
+    'a\nb',
+    'a\u00a0b',
+    'a\u2003 b',
   ];
   for (const text of cases) {
     for (const max of [1, 2, 5, 40, 200]) assert.equal(clip(text, max), whole(text, max), `${JSON.stringify(text.slice(0, 30))} at ${max}`);
   }
+});
+
+// issue 35, target 1: the summarizer's word scan made a match array for every word of a prompt,
+// most of what a long compaction allocated. The scan by character codes finds the same runs.
+test('eachToken finds the runs the token pattern matches, and identifiers and features read them as before', () => {
+  const pattern = /[\w$@.:/~+-]+/g;
+  const runs = (text: string): string[] => {
+    const out: string[] = [];
+    eachToken(text, (start, end) => out.push(`${start}:${text.slice(start, end)}`));
+    return out;
+  };
+  const alphabet = ['a', 'Z', '9', '_', '$', '@', '.', ':', '/', '~', '+', '-', ' ', '\n', '\t', '`', ',', 'é', '😀', '漢', '[', '…', 'src/a.ts', 'fooBar', 'v1.2.3', 'E1234', 'EACCES', 'deadbeef1', 'the', 'fixed'];
+  let seed = 11;
+  const next = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  for (let i = 0; i < 3000; i++) {
+    const text = Array.from({ length: next(40) }, () => alphabet[next(alphabet.length)]).join('');
+    assert.deepEqual(runs(text), [...text.matchAll(pattern)].map((m) => `${m.index}:${m[0]}`), JSON.stringify(text));
+  }
+  const line = 'Fixed `loadSession` in src/kernel.ts (v2.1.0, commit deadbeef1): the error EACCES is gone, 1500ms.';
+  assert.deepEqual([...identifiers(line)], [['loadSession', 'symbol'], ['src/kernel.ts', 'path'], ['v2.1.0', 'number'], ['deadbeef1', 'number'], ['EACCES', 'number'], ['1500ms', 'number']]);
+  assert.deepEqual(features(line), { paths: 1, identifiers: 2, numbers: 4, keywords: 2 });
+});
+
+test('an identifier an entry names twice is one mention of that entry', () => {
+  const entries = [
+    { index: 0, kind: 'ai' as const, text: 'open src/a.ts, then src/a.ts again and src/b.ts', isError: false },
+    { index: 1, kind: 'out' as const, text: 'src/a.ts src/a.ts src/a.ts', isError: false },
+    { index: 2, kind: 'user' as const, text: 'and src/b.ts', isError: false },
+  ];
+  const refs = runSteps(References.of(entries));
+  assert.equal(refs.after('src/a.ts', -1), 1 + 0.34);
+  assert.equal(refs.after('src/a.ts', 0), 0.34);
+  assert.equal(refs.after('src/b.ts', -1), 2);
+  assert.deepEqual(refs.ranked(), ['src/b.ts', 'src/a.ts']);
+  assert.ok(refs.spoken.has('src/a.ts') && refs.spoken.has('src/b.ts'));
 });
