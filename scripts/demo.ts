@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DAEMON_NODE_FLAGS } from '../daemon/node-flags.ts';
 import { AlbedoClient } from '../protocol/client.ts';
 import type { Result } from '../protocol/methods.ts';
 import { renderContext } from '../cli/context-view.ts';
@@ -33,7 +34,7 @@ async function main(): Promise<void> {
     path.join(home, 'extensions.json'),
     JSON.stringify({ rolling: { contextWindowTokens: WINDOW }, lcm: { contextWindowTokens: WINDOW }, snapcompact: { contextWindowTokens: 5000, archivePercent: 40 } }, null, 2),
   );
-  const daemon = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'daemon/main.ts')], {
+  const daemon = spawn(process.execPath, [...DAEMON_NODE_FLAGS, '--import', 'tsx', path.join(root, 'daemon/main.ts')], {
     cwd: root,
     env: { ...process.env, ALBEDO_HOME: home, CI: '1', ALBEDO_PROXY_PORT: process.env.ALBEDO_PROXY_PORT ?? '0' },
     stdio: ['ignore', 'pipe', 'inherit'],

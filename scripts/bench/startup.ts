@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DAEMON_NODE_FLAGS } from '../../daemon/node-flags.ts';
 import { AlbedoClient } from '../../protocol/client.ts';
 import { buildDist } from './build-dist.ts';
 import { catchUpSearchIndex } from '../../storage/search/indexer.ts';
@@ -51,7 +52,7 @@ function privateHome(dir: string): string {
 async function firstAnswer(home: string): Promise<number> {
   const socket = path.join(home, 'albedod.sock');
   const t0 = nowMs();
-  const proc = spawn(process.execPath, [path.join(root, 'bin/albedod.js')], { env: { ...process.env, ALBEDO_HOME: home }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, [...DAEMON_NODE_FLAGS, path.join(root, 'bin/albedod.js')], { env: { ...process.env, ALBEDO_HOME: home }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   proc.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
@@ -86,7 +87,7 @@ export async function benchStartup(tmp: string, corpus: Corpus, opts: { quick: b
   const home = privateHome(path.join(tmp, 'startup-status'));
   const env = { ...process.env, ALBEDO_HOME: home, NO_COLOR: '1', ALBEDO_PROXY_PORT: '0' };
   await firstAnswer(home); // creates the database, so the timed runs meet a ready home
-  const daemon = spawn(process.execPath, [path.join(root, 'bin/albedod.js')], { env, stdio: 'ignore' });
+  const daemon = spawn(process.execPath, [...DAEMON_NODE_FLAGS, path.join(root, 'bin/albedod.js')], { env, stdio: 'ignore' });
   const daemonExit = new Promise<void>((resolve) => daemon.once('exit', () => resolve()));
   const floor: number[] = [];
   const status: number[] = [];

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DAEMON_NODE_FLAGS } from '../../daemon/node-flags.ts';
 import { AlbedoClient } from '../../protocol/client.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -31,7 +32,7 @@ export async function startReplayDaemon(
   const home = opts.home ?? fs.mkdtempSync(path.join(opts.tmp ?? os.tmpdir(), 'albedo-replay-'));
   fs.writeFileSync(path.join(home, 'extensions.json'), JSON.stringify(opts.extensions ?? { rolling: { contextWindowTokens: opts.window } }));
   const entry = opts.built === true ? [path.join(root, 'bin/albedod.js')] : ['--import', 'tsx', opts.entry ?? path.join(root, 'daemon/main.ts')];
-  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...entry], {
+  const proc = spawn(process.execPath, [...DAEMON_NODE_FLAGS, ...(opts.nodeArgs ?? []), ...entry], {
     cwd: root,
     env: { ...process.env, ALBEDO_HOME: home, ALBEDO_LOG_LEVEL: 'warn', ALBEDO_PROXY_PORT: '0', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],

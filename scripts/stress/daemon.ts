@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DAEMON_NODE_FLAGS } from '../../daemon/node-flags.ts';
 import { AlbedoClient, type ClientOptions } from '../../protocol/client.ts';
 
 /** Every row of a session (the client's helper, re-exported for these callers). */
@@ -49,7 +50,7 @@ export function makeHome(tmp: string, name: string, extensions?: Record<string, 
  */
 export async function startDaemon(home: string, opts: { env?: Record<string, string>; waitListening?: boolean; probe?: boolean } = {}): Promise<StressDaemon> {
   const probe = opts.probe === true ? ['--import', path.join(root, 'scripts/stress/gc-probe.ts')] : [];
-  const proc = spawn(process.execPath, ['--import', 'tsx', ...probe, path.join(root, 'daemon/main.ts')], {
+  const proc = spawn(process.execPath, [...DAEMON_NODE_FLAGS, '--import', 'tsx', ...probe, path.join(root, 'daemon/main.ts')], {
     cwd: root,
     env: { ...process.env, ALBEDO_HOME: home, ALBEDO_LOG_LEVEL: 'warn', ALBEDO_PROXY_PORT: '0', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],

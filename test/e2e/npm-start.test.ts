@@ -9,6 +9,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { after, test } from 'node:test';
+import { DAEMON_NODE_FLAGS } from '../../daemon/node-flags.ts';
 import { AlbedoClient } from '../../protocol/client.ts';
 import { tempHome } from './harness.ts';
 
@@ -39,6 +40,24 @@ async function until(what: string, check: () => boolean, ms = 15_000): Promise<v
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(25);
   }
+}
+
+/** A process's command line, from /proc (Linux); undefined elsewhere. */
+function commandLine(pid: number): string[] | undefined {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+  } catch {
+    return undefined;
+  }
+}
+
+/** The daemon's Node flags come before its script on its command line (daemon/node-flags.ts). */
+function assertDaemonFlags(pid: number): void {
+  const argv = commandLine(pid);
+  if (argv === undefined) return;
+  const script = argv.findIndex((a) => a.endsWith('albedod.js'));
+  assert.ok(script > 0, `the daemon runs bin/albedod.js: ${argv.join(' ')}`);
+  for (const flag of DAEMON_NODE_FLAGS) assert.ok(argv.slice(0, script).includes(flag), `${flag} is given to node: ${argv.join(' ')}`);
 }
 
 /** The parent pid of a process, from /proc (Linux). */
@@ -86,6 +105,7 @@ test("npm start: the daemon is npm's own child, a SIGHUP to the group reloads it
   // No sh and no tsx between npm and the daemon: nothing that could exit on a signal and orphan it.
   const parent = parentOf(s.daemonPid);
   if (parent !== undefined) assert.equal(parent, s.npm.pid, 'the daemon runs directly under npm');
+  assertDaemonFlags(s.daemonPid);
 
   process.kill(-s.group, 'SIGHUP');
   await until('the reload to be logged', () => s.log().includes('SIGHUP received: reloading configuration'));
@@ -109,4 +129,19 @@ test('npm start: a SIGTERM to the group stops the daemon in order and npm exits 
   await until('the daemon to exit', () => !alive(s.daemonPid));
   assert.match(s.log(), /"msg":"albedod stopped"/);
   assert.equal(fs.existsSync(s.socket), false);
+});
+
+test("albedod run by its own name starts node with the daemon's flags, from its first line", async () => {
+  const home = tempHome();
+  const proc = spawn(path.join(root, 'bin/albedod.js'), [], { env: { ...process.env, ALBEDO_HOME: home, ALBEDO_PROXY_PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  try {
+    await until(`albedod to listen (${out})`, () => out.includes('listening on'));
+    assertDaemonFlags(proc.pid!);
+  } finally {
+    proc.kill('SIGTERM');
+  }
+  assert.equal(await exited, 0);
 });
