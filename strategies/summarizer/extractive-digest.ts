@@ -393,7 +393,9 @@ function* readTranscript(b: Builder, entries: readonly Entry[], focus: ReadonlyS
   let plan: Fact[] | undefined;
   let todos: Fact[] | undefined;
 
-  const finding = (e: Entry, text: string, sub: number, factor: number): void => {
+  const finding = (e: Entry, line: string, sub: number, factor: number): void => {
+    // A list item's own marker would read as a second bullet under the section's.
+    const text = line.replace(LIST_ITEM, '');
     const s = contentScore(text, focus);
     if (s === 0 && !hasWords(text, 4)) {
       if (e.kind === 'ai') b.add({ section: 'decisions', text: clip(text, LINE_CAP), score: 0, order: order(e.index, sub) });

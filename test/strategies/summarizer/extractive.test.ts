@@ -369,3 +369,14 @@ test('an identifier an entry names twice is one mention of that entry', () => {
   assert.deepEqual(refs.ranked(), ['src/b.ts', 'src/a.ts']);
   assert.ok(refs.spoken.has('src/a.ts') && refs.spoken.has('src/b.ts'));
 });
+
+// Seen in a real replay's notes: "- - Loads messages via `load_session_messages/1`".
+test('a finding written as a list item is kept without its own bullet', () => {
+  const transcript = [
+    userLine('explain how the transcript export loads its messages'),
+    aiLine('Here is how it works:\n- Loads messages via `load_session_messages/1` filtering by `is_nil(subagent_id)`\n- Calls `TranscriptRenderer.render(messages, opts)` with the `session_cwd` option'),
+  ].join('\n');
+  const out = extractSummary(buildSummaryPrompt({ transcript }), 4000);
+  assert.ok(out.includes('- Loads messages via `load_session_messages/1`'), out);
+  assert.ok(!/^- (?:[-*•]|\d+[.)]) /m.test(out), `a bullet inside a bullet:\n${out}`);
+});
