@@ -34,7 +34,8 @@ import { benchImportFill, IMPORT_COPIES } from './bench/import-fill.ts';
 import { benchReplay } from './bench/replay.ts';
 import { judge, render, type Results, type SizeResult } from './bench/report.ts';
 import { benchStartup } from './bench/startup.ts';
-import { nowMs } from './bench/timing.ts';
+import { PartClock } from './bench/run-time.ts';
+import { fmtCount, nowMs } from './bench/timing.ts';
 
 /** Size of the baseline session prepares are compared with. */
 const PREPARE_BASELINE_ROWS = 1_000;
@@ -87,6 +88,8 @@ async function withDataset<T>(root: string, size: number, corpus: Corpus, fn: (d
 
 async function run(args: BenchArgs, root: string): Promise<Results> {
   const t0 = nowMs();
+  const clock = new PartClock();
+  const time = clock.time.bind(clock);
   const corpus = loadCorpus(args.fixtures);
   if (corpus.note !== null) log(`corpus: ${corpus.note}`);
   const cpus = os.cpus();
@@ -99,14 +102,17 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
     sizes: [],
     verdicts: [],
     total_ms: 0,
+    time_parts: clock.parts,
   };
 
   if (args.only.has('read')) results.segmenter_probe = segmenterProbe();
   if (args.only.has('append')) {
     log('append ...');
-    results.append = await benchAppend(root, corpus, { quick: args.quick });
-    results.append_floor = await benchAppendFloor(root, corpus, { quick: args.quick }, log);
-    results.append_indexer = await benchIndexerLatency(root, corpus, { quick: args.quick }, log);
+    await time('append', async () => {
+      results.append = await benchAppend(root, corpus, { quick: args.quick });
+      results.append_floor = await benchAppendFloor(root, corpus, { quick: args.quick }, log);
+      results.append_indexer = await benchIndexerLatency(root, corpus, { quick: args.quick }, log);
+    });
   }
 
   const wantsData = ['read', 'grep', 'prepare', 'compact', 'lcm'].some((x) => args.only.has(x as Section));
@@ -122,15 +128,17 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   if (args.only.has('prepare')) {
     const dir = fs.mkdtempSync(path.join(root, `baseline-`));
     log(`building the ${PREPARE_BASELINE_ROWS}-row prepare baseline in ${dir}`);
-    const ds = await buildDataset(dir, PREPARE_BASELINE_ROWS, corpus, { log });
-    baseline = await preparedSession(ds, corpus, log);
+    baseline = await time('prepare: the 1k-row baseline', async () => preparedSession(await buildDataset(dir, PREPARE_BASELINE_ROWS, corpus, { log }), corpus, log));
   }
   try {
     if (wantsData) {
       for (const size of args.sizes) {
+        const at = `@${fmtCount(size)}`;
+        const built = nowMs();
         const r = await withDataset(root, size, corpus, async (ds) => {
           checkpoint(ds.db);
           const textChars = textPass(ds).stats.textChars;
+          clock.parts.push({ part: `dataset ${at}: build`, ms: nowMs() - built });
           const sr: SizeResult = {
             size,
             total_rows: ds.totalRows,
@@ -138,20 +146,21 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
             build: { ms: ds.buildMs, rows_per_s: ds.totalRows / (ds.buildMs / 1000), db_bytes: fileSize(ds.file), text_chars: textChars },
           };
           log(`  built ${ds.totalRows} rows in ${(ds.buildMs / 1000).toFixed(1)} s`);
-          if (args.only.has('read')) sr.read = await benchRead(ds, { budgetMs: args.readBudgetMs }, log);
+          if (args.only.has('read')) sr.read = await time(`read ${at}`, () => benchRead(ds, { budgetMs: args.readBudgetMs }, log));
           // The scan of a wholly unindexed dataset is informational (no verdict) and linear in the rows;
           // at 1M it took 144 s of the run, so it is measured up to UNINDEXED_SCAN_MAX_ROWS.
-          if (args.only.has('grep')) sr.grep = await benchGrep(ds, { unindexed: size <= UNINDEXED_SCAN_MAX_ROWS }, log);
+          if (args.only.has('grep')) sr.grep = await time(`grep ${at}`, () => benchGrep(ds, { unindexed: size <= UNINDEXED_SCAN_MAX_ROWS }, log));
           // The lcm tools reuse this size's dataset (and the index grep just filled) when it is
           // theirs, before prepare appends its closing turn; the tree is removed afterwards.
           if (args.only.has('lcm') && size === args.lcm.rows) {
             log("lcm tools, on this size's dataset ...");
-            results.lcm = await lcmTools(ds, 'size');
+            results.lcm = await time(`lcm tools ${at}`, () => lcmTools(ds, 'size'));
             clearTree(ds);
           }
-          if ((args.only.has('compact') || args.only.has('prepare')) && size === compactionSize) results.compaction = await benchCompactionWork(ds, log);
-          if (args.only.has('lcm') && size === compactionSize) results.lcm_compaction = await benchLcmCompaction(ds, log);
+          if ((args.only.has('compact') || args.only.has('prepare')) && size === compactionSize) results.compaction = await time(`compact ${at}`, () => benchCompactionWork(ds, log));
+          if (args.only.has('lcm') && size === compactionSize) results.lcm_compaction = await time(`lcm compaction ${at}`, () => benchLcmCompaction(ds, log));
           if (args.only.has('prepare') && baseline !== undefined) {
+            const prepareStarted = nowMs();
             const ps = await preparedSession(ds, corpus, log);
             sr.prepare = await measurePrepare(ps, { runs: args.prepareRuns }, log);
             const alt = await alternate(ps, baseline, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) });
@@ -159,6 +168,7 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
             log(`  prepare @${ds.main.rows} vs baseline, alternating: ${alt.a.median_ms.toFixed(3)} / ${alt.b.median_ms.toFixed(3)} ms = ${alt.ratio.toFixed(2)}x`);
             // The same session over a daemon's socket, the daemon started on this dataset's file.
             socketPrepares.push(await benchPrepareSocketOn(ds, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) }, log));
+            clock.parts.push({ part: `prepare ${at}`, ms: nowMs() - prepareStarted });
           }
           return sr;
         });
@@ -166,59 +176,63 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
       }
     }
     // Measured last, with the process as warm as for the other sizes.
-    if (baseline !== undefined) results.prepare_baseline = await measurePrepare(baseline, { runs: args.prepareRuns }, log);
+    const b = baseline;
+    if (b !== undefined) results.prepare_baseline = await time('prepare: the baseline measured', () => measurePrepare(b, { runs: args.prepareRuns }, log));
   } finally {
     baseline?.ds.db.close();
   }
   if (args.only.has('lcm')) {
     log('lcm prepare ...');
-    results.lcm_prepare = await benchLcmPrepare(root, log, args.prepareRuns);
+    results.lcm_prepare = await time('lcm prepare', () => benchLcmPrepare(root, log, args.prepareRuns));
     if (results.lcm === undefined) {
       // --lcm-rows is not one of the run sizes: the large dataset is built for this section.
       log('lcm tools ...');
-      results.lcm = await withDataset(root, args.lcm.rows, corpus, (large) => lcmTools(large, 'own'), 'NORMAL');
+      results.lcm = await time(`lcm tools @${fmtCount(args.lcm.rows)}, its own dataset`, () => withDataset(root, args.lcm.rows, corpus, (large) => lcmTools(large, 'own'), 'NORMAL'));
     }
   }
   if (args.only.has('frames')) {
     log('frames ...');
-    results.frames = await benchFrames(corpus, { quick: args.quick }, log);
-    results.snap_prepare = await benchSnapPrepare(root, corpus, args.quick ? 4000 : 20_000, log, args.prepareRuns);
+    await time('frames', async () => {
+      results.frames = await benchFrames(corpus, { quick: args.quick }, log);
+      results.snap_prepare = await benchSnapPrepare(root, corpus, args.quick ? 4000 : 20_000, log, args.prepareRuns);
+    });
   }
   if (args.only.has('images')) {
     log('images ...');
-    results.images = { fit: await benchImageFit({ quick: args.quick }, log) };
+    const images: NonNullable<Results['images']> = { fit: await time('images: fit', () => benchImageFit({ quick: args.quick }, log)) };
+    results.images = images;
     log('image elision ...');
-    results.images.elision = await benchElision(root, args.quick ? 200 : ELISION_ROWS);
+    images.elision = await time('images: elision', () => benchElision(root, args.quick ? 200 : ELISION_ROWS));
   }
   if (args.only.has('prepare')) {
     log('prepare over the socket ...');
     // The baseline size appended over the socket; the dataset sizes were timed with their dataset.
-    const baselineRows = await benchPrepareSocket(root, corpus, PREPARE_BASELINE_ROWS, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) }, log);
+    const baselineRows = await time('prepare over the socket @1k', () => benchPrepareSocket(root, corpus, PREPARE_BASELINE_ROWS, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) }, log));
     results.prepare_socket = [baselineRows, ...socketPrepares];
   }
   if (args.only.has('memory')) {
     log('memory ...');
-    results.memory = (await benchMemory(root, corpus, { sessions: args.quick ? 200 : 1000, rows: 50 }, log)) ?? undefined;
+    results.memory = (await time('memory', () => benchMemory(root, corpus, { sessions: args.quick ? 200 : 1000, rows: 50 }, log))) ?? undefined;
   }
   if (args.only.has('replay')) {
     log('replay ...');
-    results.replay = await benchReplay(args.fixtures, root, log, args.strategies);
+    results.replay = await time('replay', () => benchReplay(args.fixtures, root, log, args.strategies));
   }
   if (args.only.has('proxy')) {
     log('proxy ...');
-    results.proxy = await benchProxy(root, corpus, { quick: args.quick }, log);
+    results.proxy = await time('proxy', () => benchProxy(root, corpus, { quick: args.quick }, log));
   }
   if (args.only.has('fairness')) {
     log('fairness ...');
-    results.fairness = await benchFairness(root, corpus, args.quick ? 20_000 : FAIRNESS_ROWS, log);
+    results.fairness = await time('fairness', () => benchFairness(root, corpus, args.quick ? 20_000 : FAIRNESS_ROWS, log));
   }
   if (args.only.has('import')) {
     log('import ...');
-    results.import_fill = await benchImportFill(root, args.fixtures, args.quick ? IMPORT_COPIES / 10 : IMPORT_COPIES, log);
+    results.import_fill = await time('import', () => benchImportFill(root, args.fixtures, args.quick ? IMPORT_COPIES / 10 : IMPORT_COPIES, log));
   }
   if (args.only.has('startup')) {
     log('startup ...');
-    results.startup = await benchStartup(root, corpus, { quick: args.quick }, log);
+    results.startup = await time('startup', () => benchStartup(root, corpus, { quick: args.quick }, log));
   }
   results.total_ms = nowMs() - t0;
   results.verdicts = judge(results);

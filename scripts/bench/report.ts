@@ -17,6 +17,7 @@ import { judgeFairness, PEAK_RSS_TARGET_BYTES, renderFairness, type FairnessResu
 import { judgeImportFill, renderImportFill, type ImportFillResult } from './import-fill.ts';
 import { judgeProxy, renderProxy, type ProxyResult } from './proxy.ts';
 import { judgeReplay, renderReplay, type ReplayResult } from './replay.ts';
+import { judgeRunTime, renderRunTime, type TimePart } from './run-time.ts';
 import { judgeStartup, renderStartup, type StartupResult } from './startup.ts';
 import { fmtBytes, fmtCount, fmtMs } from './timing.ts';
 
@@ -70,6 +71,8 @@ export interface Results {
   segmenter_probe?: Array<{ chars: number; whole_us_per_grapheme: number; sliced_us_per_grapheme: number }>;
   verdicts: Verdict[];
   total_ms: number;
+  /** Each part's wall time, in the order the parts ran (run-time.ts); absent from older results files. */
+  time_parts?: TimePart[];
 }
 
 const APPEND_TARGET = 20_000;
@@ -259,6 +262,7 @@ export function judge(r: Results): Verdict[] {
   if (r.proxy !== undefined) out.push(...judgeProxy(r.proxy));
   if (r.fairness !== undefined) out.push(...judgeFairness(r.fairness));
   if (r.import_fill !== undefined) out.push(...judgeImportFill(r.import_fill));
+  out.push(...judgeRunTime(r.args, r.total_ms, r.time_parts ?? []));
   return out;
 }
 
@@ -602,6 +606,7 @@ export function render(r: Results): string {
   if (r.proxy !== undefined) out.push(renderProxy(r.proxy));
   if (r.fairness !== undefined) out.push(renderFairness(r.fairness));
   if (r.import_fill !== undefined) out.push(renderImportFill(r.import_fill));
+  if (r.time_parts !== undefined) out.push(renderRunTime(r.time_parts, r.total_ms));
   if (r.verdicts.length > 0) {
     out.push('\ntargets (this run):');
     for (const v of r.verdicts) out.push(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: ${v.measured}${v.note === undefined ? '' : `  [${v.note}]`}`);
