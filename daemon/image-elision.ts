@@ -4,7 +4,7 @@
 // each batch under the session's kernel queue so it never interleaves with that session's
 // other requests.
 import type { Logger } from 'pino';
-import type { Db } from '../storage/db.ts';
+import { type Db, durable } from '../storage/db.ts';
 import { giveWay } from '../protocol/time-slice.ts';
 import { elideBatch, pendingElisions, type ElisionBatch } from '../storage/images/elision.ts';
 import type { SessionKernels } from './kernels.ts';
@@ -15,7 +15,7 @@ export type ElisionTotals = Omit<ElisionBatch, 'done'>;
 /**
  * Runs the session's pending elision job to its end (nothing when none is pending: one indexed
  * read). The caller holds the session's queue. `stop` ends it early between batches (shutdown);
- * the job stays pending for the next start.
+ * the job stays pending for the next start. What it rewrote is on disk when it resolves.
  */
 export async function finishElision(db: Db, sid: number, stop: () => boolean = () => false): Promise<ElisionTotals> {
   const total: ElisionTotals = { rows: 0, images: 0, payloadsDeleted: 0, bytesFreed: 0 };
@@ -25,9 +25,12 @@ export async function finishElision(db: Db, sid: number, stop: () => boolean = (
     total.images += b.images;
     total.payloadsDeleted += b.payloadsDeleted;
     total.bytesFreed += b.bytesFreed;
-    if (b.done || stop()) return total;
+    if (b.done || stop()) break;
     await giveWay();
   }
+  // The batches' fsync is owed: paid here, off the event loop, before the rows are sent.
+  await durable(db);
+  return total;
 }
 
 /** Finishes, session by session through their queues, the jobs a previous run left pending. */

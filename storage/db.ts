@@ -184,6 +184,57 @@ export function withoutFsync<T>(db: Db, fn: () => T): T {
   }
 }
 
+/** Commits made by `commitOwed` on a connection, and how many of them a finished flush covers. */
+const owedCommits = perDb(() => ({ committed: 0, synced: 0, flushes: 0, flush: undefined as Promise<void> | undefined }));
+
+/**
+ * A write transaction whose fsync is owed rather than waited for: committed at NORMAL (as
+ * `withoutFsync`), so the commit does not wait for the disk on the event loop, and counted so
+ * that `durable` can make it durable off the loop. A commit at FULL waits for everything the
+ * file system has to write first: with a build writing files beside it, one fsync of the log in
+ * a compaction's commit measured 135-155 ms, and every session waited (docs/performance.md,
+ * stop 52). Only on a path that awaits `durable(db)` before anything it wrote is shown outside
+ * the daemon (a reply), which makes the data as durable as a commit at FULL before anyone
+ * relies on it. A crash of the process in between loses nothing (WAL); a power cut can drop the
+ * commit whole, never part of it, and nobody was told of it yet.
+ */
+export function commitOwed<T>(db: Db, fn: () => T): T {
+  const value = withoutFsync(db, () => db.transaction(fn)());
+  owedCommits(db).committed += 1;
+  return value;
+}
+
+/**
+ * Resolves once every commit `commitOwed` made on this connection so far is on disk: the log is
+ * written out from the thread pool (`flushLogOffLoop`), one flush shared by every caller waiting
+ * meanwhile, and nothing at all when nothing is owed. Rejects when the flush fails: what was
+ * committed is then not known to be durable, and the caller must not say it is.
+ */
+export async function durable(db: Db): Promise<void> {
+  const s = owedCommits(db);
+  const target = s.committed;
+  while (s.synced < target) {
+    if (s.flush === undefined) {
+      const covers = s.committed;
+      s.flushes += 1;
+      s.flush = flushLogOffLoop(db)
+        .then(() => {
+          s.synced = Math.max(s.synced, covers);
+        })
+        .finally(() => {
+          s.flush = undefined;
+        });
+    }
+    await s.flush;
+  }
+}
+
+/** For tests: commits `commitOwed` made on this connection that no finished flush covers yet, and the flushes started. */
+export function owedCommitState(db: Db): { pending: number; flushes: number } {
+  const s = owedCommits(db);
+  return { pending: s.committed - s.synced, flushes: s.flushes };
+}
+
 /**
  * Writes the log's pages out to disk from libuv's thread pool, off the event loop: what commits
  * made without an fsync (withoutFsync) left in the OS's cache is otherwise written by the next

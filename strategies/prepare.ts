@@ -5,7 +5,7 @@
 import { sameJson } from '../protocol/json-equal.ts';
 import type { Upstream } from '../protocol/methods.ts';
 import type { ImageCounts, Observation, OutPart, PlainInput, Section, ToolSpec } from '../protocol/prepared.ts';
-import { type Db, readTogether } from '../storage/db.ts';
+import { commitOwed, type Db, durable, readTogether } from '../storage/db.ts';
 import { giveWay } from '../protocol/time-slice.ts';
 import { readSessionBook, type SessionBook } from '../storage/log/bookkeeping.ts';
 import { autoFailures, logCompaction, setAutoFailures } from '../storage/log/compaction-log.ts';
@@ -466,8 +466,16 @@ function withStages(prepared: Prepared, staged: Staged): Prepared {
  * count toward the latch; a compaction that had nothing worth evicting is reported in the
  * observation only, costs no latch, and is retried once the request has grown by a turn. A
  * history past the saved state many stages long is first compacted in stages (nextStage).
+ * What a compaction committed is on disk before this resolves: its commits leave their fsync
+ * owed, and it is paid here, off the event loop (storage/db.ts commitOwed).
  */
 export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Promise<Prepared> {
+  const prepared = await prepareCommitted(setup, args);
+  await durable(args.db);
+  return prepared;
+}
+
+async function prepareCommitted(setup: EngineSetup, args: PrepareArgs): Promise<Prepared> {
   const sid = args.session.sid;
   const strategy = setup.strategy;
   const staged: Staged = { stages: 0, rows: 0, head: 0, calls: 0, failure: null };
@@ -535,7 +543,7 @@ export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Pro
   if (strategy === null) throw new Error('a compaction was attempted without a strategy');
   const { first, pace, overdue } = decided;
 
-  if (args.force) setAutoFailures(args.db, sid, 0);
+  if (args.force) commitOwed(args.db, () => setAutoFailures(args.db, sid, 0));
   // The projection above and the compaction's planning are each one synchronous stretch: the
   // event loop gets a turn between them.
   await giveWay();
@@ -607,7 +615,9 @@ async function compactAndCommit(setup: EngineSetup, args: PrepareArgs, f: Envelo
   // The envelope the request goes out in: after a compaction a pinned system prompt is rebuilt,
   // since the prefix changes anyway.
   let out = f;
-  args.db.transaction(() => {
+  // Its fsync is owed, not waited for on the event loop; prepareRequest awaits it before the
+  // request goes out (storage/db.ts commitOwed).
+  commitOwed(args.db, () => {
     if (outcome.compacted && sessionRewrites(args.db, sid) !== rewritesAtStart) {
       outcome = { ...outcome, compacted: false, reason: 'the history moved while the summary was written (a late tool result settled); the summary was discarded' };
     }
@@ -639,7 +649,7 @@ async function compactAndCommit(setup: EngineSetup, args: PrepareArgs, f: Envelo
     });
     if (outcome.compacted) setAutoFailures(args.db, sid, 0);
     else if (!args.force) setAutoFailures(args.db, sid, autoFailures(args.db, sid) + 1);
-  })();
+  });
   // The latch and the log may have moved: the observation reads them as they are now.
   out = { ...out, book: readSessionBook(args.db, sid, setup.modelId) };
   // Layers follow the strategy: after a committed compaction they compact too, otherwise they

@@ -7,7 +7,7 @@
 // so a crash leaves either a batch done or not started, and the job itself stays here.
 import { z } from 'zod';
 import { StoredBody } from '../../protocol/rows.ts';
-import { type Db, perDb } from '../db.ts';
+import { commitOwed, type Db, perDb } from '../db.ts';
 import { releasePayloads } from './payloads.ts';
 import { renderedGraphemesWithoutSeq } from '../transcript/graphemes.ts';
 import { bodySql, packBody } from '../transcript/row-body.ts';
@@ -111,7 +111,8 @@ export const ELISION_SLICE_MS = 10;
  */
 export function elideBatch(db: Db, sid: number, maxRows = ELISION_BATCH_ROWS): ElisionBatch {
   const st = stmts(db);
-  return db.transaction((): ElisionBatch => {
+  // The batch's fsync is owed (finishElision pays it off the event loop before it resolves).
+  return commitOwed(db, (): ElisionBatch => {
     const job = st.job.get(sid);
     const none: ElisionBatch = { rows: 0, images: 0, payloadsDeleted: 0, bytesFreed: 0, done: true };
     if (job?.pending_below == null) return none;
@@ -158,7 +159,7 @@ export function elideBatch(db: Db, sid: number, maxRows = ELISION_BATCH_ROWS): E
     // The rows changed in place: caches of rows and rendered sizes key on this counter.
     if (out.rows > 0) st.bumpRewrites.run(sid);
     return out;
-  })();
+  });
 }
 
 interface FitNotice {

@@ -244,20 +244,25 @@ export function cachedFrame(db: Db, key: string, now = Date.now()): CachedFrame 
   return { hash: r.hash, width: r.width, height: r.height };
 }
 
-/** Stores a rendered frame: its PNG as a payload, and the key naming it. */
+/**
+ * Stores a rendered frame: its PNG as a payload, and the key naming it. A cache, rendered again
+ * from the archive when missing, so its commit does not wait for an fsync on the request's way.
+ */
 export function cacheFrame(db: Db, key: string, png: Buffer, width: number, height: number, now = Date.now()): CachedFrame {
   const hash = createHash('sha256').update(png).digest('hex');
-  db.transaction(() => {
-    putPayload(db, hash, 'image/png', width, height, png);
-    stmts(db).putFrame.run(key, hash, width, height, now);
-  })();
+  withoutFsync(db, () =>
+    db.transaction(() => {
+      putPayload(db, hash, 'image/png', width, height, png);
+      stmts(db).putFrame.run(key, hash, width, height, now);
+    })());
   return { hash, width, height };
 }
 
-/** Drops frames unused since `before` (ms since the epoch), and their payloads unless something else names them. */
+/** Drops frames unused since `before` (ms since the epoch), and their payloads unless something else names them; a cache's upkeep, without an fsync. */
 export function pruneFrames(db: Db, before: number): { frames: number; payloads: number } {
-  return db.transaction(() => {
-    const hashes = stmts(db).prune.all(before);
-    return { frames: hashes.length, payloads: releasePayloads(db, hashes).count };
-  })();
+  return withoutFsync(db, () =>
+    db.transaction(() => {
+      const hashes = stmts(db).prune.all(before);
+      return { frames: hashes.length, payloads: releasePayloads(db, hashes).count };
+    })());
 }

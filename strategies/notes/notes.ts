@@ -4,6 +4,7 @@
 // It reads only the request a compaction produced, so it works over any strategy.
 import type { PlainInput, Section } from '../../protocol/prepared.ts';
 import { runStepsSliced, giveWay } from '../../protocol/time-slice.ts';
+import { commitOwed } from '../../storage/db.ts';
 import { loadNotes, noteNotesFailure, saveLedger, saveNotes, type NotesState } from '../../storage/state/notes.ts';
 import type { CompactOptions, Layer, LayerView, Projection, StrategyInput } from '../contract.ts';
 import { inputsTokens } from '../estimate.ts';
@@ -156,7 +157,7 @@ async function rewrite(input: StrategyInput, after: Projection, opts: CompactOpt
   // Saved now and again with the notes below: one serialization of a ledger that can run to
   // hundreds of kilobytes.
   const ledgerJson = JSON.stringify(folded);
-  saveLedger(input.db, input.session.sid, ledgerJson, START_CUT);
+  commitOwed(input.db, () => saveLedger(input.db, input.session.sid, ledgerJson, START_CUT));
   const budget = notesBudget(settings.budgetTokens, input.window);
   const cap = notesOutputCap(budget);
   let text = state?.text ?? '';
@@ -179,7 +180,8 @@ async function rewrite(input: StrategyInput, after: Projection, opts: CompactOpt
     backend = result.backend;
   }
   const { cut, hints } = await runStepsSliced(cutAfterSteps(input, located, evicted, rows[kept]), () => opts.signal?.throwIfAborted());
-  saveNotes(input.db, input.session.sid, { text, ledger: ledgerJson, cut, hints, backend });
+  // Both saves leave their fsync owed: the compaction's request waits for it off the event loop.
+  commitOwed(input.db, () => saveNotes(input.db, input.session.sid, { text, ledger: ledgerJson, cut, hints, backend }));
 }
 
 /** The notes layer with its section of extensions.json. */
@@ -198,7 +200,7 @@ export function notesLayer(settings: NotesSettings): Layer {
         await rewrite(input, after, opts, settings);
       } catch (err) {
         // A cancelled request is not a failed rewrite: nothing is recorded, the engine rethrows.
-        if (opts.signal?.aborted !== true) noteNotesFailure(input.db, input.session.sid, describe(err), START_CUT);
+        if (opts.signal?.aborted !== true) commitOwed(input.db, () => noteNotesFailure(input.db, input.session.sid, describe(err), START_CUT));
         throw err;
       }
       return view(input, settings);
