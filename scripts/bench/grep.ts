@@ -14,7 +14,7 @@ import { grep } from '../../storage/search/grep.ts';
 import { SearchWorker } from '../../storage/search/worker.ts';
 import { pageWalk, type StorageParts } from '../../storage/storage-size.ts';
 import { BUILTIN_SET } from '../../strategies/index.ts';
-import { anchorCount, PATTERNS } from './grep-anchor.ts';
+import { anchorCount, PATTERNS, SLOW_ANCHOR_MS } from './grep-anchor.ts';
 import { benchGrepSocket, type SocketGrepCase } from './grep-socket.ts';
 import { checkpoint, dumpTexts, fileSize, type Dataset } from './dataset.ts';
 import { nowMs, repeat, withLoopMonitor } from './timing.ts';
@@ -95,10 +95,11 @@ export interface GrepResult {
   socket: SocketGrepCase[];
 }
 
-function gnuGrep(pattern: string, file: string): { bestMs: number; count: number } {
+/** The anchor's best of 3 runs; with `slowOnce`, of 1 when that one is slow (SLOW_ANCHOR_MS). */
+function gnuGrep(pattern: string, file: string, slowOnce: boolean): { bestMs: number; count: number } {
   let best = Infinity;
   let count = -1;
-  for (let i = 0; i < 3; i++) {
+  for (let i = 0; i < 3 && (i === 0 || !slowOnce || best <= SLOW_ANCHOR_MS); i++) {
     const t0 = nowMs();
     count = anchorCount(pattern, file);
     best = Math.min(best, nowMs() - t0);
@@ -108,11 +109,12 @@ function gnuGrep(pattern: string, file: string): { bestMs: number; count: number
 
 /**
  * Times `ours` (best of >= 3 after a warm-up, with the event-loop stall) and GNU grep -F -i -c
- * over `file` (best of 3 whole-process runs, with its count of matching lines).
+ * over `file` (best of 3 whole-process runs, with its count of matching lines). `slowAnchorOnce`
+ * for a ratio that is only shown, not judged: a slow anchor (SLOW_ANCHOR_MS) is then run once.
  */
-export async function versusGnu<T>(p: { name: string; pattern: string }, file: string, ours: () => Promise<T>): Promise<{ value: T; timing: VersusGnu }> {
+export async function versusGnu<T>(p: { name: string; pattern: string }, file: string, ours: () => Promise<T>, opts: { slowAnchorOnce?: boolean } = {}): Promise<{ value: T; timing: VersusGnu }> {
   const run = await withLoopMonitor(() => repeat(ours, { warmup: 1, minRuns: 3, maxRuns: 10, minTotalMs: 300 }));
-  const gnu = gnuGrep(p.pattern, file);
+  const gnu = gnuGrep(p.pattern, file, opts.slowAnchorOnce === true);
   return {
     value: run.value.value,
     timing: {
@@ -254,7 +256,8 @@ async function measure(ds: Dataset, worker: SearchWorker, dump: ReturnType<typeo
   for (const scope of ['session', 'cross'] as const) {
     for (const p of PATTERNS) {
       const session = scope === 'session' ? ds.main.name : undefined;
-      const { value, timing } = await versusGnu(p, scope === 'session' ? dump.main : dump.all, () => ourGrep(ds, worker, p.pattern, session));
+      // Shown in a table; the verdicts are the socket's (below).
+      const { value, timing } = await versusGnu(p, scope === 'session' ? dump.main : dump.all, () => ourGrep(ds, worker, p.pattern, session), { slowAnchorOnce: true });
       const c: GrepCase = { ...timing, scope, matches: value };
       const u = scope === 'cross' ? unindexed.get(p.name) : undefined;
       if (u !== undefined) c.unindexed_ms = u;
