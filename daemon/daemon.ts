@@ -9,7 +9,7 @@ import { PartialLineBudget } from '../protocol/line-budget.ts';
 import { RpcPeer } from '../protocol/rpc-peer.ts';
 import { giveWayTo } from '../protocol/time-slice.ts';
 import { packageVersion } from '../protocol/version.ts';
-import { migrateExtension, openDb, type Db } from '../storage/db.ts';
+import { migrateExtension, openDb, owedFlushRunning, type Db } from '../storage/db.ts';
 import { pruneFrames } from '../storage/state/snapcompact.ts';
 import { collectPayloadGarbage, DEFAULT_MAX_IMAGE_BYTES } from '../storage/images/payloads.ts';
 import { SearchWorker } from '../storage/search/worker.ts';
@@ -97,7 +97,10 @@ export class Daemon implements DaemonServices {
       throw err;
     }
     this.search = new SearchWorker(paths.db, { onStart: (kind) => log.info({ method: 'search', ask: kind }, 'search worker started') });
-    this.idle = new IdleWork(this.db, { busy: () => this.busy(), moving: () => this.transit() !== undefined, lastRequestAt: () => this.lastRequestAt }, { indexer: settings.searchIndexer, log });
+    // A request waiting for its commit to reach the disk (storage/db.ts durable) counts as bytes
+    // moving: a backlog's unit in that millisecond would hold its reply for the unit's length.
+    const moving = (): boolean => this.transit() !== undefined || owedFlushRunning(this.db);
+    this.idle = new IdleWork(this.db, { busy: () => this.busy(), moving, lastRequestAt: () => this.lastRequestAt }, { indexer: settings.searchIndexer, log });
     this.partialLines = new PartialLineBudget(2 * settings.maxLineBytes);
     // Half-open: a client that ends its writes still gets the replies to what it sent.
     this.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));

@@ -229,6 +229,14 @@ export async function durable(db: Db): Promise<void> {
   }
 }
 
+/**
+ * Whether a flush `durable` started is still under way: a request is then waiting for its bytes
+ * to reach the disk, a wait of a millisecond or so that background work should not take over.
+ */
+export function owedFlushRunning(db: Db): boolean {
+  return owedCommits(db).flush !== undefined;
+}
+
 /** For tests: commits `commitOwed` made on this connection that no finished flush covers yet, and the flushes started. */
 export function owedCommitState(db: Db): { pending: number; flushes: number } {
   const s = owedCommits(db);

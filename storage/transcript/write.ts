@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { AlbedoError } from '../../protocol/errors.ts';
 import { MAX_JSON_DEPTH, tooDeepPath } from '../../protocol/json-depth.ts';
 import type { ImagePart, ImagePartIn, Notice, OpaquePart, RowClass, RowIn, StoredBody, TextPart } from '../../protocol/rows.ts';
-import { type Db, perDb } from '../db.ts';
+import { commitOwed, type Db, durable, perDb } from '../db.ts';
 import { followSettle } from '../state/lcm-tree.ts';
 import { DEFAULT_MAX_IMAGE_BYTES, hasPayload, prepareImage, putPayload, type PreparedImage } from '../images/payloads.ts';
 import { renderedGraphemesWithoutSeq } from './graphemes.ts';
@@ -320,7 +320,10 @@ async function prepareImages(db: Db, rows: readonly RowIn[], maxBytes: number): 
  * nothing of the batch behind. A row whose key the session already holds is not stored again:
  * with the same content it answers with the stored seq, with other content it fails the batch.
  * A tool result answers the session's open call with its id and is settled beside it (see
- * `settle` and docs/transcript.md); with no open call it is stored as an orphan.
+ * `settle` and docs/transcript.md); with no open call it is stored as an orphan. Resolves once
+ * the batch is on disk: its commit leaves the fsync owed, and it is paid off the event loop,
+ * shared with whatever else is owed meanwhile (storage/db.ts commitOwed), so that an append on
+ * a busy disk does not hold every other session's requests.
  */
 export async function appendRows(
   db: Db,
@@ -332,11 +335,13 @@ export async function appendRows(
   const images = await prepareImages(db, rows, opts.maxImageBytes ?? DEFAULT_MAX_IMAGE_BYTES);
   const long = await packLongBodies(rows, images);
   const now = (opts.now ?? Date.now)();
-  return db.transaction(() => {
+  const result = commitOwed(db, () => {
     const result = writeBatch(db, session, rows, long, images, now);
     opts.withRows?.(result);
     return result;
-  })();
+  });
+  await durable(db);
+  return result;
 }
 
 /** A batch row's stored body: as an object, as JSON, and as its columns. */

@@ -134,3 +134,20 @@ test('an elision job owes its batches and has paid for them when finishElision r
   assert.equal(owedCommitState(db).pending, 0);
   assert.equal(elisionStats(db, sid).pending, false);
 });
+
+test('an append owes its fsync and has paid it when it resolves; a failing batch owes nothing', async (t) => {
+  const { db, fresh } = fullDb(t);
+  openSession(db, { session: 's' });
+  const levels = recordTransactionLevels(db);
+  const flushes = owedCommitState(db).flushes;
+  // Two sessions' appends at once may share a flush.
+  await Promise.all([appendRows(db, 's', [user('first')]), appendRows(db, 's', [user('second')])]);
+  assert.deepEqual(levels, [1, 1]);
+  assert.equal(owedCommitState(db).pending, 0);
+  assert.ok(owedCommitState(db).flushes - flushes >= 1);
+  assert.equal(fresh().prepare('SELECT count(*) FROM transcript').pluck().get(), 2);
+  await assert.rejects(appendRows(db, 's', [toolResult('c1', 'x'), user('y', { key: 'k' }), user('z', { key: 'k' })]), { code: 'key_conflict' });
+  assert.equal(fresh().prepare('SELECT count(*) FROM transcript').pluck().get(), 2, 'nothing of the failed batch was stored');
+  assert.equal(owedCommitState(db).pending, 0);
+  assert.equal(level(db), 2);
+});
