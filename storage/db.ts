@@ -217,7 +217,7 @@ export async function durable(db: Db): Promise<void> {
     if (s.flush === undefined) {
       const covers = s.committed;
       s.flushes += 1;
-      s.flush = flushLogOffLoop(db)
+      s.flush = syncLogOffLoop(db)
         .then(() => {
           s.synced = Math.max(s.synced, covers);
         })
@@ -241,6 +241,29 @@ export function owedFlushRunning(db: Db): boolean {
 export function owedCommitState(db: Db): { pending: number; flushes: number } {
   const s = owedCommits(db);
   return { pending: s.committed - s.synced, flushes: s.flushes };
+}
+
+/**
+ * `flushLogOffLoop` in one trip to the thread pool instead of three: the log is opened and closed
+ * on the event loop, which costs microseconds (neither waits for the disk), and only the datasync
+ * goes to the pool. An append waits for it, so each trip is part of its round trip.
+ */
+function syncLogOffLoop(db: Db): Promise<void> {
+  if (db.memory) return Promise.resolve();
+  let fd: number;
+  try {
+    fd = fs.openSync(`${db.name}-wal`, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return Promise.resolve();
+    return Promise.reject(err);
+  }
+  return new Promise<void>((resolve, reject) => {
+    fs.fdatasync(fd, (err) => {
+      fs.closeSync(fd);
+      if (err === null) resolve();
+      else reject(err);
+    });
+  });
 }
 
 /**
