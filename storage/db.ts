@@ -217,7 +217,7 @@ export async function durable(db: Db): Promise<void> {
     if (s.flush === undefined) {
       const covers = s.committed;
       s.flushes += 1;
-      s.flush = syncLogOffLoop(db)
+      s.flush = flushLogOffLoop(db)
         .then(() => {
           s.synced = Math.max(s.synced, covers);
         })
@@ -244,11 +244,15 @@ export function owedCommitState(db: Db): { pending: number; flushes: number } {
 }
 
 /**
- * `flushLogOffLoop` in one trip to the thread pool instead of three: the log is opened and closed
- * on the event loop, which costs microseconds (neither waits for the disk), and only the datasync
- * goes to the pool. An append waits for it, so each trip is part of its round trip.
+ * Writes the log's pages out to disk from libuv's thread pool, off the event loop: what commits
+ * made without an fsync (withoutFsync, commitOwed) left in the OS's cache is otherwise written by
+ * the next commit that does fsync, which then waits for those bytes as well as its own. The log
+ * is opened and closed on the event loop, which costs microseconds (neither waits for the disk),
+ * and only the datasync goes to the pool: one trip where `fs.promises` (open, datasync, close)
+ * took three, and every append waits for one (`durable`). Resolves when done; a file without a log (not WAL, in memory) resolves at
+ * once. Errors reject: the caller decides whether to stop trying.
  */
-function syncLogOffLoop(db: Db): Promise<void> {
+export function flushLogOffLoop(db: Db): Promise<void> {
   if (db.memory) return Promise.resolve();
   let fd: number;
   try {
@@ -264,27 +268,6 @@ function syncLogOffLoop(db: Db): Promise<void> {
       else reject(err);
     });
   });
-}
-
-/**
- * Writes the log's pages out to disk from libuv's thread pool, off the event loop: what commits
- * made without an fsync (withoutFsync) left in the OS's cache is otherwise written by the next
- * commit that does fsync, an append, which then waits for the background work's bytes as well as
- * its own. Resolves when done; a file without a log (not WAL, in memory) resolves at once. Errors
- * reject: the caller decides whether to stop trying.
- */
-export async function flushLogOffLoop(db: Db): Promise<void> {
-  if (db.memory) return;
-  const handle = await fs.promises.open(`${db.name}-wal`, 'r').catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return undefined;
-    throw err;
-  });
-  if (handle === undefined) return;
-  try {
-    await handle.datasync();
-  } finally {
-    await handle.close();
-  }
 }
 
 /**
