@@ -159,16 +159,17 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
           }
           if ((args.only.has('compact') || args.only.has('prepare')) && size === compactionSize) results.compaction = await time(`compact ${at}`, () => benchCompactionWork(ds, log));
           if (args.only.has('lcm') && size === compactionSize) results.lcm_compaction = await time(`lcm compaction ${at}`, () => benchLcmCompaction(ds, log));
-          if (args.only.has('prepare') && baseline !== undefined) {
-            const prepareStarted = nowMs();
-            const ps = await preparedSession(ds, corpus, log);
-            sr.prepare = await measurePrepare(ps, { runs: args.prepareRuns }, log);
-            const alt = await alternate(ps, baseline, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) });
-            sr.prepare.versus_baseline = { baseline_rows: baseline.ds.main.rows, this: alt.a, baseline: alt.b, ratio: alt.ratio };
-            log(`  prepare @${ds.main.rows} vs baseline, alternating: ${alt.a.median_ms.toFixed(3)} / ${alt.b.median_ms.toFixed(3)} ms = ${alt.ratio.toFixed(2)}x`);
-            // The same session over a daemon's socket, the daemon started on this dataset's file.
-            socketPrepares.push(await benchPrepareSocketOn(ds, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) }, log));
-            clock.parts.push({ part: `prepare ${at}`, ms: nowMs() - prepareStarted });
+          const base = baseline;
+          if (args.only.has('prepare') && base !== undefined) {
+            await time(`prepare ${at}`, async () => {
+              const ps = await preparedSession(ds, corpus, log);
+              sr.prepare = await measurePrepare(ps, { runs: args.prepareRuns }, log);
+              const alt = await alternate(ps, base, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) });
+              sr.prepare.versus_baseline = { baseline_rows: base.ds.main.rows, this: alt.a, baseline: alt.b, ratio: alt.ratio };
+              log(`  prepare @${ds.main.rows} vs baseline, alternating: ${alt.a.median_ms.toFixed(3)} / ${alt.b.median_ms.toFixed(3)} ms = ${alt.ratio.toFixed(2)}x`);
+              // The same session over a daemon's socket, the daemon started on this dataset's file.
+              socketPrepares.push(await benchPrepareSocketOn(ds, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) }, log));
+            });
           }
           return sr;
         });

@@ -10,7 +10,7 @@
 // by hash and `payload.get` serves its bytes.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { type Db, perDb, withoutFsync } from '../db.ts';
+import { commitOwed, type Db, perDb, withoutFsync } from '../db.ts';
 import { putPayload, releasePayloads } from '../images/payloads.ts';
 import { SavedCut, type CutHints } from './saved-cut.ts';
 
@@ -245,16 +245,16 @@ export function cachedFrame(db: Db, key: string, now = Date.now()): CachedFrame 
 }
 
 /**
- * Stores a rendered frame: its PNG as a payload, and the key naming it. A cache, rendered again
- * from the archive when missing, so its commit does not wait for an fsync on the request's way.
+ * Stores a rendered frame: its PNG as a payload, and the key naming it. Frames are rendered while
+ * a request is prepared, so the fsync is owed rather than waited for on the event loop: the
+ * prepare pays it before the request, which may name the frame, goes out (commitOwed).
  */
 export function cacheFrame(db: Db, key: string, png: Buffer, width: number, height: number, now = Date.now()): CachedFrame {
   const hash = createHash('sha256').update(png).digest('hex');
-  withoutFsync(db, () =>
-    db.transaction(() => {
-      putPayload(db, hash, 'image/png', width, height, png);
-      stmts(db).putFrame.run(key, hash, width, height, now);
-    })());
+  commitOwed(db, () => {
+    putPayload(db, hash, 'image/png', width, height, png);
+    stmts(db).putFrame.run(key, hash, width, height, now);
+  });
   return { hash, width, height };
 }
 
