@@ -10,6 +10,7 @@ import { RpcPeer } from '../protocol/rpc-peer.ts';
 import { giveWayTo } from '../protocol/time-slice.ts';
 import { packageVersion } from '../protocol/version.ts';
 import { migrateExtension, openDb, owedFlushRunning, type Db } from '../storage/db.ts';
+import { LogCheckpointer } from '../storage/log-checkpoint.ts';
 import { pruneFrames } from '../storage/state/snapcompact.ts';
 import { collectPayloadGarbage, DEFAULT_MAX_IMAGE_BYTES } from '../storage/images/payloads.ts';
 import { SearchWorker } from '../storage/search/worker.ts';
@@ -61,6 +62,8 @@ export class Daemon implements DaemonServices {
   private nextConnectionId = 1;
   /** Indexing, index merging and checkpoints between requests. */
   private readonly idle: IdleWork;
+  /** The write-ahead log's checkpoints, their fsyncs off the event loop. */
+  private readonly checkpoints: LogCheckpointer;
   /** Requests being handled, and when the last one arrived or finished (performance.now()). */
   private inFlight = 0;
   private lastRequestAt = 0;
@@ -92,6 +95,7 @@ export class Daemon implements DaemonServices {
     });
     try {
       for (const m of modules.modules) if (m.migrations !== undefined) migrateExtension(this.db, m.name, m.migrations);
+      this.checkpoints = new LogCheckpointer(this.db, { log });
     } catch (err) {
       this.db.close();
       throw err;
@@ -100,7 +104,11 @@ export class Daemon implements DaemonServices {
     // A request waiting for its commit to reach the disk (storage/db.ts durable) counts as bytes
     // moving: a backlog's unit in that millisecond would hold its reply for the unit's length.
     const moving = (): boolean => this.transit() !== undefined || owedFlushRunning(this.db);
-    this.idle = new IdleWork(this.db, { busy: () => this.busy(), moving, lastRequestAt: () => this.lastRequestAt }, { indexer: settings.searchIndexer, log });
+    this.idle = new IdleWork(this.db, { busy: () => this.busy(), moving, lastRequestAt: () => this.lastRequestAt }, {
+      indexer: settings.searchIndexer,
+      log,
+      checkpoint: () => void this.checkpoints.checkpointNow(),
+    });
     this.partialLines = new PartialLineBudget(2 * settings.maxLineBytes);
     // Half-open: a client that ends its writes still gets the replies to what it sent.
     this.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));
@@ -160,6 +168,7 @@ export class Daemon implements DaemonServices {
       for (const socket of daemon.early.splice(0)) socket.destroy();
       await daemon.configStore.close();
       await daemon.search.close();
+      await daemon.checkpoints.close();
       daemon.db.close();
       throw err;
     }
@@ -293,6 +302,7 @@ export class Daemon implements DaemonServices {
     await this.configStore.close();
     await this.search.close();
     try {
+      await this.checkpoints.close();
       this.db.pragma('wal_checkpoint(TRUNCATE)');
     } finally {
       this.db.close();

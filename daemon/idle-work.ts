@@ -120,6 +120,11 @@ export interface IdleWorkOptions {
   log: Logger;
   /** How the log is written out after unsynced units; flushLogOffLoop unless a test needs it to fail. */
   flushLog?: (db: Db) => Promise<void>;
+  /**
+   * How the log is checkpointed in the long quiet: the daemon's LogCheckpointer, which waits for
+   * the disk off the event loop (storage/log-checkpoint.ts); without one, SQLite's checkpoint on the loop.
+   */
+  checkpoint?: () => void;
 }
 
 export class IdleWork {
@@ -382,7 +387,8 @@ export class IdleWork {
         this.releaseDue = false;
       }
       if (this.logDirty) {
-        this.db.pragma('wal_checkpoint(PASSIVE)');
+        if (this.opts.checkpoint === undefined) this.db.pragma('wal_checkpoint(PASSIVE)');
+        else this.opts.checkpoint();
         this.done.checkpoint++;
         this.logDirty = false;
       }

@@ -1,10 +1,13 @@
 // The albedod process: its home, socket, lock, signals and crash safety, run as a real child
 // process against a real SQLite file.
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test } from 'node:test';
+import { logState } from '../../storage/log-checkpoint.ts';
 import { spawnDaemon, startEach, tempHome } from './harness.ts';
 
 /** Daemons this file starts; each is killed when the file's tests end. */
@@ -140,6 +143,27 @@ describe('albedod process', () => {
     const list = await c2.call('session.list', {});
     assert.equal(list.sessions.find((s) => s.session === 'term')?.rows, 10_000);
     await again.stop();
+  });
+
+  test("a running daemon keeps its write-ahead log checkpointed (its own checkpointer, SQLite's is off)", async () => {
+    // The indexer off: its units would write on after the append, and the check wants a log that stops growing.
+    const d = await start({ env: { ALBEDO_SEARCH_INDEXER: 'off' } });
+    const c = await d.connect();
+    await c.call('session.open', { session: 'log' });
+    // Text that does not compress, so that the rows' pages take the log past SQLite's 1,000-frame threshold.
+    const rows = Array.from({ length: 10_000 }, (_, i) => ({ kind: 'user' as const, content: [{ type: 'text' as const, text: `row ${i} ${crypto.randomBytes(300).toString('hex')}` }] }));
+    await c.call('transcript.append', { session: 'log', rows });
+    const db = path.join(d.home, 'albedo.db');
+    const grown = logState(db);
+    assert.ok(grown.frames > 1000, `the append wrote ${grown.frames} frames`);
+    // Copied into the database file while the daemon runs: past the threshold, or in the quiet after.
+    const copiedAll = (): boolean => {
+      const now = logState(db);
+      return now.frames >= grown.frames && now.copied === now.frames;
+    };
+    for (let i = 0; i < 200 && !copiedAll(); i++) await sleep(25);
+    assert.ok(copiedAll(), JSON.stringify(logState(db)));
+    await d.stop();
   });
 
   test('SIGHUP lifts the automatic-compaction pause, as /reload does', async () => {
