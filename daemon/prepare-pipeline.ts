@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import type { ByteChunks } from '../protocol/byte-chunks.ts';
 import type { CacheBreak, Observation, PlainInput } from '../protocol/prepared.ts';
 import { yieldToEventLoop } from '../protocol/time-slice.ts';
-import { readTogether } from '../storage/db.ts';
+import { durable, readTogether } from '../storage/db.ts';
 import { elisionStats, type ElisionStats } from '../storage/images/elision.ts';
 import { getPayload } from '../storage/images/payloads.ts';
 import { savePrepared } from '../storage/log/prepared-requests.ts';
@@ -193,6 +193,8 @@ function saveAfterReply(ctx: CallContext, p: Preparation, observation: Observati
     .run(session, async () => {
       await yieldToEventLoop();
       savePreparation(ctx, p, observation, prompt);
+      // A changed prompt's record is owed its fsync (savePrepared): paid before the session's next task.
+      await durable(ctx.daemon.db);
     })
     .catch((err: unknown) => ctx.daemon.log.error({ err, session, method: 'prepare' }, 'the prepared request could not be recorded'));
 }

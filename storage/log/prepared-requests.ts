@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { AlbedoError } from '../../protocol/errors.ts';
 import { Observation, StoredToolSpec, type ToolSpec } from '../../protocol/prepared.ts';
-import { perDb, withoutFsync, type Db } from '../db.ts';
+import { commitOwed, perDb, withoutFsync, type Db } from '../db.ts';
 
 const StoredToolSpecs = z.array(StoredToolSpec);
 
@@ -63,8 +63,9 @@ function promptHash(instructions: string, toolsJson: string): string {
  * A prepare whose prompt is unchanged commits without an fsync (storage/db.ts withoutFsync):
  * what it writes is bookkeeping (the observation a usage report refers to, the last prepared
  * head), which the next durable commit makes durable too; a power loss before it costs at
- * most a usage report of `unknown_prepared`. A changed prompt commits at the connection's
- * level, since /compact sizes the pinned prompt from it.
+ * most a usage report of `unknown_prepared`. A changed prompt's commit is owed (`commitOwed`),
+ * since /compact sizes the pinned prompt from it: the daemon awaits `durable` before the
+ * session's next task runs.
  */
 export function savePrepared(
   db: Db,
@@ -83,14 +84,14 @@ export function savePrepared(
   const st = stmts(db);
   const prompt = p.prompt === undefined ? undefined : { instructions: p.prompt.instructions, tools: JSON.stringify(p.prompt.tools) };
   const hash = prompt === undefined ? undefined : promptHash(prompt.instructions, prompt.tools);
-  const write = db.transaction(() => {
+  const write = (): void => {
     st.insertPrepared.run(p.id, p.sid, p.head, p.model, now, p.estimate, JSON.stringify(p.observation));
     st.notePrepared.run(p.head, p.model, p.sid);
     if (prompt !== undefined && hash !== undefined) st.notePrompt.run(p.sid, hash, prompt.instructions, prompt.tools);
     st.prunePrepared.run(p.sid, p.sid, PREPARED_KEEP);
-  });
-  if (hash !== undefined && st.promptHash.get(p.sid) !== hash) write();
-  else withoutFsync(db, write);
+  };
+  if (hash !== undefined && st.promptHash.get(p.sid) !== hash) commitOwed(db, write);
+  else withoutFsync(db, () => db.transaction(write)());
 }
 
 export interface PreparedRecord {

@@ -9,6 +9,7 @@ import { inheritLastPrompt, lastPrompt, savePrepared } from '../../storage/log/p
 import { openSession, requireSession } from '../../storage/transcript/sessions.ts';
 import { Observation } from '../../protocol/prepared.ts';
 import { tempDb } from './factories.ts';
+import { owedCommitState } from '../../storage/db.ts';
 
 test('choices made in the same millisecond come back in the order they were made, not by name', (t) => {
   const db = tempDb(t);
@@ -105,8 +106,11 @@ test('a prepare with the same prompt leaves the stored prompt alone; a changed o
   assert.deepEqual(lastPrompt(db, sid), { model: 'm1', instructions: 'be brief', tools });
   assert.equal(db.prepare('SELECT prepared_head FROM sessions WHERE sid = ?').pluck().get(sid), 3, 'every prepare still records its head');
   assert.equal(db.prepare('SELECT count(*) FROM prepared_requests WHERE sid = ?').pluck().get(sid), 3, 'and its observation');
+  assert.equal(owedCommitState(db).pending, 1, 'only the first, a new prompt, is owed its fsync');
   save('d', 'be thorough', 4);
   assert.equal(writes(), 2);
+  // Owed, not waited for on the event loop: the daemon pays it off the loop (durable) before the session's next task.
+  assert.equal(owedCommitState(db).pending, 2);
   assert.deepEqual(lastPrompt(db, sid), { model: 'm1', instructions: 'be thorough', tools });
   // The connection's synchronous level (FULL) is what it was after prepares that skipped the fsync.
   assert.equal(db.pragma('synchronous', { simple: true }), 2);
