@@ -2,7 +2,7 @@
 // session is checked against a set of limits, and the indexed search for images over limits in
 // a range of a session's rows. Deciding what to fit and running sharp is daemon/image-fit.ts's.
 import type { ImagePart } from '../../protocol/rows.ts';
-import { type Db, perDb } from '../db.ts';
+import { type Db, perDb, withoutFsync } from '../db.ts';
 
 /** A stored image's measures: what the limits are checked against. */
 export interface PayloadSize {
@@ -103,6 +103,11 @@ export function fitChecked(db: Db, sid: number, limitsKey: string): { through: n
   return stmts(db).checked.get(sid, limitsKey);
 }
 
+/**
+ * Remembers how far the session is known to be within these limits. Bookkeeping that only saves
+ * a later prepare a search, so it commits without an fsync (storage/db.ts withoutFsync): it is on
+ * a prepare's way, and a power cut before the next fsync only costs that search again.
+ */
 export function saveFitChecked(db: Db, sid: number, limitsKey: string, through: number, rewrites: number): void {
-  stmts(db).saveChecked.run(sid, limitsKey, through, rewrites);
+  withoutFsync(db, () => stmts(db).saveChecked.run(sid, limitsKey, through, rewrites));
 }

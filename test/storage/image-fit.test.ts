@@ -3,7 +3,7 @@
 // payload alive: collecting an unnamed payload takes its cache rows with it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cachedFit, FIT_SCAN_ROWS, oversizedImages, saveFit, type SqlLimits } from '../../storage/images/fit.ts';
+import { cachedFit, fitChecked, FIT_SCAN_ROWS, oversizedImages, saveFit, saveFitChecked, type SqlLimits } from '../../storage/images/fit.ts';
 import { collectPayloadGarbage, hasPayload, putPayload } from '../../storage/images/payloads.ts';
 import { openSession } from '../../storage/transcript/sessions.ts';
 import { appendNotice, appendRows } from '../../storage/transcript/write.ts';
@@ -61,4 +61,27 @@ test('cached fits never keep a payload: collecting it drops the cache row', asyn
   assert.equal(collectPayloadGarbage(db), 2, 'neither payload is named by a row or a pin');
   assert.equal(hasPayload(db, 'b'.repeat(64)), false);
   assert.equal(db.prepare('SELECT count(*) FROM image_fits').pluck().get(), 0);
+});
+
+test('how far a session is known to fit is remembered without an fsync, on a connection at FULL too', (t) => {
+  const db = tempDb(t);
+  db.pragma('synchronous = FULL');
+  const { sid } = openSession(db, { session: 's' });
+  // The level each of its statements ran at.
+  const levels: number[] = [];
+  const prepare = db.prepare.bind(db);
+  db.prepare = ((source: string) => {
+    const st = prepare(source);
+    if (!source.includes('image_fit_checked') || st.reader) return st;
+    const run = st.run.bind(st);
+    st.run = (...args: unknown[]) => {
+      levels.push(db.pragma('synchronous', { simple: true }) as number);
+      return run(...args);
+    };
+    return st;
+  }) as typeof db.prepare;
+  saveFitChecked(db, sid, 'limits', 42, 3);
+  assert.deepEqual(levels, [1], 'written at NORMAL');
+  assert.equal(db.pragma('synchronous', { simple: true }), 2, 'and the level put back');
+  assert.deepEqual(fitChecked(db, sid, 'limits'), { through: 42, rewrites: 3 });
 });
