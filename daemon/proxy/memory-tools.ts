@@ -10,6 +10,7 @@ import path from 'node:path';
 import { AlbedoError } from '../../protocol/errors.ts';
 import type { ToolSpec } from '../../protocol/prepared.ts';
 import type { RowIn } from '../../protocol/rows.ts';
+import { durable } from '../../storage/db.ts';
 import { noteMemoryCall, type ChainLink } from '../../storage/log/proxy-state.ts';
 import type { CallContext } from '../context.ts';
 import { toolsCall } from '../handlers/tools.ts';
@@ -209,7 +210,14 @@ export async function runTurn<M, R extends WireRequest<M>>(t: Turn<M, R>): Promi
   }
   const { text, visible } = splicer.finish();
   endMessage(res, request.stream, text);
-  await daemon.kernels.run(target.name, (kernel) => linkTurn(daemon.db, wire, target, t.links, visible, lastSeq, kernel.cache), 'transcript');
+  await daemon.kernels.run(
+    target.name,
+    async (kernel) => {
+      linkTurn(daemon.db, wire, target, t.links, visible, lastSeq, kernel.cache);
+      await durable(daemon.db);
+    },
+    'transcript',
+  );
 }
 
 /** The staged fault `proxy-store-held`: waits until `file` exists. */

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { AlbedoError } from '../../protocol/errors.ts';
 import { RowIn } from '../../protocol/rows.ts';
 import { z } from 'zod';
-import type { Db } from '../../storage/db.ts';
+import { commitOwed, durable, type Db } from '../../storage/db.ts';
 import { addProxySession, chainStamp, currentProxySession, proxySession, dropChainFrom, firstOfFamily, messageChain, noteAgent, putChainLinks, retireProxySession, type ChainLink } from '../../storage/log/proxy-state.ts';
 import { createSession, findSession } from '../../storage/transcript/sessions.ts';
 import { appendRows, forkMap, forkSession } from '../../storage/transcript/write.ts';
@@ -209,7 +209,11 @@ export async function reconcile<M>(db: Db, codec: MessageCodec<M>, target: Proxy
     putChainLinks(db, target.sid, [...rehashed, ...fresh]);
   };
   if (rows.length > 0) await appendRows(db, target.name, rows, { maxImageBytes: opts.maxImageBytes, withRows: (r) => link(r.seqs) });
-  else if (rehashed.length > 0 || matched < conversation.length) db.transaction(() => link([]))();
+  else if (rehashed.length > 0 || matched < conversation.length) {
+    // Links alone: owed like an append's commit (storage/db.ts commitOwed), paid off the loop before the request goes on.
+    commitOwed(db, () => link([]));
+    await durable(db);
+  }
   const appended = rows.length;
   const all = [...links.slice(0, matched).map((l, i) => ({ ...l, chain: chains[i]! })), ...fresh];
   keepChain(db, target.sid, all, opts.cache);
@@ -246,7 +250,10 @@ export async function recordAnswer<M>(db: Db, codec: MessageCodec<M>, target: Pr
     if (fresh.length > 0) putChainLinks(db, target.sid, fresh);
   };
   if (rows.length > 0) await appendRows(db, target.name, rows, { withRows: (r) => link(r.seqs) });
-  else db.transaction(() => link([]))();
+  else {
+    commitOwed(db, () => link([]));
+    await durable(db);
+  }
   keepChain(db, target.sid, [...links, ...fresh], opts.cache);
   return fresh;
 }
@@ -265,7 +272,10 @@ export async function appendRound(db: Db, target: ProxyTarget, turn: number, rou
     return parsed.data;
   });
   if (keyed.length === 0) {
-    if (withRows !== undefined) db.transaction(() => withRows(0))();
+    if (withRows !== undefined) {
+      commitOwed(db, () => withRows(0));
+      await durable(db);
+    }
     return 0;
   }
   const { seqs } = await appendRows(db, target.name, keyed, withRows === undefined ? {} : { withRows: (r) => withRows(Math.max(...r.seqs)) });
@@ -275,7 +285,8 @@ export async function appendRound(db: Db, target: ProxyTarget, turn: number, rou
 /**
  * Links the message(s) the client saw of such a turn to the rows its rounds stored: the client
  * sends them back with its next request, where they match these links (recorded), so the
- * spliced message is never a divergence, while upstream keeps getting the stored rounds.
+ * spliced message is never a divergence, while upstream keeps getting the stored rounds. The
+ * commit is owed: a caller outside appendRound's transaction awaits `durable(db)` before it answers.
  */
 export function linkTurn<M>(db: Db, codec: MessageCodec<M>, target: ProxyTarget, links: readonly ChainLink[], visible: readonly M[], lastSeq: number, cache?: KernelCache): ChainLink[] {
   let previous = links.length === 0 ? '' : links[links.length - 1]!.chain;
@@ -283,7 +294,8 @@ export function linkTurn<M>(db: Db, codec: MessageCodec<M>, target: ProxyTarget,
     previous = chainHash(previous, codec.canonical(m));
     return { idx: links.length + k, chain: previous, last_seq: lastSeq, recorded: true };
   });
-  if (fresh.length > 0) db.transaction(() => putChainLinks(db, target.sid, fresh))();
+  // Owed (storage/db.ts commitOwed): inside appendRound's transaction the append pays it, on its own the caller awaits `durable`.
+  if (fresh.length > 0) commitOwed(db, () => putChainLinks(db, target.sid, fresh));
   keepChain(db, target.sid, [...links, ...fresh], cache);
   return fresh;
 }

@@ -9,7 +9,7 @@ import { identify, type Identity } from '../../../daemon/proxy/identity.ts';
 import { CHAIN_LINKS, CHAIN_MEMO, matchChain, proxySessionFor, reconcile, recordAnswer } from '../../../daemon/proxy/reconcile.ts';
 import type { MessageCodec } from '../../../daemon/proxy/wire.ts';
 import { KernelCache } from '../../../strategies/harness/kernel-cache.ts';
-import type { Db } from '../../../storage/db.ts';
+import { owedCommitState, type Db } from '../../../storage/db.ts';
 import { chainStamp, currentProxySession, dropChainFrom, messageChain } from '../../../storage/log/proxy-state.ts';
 import { findSession } from '../../../storage/transcript/sessions.ts';
 import { rowsOf, tempDb } from '../../storage/factories.ts';
@@ -75,6 +75,19 @@ test('a recorded answer the agent sends back in another shape is the same turn, 
   assert.equal(next.forkedFrom, null);
   assert.equal(next.appended, 1);
   assert.deepEqual(rowsOf(db, session.name).map((r) => r.kind), ['user', 'assistant', 'tool_result']);
+});
+
+test("the reshaped answer sent back alone stores only its links, an owed commit paid off the loop before reconcile returns", async (t) => {
+  const { db, session } = setup(t);
+  const r = await reconcile(db, anthropicWire, session, [u('fix the bug')]);
+  await recordAnswer(db, anthropicWire, session, r.links, [{ role: 'assistant', content: [{ type: 'text', text: '' }, { type: 'tool_use', id: 'c1', name: 'Bash', input: { command: 'ls' } }] }]);
+  const before = owedCommitState(db);
+  const next = await reconcile(db, anthropicWire, session, [u('fix the bug'), call('c1', 'ls')]);
+  assert.equal(next.appended, 0);
+  assert.equal(next.forkedFrom, null);
+  // storage/db.ts commitOwed then durable: one more flush, nothing left owed (a commit at FULL, on the loop, counts neither).
+  assert.deepEqual(owedCommitState(db), { pending: 0, flushes: before.flushes + 1 });
+  assert.equal(messageChain(db, session.sid)[1]?.chain, next.links[1]?.chain, "the agent's hash is stored");
 });
 
 test('a rewind (a strict prefix of the stored history) continues in a fork at its end', async (t) => {
