@@ -3,6 +3,7 @@
 // session rewrites that file's `extensions` section (atomically) and reloads it.
 import fs from 'node:fs';
 import { AlbedoError } from '../../protocol/errors.ts';
+import { commitOwed, durable } from '../../storage/db.ts';
 import { requireSession } from '../../storage/transcript/sessions.ts';
 import { validateSelection } from '../../strategies/extensions/selection.ts';
 import type { DaemonServices, Handler } from '../context.ts';
@@ -63,9 +64,11 @@ export const extensionsSelect: Handler<'extensions.select'> = async (params, { d
     return { strategy: r.strategy, enabled: [...r.enabled] };
   }
   const session = params.session;
-  return daemon.kernels.run(session, () => {
+  return daemon.kernels.run(session, async () => {
     const s = requireSession(daemon.db, session);
-    const r = selectForSession(daemon.db, daemon.config(), s.sid, change);
+    // Owed, paid off the event loop before the reply (storage/db.ts commitOwed).
+    const r = commitOwed(daemon.db, () => selectForSession(daemon.db, daemon.config(), s.sid, change));
+    await durable(daemon.db);
     return { strategy: r.strategy, enabled: [...r.enabled] };
   });
 };

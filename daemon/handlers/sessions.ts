@@ -1,5 +1,7 @@
 // Session lifecycle methods: open, list, delete, fork and excursion return. Mutations of a
-// session run on its kernel queue; the storage functions do the work in one transaction each.
+// session run on its kernel queue; the storage functions do the work in one transaction each,
+// whose fsync is owed and paid off the event loop before the reply (storage/db.ts commitOwed).
+import { commitOwed, durable } from '../../storage/db.ts';
 import { inheritChoices } from '../../storage/log/extension-choices.ts';
 import { inheritLastPrompt } from '../../storage/log/prepared-requests.ts';
 import { deleteSession, findSession, listSessions, openSession, requireSession } from '../../storage/transcript/sessions.ts';
@@ -7,8 +9,9 @@ import { forkSession, returnFromExcursion } from '../../storage/transcript/write
 import { forkStrategyState } from '../../strategies/fork-state.ts';
 import type { Handler } from '../context.ts';
 
-export const sessionOpen: Handler<'session.open'> = (params, { daemon }) => {
-  const opened = openSession(daemon.db, params);
+export const sessionOpen: Handler<'session.open'> = async (params, { daemon }) => {
+  const opened = commitOwed(daemon.db, () => openSession(daemon.db, params));
+  await durable(daemon.db);
   return { session: opened.session, created: opened.created };
 };
 
@@ -31,9 +34,9 @@ export const sessionDelete: Handler<'session.delete'> = (params, { daemon }) =>
  * but without its strategy.
  */
 export const sessionFork: Handler<'session.fork'> = (params, { daemon }) =>
-  daemon.kernels.run(params.session, () => {
+  daemon.kernels.run(params.session, async () => {
     const { db } = daemon;
-    const forked = db.transaction(() => {
+    const forked = commitOwed(db, () => {
       const done = forkSession(db, params.session, {
         at: params.at,
         branch: params.branch,
@@ -45,7 +48,8 @@ export const sessionFork: Handler<'session.fork'> = (params, { daemon }) =>
       inheritLastPrompt(db, parent, done.sid);
       forkStrategyState(db, { sid: parent }, { sid: done.sid }, Object.values(daemon.config().modules.strategies));
       return done;
-    })();
+    });
+    await durable(db);
     daemon.rowsAdded();
     return { session: forked.session, rows: forked.rows, marker_seq: forked.marker_seq };
   }, 'transcript');
@@ -53,8 +57,9 @@ export const sessionFork: Handler<'session.fork'> = (params, { daemon }) =>
 /** The outcome is written to the parent, so the parent's transcript lane serializes it. */
 export const sessionReturn: Handler<'session.return'> = (params, { daemon }) => {
   const parent = findSession(daemon.db, params.branch)?.parent ?? params.branch;
-  return daemon.kernels.run(parent, () => {
-    const done = returnFromExcursion(daemon.db, params.branch, params.outcome);
+  return daemon.kernels.run(parent, async () => {
+    const done = commitOwed(daemon.db, () => returnFromExcursion(daemon.db, params.branch, params.outcome));
+    await durable(daemon.db);
     daemon.rowsAdded();
     return done;
   }, 'transcript');

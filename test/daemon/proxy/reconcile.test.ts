@@ -77,7 +77,7 @@ test('a recorded answer the agent sends back in another shape is the same turn, 
   assert.deepEqual(rowsOf(db, session.name).map((r) => r.kind), ['user', 'assistant', 'tool_result']);
 });
 
-test("the reshaped answer sent back alone stores only its links, an owed commit paid off the loop before reconcile returns", async (t) => {
+test('the reshaped answer sent back alone stores only its links, an owed commit paid off the loop before reconcile returns', async (t) => {
   const { db, session } = setup(t);
   const r = await reconcile(db, anthropicWire, session, [u('fix the bug')]);
   await recordAnswer(db, anthropicWire, session, r.links, [{ role: 'assistant', content: [{ type: 'text', text: '' }, { type: 'tool_use', id: 'c1', name: 'Bash', input: { command: 'ls' } }] }]);
