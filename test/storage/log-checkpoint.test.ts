@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
 import { pino } from 'pino';
 import { openDb, type Db } from '../../storage/db.ts';
-import { CHECKPOINT_FRAMES, LogCheckpointer, logState, type LogCheckpointerOptions } from '../../storage/log-checkpoint.ts';
+import { CHECKPOINT_FRAMES, LOG_SIZE_LIMIT, LogCheckpointer, logState, type LogCheckpointerOptions } from '../../storage/log-checkpoint.ts';
 
 interface Setup {
   db: Db;
@@ -126,6 +126,28 @@ test('the log is not written over until the database file is on disk', async (t)
   await cp.checkpointNow();
   write(db, 3);
   assert.ok(logFrames(file) <= 10, `the log restarted (${logFrames(file)} frames)`);
+});
+
+test('under writes without a pause the log starts over once it is HARD_FRAMES long, and its file is cut back', async (t) => {
+  // Each write-out takes a while, as a disk's does: the copies never catch up with the writes.
+  const { db, file, cp } = setup(t, {
+    frames: 50,
+    hardFrames: 400,
+    syncFile: () => new Promise<void>((resolve) => setTimeout(resolve, 3)),
+  });
+  let longest = 0;
+  for (let i = 0; i < 300; i++) {
+    write(db, 8);
+    longest = Math.max(longest, logFrames(file));
+    await sleep(1);
+  }
+  assert.ok(cp.done > 0, 'checkpoints ran off the loop');
+  assert.ok(cp.onLoop > 0, 'and at the bound one ran on the loop');
+  // 2,400 pages were written; without the bound the log held them all. With it, the log holds
+  // what is written past 400 frames until a check finds no checkpoint running (a loaded machine
+  // stretches that), far from all of it.
+  assert.ok(longest < 1200, `the log reached ${longest} frames`);
+  assert.equal(db.pragma('journal_size_limit', { simple: true }), LOG_SIZE_LIMIT);
 });
 
 test('checkpointNow copies whatever the log holds, below the threshold too', async (t) => {
