@@ -12,7 +12,8 @@
 //   3. the database file is written out from the thread pool, and only then is the pin released.
 // So a frame is in the database file on disk before the log may be overwritten, the order
 // SQLite's own checkpoint keeps with its two fsyncs; a power cut at any step leaves either the
-// log or the database file holding every committed page.
+// log or the database file holding every committed page. Once the log is HARD_FRAMES long, one
+// checkpoint runs on the loop instead, as SQLite's would, so that the log can start over.
 //
 // How far the log has run past the last checkpoint is read from the wal-index (the `-shm` file,
 // whose header layout is part of SQLite's documented file format): a few bytes read, no query.
@@ -179,7 +180,7 @@ export class LogCheckpointer {
 
   /**
    * Checkpoints whatever the log holds, however little (the idle work's long quiet), unless one
-   * is running. Resolves when it is done; never rejects (a failure is logged, see run).
+   * is running. Resolves when it is done; never rejects (a failure is logged, see fail).
    */
   checkpointNow(): Promise<void> {
     if (this.running === undefined && !this.broken && !this.closed && this.framesWaiting() > 0) this.start();
