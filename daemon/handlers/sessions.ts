@@ -20,8 +20,9 @@ export const sessionList: Handler<'session.list'> = (_params, { daemon }) => ({
 });
 
 export const sessionDelete: Handler<'session.delete'> = (params, { daemon }) =>
-  daemon.kernels.run(params.session, () => {
-    const deleted = deleteSession(daemon.db, params.session);
+  daemon.kernels.run(params.session, async () => {
+    const deleted = commitOwed(daemon.db, () => deleteSession(daemon.db, params.session));
+    await durable(daemon.db);
     daemon.kernels.forget(params.session);
     daemon.summarizeRoutes.forgetSession(params.session);
     return { deleted };

@@ -9,7 +9,7 @@ import type { CallContext } from '../../daemon/context.ts';
 import { loadCatalog } from '../../strategies/catalog/models.ts';
 import { BUILTIN_SET } from '../../strategies/index.ts';
 import { extensionsSelect } from '../../daemon/handlers/extensions.ts';
-import { sessionFork, sessionOpen } from '../../daemon/handlers/sessions.ts';
+import { sessionDelete, sessionFork, sessionOpen } from '../../daemon/handlers/sessions.ts';
 import { SessionKernels } from '../../daemon/kernels.ts';
 import { owedCommitState, type Db } from '../../storage/db.ts';
 import { appendRows } from '../../storage/transcript/write.ts';
@@ -19,11 +19,11 @@ import { tempDb, user } from '../storage/factories.ts';
 function context(db: Db): CallContext {
   const kernels = new SessionKernels();
   const config: ConfigSnapshot = { modules: BUILTIN_SET, extensions: ExtensionsFile.parse({}), models: loadCatalog(), version: 1 };
-  const daemon = { db, kernels, config: () => config, rowsAdded: () => {} };
+  const daemon = { db, kernels, config: () => config, rowsAdded: () => {}, summarizeRoutes: { forgetSession: () => {} } };
   return { daemon, signal: new AbortController().signal } as unknown as CallContext;
 }
 
-test('session.open, session.fork and extensions.select commit with an owed fsync, paid before they answer', async (t) => {
+test('session.open, session.fork, extensions.select and session.delete commit with an owed fsync, paid before they answer', async (t) => {
   const db = tempDb(t);
   const ctx = context(db);
   const paid = (): { pending: number; flushes: number } => owedCommitState(db);
@@ -41,4 +41,8 @@ test('session.open, session.fork and extensions.select commit with an owed fsync
   const selected = await extensionsSelect({ session: 'side', enable: ['rolling'], disable: [] }, ctx);
   assert.equal(selected.strategy, 'rolling');
   assert.deepEqual(paid(), { pending: 0, flushes: before + 2 });
+
+  const deleted = await sessionDelete({ session: 'side' }, ctx);
+  assert.equal(deleted.deleted, true);
+  assert.deepEqual(paid(), { pending: 0, flushes: before + 3 });
 });
