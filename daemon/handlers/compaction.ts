@@ -6,7 +6,7 @@ import type { Result } from '../../protocol/methods.ts';
 import { randomUUID } from 'node:crypto';
 import { EncodedJson } from '../../protocol/rpc-message.ts';
 import type { Observation } from '../../protocol/prepared.ts';
-import type { Db } from '../../storage/db.ts';
+import { commitOwed, durable, type Db } from '../../storage/db.ts';
 import { lastTurnMemoryCalls, proxySession, recentMemoryCalls } from '../../storage/log/proxy-state.ts';
 import { lastPrompt, latestPrepared, reportUsage } from '../../storage/log/prepared-requests.ts';
 import { learnTokenRatio, tokenRatio } from '../../storage/log/token-ratios.ts';
@@ -22,14 +22,16 @@ import { elideLeftBehind, finished, preparationFor, preparedRequest, savePrepara
 
 export const prepare: EncodingHandler<'prepare'> = (params, ctx) => ctx.daemon.kernels.run(params.session, async (kernel) => new EncodedJson<Result<'prepare'>>((await preparedRequest(params, ctx, kernel)).bytes()));
 
+/** The proxy reports every answer's usage through this: its commit is owed and paid off the loop before the reply (storage/db.ts commitOwed). */
 export const usageReport: Handler<'usage.report'> = (params, { daemon }) =>
-  daemon.kernels.run(params.session, (kernel) => {
+  daemon.kernels.run(params.session, async (kernel) => {
     const s = requireSession(daemon.db, params.session);
-    const model = daemon.db.transaction(() => {
+    const model = commitOwed(daemon.db, () => {
       const prepared = reportUsage(daemon.db, s.sid, params.prepared_id, params.input_tokens, params.cached_tokens ?? null);
       learnTokenRatio(daemon.db, s.sid, prepared.model, prepared.estimate, params.input_tokens);
       return prepared.model;
-    })();
+    });
+    await durable(daemon.db);
     noteUsage(kernel, params.prepared_id, params.cached_tokens ?? null, tokenRatio(daemon.db, s.sid, model));
     return { ok: true as const };
   });

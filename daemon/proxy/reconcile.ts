@@ -35,10 +35,15 @@ function uniqueName(db: Db, stem: string): string {
 
 /**
  * The session this identity's requests go to, created on its first request. A conversation
- * that shares its family (the agent's session id) with an earlier one is that one's child.
+ * that shares its family (the agent's session id) with an earlier one is that one's child. The
+ * commit is owed (storage/db.ts commitOwed): the request's reconcile or prepare that follows
+ * awaits `durable` before anything goes out.
  */
 export function proxySessionFor(db: Db, wire: string, id: Identity, now = Date.now()): ProxyTarget & { created: boolean } {
-  return db.transaction(() => {
+  // Every request after the first: nothing to write, so nothing owed.
+  const known = currentProxySession(db, id.identity);
+  if (known !== undefined && (id.agent === null || known.agent === id.agent)) return { sid: known.sid, name: known.name, created: false };
+  return commitOwed(db, () => {
     const current = currentProxySession(db, id.identity);
     if (current !== undefined) {
       if (id.agent !== null && current.agent !== id.agent) noteAgent(db, current.sid, id.agent);
@@ -50,7 +55,7 @@ export function proxySessionFor(db: Db, wire: string, id: Identity, now = Date.n
     if (sid === undefined) throw new Error(`session "${name}" appeared while it was created`);
     addProxySession(db, { sid, wire, identity: id.identity, family: id.family, namespace: id.namespace, parentSid: parent?.sid ?? null, agent: id.agent, now });
     return { sid, name, created: true };
-  })();
+  });
 }
 
 export interface Reconciled {

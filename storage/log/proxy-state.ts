@@ -2,7 +2,7 @@
 // agent's name, the side requests it forwarded, the memory-tool calls it ran, and the chain of
 // message hashes already stored.
 // Building those hashes and deciding what a mismatch means is daemon/proxy/reconcile.ts's.
-import { type Db, perDb } from '../db.ts';
+import { type Db, perDb, withoutFsync } from '../db.ts';
 
 export interface ProxySession {
   sid: number;
@@ -126,27 +126,34 @@ export function noteAgent(db: Db, sid: number, agent: string): void {
   stmts(db).agent.run(agent, sid);
 }
 
+// What /context tells of a proxied session (its side requests, pass-throughs, run id, the
+// agent's own compactions, memory-tool calls) is bookkeeping written on a request's way, so it
+// commits without an fsync (storage/db.ts withoutFsync): a power cut can lose a line of
+// /context, never a row, and the event loop does not wait for the disk.
+
+/** A side request (a title, a quota check) was forwarded as it came. */
 export function countSideRequest(db: Db, sid: number, inputTokens: number, outputTokens: number): void {
-  stmts(db).side.run(inputTokens, outputTokens, sid);
+  withoutFsync(db, () => stmts(db).side.run(inputTokens, outputTokens, sid));
 }
 
 /** A conversation request went up as it came (the reason is /context's). */
 export function notePassedThrough(db: Db, sid: number, reason: string): void {
-  stmts(db).passedThrough.run(reason, sid);
+  withoutFsync(db, () => stmts(db).passedThrough.run(reason, sid));
 }
 
 /** The session's requests came through `albedo run` with this id. */
 export function noteRun(db: Db, sid: number, run: string): void {
-  stmts(db).run.run(run, sid);
+  withoutFsync(db, () => stmts(db).run.run(run, sid));
 }
 
 /** The agent ran its own compaction through the proxy. */
 export function noteClientCompaction(db: Db, sid: number): void {
-  stmts(db).clientCompaction.run(sid);
+  withoutFsync(db, () => stmts(db).clientCompaction.run(sid));
 }
 
+/** A memory tool the proxy ran for the agent. */
 export function noteMemoryCall(db: Db, sid: number, c: { turn: number; round: number; name: string; arguments: unknown; isError: boolean; inputTokens: number; outputTokens: number; now: number }): void {
-  stmts(db).memoryCall.run(sid, c.turn, c.round, c.name, JSON.stringify(c.arguments), c.isError ? 1 : 0, c.inputTokens, c.outputTokens, c.now);
+  withoutFsync(db, () => stmts(db).memoryCall.run(sid, c.turn, c.round, c.name, JSON.stringify(c.arguments), c.isError ? 1 : 0, c.inputTokens, c.outputTokens, c.now));
 }
 
 /** The newest memory-tool calls, newest first. */

@@ -9,11 +9,14 @@ import type { CallContext } from '../../daemon/context.ts';
 import { loadCatalog } from '../../strategies/catalog/models.ts';
 import { BUILTIN_SET } from '../../strategies/index.ts';
 import { extensionsSelect } from '../../daemon/handlers/extensions.ts';
+import { usageReport } from '../../daemon/handlers/compaction.ts';
 import { sessionDelete, sessionFork, sessionOpen } from '../../daemon/handlers/sessions.ts';
+import { savePrepared } from '../../storage/log/prepared-requests.ts';
+import { requireSession } from '../../storage/transcript/sessions.ts';
 import { SessionKernels } from '../../daemon/kernels.ts';
 import { owedCommitState, type Db } from '../../storage/db.ts';
 import { appendRows } from '../../storage/transcript/write.ts';
-import { tempDb, user } from '../storage/factories.ts';
+import { observationOf, tempDb, user } from '../storage/factories.ts';
 
 /** What these handlers use of the daemon: its file, the session lanes, the configuration and the indexer's wake-up. */
 function context(db: Db): CallContext {
@@ -23,7 +26,7 @@ function context(db: Db): CallContext {
   return { daemon, signal: new AbortController().signal } as unknown as CallContext;
 }
 
-test('session.open, session.fork, extensions.select and session.delete commit with an owed fsync, paid before they answer', async (t) => {
+test('session.open, session.fork, extensions.select, usage.report and session.delete commit with an owed fsync, paid before they answer', async (t) => {
   const db = tempDb(t);
   const ctx = context(db);
   const paid = (): { pending: number; flushes: number } => owedCommitState(db);
@@ -42,7 +45,14 @@ test('session.open, session.fork, extensions.select and session.delete commit wi
   assert.equal(selected.strategy, 'rolling');
   assert.deepEqual(paid(), { pending: 0, flushes: before + 2 });
 
+  // The usage the proxy reports after every answer.
+  const sid = requireSession(db, 'main').sid;
+  savePrepared(db, { id: 'p1', sid, head: 2, model: 'm1', estimate: 100, observation: observationOf('main', 'p1') });
+  const usage = await usageReport({ session: 'main', prepared_id: 'p1', input_tokens: 120 }, ctx);
+  assert.deepEqual(usage, { ok: true });
+  assert.deepEqual(paid(), { pending: 0, flushes: before + 3 });
+
   const deleted = await sessionDelete({ session: 'side' }, ctx);
   assert.equal(deleted.deleted, true);
-  assert.deepEqual(paid(), { pending: 0, flushes: before + 3 });
+  assert.deepEqual(paid(), { pending: 0, flushes: before + 4 });
 });

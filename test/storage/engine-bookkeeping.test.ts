@@ -7,8 +7,7 @@ import { inheritChoices, saveSessionChoices, sessionChoices } from '../../storag
 import { knownPrompt, saveKnownPrompt, saveKnownTold } from '../../storage/log/known-prompt.ts';
 import { inheritLastPrompt, lastPrompt, savePrepared } from '../../storage/log/prepared-requests.ts';
 import { openSession, requireSession } from '../../storage/transcript/sessions.ts';
-import { Observation } from '../../protocol/prepared.ts';
-import { tempDb } from './factories.ts';
+import { observationOf, tempDb } from './factories.ts';
 import { owedCommitState } from '../../storage/db.ts';
 
 test('choices made in the same millisecond come back in the order they were made, not by name', (t) => {
@@ -44,32 +43,6 @@ test('a clock that stepped back does not reorder choices', (t) => {
 });
 
 /** A prepared request's observation with nothing in it, for session `session` (prepared id 'x'). */
-function observationOf(session: string): Observation {
-  return Observation.parse({
-    session,
-    strategy: 'rolling',
-    model: 'm1',
-    window: null,
-    window_source: 'unknown',
-    trigger_percent: 80,
-    tail_percent: 25,
-    due: false,
-    compacted: false,
-    estimated_input_tokens: 1,
-    provider_input_tokens: null,
-    provider_cached_tokens: null,
-    prepared_id: 'x',
-    head: 0,
-    sections: [],
-    last_compaction: null,
-    failure: null,
-    auto_failures: 0,
-    latched: false,
-    notes: [],
-    config_errors: [],
-  });
-}
-
 test('a fork inherits the choices and the last prompt, copied to the branch only', (t) => {
   const db = tempDb(t);
   const parent = requireSession(db, openSession(db, { session: 'p' }).session).sid;

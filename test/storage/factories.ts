@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { TestContext } from 'node:test';
 import sharp from 'sharp';
 import { RowIn, type ImagePartIn } from '../../protocol/rows.ts';
+import { Observation } from '../../protocol/prepared.ts';
 import { openDb, type Db } from '../../storage/db.ts';
 import { bodySql } from '../../storage/transcript/row-body.ts';
 import { ROW_TEXT_SQL } from '../../storage/transcript/row-text.ts';
@@ -126,4 +127,31 @@ export function rowsOf(db: Db, session: string): RawRow[] {
 
 export function count(db: Db, sql: string, ...params: unknown[]): number {
   return (db.prepare(sql).pluck().get(...params) as number | null) ?? 0;
+}
+
+/** A prepared request's observation as the prepare pipeline stores it (savePrepared), with nothing in it. */
+export function observationOf(session: string, preparedId = 'x'): Observation {
+  return Observation.parse({
+    session,
+    strategy: 'rolling',
+    model: 'm1',
+    window: null,
+    window_source: 'unknown',
+    trigger_percent: 80,
+    tail_percent: 25,
+    due: false,
+    compacted: false,
+    estimated_input_tokens: 1,
+    provider_input_tokens: null,
+    provider_cached_tokens: null,
+    prepared_id: preparedId,
+    head: 0,
+    sections: [],
+    last_compaction: null,
+    failure: null,
+    auto_failures: 0,
+    latched: false,
+    notes: [],
+    config_errors: [],
+  });
 }

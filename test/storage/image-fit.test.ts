@@ -8,6 +8,7 @@ import { collectPayloadGarbage, hasPayload, putPayload } from '../../storage/ima
 import { openSession } from '../../storage/transcript/sessions.ts';
 import { appendNotice, appendRows } from '../../storage/transcript/write.ts';
 import { imageIn, pngBytes, tempDb, user } from './factories.ts';
+import { recordWriteLevels } from './recording-db.ts';
 
 const LIMITS: SqlLimits = { edgePx: 100, pixels: null, bytes: 1e9 };
 
@@ -67,19 +68,7 @@ test('how far a session is known to fit is remembered without an fsync, on a con
   const db = tempDb(t);
   db.pragma('synchronous = FULL');
   const { sid } = openSession(db, { session: 's' });
-  // The level each of its statements ran at.
-  const levels: number[] = [];
-  const prepare = db.prepare.bind(db);
-  db.prepare = ((source: string) => {
-    const st = prepare(source);
-    if (!source.includes('image_fit_checked') || st.reader) return st;
-    const run = st.run.bind(st);
-    st.run = (...args: unknown[]) => {
-      levels.push(db.pragma('synchronous', { simple: true }) as number);
-      return run(...args);
-    };
-    return st;
-  }) as typeof db.prepare;
+  const levels = recordWriteLevels(db, 'image_fit_checked');
   saveFitChecked(db, sid, 'limits', 42, 3);
   assert.deepEqual(levels, [1], 'written at NORMAL');
   assert.equal(db.pragma('synchronous', { simple: true }), 2, 'and the level put back');

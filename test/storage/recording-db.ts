@@ -46,3 +46,24 @@ export function recordingDb(db: Db): { db: Db; executed: string[]; autocommit: s
   });
   return { db: proxied, executed, autocommit, returned };
 }
+
+/**
+ * The `synchronous` level (0 OFF, 1 NORMAL, 2 FULL) each write statement whose SQL mentions
+ * `table` ran at, from now on: what a test of a write made without an fsync looks at. Only
+ * statements prepared after the call are seen (a fresh connection's statement memos).
+ */
+export function recordWriteLevels(db: Db, table: string): number[] {
+  const levels: number[] = [];
+  const prepare = db.prepare.bind(db);
+  db.prepare = ((source: string) => {
+    const st = prepare(source);
+    if (!source.includes(table) || st.reader) return st;
+    const run = st.run.bind(st);
+    st.run = (...args: unknown[]) => {
+      levels.push(db.pragma('synchronous', { simple: true }) as number);
+      return run(...args);
+    };
+    return st;
+  }) as typeof db.prepare;
+  return levels;
+}

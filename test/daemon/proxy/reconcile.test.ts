@@ -10,7 +10,8 @@ import { CHAIN_LINKS, CHAIN_MEMO, matchChain, proxySessionFor, reconcile, record
 import type { MessageCodec } from '../../../daemon/proxy/wire.ts';
 import { KernelCache } from '../../../strategies/harness/kernel-cache.ts';
 import { owedCommitState, type Db } from '../../../storage/db.ts';
-import { chainStamp, currentProxySession, dropChainFrom, messageChain } from '../../../storage/log/proxy-state.ts';
+import { chainStamp, countSideRequest, currentProxySession, dropChainFrom, messageChain, noteClientCompaction, noteMemoryCall, notePassedThrough, noteRun, proxySession } from '../../../storage/log/proxy-state.ts';
+import { recordWriteLevels } from '../../storage/recording-db.ts';
 import { findSession } from '../../../storage/transcript/sessions.ts';
 import { rowsOf, tempDb } from '../../storage/factories.ts';
 
@@ -32,6 +33,39 @@ function setup(t: TestContext, first = 'fix the bug'): { db: Db; session: { sid:
   const s = proxySessionFor(db, 'anthropic', id);
   return { db, session: { sid: s.sid, name: s.name }, identity: id.identity };
 }
+
+test('a proxy session is created with an owed commit, and the requests after it owe nothing', (t) => {
+  const db = tempDb(t);
+  const body = { model: 'claude-sonnet-4-5', messages: [u('fix the bug')], system: 'You are pi.' };
+  const id = idOf({ 'x-api-key': 'sk-test', 'user-agent': 'pi/0.73.1' }, body);
+  const before = owedCommitState(db).pending;
+  const first = proxySessionFor(db, 'anthropic', id);
+  assert.equal(first.created, true);
+  // Owed (storage/db.ts commitOwed): the request's reconcile or prepare pays it off the loop.
+  assert.equal(owedCommitState(db).pending, before + 1);
+  const again = proxySessionFor(db, 'anthropic', id);
+  assert.deepEqual([again.created, again.sid], [false, first.sid]);
+  assert.equal(owedCommitState(db).pending, before + 1, 'a request to a known session writes nothing');
+});
+
+test('what /context tells of a proxied session is written without an fsync, on a connection at FULL too', (t) => {
+  const db = tempDb(t);
+  db.pragma('synchronous = FULL');
+  // Before the file's proxy statements are first prepared, so that all of them are seen.
+  const levels = recordWriteLevels(db, 'proxy_');
+  const body = { model: 'claude-sonnet-4-5', messages: [u('fix the bug')], system: 'You are pi.' };
+  const session = proxySessionFor(db, 'anthropic', idOf({ 'x-api-key': 'sk-test', 'user-agent': 'pi/0.73.1' }, body));
+  countSideRequest(db, session.sid, 10, 2);
+  notePassedThrough(db, session.sid, 'the window is unknown');
+  noteRun(db, session.sid, 'run-1');
+  noteClientCompaction(db, session.sid);
+  noteMemoryCall(db, session.sid, { turn: 1, round: 1, name: 'lcm_grep', arguments: { pattern: 'x' }, isError: false, inputTokens: 5, outputTokens: 1, now: 1 });
+  // The session's own row (an owed commit) and the five notes.
+  assert.deepEqual(levels, [1, 1, 1, 1, 1, 1], 'each written at NORMAL');
+  assert.equal(db.pragma('synchronous', { simple: true }), 2, 'and the level put back');
+  const state = proxySession(db, session.sid);
+  assert.deepEqual([state?.side_requests, state?.passed_through, state?.client_compactions], [1, 1, 1]);
+});
 
 test('the same history sent again stores nothing; one more message stores only its rows', async (t) => {
   const { db, session } = setup(t);
