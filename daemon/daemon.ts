@@ -107,7 +107,7 @@ export class Daemon implements DaemonServices {
     this.idle = new IdleWork(this.db, { busy: () => this.busy(), moving, lastRequestAt: () => this.lastRequestAt }, {
       indexer: settings.searchIndexer,
       log,
-      checkpoint: () => void this.checkpoints.checkpointNow(),
+      checkpoints: { now: () => void this.checkpoints.checkpointNow(), wake: () => this.checkpoints.wake() },
     });
     this.partialLines = new PartialLineBudget(2 * settings.maxLineBytes);
     // Half-open: a client that ends its writes still gets the replies to what it sent.

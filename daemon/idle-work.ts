@@ -121,10 +121,11 @@ export interface IdleWorkOptions {
   /** How the log is written out after unsynced units; flushLogOffLoop unless a test needs it to fail. */
   flushLog?: (db: Db) => Promise<void>;
   /**
-   * How the log is checkpointed in the long quiet: the daemon's LogCheckpointer, which waits for
-   * the disk off the event loop (storage/log-checkpoint.ts); without one, SQLite's checkpoint on the loop.
+   * The daemon's checkpoints (storage/log-checkpoint.ts), which wait for the disk off the event
+   * loop: `now` in the long quiet, `wake` whenever something may be written (a request, a unit).
+   * Without them, SQLite's checkpoint on the loop in the long quiet.
    */
-  checkpoint?: () => void;
+  checkpoints?: { now(): void; wake(): void };
 }
 
 export class IdleWork {
@@ -190,6 +191,7 @@ export class IdleWork {
 
   /** A request finished; it may have committed, so a checkpoint is due at the next long quiet. */
   requestDone(): void {
+    this.opts.checkpoints?.wake();
     this.logDirty = true;
     this.summariesDue = true;
     this.releaseDue = true;
@@ -262,6 +264,7 @@ export class IdleWork {
 
   /** A unit committed without an fsync: a checkpoint is due at the long quiet, a flush of the log now. */
   private committedUnsynced(): void {
+    this.opts.checkpoints?.wake();
     this.logDirty = true;
     this.unflushed = true;
   }
@@ -387,8 +390,8 @@ export class IdleWork {
         this.releaseDue = false;
       }
       if (this.logDirty) {
-        if (this.opts.checkpoint === undefined) this.db.pragma('wal_checkpoint(PASSIVE)');
-        else this.opts.checkpoint();
+        if (this.opts.checkpoints === undefined) this.db.pragma('wal_checkpoint(PASSIVE)');
+        else this.opts.checkpoints.now();
         this.done.checkpoint++;
         this.logDirty = false;
       }

@@ -92,7 +92,9 @@ export class LogCheckpointer {
   private readonly pinStatements: { begin: { run(): unknown }; read: { get(): unknown }; end: { run(): unknown } };
   private readonly shm: number;
   private readonly header = Buffer.alloc(HEADER_BYTES);
-  private readonly timer: NodeJS.Timeout;
+  private readonly checkEveryMs: number;
+  /** The look at the log every checkEveryMs, while something may be written (wake); none in a quiet daemon. */
+  private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   /** Set once a checkpoint failed: SQLite's automatic checkpoint is back on, and none runs here again. */
   private broken = false;
@@ -135,7 +137,23 @@ export class LogCheckpointer {
     }
     db.pragma('wal_autocheckpoint = 0');
     db.pragma(`journal_size_limit = ${LOG_SIZE_LIMIT}`);
-    this.timer = setInterval(() => this.check(), opts.checkEveryMs ?? CHECK_EVERY_MS).unref();
+    this.checkEveryMs = opts.checkEveryMs ?? CHECK_EVERY_MS;
+    this.wake();
+  }
+
+  /**
+   * Something may be written from now on (a request, a unit of idle work): the log is looked at
+   * every CHECK_EVERY_MS until a look finds every frame copied, so that a quiet daemon does not
+   * wake ten times a second for nothing.
+   */
+  wake(): void {
+    if (this.timer !== undefined || this.broken || this.closed) return;
+    this.timer = setInterval(() => this.check(), this.checkEveryMs).unref();
+  }
+
+  /** Whether the log is being looked at (wake): for tests. */
+  get watching(): boolean {
+    return this.timer !== undefined;
   }
 
   /** Frames in the log that are not in the database file yet. */
@@ -151,6 +169,11 @@ export class LogCheckpointer {
   private check(): void {
     if (this.running !== undefined || this.broken || this.closed) return;
     const { frames, copied } = readLogState(this.shm, this.header);
+    if (frames === copied) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+      return;
+    }
     // A log that started over is past any wait for a reader.
     if (frames < this.retrySetAt) this.retryAt = this.retrySetAt = 0;
     if (frames < this.retryAt) return;
@@ -206,6 +229,8 @@ export class LogCheckpointer {
   /** Not tried again: SQLite's automatic checkpoint takes over, on the event loop as before. */
   private fail(err: unknown): void {
     this.broken = true;
+    clearInterval(this.timer);
+    this.timer = undefined;
     this.db.pragma(`wal_autocheckpoint = ${CHECKPOINT_FRAMES}`);
     this.opts.log.error({ err, method: 'checkpoint' }, 'the write-ahead log could not be checkpointed in the background; SQLite checkpoints it at commits again');
   }
@@ -238,6 +263,7 @@ export class LogCheckpointer {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
+    this.timer = undefined;
     await this.running;
     this.pin.close();
     fs.closeSync(this.shm);

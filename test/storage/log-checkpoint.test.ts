@@ -50,12 +50,16 @@ function setup(t: TestContext, opts: Partial<LogCheckpointerOptions> = {}): Setu
   return { db, file, cp, synced, errors };
 }
 
-/** Commits about `pages` pages of new rows (one 4 KiB row a page). */
-function write(db: Db, pages: number): void {
+/**
+ * Commits about `pages` pages of new rows (one 4 KiB row a page), and tells `cp` that something
+ * was written, as the daemon's requests and idle work do.
+ */
+function write(db: Db, pages: number, cp?: LogCheckpointer): void {
   const insert = db.prepare('INSERT INTO filler (pad) VALUES (?)');
   db.transaction(() => {
     for (let i = 0; i < pages; i++) insert.run(Buffer.alloc(4000, i % 256));
   })();
+  cp?.wake();
 }
 
 /** The log's length in frames (the wal-index's count, which a restart of the log sets back). */
@@ -78,11 +82,11 @@ test("the connection's automatic checkpoint is off while the checkpointer runs, 
 
 test('past its threshold the log is copied into the database file: the log written out first, the database file after', async (t) => {
   const { db, cp, synced } = setup(t);
-  write(db, 20);
+  write(db, 20, cp);
   await sleep(30);
   assert.equal(cp.done, 0, 'under the threshold nothing runs');
   assert.ok(cp.framesWaiting() >= 20, `framesWaiting ${cp.framesWaiting()}`);
-  write(db, 250);
+  write(db, 250, cp);
   await until('a checkpoint', () => cp.done > 0);
   assert.deepEqual(synced.slice(0, 2), ['albedo.db-wal', 'albedo.db']);
   assert.equal(cp.framesWaiting(), 0);
@@ -90,8 +94,8 @@ test('past its threshold the log is copied into the database file: the log writt
 
 test('without the checkpointer a commit past the threshold checkpoints inside the commit, with it the commit does not', (t) => {
   // The behaviour the checkpointer replaces: SQLite's own checkpoint in the commit itself.
-  const { db, file } = setup(t, { checkEveryMs: 60_000 });
-  write(db, CHECKPOINT_FRAMES + 50);
+  const { db, file, cp } = setup(t, { checkEveryMs: 60_000 });
+  write(db, CHECKPOINT_FRAMES + 50, cp);
   const ours = logState(file);
   assert.ok(ours.frames > CHECKPOINT_FRAMES && ours.copied === 0, `the commit left its frames in the log: ${JSON.stringify(ours)}`);
   const plain = openDb(path.join(path.dirname(file), 'plain.db'), { synchronous: 'FULL' });
@@ -113,18 +117,18 @@ test('the log is not written over until the database file is on disk', async (t)
       return new Promise<void>((resolve) => (releaseDbSync = resolve));
     },
   });
-  write(db, 250);
+  write(db, 250, cp);
   await until('the copy done, the database file not yet on disk', () => cp.framesWaiting() === 0);
   const before = logFrames(file);
   // A commit now would restart the log from its first frame if nothing pinned it; the pin makes it append.
-  write(db, 3);
+  write(db, 3, cp);
   assert.ok(logFrames(file) > before, `the log grew from ${before} to ${logFrames(file)} frames instead of restarting`);
   assert.ok(releaseDbSync !== undefined);
   releaseDbSync();
   await until('the checkpoint finished', () => cp.done === 1);
   // With the pin released, the commit after the next full copy restarts the log.
   await cp.checkpointNow();
-  write(db, 3);
+  write(db, 3, cp);
   assert.ok(logFrames(file) <= 10, `the log restarted (${logFrames(file)} frames)`);
 });
 
@@ -137,7 +141,7 @@ test('under writes without a pause the log starts over once it is HARD_FRAMES lo
   });
   let longest = 0;
   for (let i = 0; i < 300; i++) {
-    write(db, 8);
+    write(db, 8, cp);
     longest = Math.max(longest, logFrames(file));
     await sleep(1);
   }
@@ -150,9 +154,19 @@ test('under writes without a pause the log starts over once it is HARD_FRAMES lo
   assert.equal(db.pragma('journal_size_limit', { simple: true }), LOG_SIZE_LIMIT);
 });
 
+test('a quiet daemon is not woken to look at its log: the looks stop once every frame is copied, and a write starts them again', async (t) => {
+  const { db, cp } = setup(t);
+  await until('the looks stopped on an empty log', () => !cp.watching);
+  write(db, 250, cp);
+  assert.equal(cp.watching, true);
+  await until('a checkpoint', () => cp.done > 0);
+  await until('the looks stopped again', () => !cp.watching);
+  assert.equal(cp.framesWaiting(), 0);
+});
+
 test('checkpointNow copies whatever the log holds, below the threshold too', async (t) => {
   const { db, cp } = setup(t, { checkEveryMs: 60_000 });
-  write(db, 5);
+  write(db, 5, cp);
   assert.ok(cp.framesWaiting() >= 5);
   await cp.checkpointNow();
   assert.equal(cp.done, 1);
@@ -163,13 +177,13 @@ test('checkpointNow copies whatever the log holds, below the threshold too', asy
 
 test('a write-out that fails is logged once and gives the checkpoints back to SQLite; nothing committed is lost', async (t) => {
   const { db, file, cp, errors } = setup(t, { syncFile: () => Promise.reject(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })) });
-  write(db, 250);
+  write(db, 250, cp);
   await until('the failure logged', () => errors.length > 0);
   assert.equal(errors.length, 1);
   assert.match(errors[0]!, /could not be checkpointed in the background/);
   assert.match(errors[0]!, /"method":"checkpoint"/);
   assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), CHECKPOINT_FRAMES);
-  write(db, 250);
+  write(db, 250, cp);
   await sleep(30);
   assert.equal(errors.length, 1, 'not tried again');
   assert.equal(cp.done, 0);
@@ -180,7 +194,7 @@ test('a write-out that fails is logged once and gives the checkpoints back to SQ
 test('rows survive checkpoints and a reopen', async (t) => {
   const { db, file, cp } = setup(t, { syncFile: undefined });
   for (let i = 0; i < 5; i++) {
-    write(db, 40);
+    write(db, 40, cp);
     await cp.checkpointNow();
   }
   assert.ok(cp.done >= 4);
