@@ -8,7 +8,7 @@ import type { ImagePart } from '../protocol/rows.ts';
 import { headSeq, imageFits } from '../storage/transcript/history.ts';
 import { type Db } from '../storage/db.ts';
 import { SLICE_MS, giveWay } from '../protocol/time-slice.ts';
-import { cachedFit, fitChecked, oversizedImages, payloadSize, saveFit, saveFitChecked, type PayloadSize } from '../storage/images/fit.ts';
+import { cachedFit, fitChecked, oversizedImages, payloadSize, saveFit, saveFitChecked, type PayloadSize, type SqlLimits } from '../storage/images/fit.ts';
 import { getPayload, putPayload } from '../storage/images/payloads.ts';
 import { appendNotice } from '../storage/transcript/write.ts';
 import { sessionRewrites } from '../storage/transcript/user-rows.ts';
@@ -68,6 +68,37 @@ export function limitsForPrepare(
   return imageLimits({ upstream: p.upstream, provider: p.provider ?? p.upstream?.provider ?? entry?.provider, model: p.model });
 }
 
+/** The rows whose images have not been checked against these limits: after `from`, through `head`. */
+function uncheckedRows(req: Pick<FitRequest, 'db' | 'kernel' | 'sid' | 'limits'>): { key: string; head: number; rewrites: number; from: number } {
+  const { db, sid } = req;
+  const key = limitsKey(req.limits);
+  const head = headSeq(db, sid);
+  const rewrites = sessionRewrites(db, sid);
+  const state = req.kernel.cache.get(CHECKED)?.get(key) ?? fitChecked(db, sid, key);
+  return { key, head, rewrites, from: state !== undefined && state.rewrites === rewrites ? state.through : 0 };
+}
+
+/**
+ * The usual request's check, made in the caller's stretch of reads: true when every image the
+ * rows up to the head read is known to be within the limits, or the rows since the last check
+ * (one scan window: an agent's turn adds a few) name none over them, which is then remembered
+ * as fitSessionImages would. False when fitSessionImages has work to do: a long stretch of
+ * rows to scan with yields, or images to look at.
+ */
+export function imagesWithinAtOnce(req: Pick<FitRequest, 'db' | 'kernel' | 'sid' | 'limits'>): boolean {
+  const { key, head, rewrites, from } = uncheckedRows(req);
+  if (from >= head) return true;
+  const page = oversizedImages(req.db, req.sid, from, head, sqlLimits(req.limits));
+  if (page.next < head || page.refs.length > 0) return false;
+  req.kernel.cache.getOrSet(CHECKED, () => new Map<string, Checked>()).set(key, { through: head, rewrites });
+  return true;
+}
+
+/** The limits as numbers, as the search and the resize take them. */
+function sqlLimits(limits: ImageLimits): SqlLimits {
+  return { edgePx: limits.edgePx.value, pixels: limits.pixels?.value ?? null, bytes: limits.bytes.value };
+}
+
 /**
  * Makes every image the session's rows read fit the limits.
  *
@@ -87,16 +118,13 @@ export function limitsForPrepare(
  * notes say so on every request that carries it.
  */
 export async function fitSessionImages(req: FitRequest): Promise<FitReport> {
-  const { db, kernel, limits } = req;
-  const key = limitsKey(limits);
+  const { db, kernel } = req;
+  const { key, head, rewrites, from } = uncheckedRows(req);
   const sid = req.sid;
-  const head = headSeq(db, sid);
-  const rewrites = sessionRewrites(db, sid);
+  if (from >= head) return { fitted: 0, notes: [] };
   const known = kernel.cache.getOrSet(CHECKED, () => new Map<string, Checked>());
   const failed = kernel.cache.getOrSet(FAILED, () => new Map<string, string>());
-  const state = known.get(key) ?? fitChecked(db, sid, key);
-  const from = state !== undefined && state.rewrites === rewrites ? state.through : 0;
-  if (from >= head) return { fitted: 0, notes: [] };
+  const limits = req.limits;
 
   // The occurrences over the limits, window by window.
   const found: Array<PayloadSize & { seq: number }> = [];
@@ -104,7 +132,7 @@ export async function fitSessionImages(req: FitRequest): Promise<FitReport> {
   let windows = 0;
   let started = performance.now();
   while (after < head) {
-    const page = oversizedImages(db, sid, after, head, { edgePx: limits.edgePx.value, pixels: limits.pixels?.value ?? null, bytes: limits.bytes.value });
+    const page = oversizedImages(db, sid, after, head, sqlLimits(limits));
     found.push(...page.refs);
     after = page.next;
     windows += 1;
@@ -160,7 +188,7 @@ async function fitOne(req: FitRequest, size: PayloadSize, key: string, sid: numb
     if (flight === undefined) {
       const payload = getPayload(db, size.hash);
       if (payload === undefined) return null; // collected meanwhile: nothing left to send
-      flight = fitImage(payload, { edgePx: limits.edgePx.value, pixels: limits.pixels?.value ?? null, bytes: limits.bytes.value });
+      flight = fitImage(payload, sqlLimits(limits));
       inFlight.set(flightKey, flight);
       void flight.then(
         () => inFlight.delete(flightKey),

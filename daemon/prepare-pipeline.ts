@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import type { ByteChunks } from '../protocol/byte-chunks.ts';
 import type { CacheBreak, Observation, PlainInput } from '../protocol/prepared.ts';
 import { yieldToEventLoop } from '../protocol/time-slice.ts';
-import { durable, readTogether } from '../storage/db.ts';
+import { durable, readTogether, type Db } from '../storage/db.ts';
 import { elisionStats, type ElisionStats } from '../storage/images/elision.ts';
 import { getPayload } from '../storage/images/payloads.ts';
 import { savePrepared } from '../storage/log/prepared-requests.ts';
@@ -27,12 +27,12 @@ import { headSeq } from '../storage/transcript/history.ts';
 import { requireSession, type SessionRecord } from '../storage/transcript/sessions.ts';
 import type { Resolution } from '../strategies/extensions/selection.ts';
 import { cacheSlot } from '../strategies/harness/kernel-cache.ts';
-import { adoptSession, composeSystem, prepareRequest, previewRequest, warmRequest, type EngineSetup, type PrepareArgs, type Prepared } from '../strategies/prepare.ts';
+import { adoptSession, composeSystem, openRequest, prepareRequest, previewRequest, sentAtOnce, warmRequest, type EngineSetup, type PrepareArgs, type Prepared } from '../strategies/prepare.ts';
 import { noteSent, pinnedPrompt, tellPromptChanges } from './capabilities.ts';
 import { notePrefix, renameLastPrepared } from './cache-breaks.ts';
 import type { CallContext } from './context.ts';
 import { engineSetup, summarizerNote } from './engine-setup.ts';
-import { fitSessionImages, limitsForPrepare } from './image-fit.ts';
+import { fitSessionImages, imagesWithinAtOnce, limitsForPrepare } from './image-fit.ts';
 import { finishElision } from './image-elision.ts';
 import type { Kernel } from './kernels.ts';
 import { encodePrepareReply } from './prepare-reply.ts';
@@ -208,6 +208,26 @@ function once<T>(make: () => T): () => T {
   return () => (made ??= { value: make() }).value;
 }
 
+/** Step 6: what was sent and its prefix noted, and the id the reply goes out under (the last one's, when it may be that one again). */
+function noteReply(db: Db, kernel: Kernel, params: Params<'prepare'>, p: Preparation, prepared: Prepared) {
+  noteSent(db, p.args.session.sid, kernel, p.setup, p.args, prepared);
+  const last = kernel.cache.get(LAST_REPLY);
+  const reuse = !prepared.compacted && last?.head === p.args.head ? last.id : undefined;
+  const firstId = reuse ?? randomUUID();
+  const cacheBreaks = notePrefix(kernel, db, p.args.session.sid, {
+    preparedId: firstId,
+    instructions: prepared.instructions,
+    context: prepared.extensionContext,
+    tools: prepared.tools,
+    model: p.setup.modelId,
+    provider: params.provider ?? p.setup.model?.provider,
+    inputs: prepared.inputs,
+    compacted: prepared.compacted,
+    observation: prepared.observation,
+  });
+  return { last, reuse, cacheBreaks, firstId };
+}
+
 /**
  * The pipeline on a session's kernel: what the socket's `prepare` answers and what the proxy
  * forwards. Answers the result and its reply bytes, encoded when first asked for (the proxy
@@ -220,40 +240,37 @@ export async function preparedRequest(params: Params<'prepare'>, ctx: CallContex
 
   // 1. Admit. Both before the head is taken: a notice the prompt needs (a pin found at
   // adoption) is part of this request, and the request must read the fitted images (docs/images.md).
-  const { s, limits } = readTogether(db, () => {
+  // The usual request has no image to fit and nothing to wait for: steps 1 to 6 are then one
+  // stretch of reads (readTogether), as each stretch's start costs about what a dozen of its
+  // reads do.
+  const begin = (s: SessionRecord) => {
+    // 3. Set up.
+    const p = preparationFor(ctx, kernel, s, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream });
+    // 4. Prepare: the engine's opening, which may already be the request.
+    const setup = { ...p.setup, pinnedPrompt: pinnedPrompt(kernel, p.setup, p.args) };
+    const opening = openRequest(setup, p.args);
+    const sent = sentAtOnce(opening);
+    // 6. (for a request made at once; step 5 has nothing to do without a compaction)
+    return { p, setup, opening, sent, noted: sent === undefined ? undefined : noteReply(db, kernel, params, p, sent) };
+  };
+  const admitted = readTogether(db, () => {
     const s = requireSession(db, params.session);
     tellPromptChanges(kernel, db, ctx.daemon.config(), s.sid, prompt);
-    return { s, limits: limitsForPrepare(db, ctx.daemon.config(), { sid: s.sid, model: params.model, provider: params.provider, upstream: params.upstream }) };
+    const limits = limitsForPrepare(db, ctx.daemon.config(), { sid: s.sid, model: params.model, provider: params.provider, upstream: params.upstream });
+    const fitting = limits !== null && !imagesWithinAtOnce({ db, kernel, sid: s.sid, limits });
+    return { s, limits, begun: fitting ? undefined : begin(s) };
   });
   // 2. Fit images.
-  const fit = limits === null ? null : await fitSessionImages({ db, log: ctx.daemon.log, kernel, session: params.session, sid: s.sid, method: 'prepare', limits });
-  // 3. Set up.
-  const p = readTogether(db, () => preparationFor(ctx, kernel, s, prompt, { method: 'prepare', force: params.force, focus: undefined, provider: params.provider, upstream: params.upstream }));
-  // 4. Prepare.
-  const prepared = await prepareRequest({ ...p.setup, pinnedPrompt: pinnedPrompt(kernel, p.setup, p.args) }, p.args);
+  const { s, limits } = admitted;
+  const fit = admitted.begun === undefined && limits !== null ? await fitSessionImages({ db, log: ctx.daemon.log, kernel, session: params.session, sid: s.sid, method: 'prepare', limits }) : null;
+  const begun = admitted.begun ?? readTogether(db, () => begin(s));
+  const p = begun.p;
+  const prepared = begun.sent ?? (await prepareRequest(begun.setup, p.args, begun.opening));
   // 5. Elide.
   const elision = await elideLeftBehind(ctx, p, 'prepare', prepared);
-
   // 6. Note what was sent and its prefix. A prepare from the same head as the one before may
   // be that one again: it then gets the same id and nothing is written (see LAST_REPLY).
-  const { last, reuse, cacheBreaks, firstId } = readTogether(db, () => {
-    noteSent(db, p.args.session.sid, kernel, p.setup, p.args, prepared);
-    const last = kernel.cache.get(LAST_REPLY);
-    const reuse = !prepared.compacted && last?.head === p.args.head ? last.id : undefined;
-    const firstId = reuse ?? randomUUID();
-    const cacheBreaks = notePrefix(kernel, db, p.args.session.sid, {
-      preparedId: firstId,
-      instructions: prepared.instructions,
-      context: prepared.extensionContext,
-      tools: prepared.tools,
-      model: p.setup.modelId,
-      provider: params.provider ?? p.setup.model?.provider,
-      inputs: prepared.inputs,
-      compacted: prepared.compacted,
-      observation: prepared.observation,
-    });
-    return { last, reuse, cacheBreaks, firstId };
-  });
+  const { last, reuse, cacheBreaks, firstId } = begun.noted ?? readTogether(db, () => noteReply(db, kernel, params, p, prepared));
 
   // 7. Reply: the last one again when it is byte for byte the same, else a new one under a new id.
   const notes = [...(fit?.notes ?? []), ...(extraNotes?.(prepared) ?? []), ...summarizerNotes(p, prepared)];

@@ -468,77 +468,129 @@ function withStages(prepared: Prepared, staged: Staged): Prepared {
  * history past the saved state many stages long is first compacted in stages (nextStage).
  * What a compaction committed is on disk before this resolves: its commits leave their fsync
  * owed, and it is paid here, off the event loop (storage/db.ts commitOwed).
+ *
+ * `opened`: the request's opening, when the caller already made it in a stretch of its own
+ * (openRequest); it must be of these setup and arguments, and not used before.
  */
-export async function prepareRequest(setup: EngineSetup, args: PrepareArgs): Promise<Prepared> {
-  const prepared = await prepareCommitted(setup, args);
+export async function prepareRequest(setup: EngineSetup, args: PrepareArgs, opened?: RequestOpening): Promise<Prepared> {
+  const prepared = await prepareCommitted(setup, args, opened);
   await durable(args.db);
   return prepared;
 }
 
-async function prepareCommitted(setup: EngineSetup, args: PrepareArgs): Promise<Prepared> {
+/**
+ * A request's first synchronous stretch: its envelope, the check for a stage to compact first,
+ * the strategy's warm-up check and, when nothing needs warming, the decision. Run it inside the
+ * caller's readTogether to share one transaction with the caller's own reads; then either
+ * `sentAtOnce` has the request, or prepareRequest goes on from here.
+ */
+export function openRequest(setup: EngineSetup, args: PrepareArgs): RequestOpening {
+  const staged: Staged = { stages: 0, rows: 0, head: 0, calls: 0, failure: null };
+  return { staged, ...opening(setup, args, staged, true) };
+}
+
+/**
+ * The request an opening decided with nothing to wait for (nothing due, nothing to warm, no
+ * stage): what prepareRequest would answer, without a turn of the event loop. Undefined
+ * otherwise.
+ */
+export function sentAtOnce(o: RequestOpening): Prepared | undefined {
+  return o.decided?.sent;
+}
+
+/** What a request's decision found: the request to send, or a compaction to attempt. */
+interface Decided {
+  first: Projection;
+  pace: Pace;
+  /** The request as it goes out when no compaction is attempted. */
+  sent: Prepared | undefined;
+  overdue: boolean;
+}
+
+/** A request's opening stretch (openRequest): the envelope, then a stage to compact first, a warm-up under way, or the decision. */
+interface Opening {
+  f: Envelope;
+  stage: number | undefined;
+  warming: Promise<void> | undefined;
+  decided: Decided | undefined;
+}
+
+/** An opening with the record of the stages compacted before it. */
+export interface RequestOpening extends Opening {
+  staged: Staged;
+}
+
+/**
+ * From the projection to the request that goes out when nothing is due (one synchronous stretch
+ * of reads, see readTogether). Waiting is bounded: a deferral (too little growth since the last
+ * compaction, or a request at the trigger only with the layers' part) holds one turn. The next
+ * request that still reaches the trigger, counted as it goes out, compacts.
+ */
+function decide(setup: EngineSetup, args: PrepareArgs, f: Envelope, staged: Staged): Decided {
+  const strategy = setup.strategy;
+  const first = project(setup, f.input);
+  const latched = f.book.autoFailures >= LATCH_LIMIT;
+  const pace = args.cache.getOrSet(PACE, (): Pace => ({ lastEstimate: undefined, growths: [], baseline: f.book.lastCompaction?.tokens_after, reason: null, waited: false }));
+  const sent = layered(setup, f.input, first);
+  const atTrigger = isDue(sent.estimate, f.input.window);
+  const overdue = atTrigger && pace.waited && !latched;
+  const deferred = args.force || latched || overdue ? null : first.due ? deferral(pace, first, f.input) : null;
+  const held = args.force || latched || overdue || first.due || !atTrigger ? null : layersHold(setup, first, sent, f.input);
+  const waits = deferred ?? held;
+  // After a stage failed only a forced compaction is tried: the same summarizer would be asked
+  // again, over more rows.
+  const attempt = strategy !== null && (args.force || (staged.failure === null && (overdue || (first.due && !latched && waits === null))));
+  pace.waited = !attempt && atTrigger;
+  if (attempt) return { first, pace, sent: undefined, overdue: overdue && !args.force };
+  observePace(pace, first.estimate, false);
+  const failure = first.due && latched ? `automatic compaction is paused after ${LATCH_LIMIT} consecutive failures; run /compact to retry` : deferred === null ? null : pace.reason;
+  const notes = waits === null ? [] : [waits];
+  const prepared: Prepared = {
+    system: f.system,
+    tools: f.tools,
+    inputs: sent.inputs,
+    compacted: false,
+    reason: null,
+    observation: observe(setup, f, sent, { compacted: false, failure, notes }),
+    extensionContext: f.context,
+    instructions: f.instructions,
+    summarizerCalls: 0,
+  };
+  return { first, pace, sent: withStages(prepared, staged), overdue: false };
+}
+
+/**
+ * The usual request has nothing to warm: the envelope, the stage check, the warm check and the
+ * decision then share one stretch. Otherwise the warm-up yields, and the decision is a stretch
+ * of its own after it. A stage found instead is compacted, and the request opens again.
+ */
+function opening(setup: EngineSetup, args: PrepareArgs, staged: Staged, staging: boolean): Opening {
+  const f = envelope(setup, args);
+  const stage = staging ? nextStage(setup, args, f) : undefined;
+  if (stage !== undefined) return { f, stage, warming: undefined, decided: undefined };
+  const warming = setup.strategy?.warm?.(f.input);
+  return { f, stage, warming, decided: warming === undefined ? decide(setup, args, f, staged) : undefined };
+}
+
+async function prepareCommitted(setup: EngineSetup, args: PrepareArgs, opened: RequestOpening | undefined): Promise<Prepared> {
   const sid = args.session.sid;
   const strategy = setup.strategy;
-  const staged: Staged = { stages: 0, rows: 0, head: 0, calls: 0, failure: null };
-  // From the projection to the request that goes out when nothing is due, one synchronous
-  // stretch of reads (see readTogether).
-  const decide = (f: Envelope) => {
-    const first = project(setup, f.input);
-    const latched = f.book.autoFailures >= LATCH_LIMIT;
-    const pace = args.cache.getOrSet(PACE, (): Pace => ({ lastEstimate: undefined, growths: [], baseline: f.book.lastCompaction?.tokens_after, reason: null, waited: false }));
-    // Waiting is bounded: a deferral (too little growth since the last compaction, or a request
-    // at the trigger only with the layers' part) holds one turn. The next request that still
-    // reaches the trigger, counted as it goes out, compacts.
-    const sent = layered(setup, f.input, first);
-    const atTrigger = isDue(sent.estimate, f.input.window);
-    const overdue = atTrigger && pace.waited && !latched;
-    const deferred = args.force || latched || overdue ? null : first.due ? deferral(pace, first, f.input) : null;
-    const held = args.force || latched || overdue || first.due || !atTrigger ? null : layersHold(setup, first, sent, f.input);
-    const waits = deferred ?? held;
-    // After a stage failed only a forced compaction is tried: the same summarizer would be asked
-    // again, over more rows.
-    const attempt = strategy !== null && (args.force || (staged.failure === null && (overdue || (first.due && !latched && waits === null))));
-    pace.waited = !attempt && atTrigger;
-    if (attempt) return { first, pace, sent: undefined, overdue: overdue && !args.force };
-    observePace(pace, first.estimate, false);
-    const failure = first.due && latched ? `automatic compaction is paused after ${LATCH_LIMIT} consecutive failures; run /compact to retry` : deferred === null ? null : pace.reason;
-    const notes = waits === null ? [] : [waits];
-    const prepared: Prepared = {
-      system: f.system,
-      tools: f.tools,
-      inputs: sent.inputs,
-      compacted: false,
-      reason: null,
-      observation: observe(setup, f, sent, { compacted: false, failure, notes }),
-      extensionContext: f.context,
-      instructions: f.instructions,
-      summarizerCalls: 0,
-    };
-    return { first, pace, sent: prepared, overdue: false };
-  };
-  // The usual request has nothing to warm: the envelope, the stage check, the warm check and the
-  // decision then share one stretch. Otherwise the warm-up yields, and the decision is a stretch
-  // of its own after it. A stage found instead is compacted, and the request opens again.
-  type Opening = { f: Envelope; stage: number | undefined; warming: Promise<void> | undefined; decided: ReturnType<typeof decide> | undefined };
-  let staging = true;
-  let opening: Opening;
-  for (;;) {
-    opening = readTogether(args.db, (): Opening => {
-      const f = envelope(setup, args);
-      const stage = staging ? nextStage(setup, args, f) : undefined;
-      if (stage !== undefined) return { f, stage, warming: undefined, decided: undefined };
-      const warming = strategy?.warm?.(f.input);
-      return { f, stage, warming, decided: warming === undefined ? decide(f) : undefined };
-    });
-    if (opening.stage === undefined) break;
-    staging = await compactStage(setup, args, opening.stage, staged);
+  let staged: Staged;
+  let o: Opening;
+  if (opened === undefined) ({ staged, ...o } = readTogether(args.db, () => openRequest(setup, args)));
+  else ({ staged, ...o } = opened);
+  while (o.stage !== undefined) {
+    const stage = o.stage;
+    const staging = await compactStage(setup, args, stage, staged);
+    o = readTogether(args.db, () => opening(setup, args, staged, staging));
   }
-  const f = opening.f;
-  let decided = opening.decided;
+  const f = o.f;
+  let decided = o.decided;
   if (decided === undefined) {
-    await opening.warming;
-    decided = readTogether(args.db, () => decide(f));
+    await o.warming;
+    decided = readTogether(args.db, () => decide(setup, args, f, staged));
   }
-  if (decided.sent !== undefined) return withStages(decided.sent, staged);
+  if (decided.sent !== undefined) return decided.sent;
   // An attempt is only decided with a strategy.
   if (strategy === null) throw new Error('a compaction was attempted without a strategy');
   const { first, pace, overdue } = decided;
