@@ -154,6 +154,33 @@ function sessionTools(cache: KernelCache, tools: ToolSpec[]): ToolSpec[] {
   return tools;
 }
 
+/** A session's system prompt and what it and the tools pin, while the texts and the tool list stay the same. */
+interface KeptSystem {
+  instructions: string;
+  context: string;
+  tools: readonly ToolSpec[];
+  system: string;
+  pinned: number;
+  instructionsTokens: number;
+}
+
+const SYSTEM = cacheSlot<KeptSystem>('prepare.system');
+
+/**
+ * The system prompt composed and measured once while the instructions and the extension context
+ * are the same text (compared, the client sends them anew on every call) and the tool list the
+ * same (sessionTools): composing made a new 10-20 KB string on every request, which measuring
+ * it then flattened.
+ */
+function keptSystem(cache: KernelCache, instructions: string, context: string, tools: readonly ToolSpec[]): KeptSystem {
+  const kept = cache.get(SYSTEM);
+  if (kept !== undefined && kept.tools === tools && kept.instructions === instructions && kept.context === context) return kept;
+  const system = composeSystem(instructions, context);
+  const made = { instructions, context, tools, system, pinned: pinnedTokens(system, tools), instructionsTokens: textTokens(instructions) };
+  cache.set(SYSTEM, made);
+  return made;
+}
+
 /** The system prompt's parts as this request would build them now, without a pin. */
 function currentPrompt(setup: EngineSetup, args: PrepareArgs): PromptParts {
   return { instructions: args.instructions, context: setup.extensionContext };
@@ -161,10 +188,11 @@ function currentPrompt(setup: EngineSetup, args: PrepareArgs): PromptParts {
 
 function envelope(setup: EngineSetup, args: PrepareArgs, prompt = setup.pinnedPrompt ?? currentPrompt(setup, args)): Envelope {
   const { instructions, context } = prompt;
-  const system = composeSystem(instructions, context);
   const tools = sessionTools(args.cache, requestTools(args.tools, setup.extensionTools));
+  const kept = keptSystem(args.cache, instructions, context, tools);
+  const system = kept.system;
   const own = args.clientPrompt === undefined || args.clientPrompt === '' ? 0 : textTokens(args.clientPrompt);
-  const pinned = pinnedTokens(system, tools) + own;
+  const pinned = kept.pinned + own;
   const book = readSessionBook(args.db, args.session.sid, setup.modelId);
   const window = resolveWindow(setup.settings, setup.model, book.tokenRatio);
   const input: StrategyInput = {
@@ -183,7 +211,7 @@ function envelope(setup: EngineSetup, args: PrepareArgs, prompt = setup.pinnedPr
   const systemSection: Section = {
     name: 'system',
     // A proxied agent's own prompt stands where the instructions would (the daemon composes none).
-    source: `${own > 0 && instructions === '' ? `the agent's own system prompt (~${own} tokens)` : `instructions${instructions === args.instructions ? '' : ' from before the last restart'} (~${textTokens(instructions) + own} tokens)`}${
+    source: `${own > 0 && instructions === '' ? `the agent's own system prompt (~${own} tokens)` : `instructions${instructions === args.instructions ? '' : ' from before the last restart'} (~${kept.instructionsTokens + own} tokens)`}${
       context === '' ? '' : context === setup.extensionContext ? ' + extension context' : ' + the extension context from before the last reload'
     } + ${tools.length} tool schema(s)`,
     estimated_tokens: pinned,

@@ -10,6 +10,7 @@ import type { CompactOptions, Layer, LayerView, Projection, StrategyInput } from
 import { inputsTokens } from '../estimate.ts';
 import { CutCache, cutAfterSteps, locate, START_CUT, startCut, type LocatedCut } from '../harness/cut.ts';
 import { rowsThroughHead } from '../harness/history-rows.ts';
+import { keptInput, type KeptInputSlot } from '../harness/kept-input.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
 import { rowMemo } from '../harness/row-memo.ts';
 import { loadSaved, savedSlot } from '../harness/saved-state.ts';
@@ -92,6 +93,10 @@ function ledgerInput(text: string): PlainInput {
   return { role: 'user', content: [{ type: 'text', text }] };
 }
 
+/** The notes' and the ledger's inputs, made once per text (harness/kept-input.ts). */
+const NOTES_INPUT: KeptInputSlot = cacheSlot('notes.notesInput');
+const LEDGER_INPUT: KeptInputSlot = cacheSlot('notes.ledgerInput');
+
 function view(input: StrategyInput, settings: NotesSettings): LayerView {
   const { state, ledger, located, notes } = resolve(input);
   if (state === undefined) return { inputs: [], sections: [], notes };
@@ -99,7 +104,7 @@ function view(input: StrategyInput, settings: NotesSettings): LayerView {
   const ledgerText = renderedLedger(state, ledger, ledgerBudget(budget));
   const led: LayerView = { inputs: [], sections: [], notes };
   if (ledgerText !== '') {
-    const inp = ledgerInput(ledgerText);
+    const inp = keptInput(input.cache, LEDGER_INPUT, ledgerText, ledgerInput);
     led.inputs.push(inp);
     led.sections.push({
       name: 'artifact ledger',
@@ -108,7 +113,7 @@ function view(input: StrategyInput, settings: NotesSettings): LayerView {
     });
   }
   if (state.text === '') return led;
-  const inp = notesInput(state.text);
+  const inp = keptInput(input.cache, NOTES_INPUT, state.text, notesInput);
   // The budget is what the summarizer is asked for, in its model's tokens; the section is
   // measured like every other, in estimated tokens, and may pass the budget up to the cap
   // (plus the header). The source names both units so the two numbers are not compared as one.
@@ -184,6 +189,12 @@ async function rewrite(input: StrategyInput, after: Projection, opts: CompactOpt
   commitOwed(input.db, () => saveNotes(input.db, input.session.sid, { text, ledger: ledgerJson, cut, hints, backend }));
 }
 
+/**
+ * The layer's reserve by notes budget. Every request asks for it, and measuring it means
+ * building texts of the budget's size: a session's budget changes only with its window.
+ */
+const RESERVES = new Map<number, number>();
+
 /** The notes layer with its section of extensions.json. */
 export function notesLayer(settings: NotesSettings): Layer {
   return {
@@ -192,7 +203,13 @@ export function notesLayer(settings: NotesSettings): Layer {
     // ledger to its share.
     reserve: (input) => {
       const budget = notesBudget(settings.budgetTokens, input.window);
-      return inputsTokens([notesInput('x'.repeat(4 * notesOutputCap(budget))), ledgerInput('x'.repeat(4 * ledgerBudget(budget)))]);
+      let n = RESERVES.get(budget);
+      if (n === undefined) {
+        n = inputsTokens([notesInput('x'.repeat(4 * notesOutputCap(budget))), ledgerInput('x'.repeat(4 * ledgerBudget(budget)))]);
+        if (RESERVES.size >= 64) RESERVES.clear();
+        RESERVES.set(budget, n);
+      }
+      return n;
     },
     project: (input) => view(input, settings),
     async compact(input, _before, after, opts) {

@@ -14,6 +14,7 @@ import { nothingCompacted, type CompactOptions, type CompactOutcome, type DryRun
 import { inputsTokens, PER_INPUT_TOKENS, textTokens } from '../estimate.ts';
 import { locateAt, planCutSteps, type CutPlan, type LocatedCut } from '../harness/cut.ts';
 import { foldText, priorTail, warmPriorTail } from '../harness/prior.ts';
+import { keptInput, type KeptInputSlot } from '../harness/kept-input.ts';
 import { cacheSlot } from '../harness/kernel-cache.ts';
 import { projectTail, rowMemo, warmTail } from '../harness/row-memo.ts';
 import { summaryPrompt, SUMMARIZER_SYSTEM } from '../harness/summarizer-prompt.ts';
@@ -45,6 +46,9 @@ function summaryInput(summary: string): PlainInput {
 type Recap = { input: PlainInput; seqs: number[]; tokens: number } | undefined;
 
 const RECAP = cacheSlot<{ key: string; recap: Recap }>('rolling.recap');
+
+/** The summary's input, made once per saved summary (harness/kept-input.ts). */
+const SUMMARY_INPUT: KeptInputSlot = cacheSlot('rolling.summaryInput');
 
 /**
  * The recap's estimated tokens when its quotes are plain ASCII, for sizing a tail before the
@@ -90,7 +94,7 @@ function build(input: StrategyInput, saved: Saved | undefined, located: LocatedC
   const inputs: PlainInput[] = [];
   const sections: Section[] = [];
   if (saved !== undefined) {
-    const s = summaryInput(saved.summary);
+    const s = keptInput(input.cache, SUMMARY_INPUT, saved.summary, summaryInput);
     inputs.push(s);
     sections.push({
       name: 'summary',

@@ -164,6 +164,12 @@ describe('notes', () => {
     assert.equal(next.compacted, false);
     assert.equal(JSON.stringify(next.inputs.slice(0, out.inputs.length)), JSON.stringify(out.inputs), 'the prefix is unchanged');
     assert.equal(summarizer.calls.length, calls.length + summarizer.calls.filter((c) => c.purpose === 'rolling').length, 'no summarizer call without a compaction');
+    // The very inputs sent before, made once per saved text (harness/kept-input.ts): measured
+    // and encoded once, not rebuilt on every request.
+    ['notes', 'artifact ledger', 'summary', 'recap'].forEach((name, i) => {
+      assert.equal(out.observation.sections[i + 1]!.name, name);
+      assert.equal(next.inputs[i], out.inputs[i], `the ${name} input is the object sent before`);
+    });
   });
 
   test('the notes do not count toward the trigger', async (t) => {

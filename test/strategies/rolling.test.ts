@@ -266,6 +266,24 @@ describe('rolling', () => {
     assert.equal(a.system, b.system);
   });
 
+  test('the system prompt kept in the kernel follows the instructions: the same text keeps it, another replaces it', async (t) => {
+    const db = tempDb(t);
+    await sessionWithTurns(db, 's', 3);
+    const setup = setupFor({ window: 100_000 });
+    const cache = new KernelCache();
+    const rules = (n: number): string => Array.from({ length: 200 }, (_, i) => `rule ${i}: keep going`).join('\n') + ` (v${n})`;
+    const a = await prepareRequest(setup, argsFor(db, 's', { cache, instructions: rules(1) }));
+    // The same text in a new string, as every call's JSON brings it.
+    const same = await prepareRequest(setup, argsFor(db, 's', { cache, instructions: [rules(1)].join('') }));
+    const b = await prepareRequest(setup, argsFor(db, 's', { cache, instructions: rules(2) }));
+    assert.equal(same.system, a.system);
+    assert.equal(same.observation.sections[0]!.estimated_tokens, a.observation.sections[0]!.estimated_tokens);
+    assert.ok(b.system.endsWith('(v2)'), 'new instructions are sent at once');
+    assert.equal(b.observation.sections[0]!.estimated_tokens, a.observation.sections[0]!.estimated_tokens, 'and measured (the same length here)');
+    const longer = await prepareRequest(setup, argsFor(db, 's', { cache, instructions: `${rules(3)} and one more rule` }));
+    assert.ok(longer.observation.sections[0]!.estimated_tokens > a.observation.sections[0]!.estimated_tokens, 'longer instructions pin more');
+  });
+
   test('a nothing-due prepare of a warm kernel reads from one snapshot, and the summary only after a write', async (t) => {
     const base = tempDb(t);
     await sessionWithTurns(base, 's', 40);
