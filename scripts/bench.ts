@@ -25,7 +25,7 @@ import { benchGrep } from './bench/grep.ts';
 import { benchLcm, clearTree, type LcmResult } from './bench/lcm.ts';
 import { alternate, benchCompactionWork, measurePrepare, preparedSession, type PrepareSession } from './bench/prepare.ts';
 import { benchMemory } from './bench/memory.ts';
-import { benchPrepareSocket, benchPrepareSocketOn, type SocketPrepareResult } from './bench/prepare-socket.ts';
+import { benchPrepareSocket, benchPrepareSocketOn, SOCKET_BLOCKS, type SocketPrepareResult } from './bench/prepare-socket.ts';
 import { benchRead, segmenterProbe } from './bench/read.ts';
 import { benchLcmCompaction, benchLcmPrepare } from './bench/lcm-engine.ts';
 import { benchProxy } from './bench/proxy.ts';
@@ -168,7 +168,7 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
               sr.prepare.versus_baseline = { baseline_rows: base.ds.main.rows, this: alt.a, baseline: alt.b, ratio: alt.ratio };
               log(`  prepare @${ds.main.rows} vs baseline, alternating: ${alt.a.median_ms.toFixed(3)} / ${alt.b.median_ms.toFixed(3)} ms = ${alt.ratio.toFixed(2)}x`);
               // The same session over a daemon's socket, the daemon started on this dataset's file.
-              socketPrepares.push(await benchPrepareSocketOn(ds, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) }, log));
+              socketPrepares.push(await benchPrepareSocketOn(ds, args.quick ? SOCKET_BLOCKS.quick : SOCKET_BLOCKS.full, log));
             });
           }
           return sr;
@@ -208,7 +208,7 @@ async function run(args: BenchArgs, root: string): Promise<Results> {
   if (args.only.has('prepare')) {
     log('prepare over the socket ...');
     // The baseline size appended over the socket; the dataset sizes were timed with their dataset.
-    const baselineRows = await time('prepare over the socket @1k', () => benchPrepareSocket(root, corpus, PREPARE_BASELINE_ROWS, { blocks: 6, perBlock: Math.max(4, Math.floor(args.prepareRuns / 5)) }, log));
+    const baselineRows = await time('prepare over the socket @1k', () => benchPrepareSocket(root, corpus, PREPARE_BASELINE_ROWS, args.quick ? SOCKET_BLOCKS.quick : SOCKET_BLOCKS.full, log));
     results.prepare_socket = [baselineRows, ...socketPrepares];
   }
   if (args.only.has('memory')) {
