@@ -47,7 +47,9 @@ test('the bytes equal JSON.stringify of the result', () => {
 test('shapes it does not assemble are serialized whole, still byte-identical', () => {
   const odd = { content: [parts.text], role: 'user' } as Reply['inputs'][number];
   const extraKey = { role: 'user', content: [parts.text], cache: true } as unknown as Reply['inputs'][number];
-  for (const r of [reply([odd]), reply([extraKey])]) assert.equal(encodePrepareReply(r).toString('utf8'), JSON.stringify(r));
+  const inherited = Object.assign(Object.create({ inherited: 'not written' }) as object, { role: 'user', content: [parts.text] }) as Reply['inputs'][number];
+  const roleOnly = { role: 'user' } as unknown as Reply['inputs'][number];
+  for (const r of [reply([odd]), reply([extraKey]), reply([inherited]), reply([roleOnly])]) assert.equal(encodePrepareReply(r).toString('utf8'), JSON.stringify(r));
   const reordered = { head: 1, prepared_id: 'x', system: '', inputs: [], tools: [], compacted: false, observation: {} } as unknown as Reply;
   assert.equal(encodePrepareReply(reordered).toString('utf8'), JSON.stringify(reordered));
 });
