@@ -144,9 +144,12 @@ interface SpawnOpts {
 
 /** The few variables a CLI needs from the caller's environment; nothing of a parent agent's. */
 function baseEnv(home: string): Record<string, string> {
-  const env: Record<string, string> = { HOME: home, PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', TERM: 'dumb' };
-  if (process.env.TMPDIR) env.TMPDIR = process.env.TMPDIR;
-  return env;
+  // The agent's temp directory inside its scratch HOME, which the test removes: Claude Code
+  // keeps a folder per working directory under $TMPDIR/claude-<uid>, and with the system's
+  // /tmp every run of the suite left its folders there.
+  const tmp = path.join(home, 'tmp');
+  fs.mkdirSync(tmp, { recursive: true });
+  return { HOME: home, PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', TERM: 'dumb', TMPDIR: tmp };
 }
 
 /** Runs a command in its own process group; on timeout kills the whole group. */
