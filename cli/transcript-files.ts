@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { allRows } from '../protocol/client.ts';
 import { RowIn, type StoredRow } from '../protocol/rows.ts';
-import { parseJsonl } from './import/common.ts';
+import { jsonlLines, parseJsonl } from './import/common.ts';
 import { IMPORT_FORMATS, OWN_FORMAT, type AnyFormat } from './import/formats.ts';
 import { ImportError, importTranscript, rowCounts } from './import/index.ts';
 import type { DaemonLink } from './daemon-link.ts';
@@ -67,22 +67,25 @@ async function toRowIn(row: StoredRow, images: ImageSource): Promise<RowIn | nul
 
 /**
  * Our own JSONL: every non-blank line a row `transcript.append` accepts. Null when the text is
- * not that (another agent's format), judged by its first record; past that, a bad line is an error.
+ * not that (another agent's format), judged by its first record before the rest is parsed: a
+ * transcript of another agent is parsed once, by its importer (parsing all of it here as well
+ * took a third of a large import's time, and its records all held at once). Past that, a bad
+ * line is an error.
  */
 function ownRows(text: string, forced: boolean): RowIn[] | null {
+  const first = jsonlLines(text).next();
+  if (!forced && (first.done === true || !RowIn.safeParse(parseOrNull(first.value.raw)).success)) return null;
   let recs: ReturnType<typeof parseJsonl>;
   try {
     recs = parseJsonl(text);
   } catch (err) {
-    const first = text.split('\n').find((l) => l.trim() !== '') ?? '';
-    if (err instanceof ImportError && (forced || RowIn.safeParse(parseOrNull(first)).success)) throw new CliError(err.message, undefined, 'nothing was stored; fix or remove that line');
-    return null;
+    if (err instanceof ImportError) throw new CliError(err.message, undefined, 'nothing was stored; fix or remove that line');
+    throw err;
   }
   const rows: RowIn[] = [];
   for (const { line, rec } of recs) {
     const r = RowIn.safeParse(rec);
     if (r.success) rows.push(r.data);
-    else if (rows.length === 0 && !forced) return null;
     else throw new CliError(`line ${line} is not a row transcript.append accepts: ${r.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join('; ')}`, undefined, 'nothing was stored; fix or remove that line');
   }
   return rows.length === 0 ? null : rows;

@@ -35,21 +35,35 @@ export function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/**
+ * The non-blank lines of a JSONL text, trimmed, with their 1-based numbers, found as they are
+ * asked for: a caller that needs only the first few (format detection, the first record) does not
+ * split a file of hundreds of megabytes.
+ */
+export function* jsonlLines(text: string): Generator<{ line: number; raw: string }> {
+  let line = 0;
+  for (let start = 0; start <= text.length;) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    line++;
+    const raw = text.slice(start, end).trim();
+    if (raw !== '') yield { line, raw };
+    start = end + 1;
+  }
+}
+
 /** Parses JSONL: every non-blank line must be a JSON object. */
 export function parseJsonl(text: string): Array<{ line: number; rec: Json }> {
   const out: Array<{ line: number; rec: Json }> = [];
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i]!.trim();
-    if (raw === '') continue;
+  for (const { line, raw } of jsonlLines(text)) {
     let v: unknown;
     try {
       v = JSON.parse(raw);
     } catch (err) {
-      throw new ImportError(`not JSON: ${(err as Error).message}`, i + 1);
+      throw new ImportError(`not JSON: ${(err as Error).message}`, line);
     }
-    if (!isObject(v)) throw new ImportError('not a JSON object', i + 1);
-    out.push({ line: i + 1, rec: v });
+    if (!isObject(v)) throw new ImportError('not a JSON object', line);
+    out.push({ line, rec: v });
   }
   return out;
 }

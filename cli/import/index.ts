@@ -4,7 +4,7 @@
 import { RowIn } from '../../protocol/rows.ts';
 import { importClaudeCode, looksLikeClaudeCode } from './claude-code.ts';
 import { importCodex, looksLikeCodex } from './codex.ts';
-import { FORMATS, ImportError, isObject, type ImportedTranscript, type ImportFormat, type Json } from './common.ts';
+import { FORMATS, ImportError, isObject, jsonlLines, type ImportedTranscript, type ImportFormat, type Json } from './common.ts';
 import { importPi, looksLikePi } from './pi.ts';
 import { importSweAgent, looksLikeSweAgent } from './swe-agent.ts';
 
@@ -24,11 +24,10 @@ const IMPORTERS: Record<ImportFormat, (text: string) => ImportedTranscript> = {
 /** The first records of a JSONL text that parse (detection only; the importer checks every line). */
 function firstRecords(text: string, n: number): Json[] {
   const out: Json[] = [];
-  for (const line of text.split('\n')) {
+  for (const { raw } of jsonlLines(text)) {
     if (out.length >= n) break;
-    if (line.trim() === '') continue;
     try {
-      const v: unknown = JSON.parse(line);
+      const v: unknown = JSON.parse(raw);
       if (isObject(v)) out.push(v);
     } catch {
       // a pretty-printed document or a broken line: not JSONL evidence

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { detectFormat, ImportError, importTranscript, rowCounts, type ImportedTranscript } from '../../../cli/import/index.ts';
+import { jsonlLines } from '../../../cli/import/common.ts';
 import { RowIn } from '../../../protocol/rows.ts';
 
 const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../fixtures/transcripts');
@@ -22,6 +23,19 @@ function assertWireRows(t: ImportedTranscript): void {
   const keys = t.rows.map((r) => r.key);
   assert.equal(new Set(keys).size, keys.length, 'keys are unique');
 }
+
+test('JSONL lines are found one at a time, trimmed, blank ones skipped, numbered as the file numbers them', () => {
+  assert.deepEqual([...jsonlLines('{"a":1}\r\n\n  \n {"b":2} \n{"c":3}')], [
+    { line: 1, raw: '{"a":1}' },
+    { line: 4, raw: '{"b":2}' },
+    { line: 5, raw: '{"c":3}' },
+  ]);
+  assert.deepEqual([...jsonlLines('{"a":1}\n')], [{ line: 1, raw: '{"a":1}' }]);
+  assert.deepEqual([...jsonlLines('')], []);
+  // The first line alone is taken without reading the rest (a format's first record).
+  const lines = jsonlLines(`{"first":true}\n${'x'.repeat(1000)}`);
+  assert.deepEqual(lines.next().value, { line: 1, raw: '{"first":true}' });
+});
 
 describe('format detection', () => {
   test('each fixture is recognised from its content', () => {
