@@ -7,7 +7,9 @@ import { type Db, perDb } from '../db.ts';
 import { SLICE_MS, timeSlicer, giveWay } from '../../protocol/time-slice.ts';
 import { fold } from './fold.ts';
 import { indexedThrough } from './indexer.ts';
-import { ROW_TEXT_SQL } from '../transcript/row-text.ts';
+import { bodySql } from '../transcript/row-body.ts';
+import { ROW_TEXT_SQL, storedRowText } from '../transcript/row-text.ts';
+import { bodyMayMatch } from './scan-filter.ts';
 import { requireSession } from '../transcript/sessions.ts';
 
 export { fold };
@@ -112,20 +114,22 @@ const PREVIEW_CHARS = 160;
 /** How much of the preview comes before the match. */
 const PREVIEW_LEAD = 60;
 
-/** A row to match: `id` is its seq. */
+/** A row to match: `id` is its seq; its text is derived from `body` unless it keeps `legacy` (row-text.ts). */
 interface Candidate {
   id: number;
   sid: number;
-  text: string;
+  body: string;
+  legacy: string | null;
 }
 
 function prepare(db: Db) {
   return {
+    // The raw columns: the text is derived only for rows the body's first look keeps (scanMatches).
     globalScan: db.prepare<[number, number], Candidate>(
-      `SELECT seq AS id, sid, ${ROW_TEXT_SQL} AS text FROM transcript WHERE seq > ? AND seq <= ? ORDER BY seq DESC`,
+      `SELECT seq AS id, sid, ${bodySql()} AS body, legacy_text AS legacy FROM transcript WHERE seq > ? AND seq <= ? ORDER BY seq DESC`,
     ),
     sessionScan: db.prepare<[number, number, number], Candidate>(
-      `SELECT seq AS id, sid, ${ROW_TEXT_SQL} AS text FROM transcript WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq DESC`,
+      `SELECT seq AS id, sid, ${bodySql()} AS body, legacy_text AS legacy FROM transcript WHERE sid = ? AND seq > ? AND seq <= ? ORDER BY seq DESC`,
     ),
     textOf: db.prepare<[number], string>(`SELECT ${ROW_TEXT_SQL} FROM transcript WHERE seq = ?`).pluck(),
     workspaceSids: db.prepare<[string], number>('SELECT sid FROM sessions WHERE workspace = ?').pluck(),
@@ -276,9 +280,12 @@ export function scanMatches(db: Db, ask: ScanAsk): Float64Array {
   const found: number[] = [];
   let last = ask.to + 1;
   let more = 0;
+  // Most rows are ruled out from their raw JSON, without deriving and folding their text (scan-filter.ts).
+  const mayMatch = bodyMayMatch(ask.needle);
   const rows = ask.sid === null ? st.globalScan.iterate(ask.after, ask.to) : st.sessionScan.iterate(ask.sid, ask.after, ask.to);
   for (const row of rows) {
-    if (fold(row.text).includes(ask.needle)) found.push(row.id, row.sid);
+    const looked = row.legacy !== null || mayMatch === null || mayMatch(row.body);
+    if (looked && fold(storedRowText(row.id, row.body, row.legacy)).includes(ask.needle)) found.push(row.id, row.sid);
     last = row.id;
     if (performance.now() - started >= ask.budgetMs) {
       more = 1;

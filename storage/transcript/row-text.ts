@@ -9,7 +9,7 @@
 // before the nesting bound, or by a daemon whose rowText rendered differently) keep it in
 // transcript.legacy_text, which wins over the derivation.
 import { z } from 'zod';
-import { stringifyJson } from '../../protocol/json-depth.ts';
+import { MAX_JSON_DEPTH, stringifyJson } from '../../protocol/json-depth.ts';
 import { StoredBody } from '../../protocol/rows.ts';
 import { bodySql } from './row-body.ts';
 
@@ -69,6 +69,32 @@ export function rowText(body: StoredBody): string {
     }
   }
   return out.join('\n');
+}
+
+/**
+ * What rowText writes besides a body's own strings and numbers: a body of every kind and part
+ * rendered with its strings empty, its numbers 0, and tool-call arguments nested past the depth
+ * limit (for the marker that stands in for them). A search's first look at a row's raw JSON
+ * (storage/search/scan-filter.ts) cannot find these words there; a new marker or notice in
+ * rowText belongs here too.
+ */
+export function renderedWords(): string {
+  let deep: Record<string, unknown> = {};
+  for (let i = 0; i <= MAX_JSON_DEPTH; i++) deep = { a: deep };
+  const image = { type: 'image', hash: '', media_type: '', width: 0, height: 0 } as const;
+  const opaque = { type: 'opaque', wire: '', label: '', data: {} } as const;
+  const text = { type: 'text', text: '' } as const;
+  const bodies: StoredBody[] = [
+    { kind: 'user', origin: 'user', content: [text, image, { ...image, elided: true }, opaque] },
+    { kind: 'assistant', content: [text, { type: 'reasoning', text: '' }, { type: 'tool_call', id: '', name: '', arguments: deep }, opaque] },
+    { kind: 'tool_result', call_id: '', is_error: false, content: [text, image] },
+    { kind: 'notice', body: { notice: 'image_fit', from_hash: '', to: image, reason: '' } },
+    { kind: 'notice', body: { notice: 'capabilities_changed', context: '', instructions: '' } },
+    { kind: 'notice', body: { notice: 'capabilities_changed', context: '' } },
+    { kind: 'notice', body: { notice: 'excursion', branch: '' } },
+    { kind: 'notice', body: { notice: 'excursion_return', branch: '', marker_seq: 1, outcome: '' } },
+  ];
+  return bodies.map(rowText).join('\n');
 }
 
 /** The one-line header a transcript read puts above each row's text. */
