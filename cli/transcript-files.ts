@@ -17,9 +17,14 @@ import { CliError, n, UsageError, type Report } from './io.ts';
 import type { VerbContext } from './program.ts';
 import { ProgressBar, progressWanted } from './progress.ts';
 
-/** One `transcript.append` carries at most this many rows, and about this many bytes of JSON. */
-const BATCH_ROWS = 1000;
-const BATCH_BYTES = 8 * 1024 * 1024;
+/**
+ * One `transcript.append` carries at most this many rows, and about this many bytes of JSON. The
+ * daemon writes a batch in one transaction on its event loop, which every other session's
+ * requests wait for: batches of a long Claude Code session held it 15-25 ms at this size, and
+ * 65-120 ms at 1,000 rows and 8 MiB, for no faster an import (docs/transcript.md).
+ */
+export const BATCH_ROWS = 250;
+export const BATCH_BYTES = 1024 * 1024;
 
 type ImageIn = Extract<Extract<RowIn, { kind: 'user' }>['content'][number], { type: 'image' }>;
 type StoredImage = { type: 'image'; hash: string; media_type: string };
@@ -107,7 +112,7 @@ export function sessionFromPath(file: string): string {
 }
 
 /** The rows in appends of at most BATCH_ROWS rows and about BATCH_BYTES, each with its JSON size (UTF-16 units). */
-function batches(rows: readonly RowIn[]): Array<{ rows: RowIn[]; bytes: number }> {
+export function batches(rows: readonly RowIn[]): Array<{ rows: RowIn[]; bytes: number }> {
   const out: Array<{ rows: RowIn[]; bytes: number }> = [];
   let batch: RowIn[] = [];
   let bytes = 0;
