@@ -12,7 +12,7 @@
 //   - the run is one the rendering writes (a marker, a notice's words, an image's `WxH`): a
 //     pattern whose anchor such a run could hold is not filtered at all.
 // The filter may keep a row that does not match (the derivation decides); it never drops one
-// that does (test/storage/search.test.ts checks both, and FOLDS_TO_ASCII against every code point).
+// that does (test/storage/scan-filter.test.ts checks both, and FOLDS_TO_ASCII against every code point).
 import { renderedWords } from '../transcript/row-text.ts';
 import { fold } from './fold.ts';
 
